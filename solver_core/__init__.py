@@ -1,0 +1,22 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""cable_harness solver core: quasi-static cable equilibrium with numpy and numba only.
+
+Never imports bpy or mathutils, and only imports itself relatively, so it runs both as the
+top-level package ``solver_core`` (CLI, tests, benchmarks) and as a sub-package of the Blender
+extension.
+"""
+
+from .case import CableChange, CableSpec, Case, Clip, Frame, Load, SolverSettings, case_to_dict, load_case, parse_case
+from .equilibrium import SolveReport, solve_equilibrium
+from .errors import CaseError
+from .harness import RESULT_FORMAT, Harness, solve_case
+from .materials import PRESETS, SectionStiffness, section_stiffness
+from .rod_model import Boundary, RodModel, build_rod_model
+from .rod_state import RodState, initial_state
+
+__all__ = [
+    "Boundary", "CableChange", "CableSpec", "Case", "CaseError", "Clip", "Frame", "Harness", "Load", "PRESETS",
+    "RESULT_FORMAT", "RodModel", "RodState", "SectionStiffness", "SolveReport", "SolverSettings", "build_rod_model",
+    "case_to_dict", "initial_state", "load_case", "parse_case", "section_stiffness", "solve_case",
+    "solve_equilibrium",
+]

@@ -1,0 +1,434 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The harness case (``shared/spec/case-format.md``): parsing, validation and writing back.
+
+Every rejected field is named by its path in the document, e.g. ``cables[1].clips[0].s``.
+Unit tolerances: tangents and normals must have unit length within 1e-3 (CAD exports round
+to a few digits) and are then normalised; a normal must be perpendicular to its tangent within
+1e-3 and is then made exactly perpendicular.
+"""
+
+import json
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import CaseError
+from .materials import SectionStiffness, section_stiffness
+
+CASE_FORMAT = "cable-harness-case/1"
+CLIP_KINDS = ("fixed", "rotating", "sliding")
+SOLVER_MODELS = ("cosserat",)
+PLANNED_MODELS = ("mass_spring", "kirchhoff_cg")
+UNIT_TOLERANCE = 1e-3
+
+
+@dataclass(frozen=True)
+class Frame:
+    position: np.ndarray
+    tangent: np.ndarray
+    normal: np.ndarray | None = None  # None: the cable may roll freely about the tangent here
+
+
+@dataclass(frozen=True)
+class Clip:
+    s: float
+    frame: Frame
+    kind: str = "fixed"
+    length: float = 0.0
+    stiffness: dict | None = None
+
+
+@dataclass(frozen=True)
+class Load:
+    s: float
+    force: np.ndarray
+    moment: np.ndarray
+
+
+@dataclass(frozen=True)
+class CableSpec:
+    id: str
+    length: float
+    diameter: float
+    material: dict
+    section: SectionStiffness
+    segments: int
+    start: Frame
+    end: Frame | None
+    clips: tuple = ()
+    loads: tuple = ()
+    route: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class SolverSettings:
+    model: str = "cosserat"
+    tolerance: float = 1e-8
+    max_iterations: int = 200
+
+
+@dataclass(frozen=True)
+class CableChange:
+    """Boundary frames a step moves: ``start``/``end`` and clips by index."""
+
+    start: Frame | None = None
+    end: Frame | None = None
+    clips: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Case:
+    cables: tuple
+    gravity: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, -9.81]))
+    obstacles: tuple = ()
+    contact: dict = field(default_factory=dict)
+    solver: SolverSettings = field(default_factory=SolverSettings)
+    steps: tuple = ()  # each a dict: cable id -> CableChange
+
+    def cable(self, cable_id: str) -> CableSpec:
+        for c in self.cables:
+            if c.id == cable_id:
+                return c
+        raise KeyError(cable_id)
+
+
+# ---------------------------------------------------------------- field readers
+
+
+def _check_keys(obj, allowed, where):
+    if not isinstance(obj, dict):
+        raise CaseError(f"{where} must be an object")
+    for key in obj:
+        if key not in allowed:
+            raise CaseError(f"{where}.{key} is not a known key (known: {', '.join(allowed)})")
+
+
+def _number(value, where, positive=False, non_negative=False):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise CaseError(f"{where} must be a finite number, got {value!r}")
+    if positive and value <= 0:
+        raise CaseError(f"{where} must be positive, got {value!r}")
+    if non_negative and value < 0:
+        raise CaseError(f"{where} must not be negative, got {value!r}")
+    return float(value)
+
+
+def _vector(value, where):
+    if not isinstance(value, (list, tuple)) or len(value) != 3:
+        raise CaseError(f"{where} must be a list of 3 numbers, got {value!r}")
+    return np.array([_number(v, f"{where}[{i}]") for i, v in enumerate(value)])
+
+
+def _unit(value, where):
+    v = _vector(value, where)
+    norm = float(np.linalg.norm(v))
+    if norm == 0.0:
+        raise CaseError(f"{where} is the zero vector; it must be a unit vector")
+    if abs(norm - 1.0) > UNIT_TOLERANCE:
+        raise CaseError(f"{where} must be a unit vector, its length is {norm:.6g}")
+    return v / norm
+
+
+def parse_frame(obj, where) -> Frame:
+    _check_keys(obj, ("position", "tangent", "normal"), where)
+    for key in ("position", "tangent"):
+        if key not in obj:
+            raise CaseError(f"{where}.{key} is missing")
+    position = _vector(obj["position"], f"{where}.position")
+    tangent = _unit(obj["tangent"], f"{where}.tangent")
+    normal = None
+    if obj.get("normal") is not None:
+        normal = _unit(obj["normal"], f"{where}.normal")
+        dot = float(np.dot(normal, tangent))
+        if abs(dot) > UNIT_TOLERANCE:
+            raise CaseError(f"{where}.normal must be perpendicular to the tangent (their dot product is {dot:.3g})")
+        normal = normal - dot * tangent
+        normal /= np.linalg.norm(normal)
+    return Frame(position, tangent, normal)
+
+
+def _parse_stiffness(obj, where):
+    if obj is None:
+        return None
+    _check_keys(obj, ("translational", "rotational", "matrix"), where)
+    if "matrix" in obj:
+        m = obj["matrix"]
+        if not isinstance(m, list) or len(m) != 6 or any(not isinstance(r, list) or len(r) != 6 for r in m):
+            raise CaseError(f"{where}.matrix must be a 6x6 list of lists")
+        arr = np.array([[_number(v, f"{where}.matrix[{i}][{j}]") for j, v in enumerate(r)] for i, r in enumerate(m)])
+        if not np.allclose(arr, arr.T, rtol=1e-9, atol=0.0):
+            raise CaseError(f"{where}.matrix must be symmetric")
+        if np.linalg.eigvalsh(arr).min() <= 0:
+            raise CaseError(f"{where}.matrix must be positive definite")
+        return {"matrix": arr.tolist()}
+    out = {}
+    for key in ("translational", "rotational"):
+        if key not in obj:
+            raise CaseError(f"{where}.{key} is missing (or give a 6x6 matrix)")
+        out[key] = _number(obj[key], f"{where}.{key}", positive=True)
+    return out
+
+
+def _parse_clip(obj, where, length) -> Clip:
+    _check_keys(obj, ("s", "frame", "kind", "length", "stiffness"), where)
+    for key in ("s", "frame"):
+        if key not in obj:
+            raise CaseError(f"{where}.{key} is missing")
+    s = _number(obj["s"], f"{where}.s")
+    kind = obj.get("kind", "fixed")
+    if kind not in CLIP_KINDS:
+        raise CaseError(f"{where}.kind must be one of {', '.join(CLIP_KINDS)}, got {kind!r}")
+    clip_length = _number(obj.get("length", 0.0), f"{where}.length", non_negative=True)
+    if not (0.0 < s - clip_length / 2.0 and s + clip_length / 2.0 < length):
+        raise CaseError(
+            f"{where}.s = {s:g} (with length {clip_length:g}) lies outside the cable's interior (0, {length:g})"
+        )
+    return Clip(s, parse_frame(obj["frame"], f"{where}.frame"), kind, clip_length,
+                _parse_stiffness(obj.get("stiffness"), f"{where}.stiffness"))
+
+
+def _parse_load(obj, where, length) -> Load:
+    _check_keys(obj, ("s", "force", "moment"), where)
+    if "s" not in obj:
+        raise CaseError(f"{where}.s is missing")
+    s = _number(obj["s"], f"{where}.s")
+    if not 0.0 <= s <= length:
+        raise CaseError(f"{where}.s = {s:g} lies outside the cable [0, {length:g}]")
+    force = _vector(obj["force"], f"{where}.force") if "force" in obj else np.zeros(3)
+    moment = _vector(obj["moment"], f"{where}.moment") if "moment" in obj else np.zeros(3)
+    return Load(s, force, moment)
+
+
+def _anchor_chain(cable_start, cable_end, clips, length):
+    """(s, point, label) pairs in arc-length order: where the cable is held in place."""
+    chain = [(0.0, cable_start.position, "start")]
+    for index, clip in sorted(enumerate(clips), key=lambda ic: ic[1].s):
+        half = clip.length / 2.0
+        chain.append((clip.s - half, clip.frame.position - half * clip.frame.tangent, f"clips[{index}]"))
+        chain.append((clip.s + half, clip.frame.position + half * clip.frame.tangent, f"clips[{index}]"))
+    if cable_end is not None:
+        chain.append((length, cable_end.position, "end"))
+    return chain
+
+
+def check_reachable(cable_id, where, start, end, clips, length):
+    """Reject frames that the cable cannot reach without stretching."""
+    chain = _anchor_chain(start, end, clips, length)
+    for (s0, p0, a), (s1, p1, b) in zip(chain, chain[1:]):
+        if a == b:
+            continue
+        if s1 < s0 - 1e-12:
+            raise CaseError(f"{where}.{b} overlaps {a} along the cable")
+        gap = float(np.linalg.norm(p1 - p0))
+        if gap > (s1 - s0) + 1e-9 * length:
+            raise CaseError(
+                f"{where}: {a} and {b} of cable {cable_id!r} are {gap:.6g} m apart but only {s1 - s0:.6g} m "
+                f"of cable lies between them"
+            )
+
+
+def _parse_cable(obj, where) -> CableSpec:
+    _check_keys(obj, ("id", "length", "diameter", "material", "segments", "start", "end", "clips", "loads", "route"),
+                where)
+    for key in ("id", "length", "diameter", "material", "start"):
+        if key not in obj:
+            raise CaseError(f"{where}.{key} is missing")
+    cable_id = obj["id"]
+    if not isinstance(cable_id, str) or not cable_id:
+        raise CaseError(f"{where}.id must be a non-empty string")
+    length = _number(obj["length"], f"{where}.length", positive=True)
+    diameter = _number(obj["diameter"], f"{where}.diameter", positive=True)
+    if diameter >= length:
+        raise CaseError(f"{where}.diameter ({diameter:g}) must be smaller than the length ({length:g})")
+    section = section_stiffness(obj["material"], diameter, f"{where}.material")
+    segments = obj.get("segments", 50)
+    if isinstance(segments, bool) or not isinstance(segments, int) or not 2 <= segments <= 200000:
+        raise CaseError(f"{where}.segments must be an integer from 2 to 200000, got {segments!r}")
+    start = parse_frame(obj["start"], f"{where}.start")
+    end = None if obj.get("end") is None else parse_frame(obj["end"], f"{where}.end")
+    clips_raw = obj.get("clips", [])
+    if not isinstance(clips_raw, list):
+        raise CaseError(f"{where}.clips must be a list")
+    clips = tuple(_parse_clip(c, f"{where}.clips[{i}]", length) for i, c in enumerate(clips_raw))
+    loads_raw = obj.get("loads", [])
+    if not isinstance(loads_raw, list):
+        raise CaseError(f"{where}.loads must be a list")
+    loads = tuple(_parse_load(c, f"{where}.loads[{i}]", length) for i, c in enumerate(loads_raw))
+    route = None
+    if obj.get("route") is not None:
+        r = obj["route"]
+        if not isinstance(r, list) or len(r) < 2:
+            raise CaseError(f"{where}.route must be a list of at least 2 points")
+        route = np.array([_vector(p, f"{where}.route[{i}]") for i, p in enumerate(r)])
+        if np.linalg.norm(np.diff(route, axis=0), axis=1).sum() <= 0.0:
+            raise CaseError(f"{where}.route has zero length")
+    check_reachable(cable_id, where, start, end, clips, length)
+    return CableSpec(cable_id, length, diameter, dict(obj["material"]), section, segments, start, end, clips, loads,
+                     route)
+
+
+def _parse_obstacle(obj, where):
+    if not isinstance(obj, dict) or "type" not in obj:
+        raise CaseError(f"{where} must be an object with a type")
+    kind = obj["type"]
+    if kind == "plane":
+        _check_keys(obj, ("type", "point", "normal"), where)
+        return {"type": "plane", "point": _vector(obj.get("point"), f"{where}.point").tolist(),
+                "normal": _unit(obj.get("normal"), f"{where}.normal").tolist()}
+    if kind == "sphere":
+        _check_keys(obj, ("type", "center", "radius"), where)
+        return {"type": "sphere", "center": _vector(obj.get("center"), f"{where}.center").tolist(),
+                "radius": _number(obj.get("radius"), f"{where}.radius", positive=True)}
+    if kind == "mesh":
+        _check_keys(obj, ("type", "vertices", "triangles"), where)
+        verts = np.asarray(obj.get("vertices"), dtype=np.float64)
+        tris = np.asarray(obj.get("triangles"))
+        if verts.ndim != 2 or verts.shape[1] != 3 or not np.isfinite(verts).all():
+            raise CaseError(f"{where}.vertices must be a list of finite [x, y, z]")
+        if tris.ndim != 2 or tris.shape[1] != 3 or tris.size == 0 or not np.issubdtype(tris.dtype, np.integer):
+            raise CaseError(f"{where}.triangles must be a non-empty list of [i, j, k] integer triples")
+        if tris.min() < 0 or tris.max() >= len(verts):
+            raise CaseError(f"{where}.triangles refers to a vertex index outside 0..{len(verts) - 1}")
+        return {"type": "mesh", "vertices": verts.tolist(), "triangles": tris.tolist()}
+    raise CaseError(f"{where}.type must be plane, sphere or mesh, got {kind!r}")
+
+
+def _parse_step(obj, where, cables_by_id):
+    _check_keys(obj, ("cables",), where)
+    changes = {}
+    cables = obj.get("cables", {})
+    if not isinstance(cables, dict):
+        raise CaseError(f"{where}.cables must be an object keyed by cable id")
+    for cable_id, change in cables.items():
+        w = f"{where}.cables.{cable_id}"
+        if cable_id not in cables_by_id:
+            raise CaseError(f"{w}: there is no cable with id {cable_id!r}")
+        cable = cables_by_id[cable_id]
+        _check_keys(change, ("start", "end", "clips"), w)
+        start = parse_frame(change["start"], f"{w}.start") if "start" in change else None
+        end = None
+        if "end" in change:
+            if cable.end is None:
+                raise CaseError(f"{w}.end: cable {cable_id!r} has a free end, a step cannot move it")
+            end = parse_frame(change["end"], f"{w}.end")
+        clips = {}
+        raw = change.get("clips", {})
+        if not isinstance(raw, dict):
+            raise CaseError(f"{w}.clips must be an object keyed by clip index")
+        for key, clip_change in raw.items():
+            if not (isinstance(key, str) and key.isdigit() and int(key) < len(cable.clips)):
+                raise CaseError(f"{w}.clips.{key}: cable {cable_id!r} has clips 0..{len(cable.clips) - 1}")
+            _check_keys(clip_change, ("frame",), f"{w}.clips.{key}")
+            clips[int(key)] = parse_frame(clip_change["frame"], f"{w}.clips.{key}.frame")
+        changes[cable_id] = CableChange(start, end, clips)
+    return changes
+
+
+def parse_case(doc) -> Case:
+    """Validate a case document (already decoded from JSON) and build the in-memory case."""
+    _check_keys(doc, ("format", "gravity", "cables", "obstacles", "contact", "solver", "steps"), "case")
+    if doc.get("format") != CASE_FORMAT:
+        raise CaseError(f"case.format must be {CASE_FORMAT!r}, got {doc.get('format')!r}")
+    gravity = _vector(doc.get("gravity", [0.0, 0.0, -9.81]), "gravity")
+    raw_cables = doc.get("cables")
+    if not isinstance(raw_cables, list) or not raw_cables:
+        raise CaseError("cables must be a non-empty list")
+    cables = tuple(_parse_cable(c, f"cables[{i}]") for i, c in enumerate(raw_cables))
+    ids = [c.id for c in cables]
+    for i, cid in enumerate(ids):
+        if cid in ids[:i]:
+            raise CaseError(f"cables[{i}].id {cid!r} is used twice")
+    raw_obstacles = doc.get("obstacles", [])
+    if not isinstance(raw_obstacles, list):
+        raise CaseError("obstacles must be a list")
+    obstacles = tuple(_parse_obstacle(o, f"obstacles[{i}]") for i, o in enumerate(raw_obstacles))
+    contact = doc.get("contact", {})
+    _check_keys(contact, ("friction_static", "friction_dynamic", "cable_cable"), "contact")
+    for key in ("friction_static", "friction_dynamic"):
+        if key in contact:
+            _number(contact[key], f"contact.{key}", non_negative=True)
+    if "cable_cable" in contact and not isinstance(contact["cable_cable"], bool):
+        raise CaseError("contact.cable_cable must be true or false")
+    raw_solver = doc.get("solver", {})
+    _check_keys(raw_solver, ("model", "tolerance", "max_iterations"), "solver")
+    model = raw_solver.get("model", "cosserat")
+    if model not in SOLVER_MODELS:
+        planned = " (planned, not available yet)" if model in PLANNED_MODELS else ""
+        raise CaseError(f"solver.model {model!r} is not available{planned}; use one of {', '.join(SOLVER_MODELS)}")
+    tolerance = _number(raw_solver.get("tolerance", 1e-8), "solver.tolerance", positive=True)
+    max_iterations = raw_solver.get("max_iterations", 200)
+    if isinstance(max_iterations, bool) or not isinstance(max_iterations, int) or max_iterations < 1:
+        raise CaseError(f"solver.max_iterations must be a positive integer, got {max_iterations!r}")
+    raw_steps = doc.get("steps", [])
+    if not isinstance(raw_steps, list):
+        raise CaseError("steps must be a list")
+    by_id = {c.id: c for c in cables}
+    steps = tuple(_parse_step(s, f"steps[{i}]", by_id) for i, s in enumerate(raw_steps))
+    # Frames moved by steps must stay reachable, with the changes accumulated in order.
+    current = {c.id: (c.start, c.end, list(c.clips)) for c in cables}
+    for i, step in enumerate(steps):
+        for cid, change in step.items():
+            start, end, clips = current[cid]
+            start = change.start or start
+            end = change.end or end
+            for k, frame in change.clips.items():
+                old = clips[k]
+                clips[k] = Clip(old.s, frame, old.kind, old.length, old.stiffness)
+            current[cid] = (start, end, clips)
+            check_reachable(cid, f"steps[{i}].cables.{cid}", start, end, clips, by_id[cid].length)
+    return Case(cables, gravity, obstacles, dict(contact), SolverSettings(model, tolerance, max_iterations), steps)
+
+
+def load_case(path) -> Case:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except OSError as exc:
+        raise CaseError(f"cannot read case file {path}: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise CaseError(f"{path} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+    return parse_case(doc)
+
+
+# ---------------------------------------------------------------- writing
+
+
+def frame_to_dict(frame: Frame) -> dict:
+    out = {"position": frame.position.tolist(), "tangent": frame.tangent.tolist()}
+    if frame.normal is not None:
+        out["normal"] = frame.normal.tolist()
+    return out
+
+
+def case_to_dict(case: Case) -> dict:
+    """The case as a JSON-ready document (parse_case(case_to_dict(c)) reproduces c)."""
+    cables = []
+    for c in case.cables:
+        d = {"id": c.id, "length": c.length, "diameter": c.diameter, "material": dict(c.material),
+             "segments": c.segments, "start": frame_to_dict(c.start),
+             "end": None if c.end is None else frame_to_dict(c.end),
+             "clips": [{"s": k.s, "frame": frame_to_dict(k.frame), "kind": k.kind, "length": k.length,
+                        "stiffness": k.stiffness} for k in c.clips],
+             "loads": [{"s": ld.s, "force": ld.force.tolist(), "moment": ld.moment.tolist()} for ld in c.loads]}
+        if c.route is not None:
+            d["route"] = c.route.tolist()
+        cables.append(d)
+    steps = []
+    for step in case.steps:
+        sc = {}
+        for cid, ch in step.items():
+            e = {}
+            if ch.start is not None:
+                e["start"] = frame_to_dict(ch.start)
+            if ch.end is not None:
+                e["end"] = frame_to_dict(ch.end)
+            if ch.clips:
+                e["clips"] = {str(k): {"frame": frame_to_dict(f)} for k, f in ch.clips.items()}
+            sc[cid] = e
+        steps.append({"cables": sc})
+    return {"format": CASE_FORMAT, "gravity": case.gravity.tolist(), "cables": cables,
+            "obstacles": list(case.obstacles), "contact": dict(case.contact),
+            "solver": {"model": case.solver.model, "tolerance": case.solver.tolerance,
+                       "max_iterations": case.solver.max_iterations},
+            "steps": steps}

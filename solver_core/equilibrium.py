@@ -1,0 +1,116 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Quasi-static equilibrium of one cable under moving boundary conditions.
+
+``solve_equilibrium`` runs the compiled Newton minimiser from a warm start. When a step fails
+(iteration limit, collapsed trust region) it splits the change into halves, recursively
+(automatic continuation, the "sequentially varied boundary conditions" of Linn et al.), and
+when even that fails it returns the last good state with ``converged = False`` and the reason.
+"""
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .newton import CONVERGED, STATUS_TEXT, minimise_rod_energy
+from .rod_model import Boundary, RodModel
+from .rod_state import RodState, apply_boundary, carry_boundary_motion, interpolate_boundary
+
+MAX_CONTINUATION_DEPTH = 7  # up to 128 substeps per requested step
+
+
+@dataclass
+class SolveReport:
+    state: RodState
+    converged: bool
+    iterations: int
+    residual: float  # largest force/moment residual relative to the model's force scale
+    substeps: int
+    solve_ms: float
+    message: str
+
+
+def _minimise(model: RodModel, state: RodState, load_factor: float, rest_len: np.ndarray, max_iterations: int):
+    status, iterations, ratio, _ = minimise_rod_energy(
+        state.positions, state.quats, model.node_dof, model.rot_dof, model.fixed, model.dof_tol, model.bw,
+        rest_len, model.stretch_stiff, model.joint_a, model.joint_b, model.joint_len, model.bend_stiff,
+        model.node_force, model.rot_couple, load_factor, max_iterations)
+    return status, iterations, ratio
+
+
+def _relative_residual(model: RodModel, ratio: float) -> float:
+    # ratio is residual / per-dof tolerance; report it against the force scale instead
+    return float(ratio * model.dof_tol.min() / model.force_scale)
+
+
+# A cold start whose segments are stretched or compressed by more than this is first relaxed
+# by paying the cable out gradually from the guess's own segment lengths.
+MAX_START_STRAIN = 0.2
+
+
+def solve_equilibrium(model: RodModel, state: RodState, boundary: Boundary, previous: Boundary | None = None,
+                      max_iterations: int = 200) -> SolveReport:
+    """Solve for the equilibrium with ``boundary`` held, starting from ``state``.
+
+    ``state`` must be an equilibrium for ``previous`` (a warm start) or, when ``previous`` is
+    None, a guess that already satisfies ``boundary`` (a cold start). The path from start to
+    target is parametrised by t in [0, 1]: boundary frames move from ``previous`` to
+    ``boundary``; on a cold start the loads ramp up from zero and the rest lengths from those of
+    the guess. A failed piece of the path is split in halves, recursively. The input state is
+    never modified.
+    """
+    t0 = time.perf_counter()
+    counters = {"iterations": 0, "substeps": 0, "status": CONVERGED, "ratio": 0.0}
+    cold = previous is None
+    guess_len = np.linalg.norm(np.diff(state.positions, axis=0), axis=1)
+    start_strain = float(np.max(np.abs(guess_len / model.rest_len - 1.0))) if cold else 0.0
+    if cold:
+        previous = boundary
+        guess_len = np.where(guess_len > 1e-6 * model.rest_len, guess_len, model.rest_len)
+
+    def configure(t: float):
+        b = boundary if t >= 1.0 else interpolate_boundary(previous, boundary, t)
+        if not cold:
+            return b, 1.0, model.rest_len
+        return b, t, (1.0 - t) * guess_len + t * model.rest_len
+
+    def attempt(start: RodState, ta: float, tb: float, depth: int):
+        trial = start.copy()
+        b_a, _, _ = configure(ta)
+        b_b, load_factor, rest_len = configure(tb)
+        if previous is boundary:
+            apply_boundary(model, trial, b_b)
+        else:
+            carry_boundary_motion(model, trial, b_a, b_b)
+        status, iterations, ratio = _minimise(model, trial, load_factor, rest_len, max_iterations)
+        counters["iterations"] += iterations
+        counters["substeps"] += 1
+        counters["status"], counters["ratio"] = status, ratio
+        if status == CONVERGED and trial.is_finite():
+            return trial
+        if depth >= MAX_CONTINUATION_DEPTH:
+            return None
+        tm = 0.5 * (ta + tb)
+        middle = attempt(start, ta, tm, depth + 1)
+        if middle is None:
+            return None
+        return attempt(middle, tm, tb, depth + 1)
+
+    pieces = max(1, int(np.ceil(start_strain / MAX_START_STRAIN))) if start_strain > MAX_START_STRAIN else 1
+    ts = np.linspace(0.0, 1.0, pieces + 1) if pieces > 1 else np.array([0.0, 1.0])
+    result = state
+    for ta, tb in zip(ts[:-1], ts[1:]):
+        result = attempt(result, float(ta), float(tb), 0)
+        if result is None:
+            break
+    elapsed = (time.perf_counter() - t0) * 1e3
+    residual = _relative_residual(model, counters["ratio"])
+    if result is not None:
+        return SolveReport(result, True, counters["iterations"], residual, counters["substeps"], elapsed, "converged")
+    reason = STATUS_TEXT[counters["status"]]
+    return SolveReport(state.copy(), False, counters["iterations"], residual, counters["substeps"], elapsed,
+                       f"no equilibrium found ({reason}, {counters['substeps']} substeps); the last good state is kept")
+
+
+def centre_line_length(state: RodState) -> float:
+    return float(np.linalg.norm(np.diff(state.positions, axis=0), axis=1).sum())

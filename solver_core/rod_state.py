@@ -1,0 +1,234 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The time-varying part of a rod: node positions and quaternions, and how boundary data enter it.
+
+``initial_state`` makes the first guess (a user route resampled to the cable length, or a
+smooth Hermite curve through the connectors and clips whose arc length matches the cable);
+``apply_boundary`` writes the held positions and frames; ``carry_boundary_motion`` moves the free
+part of a converged state along with moved connectors and clips so that a warm start begins
+close to the new equilibrium.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .case import Frame
+from .rod_model import FIXED_ALL, Boundary, RodModel
+from .rotations import frame_from_tangent, matrix_from_quat, matrix_to_quat, rotation_between, slerp_matrix
+
+
+@dataclass
+class RodState:
+    positions: np.ndarray  # (n_nodes, 3), relative to model.origin
+    quats: np.ndarray  # (n_rotations, 4), (w, x, y, z)
+
+    def copy(self) -> "RodState":
+        return RodState(self.positions.copy(), self.quats.copy())
+
+    def is_finite(self) -> bool:
+        return bool(np.isfinite(self.positions).all() and np.isfinite(self.quats).all())
+
+
+# ------------------------------------------------------------------ initial centre line
+
+
+def _resample_polyline(points: np.ndarray, fractions: np.ndarray) -> np.ndarray:
+    seg = np.linalg.norm(np.diff(points, axis=0), axis=1)
+    cum = np.concatenate(([0.0], np.cumsum(seg)))
+    target = fractions * cum[-1]
+    return np.column_stack([np.interp(target, cum, points[:, k]) for k in range(3)])
+
+
+def _hermite(p0, t0, p1, t1, scale, u):
+    u = u[:, None]
+    h00 = 2 * u**3 - 3 * u**2 + 1
+    h10 = u**3 - 2 * u**2 + u
+    h01 = -2 * u**3 + 3 * u**2
+    h11 = u**3 - u**2
+    return h00 * p0 + h10 * scale * t0 + h01 * p1 + h11 * scale * t1
+
+
+def _curve_of_length(p0, t0, p1, t1, length, samples=96):
+    """A Hermite curve from p0 (leaving along t0) to p1 (arriving along t1) with the given arc length."""
+    u = np.linspace(0.0, 1.0, samples)
+
+    def arc(scale):
+        pts = _hermite(p0, t0, p1, t1, scale, u)
+        return pts, float(np.linalg.norm(np.diff(pts, axis=0), axis=1).sum())
+
+    chord = float(np.linalg.norm(p1 - p0))
+    if length <= chord * (1.0 + 1e-9):
+        return np.array([p0, p1])
+    lo, hi = 0.0, max(length, 1e-12)
+    while arc(hi)[1] < length and hi < 1e6 * length:
+        hi *= 2.0
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if arc(mid)[1] < length:
+            lo = mid
+        else:
+            hi = mid
+    return arc(0.5 * (lo + hi))[0]
+
+
+def _anchors(model: RodModel, boundary: Boundary):
+    """(s, position, tangent) where the cable is held, in arc-length order (world coordinates)."""
+    cable = model.cable
+    out = [(0.0, boundary.start.position, boundary.start.tangent)]
+    for clip, frame in sorted(zip(cable.clips, boundary.clips), key=lambda cf: cf[0].s):
+        half = clip.length / 2.0
+        out.append((clip.s - half, frame.position - half * frame.tangent, frame.tangent))
+        if half > 0.0:
+            out.append((clip.s + half, frame.position + half * frame.tangent, frame.tangent))
+    if boundary.end is not None:
+        out.append((cable.length, boundary.end.position, boundary.end.tangent))
+    return out
+
+
+def initial_centerline(model: RodModel, boundary: Boundary) -> np.ndarray:
+    cable = model.cable
+    s = model.node_s
+    if cable.route is not None:
+        return _resample_polyline(cable.route, s / cable.length)
+    pts = np.empty((model.n_nodes, 3))
+    anchors = _anchors(model, boundary)
+    for (s0, p0, t0), (s1, p1, t1) in zip(anchors, anchors[1:]):
+        sel = (s >= s0 - 1e-12) & (s <= s1 + 1e-12)
+        curve = _curve_of_length(p0, t0, p1, t1, s1 - s0)
+        pts[sel] = _resample_polyline(curve, (s[sel] - s0) / max(s1 - s0, 1e-300))
+    s_last, p_last, t_last = anchors[-1]
+    tail = s > s_last + 1e-12
+    pts[tail] = p_last + (s[tail] - s_last)[:, None] * t_last
+    return pts
+
+
+def initial_state(model: RodModel, boundary: Boundary) -> RodState:
+    """Centre line guess plus parallel-transported frames, with the boundary applied."""
+    x = initial_centerline(model, boundary) - model.origin
+    edges = np.diff(x, axis=0)
+    lengths = np.linalg.norm(edges, axis=1)
+    tangents = np.empty_like(edges)
+    prev = boundary.start.tangent
+    for i in range(len(edges)):
+        tangents[i] = edges[i] / lengths[i] if lengths[i] > 1e-14 else prev
+        prev = tangents[i]
+    # Parallel transport of the start frame along the centre line (zero twist), then the roll
+    # that a given end normal demands is spread evenly over the length.
+    F = frame_from_tangent(boundary.start.tangent, boundary.start.normal)
+    frames = []
+    t_prev = F[:, 2]
+    for i in range(len(edges)):
+        F = rotation_between(t_prev, tangents[i]) @ F
+        t_prev = tangents[i]
+        frames.append(F)
+    if boundary.end is not None and boundary.end.normal is not None:
+        F_end = rotation_between(t_prev, boundary.end.tangent) @ F
+        d1 = F_end[:, 0]
+        n = boundary.end.normal
+        roll = np.arctan2(np.dot(np.cross(d1, n), boundary.end.tangent), np.dot(d1, n))
+        mids = 0.5 * (model.node_s[1:] + model.node_s[:-1]) / model.cable.length
+        frames = [fr @ _roll(roll * f) for fr, f in zip(frames, mids)]
+    quats = np.zeros((model.n_rotations, 4))
+    for i, fr in enumerate(frames):
+        quats[i] = matrix_to_quat(fr)
+    quats[model.start_frame] = matrix_to_quat(frame_from_tangent(boundary.start.tangent, boundary.start.normal
+                                                                 if boundary.start.normal is not None
+                                                                 else frames[0][:, 0]))
+    if model.end_frame >= 0:
+        quats[model.end_frame] = matrix_to_quat(frame_from_tangent(
+            boundary.end.tangent, boundary.end.normal if boundary.end.normal is not None else frames[-1][:, 0]))
+    for ci, rots in enumerate(model.clip_rots):
+        for r in rots:
+            if r >= model.n_segments:
+                near = frames[min(model.clip_nodes[ci][0], model.n_segments - 1)]
+                quats[r] = matrix_to_quat(frame_from_tangent(boundary.clips[ci].tangent, near[:, 0]))
+    state = RodState(x, quats)
+    apply_boundary(model, state, boundary)
+    return state
+
+
+def _roll(angle):
+    c, s = np.cos(angle), np.sin(angle)
+    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+
+
+# ------------------------------------------------------------------ boundary data
+
+
+def _held_frame(current_quat, frame: Frame, mask) -> np.ndarray:
+    """Quaternion of a held frame; with the roll free, turn the current frame onto the tangent."""
+    if mask == FIXED_ALL and frame.normal is not None:
+        return matrix_to_quat(frame_from_tangent(frame.tangent, frame.normal))
+    R = matrix_from_quat(current_quat)
+    return matrix_to_quat(rotation_between(R[:, 2], frame.tangent) @ R)
+
+
+def apply_boundary(model: RodModel, state: RodState, boundary: Boundary) -> None:
+    """Write the held positions and orientations of connectors and clips into the state."""
+    o = model.origin
+    cable = model.cable
+    state.positions[0] = boundary.start.position - o
+    start_mask = FIXED_ALL if cable.start.normal is not None else None
+    state.quats[model.start_frame] = _held_frame(state.quats[model.start_frame], boundary.start, start_mask)
+    if model.end_frame >= 0:
+        state.positions[-1] = boundary.end.position - o
+        end_mask = FIXED_ALL if cable.end.normal is not None else None
+        state.quats[model.end_frame] = _held_frame(state.quats[model.end_frame], boundary.end, end_mask)
+    for clip, frame, nodes, rots, mask in zip(cable.clips, boundary.clips, model.clip_nodes, model.clip_rots,
+                                              model.clip_rot_mask):
+        for k in nodes:
+            state.positions[k] = frame.position + (model.node_s[k] - clip.s) * frame.tangent - o
+        for r in rots:
+            state.quats[r] = _held_frame(state.quats[r], frame, mask)
+
+
+def _anchor_nodes(model: RodModel):
+    """Node index and the rotation index that carries its frame, for every held node."""
+    out = [(0, model.start_frame)]
+    for nodes, rots in zip(model.clip_nodes, model.clip_rots):
+        for k in nodes:
+            out.append((k, rots[0]))
+    if model.end_frame >= 0:
+        out.append((model.n_nodes - 1, model.end_frame))
+    return sorted(out)
+
+
+def carry_boundary_motion(model: RodModel, state: RodState, old: Boundary, new: Boundary) -> None:
+    """Move the free nodes with the held ones: translations blended linearly in arc length
+    between neighbouring held nodes, and a free end carried rigidly with its last held frame."""
+    before = state.copy()
+    apply_boundary(model, state, new)
+    anchors = _anchor_nodes(model)
+    s = model.node_s
+    disp = state.positions - before.positions
+    for (ka, _), (kb, _) in zip(anchors, anchors[1:]):
+        if kb - ka < 2:
+            continue
+        w = ((s[ka + 1:kb] - s[ka]) / (s[kb] - s[ka]))[:, None]
+        state.positions[ka + 1:kb] += (1.0 - w) * disp[ka] + w * disp[kb]
+    k_last, r_last = anchors[-1]
+    if k_last < model.n_nodes - 1:
+        R_old = matrix_from_quat(before.quats[r_last])
+        R_new = matrix_from_quat(state.quats[r_last])
+        turn = R_new @ R_old.T
+        pivot_old = before.positions[k_last]
+        pivot_new = state.positions[k_last]
+        state.positions[k_last + 1:] = pivot_new + (before.positions[k_last + 1:] - pivot_old) @ turn.T
+        for i in range(k_last, model.n_segments):
+            state.quats[i] = matrix_to_quat(turn @ matrix_from_quat(before.quats[i]))
+
+
+def interpolate_boundary(a: Boundary, b: Boundary, t: float) -> Boundary:
+    """A boundary part-way from a to b: positions linear, frames along the rotation geodesic."""
+
+    def frame(fa: Frame, fb: Frame) -> Frame:
+        if fa is None:
+            return fb
+        Ra = frame_from_tangent(fa.tangent, fa.normal)
+        Rb = frame_from_tangent(fb.tangent, fb.normal if fb.normal is not None else Ra[:, 0])
+        R = slerp_matrix(Ra, Rb, t)
+        normal = R[:, 0] if fb.normal is not None else None
+        return Frame((1.0 - t) * fa.position + t * fb.position, R[:, 2], normal)
+
+    return Boundary(frame(a.start, b.start), None if b.end is None else frame(a.end, b.end),
+                    tuple(frame(fa, fb) for fa, fb in zip(a.clips, b.clips)))

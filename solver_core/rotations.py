@@ -1,0 +1,151 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Unit quaternions (w, x, y, z) and rotation matrices.
+
+A quaternion q describes the material frame R(q) = [d1 d2 d3] of a segment: column k is the
+director d_k in world coordinates, d3 being the cross-section normal (Chen 2023, Eqs. 1-4).
+Increments are body-frame rotation vectors: q <- q * exp(theta / 2), i.e. R <- R exp([theta]x).
+"""
+
+import math
+
+import numpy as np
+
+from ._jit import njit
+
+
+@njit
+def _flush(value):
+    # Planar problems drive off-plane components towards zero; left alone they sink into
+    # subnormal numbers, which make every later floating-point operation ~100x slower.
+    return 0.0 if abs(value) < 1e-150 else value
+
+
+@njit
+def quat_mul(a, b, out):
+    """Hamilton product out = a * b (out may not alias a or b)."""
+    out[0] = a[0] * b[0] - a[1] * b[1] - a[2] * b[2] - a[3] * b[3]
+    out[1] = a[0] * b[1] + a[1] * b[0] + a[2] * b[3] - a[3] * b[2]
+    out[2] = a[0] * b[2] - a[1] * b[3] + a[2] * b[0] + a[3] * b[1]
+    out[3] = a[0] * b[3] + a[1] * b[2] - a[2] * b[1] + a[3] * b[0]
+
+
+@njit
+def quat_conj_mul(a, b, out):
+    """out = conj(a) * b: the rotation from frame a to frame b, expressed in frame a."""
+    out[0] = a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3]
+    out[1] = a[0] * b[1] - a[1] * b[0] - a[2] * b[3] + a[3] * b[2]
+    out[2] = a[0] * b[2] + a[1] * b[3] - a[2] * b[0] - a[3] * b[1]
+    out[3] = a[0] * b[3] - a[1] * b[2] + a[2] * b[1] - a[3] * b[0]
+
+
+@njit
+def quat_to_matrix(q, R):
+    w, x, y, z = q[0], q[1], q[2], q[3]
+    R[0, 0] = 1.0 - 2.0 * (y * y + z * z)
+    R[0, 1] = 2.0 * (x * y - w * z)
+    R[0, 2] = 2.0 * (x * z + w * y)
+    R[1, 0] = 2.0 * (x * y + w * z)
+    R[1, 1] = 1.0 - 2.0 * (x * x + z * z)
+    R[1, 2] = 2.0 * (y * z - w * x)
+    R[2, 0] = 2.0 * (x * z - w * y)
+    R[2, 1] = 2.0 * (y * z + w * x)
+    R[2, 2] = 1.0 - 2.0 * (x * x + y * y)
+
+
+@njit
+def quat_retract(q, theta, out):
+    """out = normalise(q * exp(theta / 2)): apply a body-frame rotation vector theta to q."""
+    angle = math.sqrt(theta[0] * theta[0] + theta[1] * theta[1] + theta[2] * theta[2])
+    if angle < 1e-8:
+        c = 1.0 - angle * angle / 8.0
+        s = 0.5 - angle * angle / 48.0
+    else:
+        c = math.cos(0.5 * angle)
+        s = math.sin(0.5 * angle) / angle
+    e0, e1, e2, e3 = c, s * theta[0], s * theta[1], s * theta[2]
+    w = q[0] * e0 - q[1] * e1 - q[2] * e2 - q[3] * e3
+    x = q[0] * e1 + q[1] * e0 + q[2] * e3 - q[3] * e2
+    y = q[0] * e2 - q[1] * e3 + q[2] * e0 + q[3] * e1
+    z = q[0] * e3 + q[1] * e2 - q[2] * e1 + q[3] * e0
+    n = math.sqrt(w * w + x * x + y * y + z * z)
+    out[0] = _flush(w / n)
+    out[1] = _flush(x / n)
+    out[2] = _flush(y / n)
+    out[3] = _flush(z / n)
+
+
+# ---- plain numpy helpers used when building models and results (not in hot loops) ----
+
+
+def matrix_to_quat(R: np.ndarray) -> np.ndarray:
+    """Rotation matrix -> unit quaternion with w >= 0 (Shepperd's method)."""
+    R = np.asarray(R, dtype=np.float64)
+    t = R[0, 0] + R[1, 1] + R[2, 2]
+    if t > 0.0:
+        s = math.sqrt(t + 1.0) * 2.0
+        q = np.array([0.25 * s, (R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s])
+    elif R[0, 0] > R[1, 1] and R[0, 0] > R[2, 2]:
+        s = math.sqrt(1.0 + R[0, 0] - R[1, 1] - R[2, 2]) * 2.0
+        q = np.array([(R[2, 1] - R[1, 2]) / s, 0.25 * s, (R[0, 1] + R[1, 0]) / s, (R[0, 2] + R[2, 0]) / s])
+    elif R[1, 1] > R[2, 2]:
+        s = math.sqrt(1.0 + R[1, 1] - R[0, 0] - R[2, 2]) * 2.0
+        q = np.array([(R[0, 2] - R[2, 0]) / s, (R[0, 1] + R[1, 0]) / s, 0.25 * s, (R[1, 2] + R[2, 1]) / s])
+    else:
+        s = math.sqrt(1.0 + R[2, 2] - R[0, 0] - R[1, 1]) * 2.0
+        q = np.array([(R[1, 0] - R[0, 1]) / s, (R[0, 2] + R[2, 0]) / s, (R[1, 2] + R[2, 1]) / s, 0.25 * s])
+    q /= np.linalg.norm(q)
+    return -q if q[0] < 0.0 else q
+
+
+def matrix_from_quat(q: np.ndarray) -> np.ndarray:
+    R = np.empty((3, 3))
+    quat_to_matrix(np.asarray(q, dtype=np.float64), R)
+    return R
+
+
+def frame_from_tangent(tangent: np.ndarray, normal=None) -> np.ndarray:
+    """Orthonormal frame [d1 d2 d3] with d3 = tangent and d1 = normal (or any perpendicular)."""
+    d3 = np.asarray(tangent, dtype=np.float64)
+    d3 = d3 / np.linalg.norm(d3)
+    if normal is None:
+        helper = np.array([1.0, 0.0, 0.0]) if abs(d3[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+        d1 = helper - d3 * np.dot(helper, d3)
+    else:
+        d1 = np.asarray(normal, dtype=np.float64) - d3 * np.dot(normal, d3)
+    d1 /= np.linalg.norm(d1)
+    d2 = np.cross(d3, d1)
+    return np.column_stack((d1, d2, d3))
+
+
+def rotation_between(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Smallest rotation matrix that turns unit vector a into unit vector b (parallel transport)."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    v = np.cross(a, b)
+    c = float(np.dot(a, b))
+    if c < -1.0 + 1e-12:
+        # Half turn about any axis perpendicular to a.
+        axis = np.cross(a, [1.0, 0.0, 0.0])
+        if np.linalg.norm(axis) < 1e-6:
+            axis = np.cross(a, [0.0, 1.0, 0.0])
+        axis /= np.linalg.norm(axis)
+        return 2.0 * np.outer(axis, axis) - np.eye(3)
+    vx = np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
+    return np.eye(3) + vx + vx @ vx / (1.0 + c)
+
+
+def axis_angle_matrix(axis: np.ndarray, angle: float) -> np.ndarray:
+    axis = np.asarray(axis, dtype=np.float64)
+    axis = axis / np.linalg.norm(axis)
+    K = np.array([[0.0, -axis[2], axis[1]], [axis[2], 0.0, -axis[0]], [-axis[1], axis[0], 0.0]])
+    return np.eye(3) + math.sin(angle) * K + (1.0 - math.cos(angle)) * K @ K
+
+
+def slerp_matrix(R0: np.ndarray, R1: np.ndarray, t: float) -> np.ndarray:
+    """Geodesic interpolation between two rotation matrices."""
+    Rrel = R0.T @ R1
+    q = matrix_to_quat(Rrel)
+    angle = 2.0 * math.atan2(np.linalg.norm(q[1:]), q[0])
+    if angle < 1e-12:
+        return R0.copy()
+    return R0 @ axis_angle_matrix(q[1:], t * angle)

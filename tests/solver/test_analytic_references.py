@@ -1,0 +1,111 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Equilibria against solutions computed independently of the solver (closed forms, an elastica BVP)."""
+
+import math
+
+import numpy as np
+import pytest
+from helpers.cases import cable, case, first, solve
+from scipy.integrate import solve_ivp
+from scipy.optimize import brentq
+
+L = 1.0
+EI = 1.0
+# Near-inextensible and unshearable, as the closed forms assume; EA/(EI/L^2) = 1e7.
+STIFF = {"EI": EI, "GJ": EI / 1.3, "EA": 1e7, "GA": 1e7, "linear_density": 1.0}
+
+
+def _beam(segments, **extra):
+    return cable(length=L, diameter=0.01, segments=segments, material=dict(STIFF), **extra)
+
+
+def elastica_tip(load_ratio):
+    """Tip (x, z) of an inextensible cantilever, clamped along +x, under a dead tip load -z.
+
+    EI theta'' = -P cos(theta), theta(0) = 0, theta'(L) = 0 (no tip moment); solved by shooting
+    on theta'(0) with scipy, independently of the rod discretisation.
+    """
+    P = load_ratio * EI / L**2
+
+    def rhs(s, y):
+        theta, kappa, x, z = y
+        return [kappa, -P * math.cos(theta) / EI, math.cos(theta), -math.sin(theta)]
+
+    def end_moment(k0):
+        sol = solve_ivp(rhs, (0.0, L), [0.0, k0, 0.0, 0.0], rtol=1e-12, atol=1e-14)
+        return sol.y[1, -1]
+
+    k0 = brentq(end_moment, 1e-9, P * L / EI, xtol=1e-14)
+    sol = solve_ivp(rhs, (0.0, L), [0.0, k0, 0.0, 0.0], rtol=1e-12, atol=1e-14)
+    return np.array([sol.y[2, -1], sol.y[3, -1]])
+
+
+def _tip_load_case(segments, load_ratio):
+    load = {"s": L, "force": [0.0, 0.0, -load_ratio * EI / L**2]}
+    return case(_beam(segments, loads=[load]), gravity=[0.0, 0.0, 0.0])
+
+
+def test_small_deflection_cantilever_under_gravity_matches_beam_theory():
+    # q L^4 / (8 EI) for a clamped-free beam under its weight q per length; deflection < 1% of L
+    E, d, rho, length = 1.0e10, 0.004, 1200.0, 0.3
+    doc = case(cable(length=length, diameter=d, segments=50, material={"E": E, "nu": 0.3, "density": rho}))
+    tip = np.array(first(solve(doc))["nodes"][-1])
+    q = rho * math.pi * d**2 / 4 * 9.81
+    reference = q * length**4 / (8 * E * math.pi * d**4 / 64)
+    assert reference < 0.01 * length
+    assert abs(-tip[2] - reference) <= 0.005 * reference
+
+
+def test_large_deflection_cantilever_with_tip_load_matches_elastica():
+    result = first(solve(_tip_load_case(100, 3.0)))
+    assert result["converged"]
+    tip = np.array(result["nodes"][-1])
+    reference = elastica_tip(3.0)
+    assert reference[1] < -0.5 * L  # really a large deflection
+    assert np.linalg.norm(tip[[0, 2]] - reference) <= 1e-3 * L
+    assert abs(tip[1]) < 1e-12
+
+
+def test_tip_error_converges_at_second_order():
+    reference = elastica_tip(3.0)
+    errors = []
+    for n in (10, 20, 40):
+        tip = np.array(first(solve(_tip_load_case(n, 3.0)))["nodes"][-1])
+        errors.append(np.linalg.norm(tip[[0, 2]] - reference))
+    orders = [math.log2(errors[i] / errors[i + 1]) for i in range(2)]
+    assert all(1.8 <= p <= 2.2 for p in orders), (errors, orders)
+
+
+def test_end_moment_rolls_cantilever_into_full_circle():
+    # M = 2 pi EI / L bends a cantilever into one closed circle: the tip returns to the root
+    moment = 2.0 * math.pi * EI / L
+    doc = case(_beam(50, loads=[{"s": L, "moment": [0.0, -moment, 0.0]}]), gravity=[0.0, 0.0, 0.0])
+    result = first(solve(doc))
+    assert result["converged"]
+    nodes = np.array(result["nodes"])
+    assert np.linalg.norm(nodes[-1] - nodes[0]) <= 0.005 * L
+    # and it is a circle of radius L / 2 pi: every node at that distance from the centre
+    centre = np.array([0.0, 0.0, L / (2 * math.pi)])
+    radii = np.linalg.norm(nodes - centre, axis=1)
+    assert np.abs(radii - L / (2 * math.pi)).max() <= 0.005 * L
+
+
+@pytest.mark.parametrize("torque", [0.3, -0.8])
+def test_pure_torsion_twist_angle_is_TL_over_GJ(torque):
+    GJ = STIFF["GJ"]
+    n = 50
+    doc = case(_beam(n, loads=[{"s": L, "moment": [torque, 0.0, 0.0]}]), gravity=[0.0, 0.0, 0.0])
+    result = first(solve(doc))
+    assert result["converged"]
+    directors = np.array(result["directors"])
+    d1_first, d1_last = directors[0][0], directors[-1][0]
+    d2_first = directors[0][1]
+    # twist between the first and last segment centres, a distance L - l apart
+    twist = math.atan2(np.dot(d1_last, d2_first), np.dot(d1_last, d1_first))
+    l_seg = L / n
+    expected = torque * (L - l_seg) / GJ
+    assert abs(twist - expected) <= 2e-3 * abs(expected)
+    # the centre line stays straight
+    nodes = np.array(result["nodes"])
+    assert np.abs(nodes[:, 1:]).max() < 1e-9
+    assert result["max_twist_rate"] == pytest.approx(abs(torque) / GJ, rel=2e-3)

@@ -1,0 +1,121 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The analytic gradient and Hessian against finite differences of the energy itself."""
+
+import numpy as np
+import pytest
+from helpers.cases import cable, case, harness
+
+from solver_core.rod_energy import rod_energy, rod_gradient_hessian
+from solver_core.rotations import quat_retract
+
+
+def _dense(band, bw):
+    n = band.shape[0]
+    H = np.zeros((n, n))
+    for i in range(n):
+        for c in range(bw + 1):
+            j = i - (bw - c)
+            if j >= 0:
+                H[i, j] = H[j, i] = band[i, c]
+    return H
+
+
+def _perturbed_model(rng, **cable_overrides):
+    h = harness(case(cable(**cable_overrides)))
+    session = next(iter(h.cables.values()))
+    model, state = session.model, session.state.copy()
+    state.positions += rng.normal(scale=0.01, size=state.positions.shape)
+    for r in range(state.quats.shape[0]):
+        q = state.quats[r].copy()
+        quat_retract(q, rng.normal(scale=0.4, size=3), state.quats[r])
+    return model, state
+
+
+def _energy_along(model, state, delta, node_force):
+    """E(x + dx, q * exp(dtheta / 2)): the function whose derivatives the kernels claim to compute."""
+    pos = state.positions.copy()
+    quat = state.quats.copy()
+    for n in range(model.n_nodes):
+        pos[n] += delta[model.node_dof[n]:model.node_dof[n] + 3]
+    for r in range(model.n_rotations):
+        quat_retract(state.quats[r], delta[model.rot_dof[r]:model.rot_dof[r] + 3], quat[r])
+    return rod_energy(pos, quat, model.rest_len, model.stretch_stiff, model.joint_a, model.joint_b, model.joint_len,
+                      model.bend_stiff, node_force, 1.0)
+
+
+LAYOUTS = {
+    "clamped-free": {"segments": 5},
+    "clamped-clamped": {"segments": 5, "end": {"position": [0.2, 0.05, 0.02], "tangent": [0, 1, 0],
+                                              "normal": [0, 0, 1]}},
+    "point-clip": {"segments": 6, "clips": [{"s": 0.15, "kind": "rotating", "length": 0.0,
+                                             "frame": {"position": [0.14, 0.01, 0.0], "tangent": [1, 0, 0]}}]},
+}
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+@pytest.mark.parametrize("geometric", [1.0, 0.0])
+def test_gradient_and_hessian_match_finite_differences(rng, layout, geometric):
+    model, state = _perturbed_model(rng, **LAYOUTS[layout])
+    node_force = model.node_force * 50.0  # make the load terms count
+    grad = np.zeros(model.n_dof)
+    band = np.zeros((model.n_dof, model.bw + 1))
+    rod_gradient_hessian(state.positions, state.quats, model.node_dof, model.rot_dof, model.rest_len,
+                         model.stretch_stiff, model.joint_a, model.joint_b, model.joint_len, model.bend_stiff,
+                         node_force, np.zeros((model.n_rotations, 3)), 1.0, grad, band, model.bw, True, geometric)
+
+    h = 1e-6
+    fd_grad = np.empty(model.n_dof)
+    for i in range(model.n_dof):
+        e = np.zeros(model.n_dof)
+        e[i] = h
+        fd_grad[i] = (_energy_along(model, state, e, node_force) - _energy_along(model, state, -e, node_force)) / (2 * h)
+    assert np.abs(grad - fd_grad).max() <= 1e-7 * np.abs(grad).max()
+
+    H = _dense(band, model.bw)
+    h = 1e-4
+    fd_H = np.empty_like(H)
+    for i in range(model.n_dof):
+        for j in range(i, model.n_dof):
+            ei = np.zeros(model.n_dof)
+            ej = np.zeros(model.n_dof)
+            ei[i] = h
+            ej[j] = h
+            f = [_energy_along(model, state, d, node_force) for d in (ei + ej, ei - ej, -ei + ej, -ei - ej)]
+            fd_H[i, j] = fd_H[j, i] = (f[0] - f[1] - f[2] + f[3]) / (4 * h * h)
+    if geometric == 1.0:
+        assert np.abs(H - fd_H).max() <= 1e-6 * np.abs(H).max()
+    else:
+        # Gauss-Newton: positive semi-definite, and it differs from the exact Hessian
+        assert np.linalg.eigvalsh(H).min() >= -1e-9 * np.abs(H).max()
+        assert np.abs(H - fd_H).max() > 1e-4 * np.abs(H).max()
+
+
+def test_hessian_is_banded_as_declared(rng):
+    model, state = _perturbed_model(rng, **LAYOUTS["point-clip"])
+    # every stretch and bend element's dofs fit in the declared half bandwidth
+    for i in range(model.n_segments):
+        dofs = [model.node_dof[i], model.rot_dof[i], model.node_dof[i + 1]]
+        assert max(dofs) + 2 - min(dofs) <= model.bw
+    for a, b in zip(model.joint_a, model.joint_b):
+        assert abs(model.rot_dof[a] - model.rot_dof[b]) + 2 <= model.bw
+
+
+def test_strain_jacobian_transpose_of_the_strains_is_the_elastic_gradient(rng):
+    # J^T W r with r = the current strains must reproduce dE/dq (without loads): the kernel used for
+    # geodesic acceleration and the energy gradient describe the same strains and weights.
+    from solver_core.rod_energy import rod_strains, strain_jacobian_transpose
+
+    model, state = _perturbed_model(rng, **LAYOUTS["point-clip"])
+    stretch = np.empty((model.n_segments, 3))
+    bend = np.empty((len(model.joint_a), 3))
+    rod_strains(state.positions, state.quats, model.rest_len, model.joint_a, model.joint_b, stretch, bend)
+    jtwr = np.empty(model.n_dof)
+    strain_jacobian_transpose(state.positions, state.quats, model.node_dof, model.rot_dof, model.rest_len,
+                              model.stretch_stiff, model.joint_a, model.joint_b, model.joint_len, model.bend_stiff,
+                              stretch, bend, jtwr)
+    grad = np.zeros(model.n_dof)
+    zero = np.zeros_like(model.node_force)
+    rod_gradient_hessian(state.positions, state.quats, model.node_dof, model.rot_dof, model.rest_len,
+                         model.stretch_stiff, model.joint_a, model.joint_b, model.joint_len, model.bend_stiff,
+                         zero, np.zeros((model.n_rotations, 3)), 1.0, grad, np.zeros((1, 1)), 0, False, 1.0)
+    assert np.allclose(jtwr, grad, rtol=0, atol=1e-12 * np.abs(grad).max())

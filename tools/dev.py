@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Developer entry point: makes the virtual environment, then runs the main job or the tests.
+
+    python3 tools/dev.py demo      # the main job (see README)
+    python3 tools/dev.py test      # all tests: solver tests first, then Blender tests
+    python3 tools/dev.py test -k cantilever          # extra arguments go to pytest
+    python3 tools/dev.py bench     # the benchmarks (print figures)
+
+The environment lives in .venv (Python 3.11, the Python that bpy 5.0 needs) and is rebuilt
+only when requirements/dev.txt changes.
+"""
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV = ROOT / ".venv"
+REQUIREMENTS = ROOT / "requirements" / "dev.txt"
+STAMP = VENV / ".requirements.sha256"
+
+
+def _say(text: str) -> None:
+    print(f"[dev] {text}", flush=True)
+
+
+def _python311() -> str:
+    if sys.version_info[:2] == (3, 11):
+        return sys.executable
+    found = shutil.which("python3.11")
+    if found:
+        return found
+    sys.exit("[dev] Python 3.11 is needed (bpy 5.0 is built for it); install it and run again with python3.11")
+
+
+def venv_python() -> Path:
+    return VENV / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+
+
+def ensure_environment() -> Path:
+    wanted = hashlib.sha256(REQUIREMENTS.read_bytes()).hexdigest()
+    python = venv_python()
+    if python.exists() and STAMP.exists() and STAMP.read_text().strip() == wanted:
+        return python
+    if not python.exists():
+        _say(f"creating virtual environment in {VENV}")
+        base = _python311()
+        if base == sys.executable:
+            venv.EnvBuilder(with_pip=True, clear=True).create(VENV)
+        else:
+            subprocess.run([base, "-m", "venv", "--clear", str(VENV)], check=True)
+    _say("installing requirements (bpy is a ~370 MB download the first time)")
+    subprocess.run([str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q", "-r",
+                    str(REQUIREMENTS)], check=True)
+    STAMP.write_text(wanted)
+    return python
+
+
+def run(python: Path, *args: str) -> int:
+    return subprocess.run([str(python), *args], cwd=ROOT).returncode
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in ("demo", "test", "bench"):
+        print(__doc__)
+        return 2
+    command, rest = argv[0], argv[1:]
+    python = ensure_environment()
+    if command == "demo":
+        return run(python, "-m", "tools.main_job", *rest)
+    if command == "bench":
+        code = 0
+        for script in sorted((ROOT / "benchmarks").glob("bench_*.py")):
+            _say(f"running {script.name}")
+            code |= run(python, str(script.relative_to(ROOT)), *rest)
+        return code
+    # Solver tests first (no bpy, seconds), then the Blender tests in their own process.
+    code = run(python, "-m", "pytest", "tests/solver", *rest)
+    if code not in (0,):
+        return code
+    blender = run(python, "-m", "pytest", "tests/blender", *rest)
+    return 0 if blender == 5 and rest else blender  # -k filters may select no Blender test
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
