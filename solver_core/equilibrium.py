@@ -69,7 +69,12 @@ def solve_equilibrium(model: RodModel, state: RodState, boundary: Boundary, prev
         guess_len = np.where(guess_len > 1e-6 * model.rest_len, guess_len, model.rest_len)
 
     def configure(t: float):
-        b = boundary if t >= 1.0 else interpolate_boundary(previous, boundary, t)
+        if t >= 1.0:
+            b = boundary
+        elif t <= 0.0:
+            b = previous
+        else:
+            b = interpolate_boundary(previous, boundary, t)
         if not cold:
             return b, 1.0, model.rest_len
         return b, t, (1.0 - t) * guess_len + t * model.rest_len

@@ -103,26 +103,36 @@ def matrix_from_quat(q: np.ndarray) -> np.ndarray:
     return R
 
 
+def cross3(a, b) -> np.ndarray:
+    """Cross product of two 3-vectors (np.cross costs ~10 us per call on tiny inputs)."""
+    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
+
+
 def frame_from_tangent(tangent: np.ndarray, normal=None) -> np.ndarray:
     """Orthonormal frame [d1 d2 d3] with d3 = tangent and d1 = normal (or any perpendicular)."""
     d3 = np.asarray(tangent, dtype=np.float64)
-    d3 = d3 / np.linalg.norm(d3)
+    d3 = d3 / math.sqrt(d3 @ d3)
     if normal is None:
         helper = np.array([1.0, 0.0, 0.0]) if abs(d3[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
-        d1 = helper - d3 * np.dot(helper, d3)
+        d1 = helper - d3 * (helper @ d3)
     else:
-        d1 = np.asarray(normal, dtype=np.float64) - d3 * np.dot(normal, d3)
-    d1 /= np.linalg.norm(d1)
-    d2 = np.cross(d3, d1)
-    return np.column_stack((d1, d2, d3))
+        normal = np.asarray(normal, dtype=np.float64)
+        d1 = normal - d3 * (normal @ d3)
+    d1 = d1 / math.sqrt(d1 @ d1)
+    d2 = cross3(d3, d1)
+    F = np.empty((3, 3))
+    F[:, 0] = d1
+    F[:, 1] = d2
+    F[:, 2] = d3
+    return F
 
 
 def rotation_between(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Smallest rotation matrix that turns unit vector a into unit vector b (parallel transport)."""
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
-    v = np.cross(a, b)
-    c = float(np.dot(a, b))
+    v = cross3(a, b)
+    c = float(a @ b)
     if c < -1.0 + 1e-12:
         # Half turn about any axis perpendicular to a.
         axis = np.cross(a, [1.0, 0.0, 0.0])
@@ -145,7 +155,7 @@ def slerp_matrix(R0: np.ndarray, R1: np.ndarray, t: float) -> np.ndarray:
     """Geodesic interpolation between two rotation matrices."""
     Rrel = R0.T @ R1
     q = matrix_to_quat(Rrel)
-    angle = 2.0 * math.atan2(np.linalg.norm(q[1:]), q[0])
+    angle = 2.0 * math.atan2(math.sqrt(q[1:] @ q[1:]), q[0])
     if angle < 1e-12:
         return R0.copy()
     return R0 @ axis_angle_matrix(q[1:], t * angle)

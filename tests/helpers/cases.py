@@ -25,7 +25,7 @@ def cable(**overrides):
 
 
 def case(*cables, **overrides):
-    doc = {"format": "cable-harness-case/1", "gravity": [0.0, 0.0, -9.81], "cables": list(cables) or [cable()]}
+    doc = {"format": "cable-harness-case/1", "gravity": [0.0, 0.0, -9.81], "cables": copy.deepcopy(list(cables)) or [cable()]}
     doc.update(copy.deepcopy(overrides))
     return doc
 

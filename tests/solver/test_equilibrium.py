@@ -1,0 +1,266 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Balance of reactions, invariance, boundary conditions, warm starts, continuation and failure."""
+
+import math
+
+import numpy as np
+import pytest
+from helpers.cases import cable, case, first, harness, rotation, solve
+
+from solver_core import CableChange, Frame, parse_case
+from solver_core.rotations import matrix_from_quat
+
+HARNESS_CABLE = cable(
+    length=0.6,
+    segments=60,
+    start={"position": [0.0, 0.0, 0.0], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]},
+    end={"position": [0.35, 0.1, -0.05], "tangent": [0.0, 1.0, 0.0], "normal": [0.0, 0.0, 1.0]},
+    clips=[
+        {"s": 0.15, "kind": "fixed", "length": 0.012,
+         "frame": {"position": [0.12, 0.0, 0.03], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}},
+        {"s": 0.33, "kind": "rotating", "length": 0.01,
+         "frame": {"position": [0.28, 0.02, 0.0], "tangent": [0.6, 0.8, 0.0]}},
+        {"s": 0.45, "kind": "fixed", "length": 0.0,
+         "frame": {"position": [0.33, 0.0, -0.02], "tangent": [0.0, 1.0, 0.0], "normal": [0.0, 0.0, 1.0]}},
+    ],
+    loads=[{"s": 0.25, "force": [0.0, 0.05, -0.2]}],
+)
+
+
+def _external_loads(doc):
+    """Total external force and its moment about the origin, computed from the case alone."""
+    c = doc["cables"][0]
+    g = np.array(doc["gravity"])
+    return np.array(c["loads"][0]["force"]), g
+
+
+def test_reactions_balance_weight_and_loads():
+    doc = case(HARNESS_CABLE)
+    result = first(solve(doc))
+    assert result["converged"]
+    h = harness(doc)
+    model = h.cables["W1"].model
+    nodes = np.array(result["nodes"])
+    load_force, g = _external_loads(doc)
+    weight = model.cable.section.linear_density * model.cable.length * g
+    holders = [result["end_forces"]["start"], result["end_forces"]["end"], *result["clip_forces"]]
+    total_force = sum(np.array(r["force"]) for r in holders)
+    assert np.allclose(total_force + weight + load_force, 0.0, atol=1e-7 * np.linalg.norm(weight))
+    # moments about the origin: reactions (connector moments act at their points, clip moments at
+    # the clip centres) balance gravity on the lumped node masses and the point load
+    centres = [nodes[0], nodes[-1]] + [np.array(k["frame"]["position"]) for k in doc["cables"][0]["clips"]]
+    moment = sum(np.cross(p, np.array(r["force"])) + np.array(r["moment"]) for p, r in zip(centres, holders))
+    moment += np.cross(nodes, model.node_force - _point_load_share(model, load_force)).sum(axis=0)
+    s_load = doc["cables"][0]["loads"][0]["s"]
+    load_point = np.array([np.interp(s_load, result["arc_lengths"], nodes[:, k]) for k in range(3)])
+    moment += np.cross(load_point, load_force)
+    assert np.allclose(moment, 0.0, atol=1e-7 * np.linalg.norm(weight) * model.cable.length)
+
+
+def _point_load_share(model, force):
+    share = np.zeros_like(model.node_force)
+    load = model.cable.loads[0]
+    j = np.searchsorted(model.node_s, load.s, side="right") - 1
+    t = (load.s - model.node_s[j]) / model.rest_len[j]
+    share[j] += (1 - t) * force
+    share[j + 1] += t * force
+    return share
+
+
+def test_held_nodes_and_frames_sit_exactly_where_the_holders_are():
+    doc = case(HARNESS_CABLE)
+    result = first(solve(doc))
+    nodes = np.array(result["nodes"])
+    s = np.array(result["arc_lengths"])
+    directors = np.array(result["directors"])
+    spec = doc["cables"][0]
+    assert np.allclose(nodes[0], spec["start"]["position"], atol=1e-12)
+    assert np.allclose(nodes[-1], spec["end"]["position"], atol=1e-12)
+    for clip in spec["clips"]:
+        c = np.array(clip["frame"]["position"])
+        t = np.array(clip["frame"]["tangent"])
+        t /= np.linalg.norm(t)
+        inside = np.abs(s - clip["s"]) <= clip["length"] / 2 + 1e-12
+        assert inside.any()
+        for k in np.flatnonzero(inside):
+            assert np.allclose(nodes[k], c + (s[k] - clip["s"]) * t, atol=1e-12)
+        seg_inside = np.flatnonzero(inside[:-1] & inside[1:])
+        for i in seg_inside:
+            assert np.allclose(directors[i][2], t, atol=1e-9)
+            if clip["kind"] == "fixed":
+                assert np.allclose(directors[i][0], clip["frame"]["normal"], atol=1e-9)
+
+
+def test_solution_is_invariant_under_rigid_rotation_of_the_case(rng):
+    doc = case(HARNESS_CABLE)
+    base = np.array(first(solve(doc))["nodes"])
+    R = rotation(rng.normal(size=3), 1.1)
+    offset = np.array([2.5, -1.0, 0.7])  # and a CAD-like placement far from the origin
+
+    def move(p):
+        return (R @ np.asarray(p) + offset).tolist()
+
+    def turn(v):
+        return (R @ np.asarray(v)).tolist()
+
+    moved = case(HARNESS_CABLE, gravity=turn(doc["gravity"]))
+    c = moved["cables"][0]
+    for frame in [c["start"], c["end"]] + [k["frame"] for k in c["clips"]]:
+        frame["position"] = move(frame["position"])
+        frame["tangent"] = turn(frame["tangent"])
+        if "normal" in frame:
+            frame["normal"] = turn(frame["normal"])
+    for load in c["loads"]:
+        load["force"] = turn(load["force"])
+    rotated = np.array(first(solve(moved))["nodes"])
+    assert np.abs(rotated - (base @ R.T + offset)).max() <= 1e-9 * c["length"]
+
+
+def test_roll_free_end_transmits_no_twisting_moment():
+    spec = cable(length=0.4, segments=40,
+                 end={"position": [0.25, 0.1, 0.0], "tangent": [0.0, 0.0, 1.0]})  # no normal: roll free
+    result = first(solve(case(spec)))
+    assert result["converged"]
+    directors = np.array(result["directors"])
+    moment = np.array(result["end_forces"]["end"]["moment"])
+    end_tangent = directors[-1][2]
+    assert abs(moment @ end_tangent) <= 1e-6 * max(np.linalg.norm(moment), 1e-12) + 1e-9
+
+
+def test_end_frame_normal_sets_the_roll_of_the_last_segment():
+    spec = cable(length=0.4, segments=40,
+                 end={"position": [0.3, 0.0, 0.0], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 1.0, 0.0]})
+    result = first(solve(case(spec, gravity=[0.0, 0.0, 0.0])))
+    directors = np.array(result["directors"])
+    # a quarter turn of twist between a start normal +z and an end normal +y, uniform along the cable
+    d1 = directors[:, 0]
+    angles = np.unwrap(np.arctan2(-d1[:, 1], d1[:, 2]))
+    assert abs(abs(angles[-1] - angles[0]) - math.pi / 2 * (1 - 1 / 40)) < 0.02
+
+
+class TestWarmStartAndContinuation:
+    def _moved(self, dx, angle_deg):
+        h = harness(case(HARNESS_CABLE))
+        h.solve_step()
+        end = h.cables["W1"].boundary.end
+        R = rotation([0.0, 0.0, 1.0], math.radians(angle_deg))
+        frame = Frame(end.position + np.array([dx, 0.0, 0.0]), R @ end.tangent, R @ end.normal)
+        return h, CableChange(end=frame)
+
+    def test_small_move_converges_in_a_few_iterations(self):
+        h, change = self._moved(0.001, 2.0)
+        report = h.solve_step({"W1": change})["W1"]
+        assert report.converged and report.substeps == 1
+        assert report.iterations <= 6
+
+    def test_large_move_is_split_into_substeps_and_matches_a_slow_path(self):
+        h, change = self._moved(-0.12, 120.0)
+        report = h.solve_step({"W1": change})["W1"]
+        assert report.converged
+        direct = h.cables["W1"].state.positions.copy()
+        # the same motion in 24 small steps reaches the same equilibrium
+        h2, _ = self._moved(0.0, 0.0)
+        end0 = h2.cables["W1"].boundary.end
+        for k in range(1, 25):
+            R = rotation([0.0, 0.0, 1.0], math.radians(120.0 * k / 24))
+            frame = Frame(end0.position + np.array([-0.12 * k / 24, 0, 0]), R @ end0.tangent, R @ end0.normal)
+            assert h2.solve_step({"W1": CableChange(end=frame)})["W1"].converged
+        assert np.abs(h2.cables["W1"].state.positions - direct).max() < 1e-6
+
+    def test_non_convergence_keeps_the_last_good_state(self):
+        doc = case(HARNESS_CABLE, solver={"max_iterations": 1})
+        h = harness(doc)
+        report = h.solve_step()["W1"]
+        assert not report.converged
+        assert "last good state" in report.message
+        result = h.cable_result("W1")
+        assert result["converged"] is False
+        assert np.isfinite(np.array(result["nodes"])).all()
+        assert np.isfinite(result["energy"])
+
+
+def test_roll_free_start_is_a_swivel_the_cable_turns_about():
+    # Roll-free start, free end, no fixed clip: the material roll is a gauge freedom (pinned
+    # internally), yet the cable must still swing about the start tangent like a swivel: a
+    # sideways tip force turns it until gravity balances, and no twisting moment reaches the start.
+    spec = cable(start={"position": [0, 0, 0], "tangent": [1, 0, 0]}, loads=[{"s": 0.3, "force": [0, 0.05, 0]}])
+    result = first(solve(case(spec)))
+    assert result["converged"]
+    nodes = np.array(result["nodes"])
+    assert nodes[-1][1] > 0.05  # swung sideways
+    moment = np.array(result["end_forces"]["start"]["moment"])
+    assert abs(moment[0]) <= 1e-7
+
+
+def test_several_cables_are_solved_independently():
+    a = cable(id="A")
+    b = cable(id="B", start={"position": [0, 0.1, 0], "tangent": [1, 0, 0], "normal": [0, 0, 1]})
+    result = solve(case(a, b))
+    na = np.array(result["steps"][0]["cables"]["A"]["nodes"])
+    nb = np.array(result["steps"][0]["cables"]["B"]["nodes"])
+    assert np.allclose(nb - na, [0, 0.1, 0], atol=1e-7)
+
+
+def test_steps_are_solved_in_sequence_from_the_previous_result():
+    doc = case(HARNESS_CABLE)
+    end = doc["cables"][0]["end"]
+    doc["steps"] = [{"cables": {"W1": {"end": {**end, "position": [0.35, 0.1 + 0.01 * k, -0.05]}}}}
+                    for k in range(1, 4)]
+    result = solve(doc)
+    assert len(result["steps"]) == 4
+    for k, step in enumerate(result["steps"]):
+        c = step["cables"]["W1"]
+        assert c["converged"]
+        assert c["nodes"][-1] == pytest.approx([0.35, 0.1 + 0.01 * k, -0.05], abs=1e-12)
+    # a warm-started step needs far fewer iterations than the cold first solve
+    assert result["steps"][1]["cables"]["W1"]["iterations"] < result["steps"][0]["cables"]["W1"]["iterations"]
+
+
+def test_straight_line_route_shorter_than_the_cable_is_paid_out():
+    spec = cable(length=0.3, segments=50,
+                 start={"position": [0, 0, 0], "tangent": [0, 0, -1], "normal": [1, 0, 0]},
+                 end={"position": [0.1, 0, 0], "tangent": [0, 0, 1], "normal": [1, 0, 0]})
+    guided = first(solve(case(spec)))
+    straight = first(solve(case(dict(spec, route=[[0, 0, 0], [0.1, 0, 0]]))))
+    assert straight["converged"] and guided["converged"]
+    assert np.abs(np.array(straight["nodes"]) - np.array(guided["nodes"])).max() < 1e-7
+    assert straight["length"] == pytest.approx(0.3, rel=1e-4)
+
+
+def test_directors_are_orthonormal_and_d3_follows_the_centre_line():
+    result = first(solve(case(HARNESS_CABLE)))
+    D = np.array(result["directors"])
+    nodes = np.array(result["nodes"])
+    for frame in D:
+        assert np.allclose(frame @ frame.T, np.eye(3), atol=1e-12)
+        assert np.linalg.det(frame) == pytest.approx(1.0, abs=1e-12)
+    edges = np.diff(nodes, axis=0)
+    edges /= np.linalg.norm(edges, axis=1)[:, None]
+    # shear is tiny for a slender cable: d3 and the edge direction agree closely
+    assert np.einsum("ij,ij->i", edges, D[:, 2]).min() > 0.9999
+
+
+def test_bend_radius_of_a_rolled_ring_is_its_radius():
+    L, EI = 1.0, 1.0
+    spec = cable(length=L, diameter=0.01, segments=60, material={"EI": EI, "GJ": 0.8, "EA": 1e6, "GA": 1e6,
+                                                                 "linear_density": 1.0},
+                 loads=[{"s": L, "moment": [0.0, -math.pi * EI / L, 0.0]}])  # half circle
+    result = first(solve(case(spec, gravity=[0, 0, 0])))
+    assert result["min_bend_radius"] == pytest.approx(L / math.pi, rel=2e-3)
+
+
+def test_frames_from_quaternions_are_rotations():
+    h = harness(case(HARNESS_CABLE))
+    h.solve_step()
+    for q in h.cables["W1"].state.quats:
+        R = matrix_from_quat(q)
+        assert np.allclose(R.T @ R, np.eye(3), atol=1e-12)
+
+
+def test_case_parses_once_and_solves_twice_identically():
+    c = parse_case(case(HARNESS_CABLE))
+    from solver_core import solve_case
+
+    a = solve_case(c)["steps"][0]["cables"]["W1"]["nodes"]
+    b = solve_case(c)["steps"][0]["cables"]["W1"]["nodes"]
+    assert a == b
