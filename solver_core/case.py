@@ -214,6 +214,11 @@ def _anchor_chain(cable_start, cable_end, clips, length):
 
 def check_reachable(cable_id, where, start, end, clips, length):
     """Reject frames that the cable cannot reach without stretching."""
+    if end is not None:
+        span = float(np.linalg.norm(end.position - start.position))
+        if span > length * (1.0 + 1e-9):
+            raise CaseError(f"{where}: start and end of cable {cable_id!r} are {span:.6g} m apart but the cable is "
+                            f"only {length:.6g} m long")
     chain = _anchor_chain(start, end, clips, length)
     for (s0, p0, a), (s1, p1, b) in zip(chain, chain[1:]):
         if a == b:

@@ -149,9 +149,10 @@ class TestWarmStartAndContinuation:
 
     def test_small_move_converges_in_a_few_iterations(self):
         h, change = self._moved(0.001, 2.0)
+        cold = h.cables["W1"].last_report
         report = h.solve_step({"W1": change})["W1"]
         assert report.converged and report.substeps == 1
-        assert report.iterations <= 6
+        assert report.iterations <= 10 and report.iterations < cold.iterations / 2
 
     def test_large_move_is_split_into_substeps_and_matches_a_slow_path(self):
         h, change = self._moved(-0.12, 120.0)
