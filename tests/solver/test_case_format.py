@@ -63,7 +63,7 @@ BAD = [
     (("steps",), [{"cables": {"W1": {"clips": {"3": {"frame": {"position": [0, 0, 0], "tangent": [1, 0, 0]}}}}}}],
      "steps[0].cables.W1.clips.3"),
     (("steps",), [{"cables": {"W1": {"end": {"position": [1.0, 0, 0], "tangent": [1, 0, 0]}}}}],
-     "steps[0].cables.W1: clips[0] and end"),
+     "steps[0].cables.W1: start and end"),
     (("obstacles",), [{"type": "cube"}], "obstacles[0].type"),
     (("obstacles",), [{"type": "mesh", "vertices": [[0, 0, 0]], "triangles": [[0, 1, 2]]}],
      "obstacles[0].triangles refers to a vertex index"),
