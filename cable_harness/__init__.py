@@ -1,0 +1,28 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The Blender layer: properties, operators, panels, scene <-> solver model, colliders, baking.
+
+Registration is layered (as Blender's bundled add-ons do): each sub-module registers its own
+classes, and unregister runs in reverse. The solver is imported only after the numba cache
+location is configured.
+"""
+
+from . import numba_cache
+
+ROOT_PACKAGE = __package__.rpartition(".")[0] or __package__
+
+_modules = []
+
+
+def register():
+    numba_cache.configure(ROOT_PACKAGE)
+    from . import operators
+
+    _modules[:] = [operators]
+    for module in _modules:
+        module.register()
+
+
+def unregister():
+    for module in reversed(_modules):
+        module.unregister()
+    _modules.clear()

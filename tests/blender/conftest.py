@@ -1,0 +1,23 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Fixtures for the headless Blender tests (see helpers/blender_env.py for how the extension loads)."""
+
+import bpy
+import pytest
+from helpers.blender_env import REPO_MODULE, _repo_dir, enable_extension, disable_extension
+
+
+@pytest.fixture(scope="session", autouse=True)
+def extension():
+    repos = bpy.context.preferences.extensions.repos
+    if REPO_MODULE not in [r.module for r in repos]:
+        repos.new(name=REPO_MODULE, module=REPO_MODULE, custom_directory=_repo_dir, source="USER")
+    module = enable_extension()
+    yield module
+    disable_extension()
+
+
+@pytest.fixture(autouse=True)
+def empty_file():
+    # read_homefile keeps user extensions enabled (read_factory_settings would disable them)
+    bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)
+    yield
