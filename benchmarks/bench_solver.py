@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Solver speed: cold and warm solves of a clamped-clamped U-shape, first call, compile time.
 
-    .venv/bin/python benchmarks/bench_solver.py          (or: python3 tools/dev.py bench)
+    .venv/bin/python -m benchmarks.bench_solver          (or: python3 tools/dev.py bench)
 
 Prints, for 20 ... 1000 segments: the cold solve from the straight-line initial guess (the route
 [start, end], paid out to the cable length), the cold solve from the solver's own initial guess,
@@ -21,10 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from solver_core import CableChange, Frame, Harness, parse_case
 
-from solver_core import CableChange, Frame, Harness, parse_case  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 SEGMENTS = (20, 50, 100, 200, 500, 1000)
 

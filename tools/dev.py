@@ -77,7 +77,7 @@ def main(argv: list[str]) -> int:
         code = 0
         for script in sorted((ROOT / "benchmarks").glob("bench_*.py")):
             _say(f"running {script.name}")
-            code |= run(python, str(script.relative_to(ROOT)), *rest)
+            code |= run(python, "-m", f"benchmarks.{script.stem}", *rest)
         return code
     # Solver tests first (no bpy, seconds), then the Blender tests in their own process.
     code = run(python, "-m", "pytest", "tests/solver", *rest)
