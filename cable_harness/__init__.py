@@ -15,9 +15,9 @@ _modules = []
 
 def register():
     numba_cache.configure(ROOT_PACKAGE)
-    from . import operators
+    from . import colliders, operators, ops_authoring, ops_bake, ops_case, ops_solve, props, ui
 
-    _modules[:] = [operators]
+    _modules[:] = [props, colliders, operators, ops_authoring, ops_solve, ops_bake, ops_case, ui]
     for module in _modules:
         module.register()
 

@@ -85,11 +85,60 @@ def _anchors(model: RodModel, boundary: Boundary):
     return out
 
 
+def _sag_direction(model: RodModel) -> np.ndarray:
+    load = model.node_force.sum(axis=0)
+    norm = np.linalg.norm(load)
+    return load / norm if norm > 0.0 else np.array([0.0, 0.0, -1.0])
+
+
+def _add_sag(pts: np.ndarray, s: np.ndarray, anchors, direction: np.ndarray) -> None:
+    """Give every span between holders the cable length it must hold, as a sag along ``direction``.
+
+    A drawn route is usually shorter than the cable (the slack). Resampled as it is, each span would
+    start compressed and buckle to one side or the other by round-off; sagging it along the loads
+    instead starts near the hanging shape and takes that choice away.
+    """
+    for (s0, p0, _), (s1, p1, _) in zip(anchors, anchors[1:]):
+        inside = np.flatnonzero((s > s0 + 1e-12) & (s < s1 - 1e-12))
+        if len(inside) == 0 or s1 - s0 <= 0.0:
+            continue
+        poly = np.vstack((p0, pts[inside], p1))
+        target = s1 - s0
+        current = float(np.linalg.norm(np.diff(poly, axis=0), axis=1).sum())
+        if current >= target * (1.0 - 1e-6):
+            continue
+        chord = p1 - p0
+        chord_len = np.linalg.norm(chord)
+        d = direction.copy()
+        if chord_len > 0.0:
+            d -= chord * (d @ chord) / chord_len**2
+        if np.linalg.norm(d) < 1e-6:  # loads along the chord: sag sideways
+            d = np.cross(chord if chord_len > 0 else [1.0, 0.0, 0.0], [1.0, 0.0, 0.0])
+            if np.linalg.norm(d) < 1e-6:
+                d = np.cross(chord, [0.0, 1.0, 0.0])
+        d /= np.linalg.norm(d)
+        u = np.concatenate(([0.0], (s[inside] - s0) / (s1 - s0), [1.0]))
+        bump = np.sin(np.pi * u)[:, None] * d
+
+        def length(a):
+            return float(np.linalg.norm(np.diff(poly + a * bump, axis=0), axis=1).sum())
+
+        lo, hi = 0.0, target
+        for _ in range(60):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if length(mid) < target else (lo, mid)
+        sagged = poly + 0.5 * (lo + hi) * bump
+        # nodes evenly by arc length along the sagged span, so that no segment starts strained
+        pts[inside] = _resample_polyline(sagged, u[1:-1])
+
+
 def initial_centerline(model: RodModel, boundary: Boundary) -> np.ndarray:
     cable = model.cable
     s = model.node_s
     if cable.route is not None:
-        return _resample_polyline(cable.route, s / cable.length)
+        pts = _resample_polyline(cable.route, s / cable.length)
+        _add_sag(pts, s, _anchors(model, boundary), _sag_direction(model))
+        return pts
     pts = np.empty((model.n_nodes, 3))
     anchors = _anchors(model, boundary)
     for (s0, p0, t0), (s1, p1, t1) in zip(anchors, anchors[1:]):

@@ -20,8 +20,12 @@ import bpy  # noqa: E402
 
 REPO_MODULE = "chdev"
 MODULE = f"bl_ext.{REPO_MODULE}.cable_harness"
-_repo_dir = tempfile.mkdtemp(prefix="cable_harness_repo_")
-os.symlink(ROOT, os.path.join(_repo_dir, "cable_harness"))
+# A stable location: numba keys its cache on the source path, so a new temporary folder per run
+# would recompile every kernel (~13 s) each time.
+_repo_dir = str(ROOT / ".venv" / "blender-extension-repo")
+os.makedirs(_repo_dir, exist_ok=True)
+if not os.path.lexists(os.path.join(_repo_dir, "cable_harness")):
+    os.symlink(ROOT, os.path.join(_repo_dir, "cable_harness"))
 
 
 def enable_extension():

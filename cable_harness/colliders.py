@@ -1,0 +1,99 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Collider meshes: one BVHTree per collider object, and the triangles near the cables.
+
+Each tree is built in the object's local space from its evaluated mesh (modifiers applied), so
+moving a collider costs nothing and only a change of its geometry (reported by the depsgraph)
+rebuilds the tree. The broad phase asks each tree for the triangles within reach of the cable
+nodes; exact distances and contact forces are the solver's job (solver_core narrow phase).
+Objects are looked up by name on every call, never kept.
+"""
+
+from dataclasses import dataclass
+
+import bpy
+import numpy as np
+from mathutils import Vector
+from mathutils.bvhtree import BVHTree
+
+_dirty_geometry: set = set()
+
+
+@bpy.app.handlers.persistent
+def _on_depsgraph_update(scene, depsgraph):
+    for update in depsgraph.updates:
+        if update.is_updated_geometry and isinstance(update.id, bpy.types.Object):
+            _dirty_geometry.add(update.id.name)
+
+
+@dataclass
+class ColliderTree:
+    name: str
+    tree: BVHTree
+    vertices: np.ndarray  # local space, Blender units
+    triangles: np.ndarray  # (n, 3) vertex indices
+
+
+class ColliderCache:
+    def __init__(self):
+        self._trees: dict = {}
+        self.builds = 0
+
+    def tree(self, ob, depsgraph) -> ColliderTree | None:
+        entry = self._trees.get(ob.name)
+        if entry is not None and ob.name not in _dirty_geometry:
+            return entry
+        _dirty_geometry.discard(ob.name)
+        evaluated = ob.evaluated_get(depsgraph)
+        mesh = evaluated.to_mesh()
+        try:
+            mesh.calc_loop_triangles()
+            n_verts, n_tris = len(mesh.vertices), len(mesh.loop_triangles)
+            if n_tris == 0:
+                self._trees.pop(ob.name, None)
+                return None
+            verts = np.empty(n_verts * 3, dtype=np.float32)
+            mesh.vertices.foreach_get("co", verts)
+            tris = np.empty(n_tris * 3, dtype=np.int32)
+            mesh.loop_triangles.foreach_get("vertices", tris)
+        finally:
+            evaluated.to_mesh_clear()
+        verts = verts.reshape(-1, 3).astype(np.float64)
+        tris = tris.reshape(-1, 3)
+        entry = ColliderTree(ob.name, BVHTree.FromPolygons(verts, tris, all_triangles=True), verts, tris)
+        self._trees[ob.name] = entry
+        self.builds += 1
+        return entry
+
+    def nearby_triangles(self, colliders, depsgraph, points_units: np.ndarray, reach_units: float) -> np.ndarray:
+        """World-space triangles (n, 3, 3) in Blender units within reach of any of the points."""
+        found = []
+        for ob in colliders:
+            entry = self.tree(ob, depsgraph)
+            if entry is None:
+                continue
+            M = np.array([list(row) for row in ob.matrix_world])
+            inverse = np.linalg.inv(M)
+            local = points_units @ inverse[:3, :3].T + inverse[:3, 3]
+            # a conservative local reach under non-uniform scale
+            scale_min = min(np.linalg.norm(M[:3, :3], axis=0).min(), 1e30)
+            reach = reach_units / max(scale_min, 1e-12)
+            hits = set()
+            for p in local:
+                for _co, _normal, index, _dist in entry.tree.find_nearest_range(Vector(p), reach):
+                    hits.add(index)
+            if hits:
+                idx = np.fromiter(hits, dtype=np.int64)
+                tri_local = entry.vertices[entry.triangles[idx]]
+                found.append(tri_local @ M[:3, :3].T + M[:3, 3])
+        return np.concatenate(found) if found else np.zeros((0, 3, 3))
+
+
+def register():
+    if _on_depsgraph_update not in bpy.app.handlers.depsgraph_update_post:
+        bpy.app.handlers.depsgraph_update_post.append(_on_depsgraph_update)
+
+
+def unregister():
+    if _on_depsgraph_update in bpy.app.handlers.depsgraph_update_post:
+        bpy.app.handlers.depsgraph_update_post.remove(_on_depsgraph_update)
+    _dirty_geometry.clear()

@@ -1,0 +1,154 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Bake: solve every frame of the scene's range (following animated connectors, clips and colliders)
+and key the cable curves; Clear Bake removes exactly what a bake made."""
+
+import bpy
+import numpy as np
+
+from .baking import bake_cable, clear_bake
+from .ops_solve import _cables_in_context
+from .scene_model import HarnessInputError, point_tilts
+from .simulation import HarnessSimulation
+
+
+class _BakeRun:
+    """Frame-by-frame state of one bake (names only, no Blender objects)."""
+
+    def __init__(self, context, cables):
+        scene = context.scene
+        self.simulation = HarnessSimulation(scene, cables)
+        self.frames = list(range(scene.frame_start, scene.frame_end + 1, max(scene.frame_step, 1)))
+        self.index = 0
+        self.original_frame = scene.frame_current
+        self.samples = {name: ([], []) for name, _ in self.simulation.cables}
+        self.failures = []
+
+    @property
+    def done(self) -> bool:
+        return self.index >= len(self.frames)
+
+    def step(self, context) -> None:
+        frame = self.frames[self.index]
+        context.scene.frame_set(frame)
+        report = self.simulation.tick(context)
+        for name, result in report.results.items():
+            ob = bpy.data.objects.get(name)
+            if ob is None or name not in self.samples:
+                continue
+            M_inv = np.linalg.inv(np.array([list(r) for r in ob.matrix_world]))
+            nodes = np.asarray(result["nodes"]) / self.simulation.scale
+            local = nodes @ M_inv[:3, :3].T + M_inv[:3, 3]
+            self.samples[name][0].append(local)
+            self.samples[name][1].append(point_tilts(np.asarray(result["directors"])))
+        for name, message in report.failed.items():
+            self.failures.append(f"frame {frame}: {name}: {message}")
+        self.index += 1
+
+    def finish(self, context) -> int:
+        baked = 0
+        frames = np.array(self.frames[:self.index], dtype=np.float64)
+        for name, (points, tilts) in self.samples.items():
+            ob = bpy.data.objects.get(name)
+            if ob is None or len(points) != len(frames) or not points:
+                continue
+            bake_cable(ob, frames, np.array(points), np.array(tilts))
+            baked += 1
+        context.scene.frame_set(self.original_frame)
+        return baked
+
+
+class CABLE_HARNESS_OT_bake(bpy.types.Operator):
+    """Solve every frame of the scene range, warm-started from the previous frame, and key the cables"""
+
+    bl_idname = "cable_harness.bake"
+    bl_label = "Bake"
+    bl_options = {"REGISTER", "UNDO"}
+
+    _run = None
+    _timer = None
+
+    def _begin(self, context) -> bool:
+        try:
+            self._run = _BakeRun(context, _cables_in_context(context))
+        except HarnessInputError as exc:
+            self.report({"ERROR"}, str(exc))
+            return False
+        context.window_manager.progress_begin(0, len(self._run.frames))
+        return True
+
+    def _end(self, context):
+        context.window_manager.progress_end()
+        baked = self._run.finish(context)
+        if self._run.failures:
+            self.report({"WARNING"}, f"baked {baked} cable(s); {len(self._run.failures)} frame(s) kept the last "
+                                     f"good state, first: {self._run.failures[0]}")
+        else:
+            self.report({"INFO"}, f"baked {baked} cable(s) over {len(self._run.frames)} frames")
+        return {"FINISHED"}
+
+    def execute(self, context):
+        if not self._begin(context):
+            return {"CANCELLED"}
+        while not self._run.done:
+            self._run.step(context)
+            context.window_manager.progress_update(self._run.index)
+        return self._end(context)
+
+    def invoke(self, context, event):
+        if not self._begin(context):
+            return {"CANCELLED"}
+        self._timer = context.window_manager.event_timer_add(0.001, window=context.window)
+        context.window_manager.modal_handler_add(self)
+        return {"RUNNING_MODAL"}
+
+    def modal(self, context, event):
+        if event.type == "ESC" and event.value == "PRESS":
+            self._stop_timer(context)
+            context.window_manager.progress_end()
+            context.scene.frame_set(self._run.original_frame)
+            self.report({"INFO"}, "bake cancelled, nothing keyed")
+            return {"CANCELLED"}
+        if event.type == "TIMER" and event.timer == self._timer:
+            self._run.step(context)
+            context.window_manager.progress_update(self._run.index)
+            if context.area is not None:
+                context.area.header_text_set(f"Baking cables: frame {self._run.index}/{len(self._run.frames)} "
+                                             f"(Esc: cancel)")
+            if self._run.done:
+                self._stop_timer(context)
+                return self._end(context)
+            return {"RUNNING_MODAL"}
+        return {"PASS_THROUGH"}
+
+    def _stop_timer(self, context):
+        if self._timer is not None:
+            context.window_manager.event_timer_remove(self._timer)
+            self._timer = None
+        if context.area is not None:
+            context.area.header_text_set(None)
+
+
+class CABLE_HARNESS_OT_clear_bake(bpy.types.Operator):
+    """Remove the keyframes a bake made on the selected cables (all if none is selected)"""
+
+    bl_idname = "cable_harness.clear_bake"
+    bl_label = "Clear Bake"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def execute(self, context):
+        cleared = sum(clear_bake(ob) for ob in _cables_in_context(context))
+        self.report({"INFO"}, f"cleared the bake of {cleared} cable(s)")
+        return {"FINISHED"}
+
+
+classes = (CABLE_HARNESS_OT_bake, CABLE_HARNESS_OT_clear_bake)
+
+
+def register():
+    for cls in classes:
+        bpy.utils.register_class(cls)
+
+
+def unregister():
+    for cls in reversed(classes):
+        bpy.utils.unregister_class(cls)

@@ -1,0 +1,145 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Export the scene's harness as a case file, and build a scene from one."""
+
+import math
+
+import bpy
+import numpy as np
+from bpy.props import StringProperty
+from bpy_extras.io_utils import ExportHelper, ImportHelper
+from mathutils import Matrix
+
+from ..solver_core import CaseError, PRESETS, load_case
+from ..solver_core.rotations import frame_from_tangent
+from .ops_authoring import DEFAULT_MARKER_SIZE_M, _link
+from .scene_model import CABLE, CLIP, CONNECTOR, HarnessInputError, ensure_cable_curve, metres_per_unit, \
+    write_curve_points
+from .simulation import export_case
+
+
+class CABLE_HARNESS_OT_export_case(bpy.types.Operator, ExportHelper):
+    """Write the scene's cables, connectors and clips as a harness case (JSON, SI units)"""
+
+    bl_idname = "cable_harness.export_case"
+    bl_label = "Export Harness Case"
+    filename_ext = ".json"
+    filter_glob: StringProperty(default="*.json", options={"HIDDEN"})  # type: ignore
+
+    def execute(self, context):
+        try:
+            doc = export_case(context.scene, self.filepath)
+        except HarnessInputError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        except OSError as exc:
+            self.report({"ERROR"}, f"cannot write {self.filepath}: {exc.strerror}")
+            return {"CANCELLED"}
+        self.report({"INFO"}, f"exported {len(doc['cables'])} cable(s) to {self.filepath}")
+        return {"FINISHED"}
+
+
+def _marker(context, name, frame, scale, role, display, into=False):
+    ob = bpy.data.objects.new(name, None)
+    ob.empty_display_type = display
+    ob.empty_display_size = DEFAULT_MARKER_SIZE_M / scale
+    tangent = -frame.tangent if into else frame.tangent
+    F = frame_from_tangent(tangent, frame.normal)
+    M = np.eye(4)
+    M[:3, :3] = F
+    M[:3, 3] = frame.position / scale
+    ob.matrix_world = Matrix(M.tolist())  # rows; a nested list would be read column by column
+    ob.cable_harness.role = role
+    ob.cable_harness.roll_free = frame.normal is None
+    _link(context, ob)
+    return ob
+
+
+def build_scene_from_case(context, case) -> list:
+    """Connectors, clips and cable curves for every cable of a case: (cable objects, notes for the user)."""
+    scale = metres_per_unit(context.scene)
+    context.scene.gravity = case.gravity.tolist()
+    notes = []
+    cables = []
+    for spec in case.cables:
+        start = _marker(context, f"{spec.id} start", spec.start, scale, CONNECTOR, "SINGLE_ARROW")
+        end = None if spec.end is None else _marker(context, f"{spec.id} end", spec.end, scale, CONNECTOR,
+                                                    "SINGLE_ARROW", into=True)
+        curve = bpy.data.curves.new(spec.id, "CURVE")
+        ob = bpy.data.objects.new(spec.id, curve)
+        _link(context, ob)
+        s = ob.cable_harness
+        s.role = CABLE
+        s.start, s.end = start, end
+        s.length = spec.length / scale
+        s.diameter = spec.diameter / scale
+        s.segments = spec.segments
+        material = spec.material
+        if set(material) == {"preset"} and material["preset"] in PRESETS:
+            s.material = material["preset"]
+        else:
+            s.material = "CUSTOM"
+            section = spec.section
+            E = material.get("E")
+            if E is None:
+                # stiffness given directly: the equivalent solid-section modulus
+                E = section.bend_stiffness / (math.pi * spec.diameter**4 / 64.0)
+                notes.append(f"{spec.id}: material given as stiffnesses, imported as E = {E / 1e6:.4g} MPa")
+            s.youngs_modulus = E / 1e6
+            s.poisson_ratio = material.get("nu", 0.3)
+            s.density = section.linear_density / (math.pi * spec.diameter**2 / 4.0)
+        for index, clip in enumerate(spec.clips):
+            marker = _marker(context, f"{spec.id} clip {index}", clip.frame, scale, CLIP, "CIRCLE")
+            marker.cable_harness.clip_kind = clip.kind
+            marker.cable_harness.clip_length = clip.length / scale
+            marker.cable_harness.roll_free = False
+            if clip.stiffness and "translational" in clip.stiffness:
+                marker.cable_harness.clip_compliant = True
+                marker.cable_harness.clip_translational_stiffness = clip.stiffness["translational"]
+                marker.cable_harness.clip_rotational_stiffness = clip.stiffness["rotational"]
+            ref = s.clips.add()
+            ref.clip = marker
+            ref.s = clip.s / scale
+        route = spec.route if spec.route is not None else np.array(
+            [spec.start.position] + [c.frame.position for c in spec.clips] +
+            ([spec.end.position] if spec.end is not None else [spec.start.position + spec.length * spec.start.tangent]))
+        for p in route:
+            s.route.add().co = p / scale
+        ensure_cable_curve(ob, len(route), 0.5 * s.diameter)
+        write_curve_points(ob, np.asarray(route) / scale, np.zeros(len(route)))
+        cables.append(ob)
+    return cables, notes
+
+
+class CABLE_HARNESS_OT_import_case(bpy.types.Operator, ImportHelper):
+    """Build connectors, clips and cables from a harness case file (JSON)"""
+
+    bl_idname = "cable_harness.import_case"
+    bl_label = "Import Harness Case"
+    bl_options = {"REGISTER", "UNDO"}
+    filename_ext = ".json"
+    filter_glob: StringProperty(default="*.json", options={"HIDDEN"})  # type: ignore
+
+    def execute(self, context):
+        try:
+            case = load_case(self.filepath)
+        except CaseError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        cables, notes = build_scene_from_case(context, case)
+        for note in notes:
+            self.report({"WARNING"}, note)
+        self.report({"INFO"}, f"imported {len(cables)} cable(s)")
+        return {"FINISHED"}
+
+
+classes = (CABLE_HARNESS_OT_export_case, CABLE_HARNESS_OT_import_case)
+
+
+def register():
+    for cls in classes:
+        bpy.utils.register_class(cls)
+
+
+def unregister():
+    for cls in reversed(classes):
+        bpy.utils.unregister_class(cls)

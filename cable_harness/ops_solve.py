@@ -1,0 +1,173 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Solving: one-shot Solve, interactive Simulate (modal, timer driven) and Reset to the drawn route."""
+
+import bpy
+import numpy as np
+from bpy.props import IntProperty
+
+from .scene_model import CABLE, HarnessInputError, ensure_cable_curve, harness_objects, write_curve_points
+from .simulation import HarnessSimulation
+
+TICK_SECONDS = 1.0 / 30.0
+
+# Simulations that are running, so that a file load or unregister can stop them; bumping the
+# generation tells every running modal operator to finish at its next event.
+_state = {"generation": 0, "timers": []}
+
+
+def _cables_in_context(context):
+    chosen = [o for o in context.selected_objects if o.cable_harness.role == CABLE]
+    return chosen or harness_objects(context.scene, CABLE)
+
+
+def run_solve(operator, context, cables=None):
+    try:
+        report = HarnessSimulation(context.scene, cables or _cables_in_context(context)).tick(context)
+    except HarnessInputError as exc:
+        operator.report({"ERROR"}, str(exc))
+        return None
+    if report.failed:
+        operator.report({"WARNING"}, report.summary())
+    else:
+        operator.report({"INFO"}, report.summary())
+    return report
+
+
+class CABLE_HARNESS_OT_solve(bpy.types.Operator):
+    """Solve the equilibrium of the selected cables (all cables if none is selected) once"""
+
+    bl_idname = "cable_harness.solve"
+    bl_label = "Solve"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def execute(self, context):
+        return {"FINISHED"} if run_solve(self, context) is not None else {"CANCELLED"}
+
+
+class CABLE_HARNESS_OT_simulate(bpy.types.Operator):
+    """Solve the cables continuously while you move connectors, clips and colliders (Esc or right-click ends)"""
+
+    bl_idname = "cable_harness.simulate"
+    bl_label = "Simulate"
+    bl_options = {"REGISTER"}
+
+    ticks: IntProperty(name="Ticks", description="Ticks to run when called from a script (no event loop)",
+                       min=1, default=1)  # type: ignore
+
+    _timer = None
+    _simulation = None
+    _generation = 0
+
+    def _start(self, context) -> bool:
+        try:
+            self._simulation = HarnessSimulation(context.scene, _cables_in_context(context))
+        except HarnessInputError as exc:
+            self.report({"ERROR"}, str(exc))
+            return False
+        self._generation = _state["generation"]
+        return True
+
+    def step(self, context):
+        """One tick: what the TIMER event runs; also called directly by tests and benchmarks."""
+        report = self._simulation.tick(context)
+        text = f"Cable Harness: {report.summary()}  (Esc/right-click: stop)"
+        if context.area is not None:
+            context.area.header_text_set(text)
+        return report
+
+    def execute(self, context):
+        if not self._start(context):
+            return {"CANCELLED"}
+        report = None
+        for _ in range(self.ticks):
+            report = self.step(context)
+        self.report({"WARNING" if report.failed else "INFO"}, report.summary())
+        return {"FINISHED"}
+
+    def invoke(self, context, event):
+        if not self._start(context):
+            return {"CANCELLED"}
+        wm = context.window_manager
+        self._timer = wm.event_timer_add(TICK_SECONDS, window=context.window)
+        _state["timers"].append(self._timer)
+        wm.modal_handler_add(self)
+        return {"RUNNING_MODAL"}
+
+    def modal(self, context, event):
+        if self._generation != _state["generation"]:
+            return self._finish(context, "stopped: the file was reloaded or the extension disabled")
+        if event.type in {"ESC", "RIGHTMOUSE"} and event.value == "PRESS":
+            return self._finish(context, None)
+        if event.type == "TIMER" and event.timer is not None and event.timer == self._timer:
+            report = self.step(context)
+            if not report.results and report.failed:
+                return self._finish(context, "; ".join(f"{k}: {v}" for k, v in report.failed.items()))
+        return {"PASS_THROUGH"}
+
+    def _finish(self, context, message):
+        if self._timer is not None:
+            context.window_manager.event_timer_remove(self._timer)
+            if self._timer in _state["timers"]:
+                _state["timers"].remove(self._timer)
+            self._timer = None
+        if context.area is not None:
+            context.area.header_text_set(None)
+        if message:
+            self.report({"WARNING"}, f"Simulate {message}")
+        self._simulation = None
+        return {"FINISHED"}
+
+
+def resample_polyline(points: np.ndarray, n: int) -> np.ndarray:
+    seg = np.linalg.norm(np.diff(points, axis=0), axis=1)
+    cum = np.concatenate(([0.0], np.cumsum(seg)))
+    t = np.linspace(0.0, cum[-1], n)
+    return np.column_stack([np.interp(t, cum, points[:, k]) for k in range(3)])
+
+
+class CABLE_HARNESS_OT_reset(bpy.types.Operator):
+    """Put the selected cables (all if none is selected) back on their drawn routes"""
+
+    bl_idname = "cable_harness.reset"
+    bl_label = "Reset"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def execute(self, context):
+        for ob in _cables_in_context(context):
+            s = ob.cable_harness
+            if len(s.route) < 2:
+                continue
+            route = np.array([p.co for p in s.route])
+            points = resample_polyline(route, s.segments + 1)
+            ensure_cable_curve(ob, len(points), 0.5 * s.diameter)
+            write_curve_points(ob, points, np.zeros(len(points)))
+            s.result_valid = False
+            s.result_message = ""
+        return {"FINISHED"}
+
+
+@bpy.app.handlers.persistent
+def _stop_on_load(*_args):
+    _state["generation"] += 1
+
+
+classes = (CABLE_HARNESS_OT_solve, CABLE_HARNESS_OT_simulate, CABLE_HARNESS_OT_reset)
+
+
+def register():
+    for cls in classes:
+        bpy.utils.register_class(cls)
+    bpy.app.handlers.load_pre.append(_stop_on_load)
+
+
+def unregister():
+    _state["generation"] += 1
+    wm = bpy.context.window_manager
+    for timer in _state["timers"]:
+        if wm is not None:
+            wm.event_timer_remove(timer)
+    _state["timers"].clear()
+    if _stop_on_load in bpy.app.handlers.load_pre:
+        bpy.app.handlers.load_pre.remove(_stop_on_load)
+    for cls in reversed(classes):
+        bpy.utils.unregister_class(cls)

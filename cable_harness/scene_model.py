@@ -1,0 +1,206 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Scene <-> solver: harness objects to a case document, solved cables back to curves.
+
+The case document is the contract (shared/spec/case-format.md): the Blender layer builds the same
+document it exports, and solver_core validates it, so a scene solved here and its exported case
+solved by the CLI give the same nodes. Blender stores lengths in Blender units; one unit is
+``scene.unit_settings.scale_length`` metres, so a CAD scene in millimetres (scale 0.001) and one in
+metres describe the same physical harness. ``scene.gravity`` is taken in m/s^2.
+"""
+
+import math
+
+import numpy as np
+
+from ..solver_core import CaseError, PRESETS, parse_case
+
+CONNECTOR, CLIP, CABLE, COLLIDER = "CONNECTOR", "CLIP", "CABLE", "COLLIDER"
+
+
+class HarnessInputError(ValueError):
+    """The scene cannot be turned into a case: the message names the object and what is wrong."""
+
+
+def metres_per_unit(scene) -> float:
+    scale = scene.unit_settings.scale_length
+    return scale if scale > 0.0 else 1.0
+
+
+def harness_objects(scene, role):
+    return [ob for ob in scene.objects if ob.cable_harness.role == role]
+
+
+def _matrix(ob) -> np.ndarray:
+    return np.array([list(row) for row in ob.matrix_world])
+
+
+def object_frame(ob, scale, *, into=False, roll_free=False, flip=False) -> dict:
+    """The frame of a connector or clip in SI: position, tangent (local +Z) and normal (local +X).
+
+    ``into``: the cable runs into this connector (its end), so the tangent is minus the outlet.
+    ``flip``: a clip the cable passes against its local +Z axis.
+    """
+    M = _matrix(ob)
+    axes = M[:3, :3]
+    z = axes[:, 2] / np.linalg.norm(axes[:, 2])
+    x = axes[:, 0] - z * (axes[:, 0] @ z)
+    norm_x = np.linalg.norm(x)
+    tangent = -z if (into or flip) else z
+    frame = {"position": (M[:3, 3] * scale).tolist(), "tangent": tangent.tolist()}
+    if not roll_free and norm_x > 1e-12:
+        frame["normal"] = (x / norm_x).tolist()
+    return frame
+
+
+def material_document(settings) -> dict:
+    if settings.material == "CUSTOM":
+        return {"E": settings.youngs_modulus * 1e6, "nu": settings.poisson_ratio, "density": settings.density}
+    if settings.material not in PRESETS:
+        raise HarnessInputError(f"unknown material preset {settings.material!r}")
+    return {"preset": settings.material}
+
+
+def cable_document(ob, scale) -> dict:
+    """The case-format cable of one cable object (raises HarnessInputError naming what is missing)."""
+    s = ob.cable_harness
+    name = ob.name
+    if s.start is None:
+        raise HarnessInputError(f"cable {name!r} has no start connector")
+    if s.start.cable_harness.role != CONNECTOR:
+        raise HarnessInputError(f"cable {name!r}: start object {s.start.name!r} is not a connector")
+    end = None
+    if s.end is not None:
+        if s.end.cable_harness.role != CONNECTOR:
+            raise HarnessInputError(f"cable {name!r}: end object {s.end.name!r} is not a connector")
+        end = object_frame(s.end, scale, into=True, roll_free=s.end.cable_harness.roll_free)
+    clips = []
+    for index, ref in enumerate(s.clips):
+        clip = ref.clip
+        if clip is None:
+            raise HarnessInputError(f"cable {name!r}: clip {index + 1} in its list is missing (deleted?)")
+        c = clip.cable_harness
+        entry = {"s": ref.s * scale, "kind": c.clip_kind, "length": c.clip_length * scale,
+                 "frame": object_frame(clip, scale, flip=ref.reversed, roll_free=False)}
+        if c.clip_compliant:
+            entry["stiffness"] = {"translational": c.clip_translational_stiffness,
+                                  "rotational": c.clip_rotational_stiffness}
+        clips.append(entry)
+    doc = {
+        "id": name,
+        "length": s.length * scale,
+        "diameter": s.diameter * scale,
+        "material": material_document(s),
+        "segments": s.segments,
+        "start": object_frame(s.start, scale, roll_free=s.start.cable_harness.roll_free),
+        "end": end,
+        "clips": clips,
+    }
+    if len(s.route) >= 2:
+        doc["route"] = [(np.array(p.co) * scale).tolist() for p in s.route]
+    return doc
+
+
+def case_document(scene, cable_objects=None) -> dict:
+    """The scene's harness as a case document (SI units)."""
+    scale = metres_per_unit(scene)
+    cables = harness_objects(scene, CABLE) if cable_objects is None else list(cable_objects)
+    if not cables:
+        raise HarnessInputError("the scene has no cable (mark a curve as a cable or use Add > Cable Harness)")
+    gravity = list(scene.gravity) if scene.use_gravity else [0.0, 0.0, 0.0]
+    return {"format": "cable-harness-case/1", "gravity": gravity,
+            "cables": [cable_document(ob, scale) for ob in cables],
+            "solver": {"model": cables[0].cable_harness.solver_model}}
+
+
+def parse_scene_case(doc):
+    """Validate with the solver's own rules; name the cable object instead of its index."""
+    try:
+        return parse_case(doc)
+    except CaseError as exc:
+        text = str(exc)
+        for i, cable in enumerate(doc["cables"]):
+            text = text.replace(f"cables[{i}]", f"cable {cable['id']!r}")
+        raise HarnessInputError(text) from None
+
+
+# ---------------------------------------------------------------- writing results
+
+
+def _twist_angles(directors: np.ndarray) -> np.ndarray:
+    """Accumulated roll of the material frame against a parallel-transported (minimum twist) frame.
+
+    Between neighbouring segments, d1 is carried over by the smallest rotation taking one d3 to the
+    next; the signed angle from the carried d1 to the actual one is that joint's twist.
+    """
+    d1, d3 = directors[:, 0], directors[:, 2]
+    a, b, p = d3[:-1], d3[1:], d1[:-1]
+    v = np.cross(a, b)
+    c = np.einsum("ij,ij->i", a, b)[:, None]
+    # Rodrigues form of the minimal rotation a -> b applied to p: p + v x p + v x (v x p) / (1 + c)
+    vxp = np.cross(v, p)
+    carried = p + vxp + np.cross(v, vxp) / np.maximum(1.0 + c, 1e-12)
+    sin = np.einsum("ij,ij->i", np.cross(carried, d1[1:]), b)
+    cos = np.einsum("ij,ij->i", carried, d1[1:])
+    return np.concatenate(([0.0], np.cumsum(np.arctan2(sin, cos))))
+
+
+def point_tilts(directors: np.ndarray) -> np.ndarray:
+    """Tilt per curve point (node) from the per-segment twist, so textures follow the material frame."""
+    seg = _twist_angles(directors)
+    tilt = np.empty(len(seg) + 1)
+    tilt[0] = seg[0]
+    tilt[-1] = seg[-1]
+    tilt[1:-1] = 0.5 * (seg[1:] + seg[:-1])
+    return tilt
+
+
+def ensure_cable_curve(ob, n_points: int, radius_units: float) -> None:
+    """One 3-D POLY spline with n points and a round bevel of the cable radius."""
+    cu = ob.data
+    cu.dimensions = "3D"
+    cu.twist_mode = "MINIMUM"
+    cu.bevel_mode = "ROUND"
+    cu.bevel_depth = radius_units
+    cu.bevel_resolution = 4
+    cu.use_fill_caps = True
+    if len(cu.splines) != 1 or cu.splines[0].type != "POLY" or len(cu.splines[0].points) != n_points:
+        cu.splines.clear()
+        spline = cu.splines.new("POLY")
+        spline.points.add(n_points - 1)
+
+
+def write_curve_points(ob, world_points_units: np.ndarray, tilts: np.ndarray) -> None:
+    """Write centre-line points (world, Blender units) into the cable curve with foreach_set."""
+    M = _matrix(ob)
+    local = (np.linalg.inv(M) @ np.column_stack((world_points_units, np.ones(len(world_points_units)))).T).T
+    local[:, 3] = 1.0
+    spline = ob.data.splines[0]
+    spline.points.foreach_set("co", local.astype(np.float32).ravel())
+    spline.points.foreach_set("tilt", tilts.astype(np.float32))
+    ob.data.update_tag()
+
+
+def write_cable_result(ob, result: dict, scale: float) -> None:
+    """Curve geometry and read-outs of one solved cable (a result document entry)."""
+    s = ob.cable_harness
+    nodes = np.asarray(result["nodes"]) / scale
+    directors = np.asarray(result["directors"])
+    ensure_cable_curve(ob, len(nodes), 0.5 * s.diameter)
+    write_curve_points(ob, nodes, point_tilts(directors))
+    s.result_valid = True
+    s.result_converged = bool(result["converged"])
+    s.result_length = result["length"] / scale
+    radius = result["min_bend_radius"]
+    s.result_min_bend_radius = radius / scale if radius is not None and math.isfinite(radius) else 0.0
+    s.result_solve_ms = result["solve_ms"]
+    s.result_iterations = result["iterations"]
+    s.result_start_force = float(np.linalg.norm(result["end_forces"]["start"]["force"]))
+    end = result["end_forces"].get("end")
+    s.result_end_force = float(np.linalg.norm(end["force"])) if end else 0.0
+    messages = []
+    if not result["converged"]:
+        messages.append(result.get("message", "not converged"))
+    allowed = s.min_bend_radius_allowed * scale
+    if allowed > 0.0 and radius is not None and radius < allowed:
+        messages.append(f"bend radius {radius * 1e3:.1f} mm is below the allowed {allowed * 1e3:.1f} mm")
+    s.result_message = "; ".join(messages)

@@ -1,0 +1,128 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Sidebar panel (3D View > Harness) and the Add > Cable Harness menu."""
+
+import bpy
+
+from .scene_model import CABLE, CLIP, COLLIDER, CONNECTOR
+
+
+class CABLE_HARNESS_UL_clips(bpy.types.UIList):
+    def draw_item(self, context, layout, data, item, icon, active_data, active_propname, index):
+        row = layout.row(align=True)
+        row.prop(item, "clip", text="")
+        row.prop(item, "s", text="s")
+        row.prop(item, "reversed", text="", icon="ARROW_LEFTRIGHT")
+
+
+class VIEW3D_PT_cable_harness(bpy.types.Panel):
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = "Harness"
+    bl_label = "Cable Harness"
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        layout.use_property_decorate = False
+        row = layout.row(align=True)
+        row.operator("cable_harness.simulate", icon="PLAY")
+        row.operator("cable_harness.solve", icon="CHECKMARK")
+        row.operator("cable_harness.reset", icon="LOOP_BACK")
+        row = layout.row(align=True)
+        row.operator("cable_harness.bake", icon="REC")
+        row.operator("cable_harness.clear_bake", icon="TRASH")
+        ob = context.active_object
+        if ob is None:
+            layout.label(text="Select a connector, clip, cable or collider")
+            return
+        s = ob.cable_harness
+        layout.prop(s, "role")
+        if s.role == CONNECTOR:
+            layout.prop(s, "roll_free")
+        elif s.role == CLIP:
+            layout.prop(s, "clip_kind")
+            layout.prop(s, "clip_length")
+            layout.prop(s, "clip_compliant")
+            if s.clip_compliant:
+                layout.prop(s, "clip_translational_stiffness")
+                layout.prop(s, "clip_rotational_stiffness")
+        elif s.role == COLLIDER:
+            layout.prop(s, "collider_margin")
+        elif s.role == CABLE:
+            self._draw_cable(layout, s)
+
+    @staticmethod
+    def _draw_cable(layout, s):
+        layout.prop(s, "start")
+        layout.prop(s, "end")
+        layout.label(text="Clips (in order along the cable)")
+        layout.template_list("CABLE_HARNESS_UL_clips", "", s, "clips", s, "active_clip", rows=2)
+        layout.prop(s, "length")
+        layout.prop(s, "diameter")
+        layout.prop(s, "segments")
+        layout.prop(s, "material")
+        if s.material == "CUSTOM":
+            layout.prop(s, "youngs_modulus")
+            layout.prop(s, "poisson_ratio")
+            layout.prop(s, "density")
+        layout.prop(s, "min_bend_radius_allowed")
+        layout.prop(s, "solver_model")
+        box = layout.box()
+        if not s.result_valid:
+            box.label(text="Not solved yet")
+            return
+        box.label(text="Converged" if s.result_converged else "NOT converged",
+                  icon="CHECKMARK" if s.result_converged else "ERROR")
+        col = box.column()
+        col.prop(s, "result_length", emboss=False)
+        col.prop(s, "result_min_bend_radius", emboss=False)
+        col.prop(s, "result_start_force", emboss=False)
+        col.prop(s, "result_end_force", emboss=False)
+        col.prop(s, "result_iterations", emboss=False)
+        col.prop(s, "result_solve_ms", emboss=False)
+        if s.result_message:
+            box.label(text=s.result_message, icon="ERROR")
+
+
+class VIEW3D_PT_cable_harness_files(bpy.types.Panel):
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = "Harness"
+    bl_label = "Case Files"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    def draw(self, context):
+        row = self.layout.row(align=True)
+        row.operator("cable_harness.export_case", icon="EXPORT")
+        row.operator("cable_harness.import_case", icon="IMPORT")
+
+
+class VIEW3D_MT_cable_harness_add(bpy.types.Menu):
+    bl_idname = "VIEW3D_MT_cable_harness_add"
+    bl_label = "Cable Harness"
+
+    def draw(self, context):
+        layout = self.layout
+        layout.operator("cable_harness.add_connector", icon="EMPTY_SINGLE_ARROW")
+        layout.operator("cable_harness.add_clip", icon="MESH_CIRCLE")
+        layout.operator("cable_harness.make_cable", icon="CURVE_PATH")
+
+
+def _add_menu(self, context):
+    self.layout.menu(VIEW3D_MT_cable_harness_add.bl_idname, icon="CURVE_PATH")
+
+
+classes = (CABLE_HARNESS_UL_clips, VIEW3D_PT_cable_harness, VIEW3D_PT_cable_harness_files,
+           VIEW3D_MT_cable_harness_add)
+
+
+def register():
+    for cls in classes:
+        bpy.utils.register_class(cls)
+    bpy.types.VIEW3D_MT_add.append(_add_menu)
+
+
+def unregister():
+    bpy.types.VIEW3D_MT_add.remove(_add_menu)
+    for cls in reversed(classes):
+        bpy.utils.unregister_class(cls)

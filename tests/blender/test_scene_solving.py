@@ -1,0 +1,101 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Scenes built with the operators, solved in Blender, against the CLI on the exported case."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import bpy
+import numpy as np
+import pytest
+from helpers.blender_scenes import curve_world_points, place, simple_harness
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_make_cable_draws_a_route_through_the_clip_with_slack():
+    start, end, clip, cable = simple_harness()
+    s = cable.cable_harness
+    assert s.start == start and s.end == end and [r.clip for r in s.clips] == [clip]
+    route = np.array([p.co for p in s.route])
+    route_length = np.linalg.norm(np.diff(route, axis=0), axis=1).sum()
+    assert s.length == pytest.approx(route_length * 1.15, rel=1e-6)
+    assert 0.0 < s.clips[0].s < s.length
+    assert cable.data.bevel_depth == pytest.approx(0.002)
+
+
+def test_blender_solve_matches_the_cli_on_the_exported_case(tmp_path):
+    *_, cable = simple_harness()
+    assert bpy.ops.cable_harness.solve() == {"FINISHED"}
+    assert cable.cable_harness.result_converged
+    blender_points = curve_world_points(cable)
+    case_path = tmp_path / "case.json"
+    assert bpy.ops.cable_harness.export_case(filepath=str(case_path)) == {"FINISHED"}
+    result_path = tmp_path / "result.json"
+    subprocess.run([sys.executable, "-m", "solver_core", "solve", str(case_path), "-o", str(result_path), "-q"],
+                   cwd=ROOT, check=True)
+    cli_nodes = np.array(json.loads(result_path.read_text())["steps"][0]["cables"][cable.name]["nodes"])
+    # the curve stores float32 coordinates
+    assert np.abs(blender_points - cli_nodes).max() < 1e-6
+
+
+def test_millimetre_and_metre_scenes_give_the_same_cable():
+    *_, cable_m = simple_harness(unit_scale=1.0)
+    bpy.ops.cable_harness.solve()
+    metres = curve_world_points(cable_m, 1.0)
+    length_m = cable_m.cable_harness.result_length
+    bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)
+    *_, cable_mm = simple_harness(unit_scale=0.001)
+    assert cable_mm.cable_harness.diameter == pytest.approx(4.0)  # 4 mm in a millimetre scene
+    bpy.ops.cable_harness.solve()
+    millimetres = curve_world_points(cable_mm, 0.001)
+    assert np.abs(millimetres - metres).max() < 1e-6
+    assert cable_mm.cable_harness.result_length * 0.001 == pytest.approx(length_m, rel=1e-6)
+
+
+def test_read_outs_are_filled():
+    *_, cable = simple_harness()
+    bpy.ops.cable_harness.solve()
+    s = cable.cable_harness
+    assert s.result_valid and s.result_converged and s.result_iterations > 0
+    assert s.result_length == pytest.approx(s.length, rel=1e-3)
+    assert s.result_min_bend_radius > 0.0
+    assert s.result_start_force > 0.0 and s.result_end_force > 0.0
+    s.min_bend_radius_allowed = 10.0  # 10 m: every real bend violates it
+    bpy.ops.cable_harness.solve()
+    assert "below the allowed" in s.result_message
+
+
+def test_reset_puts_the_cable_back_on_its_route():
+    *_, cable = simple_harness()
+    bpy.ops.cable_harness.solve()
+    bpy.ops.cable_harness.reset()
+    pts = curve_world_points(cable)
+    route = np.array([p.co for p in cable.cable_harness.route])
+    assert np.allclose(pts[0], route[0], atol=1e-6) and np.allclose(pts[-1], route[-1], atol=1e-6)
+    assert not cable.cable_harness.result_valid
+
+
+def test_import_case_rebuilds_a_scene_that_solves_like_the_case(tmp_path):
+    *_, cable = simple_harness()
+    case_path = tmp_path / "case.json"
+    bpy.ops.cable_harness.export_case(filepath=str(case_path))
+    bpy.ops.cable_harness.solve()
+    original = curve_world_points(cable)
+    bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)
+    assert bpy.ops.cable_harness.import_case(filepath=str(case_path)) == {"FINISHED"}
+    imported = next(o for o in bpy.context.scene.objects if o.cable_harness.role == "CABLE")
+    bpy.ops.cable_harness.solve()
+    assert np.abs(curve_world_points(imported) - original).max() < 1e-6
+
+
+def test_simulate_follows_a_moved_connector():
+    start, end, clip, cable = simple_harness()
+    assert bpy.ops.cable_harness.simulate(ticks=2) == {"FINISHED"}
+    before = curve_world_points(cable)
+    place(end, (0.32, 0.01, 0.0), 1.0)
+    bpy.ops.cable_harness.simulate(ticks=1)
+    after = curve_world_points(cable)
+    assert np.allclose(after[-1], [0.32, 0.01, 0.0], atol=1e-6)
+    assert np.abs(after - before).max() > 1e-3

@@ -1,0 +1,48 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Harness scenes built through the extension's own operators (for the Blender tests)."""
+
+import math
+
+import bpy
+import numpy as np
+
+
+def place(ob, location_m, scale, rotation=None):
+    ob.location = [v / scale for v in location_m]
+    if rotation is not None:
+        ob.rotation_euler = rotation
+    bpy.context.view_layer.update()
+
+
+def simple_harness(unit_scale=1.0, with_clip=True, segments=40):
+    """Two ceiling connectors 0.3 m apart and a clip between them, built with the Add and Make Cable
+    operators in a scene whose unit is ``unit_scale`` metres. Returns (start, end, clip, cable)."""
+    scene = bpy.context.scene
+    scene.unit_settings.scale_length = unit_scale
+    bpy.ops.cable_harness.add_connector()
+    start = bpy.context.active_object
+    place(start, (0.0, 0.0, 0.0), unit_scale)
+    bpy.ops.cable_harness.add_connector()
+    end = bpy.context.active_object
+    place(end, (0.3, 0.0, 0.0), unit_scale)
+    clip = None
+    if with_clip:
+        bpy.ops.cable_harness.add_clip()
+        clip = bpy.context.active_object
+        place(clip, (0.15, 0.02, -0.06), unit_scale, (0.0, math.pi / 2.0, 0.0))
+    for ob in (start, end, clip):
+        if ob is not None:
+            ob.select_set(True)
+    bpy.context.view_layer.objects.active = start
+    assert bpy.ops.cable_harness.make_cable(segments=segments, solve=False) == {"FINISHED"}
+    cable = next(o for o in scene.objects if o.cable_harness.role == "CABLE")
+    return start, end, clip, cable
+
+
+def curve_world_points(ob, scale=1.0):
+    """Points of the cable curve in world space, metres."""
+    pts = np.empty(len(ob.data.splines[0].points) * 4, dtype=np.float32)
+    ob.data.splines[0].points.foreach_get("co", pts)
+    pts = pts.reshape(-1, 4)[:, :3].astype(np.float64)
+    M = np.array([list(r) for r in ob.matrix_world])
+    return (pts @ M[:3, :3].T + M[:3, 3]) * scale
