@@ -100,6 +100,11 @@ class HarnessSimulation:
                 report.solved += 1
             else:
                 report.failed[name] = cable_report.message
+        for name in report.failed:
+            # refused input (e.g. a connector pulled out of reach): hold the last good state
+            session = self.harness.cables.get(name)
+            if name not in report.results and session is not None and session.solved:
+                report.results[name] = self.harness.cable_result(name)
         t3 = time.perf_counter()
         if write:
             self.write(report)

@@ -1,0 +1,155 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Baking, playback without the extension, save and reload, undo."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import bpy
+import numpy as np
+import pytest
+from helpers.blender_scenes import curve_world_points, place, simple_harness
+
+ROOT = Path(__file__).resolve().parents[2]
+
+PLAYBACK = """
+import json, sys
+import bpy
+import numpy as np
+import addon_utils
+bpy.ops.wm.open_mainfile(filepath=sys.argv[1])
+enabled = [m for m in bpy.context.preferences.addons.keys() if "cable_harness" in m]
+ob = bpy.data.objects["Cable"]
+out = {"enabled": enabled, "has_props": hasattr(ob, "cable_harness"), "frames": {}}
+for f in (1, 8, 13, 24):
+    bpy.context.scene.frame_set(f)
+    dg = bpy.context.evaluated_depsgraph_get()
+    pts = ob.evaluated_get(dg).data.splines[0].points
+    co = np.empty(len(pts) * 4, dtype=np.float32)
+    pts.foreach_get("co", co)
+    out["frames"][f] = co.reshape(-1, 4)[:, :3].tolist()
+print("RESULT" + json.dumps(out))
+"""
+
+
+def _moving_end_scene():
+    start, end, clip, cable = simple_harness()
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 24
+    end.keyframe_insert("location", frame=1)
+    place(end, (0.33, 0.03, 0.01), 1.0)
+    end.keyframe_insert("location", frame=24)
+    return start, end, clip, cable
+
+
+def test_bake_keys_every_frame_and_plays_back_without_the_extension(tmp_path):
+    _start, end, _clip, cable = _moving_end_scene()
+    expected = {}
+    # what the solver gives at each frame, stepping through the motion the same way
+    bpy.context.scene.frame_set(1)
+    assert bpy.ops.cable_harness.bake() == {"FINISHED"}
+    assert cable.cable_harness.bake_action
+    for f in (1, 8, 13, 24):
+        bpy.context.scene.frame_set(f)
+        expected[f] = curve_world_points(cable)  # the keyed curve, evaluated here
+        # the end point follows the animated connector exactly
+        assert np.allclose(expected[f][-1], np.array(end.matrix_world.translation), atol=1e-5)
+    assert np.abs(expected[24] - expected[1]).max() > 0.02
+    path = tmp_path / "baked.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    env = dict(os.environ, BLENDER_USER_RESOURCES=str(tmp_path / "fresh_user"))
+    out = subprocess.run([sys.executable, "-c", PLAYBACK, str(path)], capture_output=True, text=True, env=env,
+                         check=True)
+    played = json.loads(out.stdout.split("RESULT", 1)[1])
+    assert played["enabled"] == [] and played["has_props"] is False  # really without the extension
+    for f, pts in played["frames"].items():
+        assert np.abs(np.array(pts) - expected[int(f)]).max() < 1e-5
+
+
+def test_connector_pulled_out_of_reach_holds_the_last_good_state_and_says_so(extension):
+    # The ultimate-length stop (Lv 2017, Sec. 2.4) in a running simulation: the cable keeps its
+    # last valid state while its connector is out of reach, and the tick says why.
+    simulation_module = sys.modules[f"{extension.__name__}.cable_harness.simulation"]
+    _start, end, _clip, cable = simple_harness()
+    simulation = simulation_module.HarnessSimulation(bpy.context.scene)
+    assert not simulation.tick(bpy.context).failed
+    held = curve_world_points(cable)
+    place(end, (0.6, 0.0, 0.0), 1.0)
+    report = simulation.tick(bpy.context)
+    assert "0.6 m apart but the cable is only" in report.failed["Cable"]
+    assert np.abs(curve_world_points(cable) - held).max() < 1e-7
+    place(end, (0.31, 0.0, 0.0), 1.0)  # back within reach: it follows again
+    assert not simulation.tick(bpy.context).failed
+    assert np.allclose(curve_world_points(cable)[-1], [0.31, 0.0, 0.0], atol=1e-6)
+
+
+def test_bake_matches_stepping_the_simulation_frame_by_frame():
+    _start, _end, _clip, cable = _moving_end_scene()
+    stepped = {}
+    for f in range(1, 25):
+        bpy.context.scene.frame_set(f)
+        bpy.ops.cable_harness.simulate(ticks=1)
+        stepped[f] = curve_world_points(cable)
+    bpy.ops.cable_harness.reset()
+    bpy.context.scene.frame_set(1)
+    bpy.ops.cable_harness.bake()
+    for f in (5, 17, 24):
+        bpy.context.scene.frame_set(f)
+        # the bake re-solves from the reset state; warm starts from a converged neighbour agree closely
+        assert np.abs(curve_world_points(cable) - stepped[f]).max() < 1e-5
+
+
+def test_clear_bake_removes_exactly_what_the_bake_made():
+    _start, _end, _clip, cable = _moving_end_scene()
+    user_action = bpy.data.actions.new("user curve action")
+    cable.data.animation_data_create().action = user_action
+    other_actions = set(bpy.data.actions.keys())
+    bpy.ops.cable_harness.bake()
+    baked = cable.cable_harness.bake_action
+    assert baked in bpy.data.actions and cable.data.animation_data.action.name == baked
+    assert bpy.ops.cable_harness.clear_bake() == {"FINISHED"}
+    assert baked not in bpy.data.actions
+    assert cable.data.animation_data.action == user_action  # the user's action is back
+    assert set(bpy.data.actions.keys()) == other_actions
+
+
+def test_settings_and_last_result_survive_save_and_reload(tmp_path):
+    start, end, clip, cable = simple_harness()
+    start_name, end_name = start.name, end.name
+    cable.cable_harness.segments = 33
+    clip.cable_harness.clip_kind = "rotating"
+    bpy.ops.cable_harness.solve()
+    points = curve_world_points(cable)
+    radius = cable.cable_harness.result_min_bend_radius
+    path = tmp_path / "harness.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)
+    bpy.ops.wm.open_mainfile(filepath=str(path))
+    cable = bpy.data.objects["Cable"]
+    s = cable.cable_harness
+    assert s.role == "CABLE" and s.segments == 33 and s.start.name == start_name and s.end.name == end_name
+    assert s.clips[0].clip.cable_harness.clip_kind == "rotating"
+    assert s.result_valid and s.result_min_bend_radius == pytest.approx(radius)
+    assert np.array_equal(curve_world_points(cable), points)
+    assert bpy.ops.cable_harness.solve() == {"FINISHED"}  # and it still solves
+
+
+def test_operators_that_change_data_can_be_undone():
+    window = bpy.context.window_manager.windows[0]
+    with bpy.context.temp_override(window=window):
+        _start, _end, _clip, cable = simple_harness()
+        bpy.ops.ed.undo_push(message="drawn")
+        drawn = curve_world_points(cable)
+        bpy.ops.cable_harness.solve()
+        bpy.ops.ed.undo_push(message="solved")
+        assert curve_world_points(bpy.data.objects["Cable"]).shape != drawn.shape  # solved: one point a node
+        bpy.ops.ed.undo()
+        cable = bpy.data.objects["Cable"]  # undo replaces the data: look it up again
+        assert np.abs(curve_world_points(cable) - drawn).max() < 1e-7
+        assert not cable.cable_harness.result_valid
+    for op in ("make_cable", "solve", "reset", "bake", "clear_bake", "import_case", "add_clip", "add_connector",
+               "assign_role"):
+        cls = getattr(bpy.types, f"CABLE_HARNESS_OT_{op}")
+        assert "UNDO" in cls.bl_options, op
