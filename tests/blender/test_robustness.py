@@ -1,0 +1,161 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Bad input, objects deleted or renamed while simulating, the modal operator, clean unregister."""
+
+import sys
+import types
+from types import SimpleNamespace
+
+import bpy
+import numpy as np
+import pytest
+from helpers.blender_env import disable_extension, enable_extension
+from helpers.blender_scenes import curve_world_points, place, simple_harness
+
+
+def _simulation_module(extension):
+    return sys.modules[f"{extension.__name__}.cable_harness.simulation"]
+
+
+@pytest.mark.parametrize("breakage,message", [
+    (lambda start, end, clip, cable: setattr(cable.cable_harness, "start", None), "has no start connector"),
+    (lambda start, end, clip, cable: setattr(cable.cable_harness, "diameter", 0.0), "diameter must be positive"),
+    (lambda start, end, clip, cable: setattr(cable.cable_harness, "length", 0.25),
+     "apart but the cable is only 0.25 m long"),
+    (lambda start, end, clip, cable: bpy.data.objects.remove(clip), "clip 1 in its list is missing"),
+    (lambda start, end, clip, cable: setattr(start.cable_harness, "role", "NONE"), "is not a connector"),
+])
+def test_bad_input_is_reported_and_changes_nothing(breakage, message):
+    start, end, clip, cable = simple_harness()
+    bpy.ops.cable_harness.solve()
+    before = curve_world_points(cable)
+    breakage(start, end, clip, cable)
+    with pytest.raises(RuntimeError, match=message):
+        bpy.ops.cable_harness.solve()
+    assert np.array_equal(curve_world_points(cable), before)
+
+
+def test_no_cable_in_the_scene_is_reported():
+    with pytest.raises(RuntimeError, match="the scene has no cable"):
+        bpy.ops.cable_harness.solve()
+
+
+def test_connector_deleted_while_simulating_stops_only_its_cable(extension):
+    start, end, clip, cable = simple_harness()
+    bpy.ops.cable_harness.add_connector()
+    lone = bpy.context.active_object
+    place(lone, (0.0, 0.2, 0.0), 1.0)
+    lone.select_set(True)
+    bpy.context.view_layer.objects.active = lone
+    bpy.ops.cable_harness.make_cable(solve=False)  # a second cable, free-ended
+    simulation = _simulation_module(extension).HarnessSimulation(bpy.context.scene)
+    assert simulation.tick(bpy.context).solved == 2
+    held = curve_world_points(cable)
+    bpy.data.objects.remove(start)
+    report = simulation.tick(bpy.context)
+    assert "has no start connector" in report.failed["Cable"]
+    assert report.solved == 1
+    assert np.array_equal(curve_world_points(bpy.data.objects["Cable"]), held)
+
+
+def test_cable_renamed_or_deleted_while_simulating(extension):
+    *_, cable = simple_harness()
+    simulation = _simulation_module(extension).HarnessSimulation(bpy.context.scene)
+    simulation.tick(bpy.context)
+    cable.name = "Renamed"
+    report = simulation.tick(bpy.context)
+    assert report.solved == 1 and "Renamed" in report.results
+    bpy.data.objects.remove(bpy.data.objects["Renamed"])
+    report = simulation.tick(bpy.context)
+    assert report.solved == 0 and "deleted" in report.failed["Renamed"]
+
+
+def test_degenerate_colliders_do_not_break_the_tick(extension):
+    *_, cable = simple_harness()
+    empty_mesh = bpy.data.objects.new("Empty collider", bpy.data.meshes.new("empty"))
+    bpy.context.scene.collection.objects.link(empty_mesh)
+    sheet = bpy.data.meshes.new("sheet")  # one open triangle: non-manifold
+    sheet.from_pydata([(0.1, -0.1, -0.05), (0.2, 0.1, -0.05), (0.1, 0.1, -0.05)], [], [(0, 1, 2)])
+    open_tri = bpy.data.objects.new("Open collider", sheet)
+    bpy.context.scene.collection.objects.link(open_tri)
+    for ob in (empty_mesh, open_tri):
+        ob.cable_harness.role = "COLLIDER"
+    report = _simulation_module(extension).HarnessSimulation(bpy.context.scene).tick(bpy.context)
+    assert report.solved == 1 and not report.failed
+
+
+def test_cable_settings_changed_while_simulating_rebuild_the_cable(extension):
+    *_, cable = simple_harness()
+    simulation = _simulation_module(extension).HarnessSimulation(bpy.context.scene)
+    simulation.tick(bpy.context)
+    cable.cable_harness.segments = 25
+    report = simulation.tick(bpy.context)
+    assert report.solved == 1 and len(cable.data.splines[0].points) == 26
+
+
+class StandIn:
+    """A stand-in for the operator instance: the class's own functions bound to a plain object
+    (operators cannot be instantiated outside Blender's operator machinery)."""
+
+    def __init__(self, cls):
+        self._cls = cls
+        self.reports = []
+
+    def __getattr__(self, name):
+        attr = getattr(self._cls, name)
+        return types.MethodType(attr, self) if callable(attr) else attr
+
+    def report(self, level, message):
+        self.reports.append((set(level), message))
+
+
+def _timer_event(timer):
+    return SimpleNamespace(type="TIMER", value="NOTHING", timer=timer)
+
+
+def test_modal_simulate_ticks_on_its_timer_and_ends_on_escape():
+    _start, end, _clip, cable = simple_harness()
+    op = StandIn(bpy.types.CABLE_HARNESS_OT_simulate)
+    assert op._start(bpy.context)
+    op._timer = bpy.context.window_manager.event_timer_add(10.0, window=bpy.context.window)
+    assert op.modal(bpy.context, _timer_event(op._timer)) == {"PASS_THROUGH"}
+    first = curve_world_points(cable)
+    place(end, (0.28, 0.02, 0.0), 1.0)
+    op.modal(bpy.context, _timer_event(object()))  # another timer's event: no tick
+    assert np.array_equal(curve_world_points(cable), first)
+    op.modal(bpy.context, _timer_event(op._timer))
+    assert np.allclose(curve_world_points(cable)[-1], [0.28, 0.02, 0.0], atol=1e-6)
+    assert op.modal(bpy.context, SimpleNamespace(type="ESC", value="PRESS", timer=None)) == {"FINISHED"}
+    assert op._timer is None and op._simulation is None
+
+
+def test_modal_simulate_stops_cleanly_when_a_file_is_loaded():
+    simple_harness()
+    op = StandIn(bpy.types.CABLE_HARNESS_OT_simulate)
+    assert op._start(bpy.context)
+    op._timer = bpy.context.window_manager.event_timer_add(10.0, window=bpy.context.window)
+    bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)  # runs the load_pre handlers
+    assert op.modal(bpy.context, _timer_event(op._timer)) == {"FINISHED"}
+    assert any("file was reloaded" in message for _, message in op.reports)
+
+
+def _our_handlers():
+    found = []
+    for name in ("depsgraph_update_post", "load_pre"):
+        for fn in getattr(bpy.app.handlers, name):
+            if "cable_harness" in getattr(fn, "__module__", ""):
+                found.append((name, fn.__name__))
+    return found
+
+
+def test_unregister_leaves_no_handlers_timers_or_classes_behind(extension):
+    solve_module = sys.modules[f"{extension.__name__}.cable_harness.ops_solve"]
+    assert _our_handlers()
+    for _ in range(3):
+        disable_extension()
+        assert _our_handlers() == []
+        assert not hasattr(bpy.types.Object, "cable_harness")
+        assert not any(name.startswith("CABLE_HARNESS_") for name in dir(bpy.types))
+        assert not hasattr(bpy.types, "VIEW3D_PT_cable_harness")
+        enable_extension()
+        assert len(_our_handlers()) == 2
+    assert solve_module._state["timers"] == []
