@@ -108,7 +108,7 @@ class CABLE_HARNESS_OT_bake(bpy.types.Operator):
             context.scene.frame_set(self._run.original_frame)
             self.report({"INFO"}, "bake cancelled, nothing keyed")
             return {"CANCELLED"}
-        if event.type == "TIMER" and event.timer == self._timer:
+        if event.type == "TIMER":
             self._run.step(context)
             context.window_manager.progress_update(self._run.index)
             if context.area is not None:

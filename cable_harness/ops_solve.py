@@ -98,7 +98,7 @@ class CABLE_HARNESS_OT_simulate(bpy.types.Operator):
             return self._finish(context, "stopped: the file was reloaded or the extension disabled")
         if event.type in {"ESC", "RIGHTMOUSE"} and event.value == "PRESS":
             return self._finish(context, None)
-        if event.type == "TIMER" and event.timer is not None and event.timer == self._timer:
+        if event.type == "TIMER":  # events do not say which timer fired; every timer event ticks
             report = self.step(context)
             if not report.results and report.failed:
                 return self._finish(context, "; ".join(f"{k}: {v}" for k, v in report.failed.items()))

@@ -10,7 +10,7 @@ from pathlib import Path
 import bpy
 import numpy as np
 import pytest
-from helpers.blender_scenes import curve_world_points, place, simple_harness
+from helpers.blender_scenes import StandIn, StandInEvent, curve_world_points, place, simple_harness
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -99,6 +99,22 @@ def test_bake_matches_stepping_the_simulation_frame_by_frame():
         bpy.context.scene.frame_set(f)
         # the bake re-solves from the reset state; warm starts from a converged neighbour agree closely
         assert np.abs(curve_world_points(cable) - stepped[f]).max() < 1e-5
+
+
+def test_modal_bake_runs_frame_by_frame_and_escape_cancels_without_keys():
+    _start, _end, _clip, cable = _moving_end_scene()
+    op = StandIn(bpy.types.CABLE_HARNESS_OT_bake)
+    assert op._begin(bpy.context)
+    for _ in range(5):
+        assert op.modal(bpy.context, StandInEvent("TIMER")) == {"RUNNING_MODAL"}
+    assert op.modal(bpy.context, StandInEvent("ESC", "PRESS")) == {"CANCELLED"}
+    assert not cable.cable_harness.bake_action and cable.data.animation_data is None
+    assert bpy.context.scene.frame_current == 1
+    op = StandIn(bpy.types.CABLE_HARNESS_OT_bake)
+    assert op._begin(bpy.context)
+    results = [op.modal(bpy.context, StandInEvent("TIMER")) for _ in range(24)]
+    assert results[:-1] == [{"RUNNING_MODAL"}] * 23 and results[-1] == {"FINISHED"}
+    assert cable.cable_harness.bake_action
 
 
 def test_clear_bake_removes_exactly_what_the_bake_made():

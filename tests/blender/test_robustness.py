@@ -2,14 +2,12 @@
 """Bad input, objects deleted or renamed while simulating, the modal operator, clean unregister."""
 
 import sys
-import types
-from types import SimpleNamespace
 
 import bpy
 import numpy as np
 import pytest
 from helpers.blender_env import disable_extension, enable_extension
-from helpers.blender_scenes import curve_world_points, place, simple_harness
+from helpers.blender_scenes import StandIn, StandInEvent, curve_world_points, place, simple_harness
 
 
 def _simulation_module(extension):
@@ -92,24 +90,13 @@ def test_cable_settings_changed_while_simulating_rebuild_the_cable(extension):
     assert report.solved == 1 and len(cable.data.splines[0].points) == 26
 
 
-class StandIn:
-    """A stand-in for the operator instance: the class's own functions bound to a plain object
-    (operators cannot be instantiated outside Blender's operator machinery)."""
-
-    def __init__(self, cls):
-        self._cls = cls
-        self.reports = []
-
-    def __getattr__(self, name):
-        attr = getattr(self._cls, name)
-        return types.MethodType(attr, self) if callable(attr) else attr
-
-    def report(self, level, message):
-        self.reports.append((set(level), message))
+def test_stand_in_events_have_only_real_event_attributes():
+    real = set(bpy.types.Event.bl_rna.properties.keys())
+    assert set(StandInEvent.__slots__) <= real
 
 
-def _timer_event(timer):
-    return SimpleNamespace(type="TIMER", value="NOTHING", timer=timer)
+def _timer_event():
+    return StandInEvent("TIMER")
 
 
 def test_modal_simulate_ticks_on_its_timer_and_ends_on_escape():
@@ -117,14 +104,14 @@ def test_modal_simulate_ticks_on_its_timer_and_ends_on_escape():
     op = StandIn(bpy.types.CABLE_HARNESS_OT_simulate)
     assert op._start(bpy.context)
     op._timer = bpy.context.window_manager.event_timer_add(10.0, window=bpy.context.window)
-    assert op.modal(bpy.context, _timer_event(op._timer)) == {"PASS_THROUGH"}
+    assert op.modal(bpy.context, _timer_event()) == {"PASS_THROUGH"}
     first = curve_world_points(cable)
     place(end, (0.28, 0.02, 0.0), 1.0)
-    op.modal(bpy.context, _timer_event(object()))  # another timer's event: no tick
+    assert op.modal(bpy.context, StandInEvent("MOUSEMOVE")) == {"PASS_THROUGH"}  # no tick, view stays usable
     assert np.array_equal(curve_world_points(cable), first)
-    op.modal(bpy.context, _timer_event(op._timer))
+    op.modal(bpy.context, _timer_event())
     assert np.allclose(curve_world_points(cable)[-1], [0.28, 0.02, 0.0], atol=1e-6)
-    assert op.modal(bpy.context, SimpleNamespace(type="ESC", value="PRESS", timer=None)) == {"FINISHED"}
+    assert op.modal(bpy.context, StandInEvent("ESC", "PRESS")) == {"FINISHED"}
     assert op._timer is None and op._simulation is None
 
 
@@ -134,7 +121,7 @@ def test_modal_simulate_stops_cleanly_when_a_file_is_loaded():
     assert op._start(bpy.context)
     op._timer = bpy.context.window_manager.event_timer_add(10.0, window=bpy.context.window)
     bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)  # runs the load_pre handlers
-    assert op.modal(bpy.context, _timer_event(op._timer)) == {"FINISHED"}
+    assert op.modal(bpy.context, _timer_event()) == {"FINISHED"}
     assert any("file was reloaded" in message for _, message in op.reports)
 
 

@@ -2,6 +2,7 @@
 """Harness scenes built through the extension's own operators (for the Blender tests)."""
 
 import math
+import types
 
 import bpy
 import numpy as np
@@ -46,3 +47,28 @@ def curve_world_points(ob, scale=1.0):
     pts = pts.reshape(-1, 4)[:, :3].astype(np.float64)
     M = np.array([list(r) for r in ob.matrix_world])
     return (pts @ M[:3, :3].T + M[:3, 3]) * scale
+
+
+class StandIn:
+    """A stand-in for the operator instance: the class's own functions bound to a plain object
+    (operators cannot be instantiated outside Blender's operator machinery)."""
+
+    def __init__(self, cls):
+        self._cls = cls
+        self.reports = []
+
+    def __getattr__(self, name):
+        attr = getattr(self._cls, name)
+        return types.MethodType(attr, self) if callable(attr) else attr
+
+    def report(self, level, message):
+        self.reports.append((set(level), message))
+
+
+class StandInEvent:
+    """Only attributes that bpy.types.Event really has, so code reading anything else fails here too."""
+
+    __slots__ = ("type", "value")
+
+    def __init__(self, type, value="NOTHING"):
+        self.type, self.value = type, value
