@@ -59,7 +59,11 @@ class ColliderCache:
             evaluated.to_mesh_clear()
         verts = verts.reshape(-1, 3).astype(np.float64)
         tris = tris.reshape(-1, 3)
-        entry = ColliderTree(ob.name, BVHTree.FromPolygons(verts, tris, all_triangles=True), verts, tris)
+        try:
+            tree = BVHTree.FromPolygons(verts, tris, all_triangles=True)
+        except TypeError:  # Blender versions whose BVHTree wants Python sequences
+            tree = BVHTree.FromPolygons(verts.tolist(), tris.tolist(), all_triangles=True)
+        entry = ColliderTree(ob.name, tree, verts, tris)
         self._trees[ob.name] = entry
         self.builds += 1
         return entry
