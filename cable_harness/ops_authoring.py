@@ -204,11 +204,4 @@ classes = (CABLE_HARNESS_OT_add_connector, CABLE_HARNESS_OT_add_clip, CABLE_HARN
            CABLE_HARNESS_OT_make_cable)
 
 
-def register():
-    for cls in classes:
-        bpy.utils.register_class(cls)
-
-
-def unregister():
-    for cls in reversed(classes):
-        bpy.utils.unregister_class(cls)
+register, unregister = bpy.utils.register_classes_factory(classes)

@@ -144,11 +144,4 @@ class CABLE_HARNESS_OT_clear_bake(bpy.types.Operator):
 classes = (CABLE_HARNESS_OT_bake, CABLE_HARNESS_OT_clear_bake)
 
 
-def register():
-    for cls in classes:
-        bpy.utils.register_class(cls)
-
-
-def unregister():
-    for cls in reversed(classes):
-        bpy.utils.unregister_class(cls)
+register, unregister = bpy.utils.register_classes_factory(classes)

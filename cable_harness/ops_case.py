@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Export the scene's harness as a case file, and build a scene from one."""
+"""Case files: export the scene's harness, build a scene from a case, solve a case file as it is."""
 
 import math
 
@@ -9,7 +9,7 @@ from bpy.props import StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 from mathutils import Matrix
 
-from ..solver_core import CaseError, PRESETS, load_case
+from ..solver_core import CaseError, PRESETS, load_case, solve_case
 from ..solver_core.rotations import frame_from_tangent
 from .ops_authoring import DEFAULT_MARKER_SIZE_M, _link
 from .scene_model import CABLE, CLIP, CONNECTOR, HarnessInputError, ensure_cable_curve, metres_per_unit, \
@@ -132,14 +132,31 @@ class CABLE_HARNESS_OT_import_case(bpy.types.Operator, ImportHelper):
         return {"FINISHED"}
 
 
-classes = (CABLE_HARNESS_OT_export_case, CABLE_HARNESS_OT_import_case)
+class CABLE_HARNESS_OT_solve_case_file(bpy.types.Operator):
+    """Solve a harness case file (JSON) with the quasi-static solver and report the result"""
+
+    bl_idname = "cable_harness.solve_case_file"
+    bl_label = "Solve Case File"
+    bl_options = {"REGISTER"}
+
+    filepath: StringProperty(name="Case File", subtype="FILE_PATH")  # type: ignore
+
+    def execute(self, context):
+        try:
+            result = solve_case(load_case(bpy.path.abspath(self.filepath)))
+        except CaseError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        cables = result["steps"][-1]["cables"]
+        failed = [cid for cid, c in cables.items() if not c["converged"]]
+        if failed:
+            self.report({"WARNING"}, f"not converged: {', '.join(failed)}")
+        else:
+            self.report({"INFO"}, f"solved {len(cables)} cables")
+        return {"FINISHED"}
 
 
-def register():
-    for cls in classes:
-        bpy.utils.register_class(cls)
+classes = (CABLE_HARNESS_OT_export_case, CABLE_HARNESS_OT_import_case, CABLE_HARNESS_OT_solve_case_file)
 
 
-def unregister():
-    for cls in reversed(classes):
-        bpy.utils.unregister_class(cls)
+register, unregister = bpy.utils.register_classes_factory(classes)

@@ -154,9 +154,11 @@ def _stop_on_load(*_args):
 classes = (CABLE_HARNESS_OT_solve, CABLE_HARNESS_OT_simulate, CABLE_HARNESS_OT_reset)
 
 
+_register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
+
+
 def register():
-    for cls in classes:
-        bpy.utils.register_class(cls)
+    _register_classes()
     bpy.app.handlers.load_pre.append(_stop_on_load)
 
 
@@ -169,5 +171,4 @@ def unregister():
     _state["timers"].clear()
     if _stop_on_load in bpy.app.handlers.load_pre:
         bpy.app.handlers.load_pre.remove(_stop_on_load)
-    for cls in reversed(classes):
-        bpy.utils.unregister_class(cls)
+    _unregister_classes()

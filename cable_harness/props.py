@@ -117,13 +117,14 @@ class CableHarnessSettings(bpy.types.PropertyGroup):
 classes = (CableHarnessClipRef, CableHarnessPoint, CableHarnessSettings)
 
 
+_register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
+
+
 def register():
-    for cls in classes:
-        bpy.utils.register_class(cls)
+    _register_classes()
     bpy.types.Object.cable_harness = PointerProperty(type=CableHarnessSettings)
 
 
 def unregister():
     del bpy.types.Object.cable_harness
-    for cls in reversed(classes):
-        bpy.utils.unregister_class(cls)
+    _unregister_classes()

@@ -116,13 +116,14 @@ classes = (CABLE_HARNESS_UL_clips, VIEW3D_PT_cable_harness, VIEW3D_PT_cable_harn
            VIEW3D_MT_cable_harness_add)
 
 
+_register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
+
+
 def register():
-    for cls in classes:
-        bpy.utils.register_class(cls)
+    _register_classes()
     bpy.types.VIEW3D_MT_add.append(_add_menu)
 
 
 def unregister():
     bpy.types.VIEW3D_MT_add.remove(_add_menu)
-    for cls in reversed(classes):
-        bpy.utils.unregister_class(cls)
+    _unregister_classes()

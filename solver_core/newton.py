@@ -90,6 +90,20 @@ def _prepare_system(band, bw, fixed, damping):
 
 
 @njit
+def _retract(pos, quat, node_dof, rot_dof, delta, scale, out_pos, out_quat, rot_step):
+    """out = state moved by scale * delta: positions linearly, rotations by q * exp(theta / 2)."""
+    for n in range(pos.shape[0]):
+        a0 = node_dof[n]
+        for k in range(3):
+            out_pos[n, k] = pos[n, k] + scale * delta[a0 + k]
+    for r in range(quat.shape[0]):
+        g0 = rot_dof[r]
+        for k in range(3):
+            rot_step[k] = scale * delta[g0 + k]
+        quat_retract(quat[r], rot_step, out_quat[r])
+
+
+@njit
 def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_len, stretch_stiff, joint_a, joint_b,
                         joint_len, bend_stiff, node_force, rot_couple, load_factor, max_iterations):
     """Newton-minimise in place. Returns (status, iterations, residual / tolerance, energy)."""
@@ -176,12 +190,7 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
             predicted = 0.0
             for i in range(n_dof):
                 predicted -= grad[i] * delta[i] + 0.5 * delta[i] * hd[i]
-            for n in range(pos.shape[0]):
-                a0 = node_dof[n]
-                for k in range(3):
-                    trial_pos[n, k] = pos[n, k] + delta[a0 + k]
-            for r in range(quat.shape[0]):
-                quat_retract(quat[r], delta[rot_dof[r]:rot_dof[r] + 3], trial_quat[r])
+            _retract(pos, quat, node_dof, rot_dof, delta, 1.0, trial_pos, trial_quat, rot_step)
             trial_energy = rod_energy(trial_pos, trial_quat, rest_len, stretch_stiff, joint_a, joint_b, joint_len,
                                       bend_stiff, node_force, load_factor)
             if not math.isfinite(trial_energy):
@@ -201,15 +210,7 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                 # the step delta + a/2 follows the curved valley of nearly inextensible rods.
                 for sgn in range(2):
                     h = 0.1 if sgn == 0 else -0.1
-                    for n in range(pos.shape[0]):
-                        a0 = node_dof[n]
-                        for k in range(3):
-                            corrected_pos[n, k] = pos[n, k] + h * delta[a0 + k]
-                    for r in range(quat.shape[0]):
-                        g0 = rot_dof[r]
-                        for k in range(3):
-                            rot_step[k] = h * delta[g0 + k]
-                        quat_retract(quat[r], rot_step, corrected_quat[r])
+                    _retract(pos, quat, node_dof, rot_dof, delta, h, corrected_pos, corrected_quat, rot_step)
                     if sgn == 0:
                         rod_strains(corrected_pos, corrected_quat, rest_len, joint_a, joint_b, s_plus, b_plus)
                     else:
@@ -227,12 +228,7 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                 band_cholesky_solve(work, bw, rhs_trial, correction)
                 for i in range(n_dof):
                     correction[i] = delta[i] + 0.5 * correction[i]
-                for n in range(pos.shape[0]):
-                    a0 = node_dof[n]
-                    for k in range(3):
-                        corrected_pos[n, k] = pos[n, k] + correction[a0 + k]
-                for r in range(quat.shape[0]):
-                    quat_retract(quat[r], correction[rot_dof[r]:rot_dof[r] + 3], corrected_quat[r])
+                _retract(pos, quat, node_dof, rot_dof, correction, 1.0, corrected_pos, corrected_quat, rot_step)
                 corrected_energy = rod_energy(corrected_pos, corrected_quat, rest_len, stretch_stiff, joint_a,
                                               joint_b, joint_len, bend_stiff, node_force, load_factor)
                 corrected_couple = _couple_work(quat, rot_dof, rot_couple, load_factor, correction, R)

@@ -29,21 +29,28 @@ def _band_add(band, bw, gi, gj, value):
 
 
 @njit
+def _material_edge(pos, quat, i, R, u):
+    """R = material frame of segment i, u = R^T (x_{i+1} - x_i): the edge seen from that frame."""
+    quat_to_matrix(quat[i], R)
+    ex = pos[i + 1, 0] - pos[i, 0]
+    ey = pos[i + 1, 1] - pos[i, 1]
+    ez = pos[i + 1, 2] - pos[i, 2]
+    for k in range(3):
+        u[k] = R[0, k] * ex + R[1, k] * ey + R[2, k] * ez
+
+
+@njit
 def rod_energy(pos, quat, rest_len, stretch_stiff, joint_a, joint_b, joint_len, bend_stiff, node_force, load_factor):
     """Elastic energy plus the potential of the dead node forces (scaled by load_factor)."""
     R = np.empty((3, 3))
+    u = np.empty(3)
     p = np.empty(4)
     energy = 0.0
     for i in range(rest_len.shape[0]):
-        quat_to_matrix(quat[i], R)
+        _material_edge(pos, quat, i, R, u)
         l = rest_len[i]
-        ex = pos[i + 1, 0] - pos[i, 0]
-        ey = pos[i + 1, 1] - pos[i, 1]
-        ez = pos[i + 1, 2] - pos[i, 2]
         for k in range(3):
-            g = (R[0, k] * ex + R[1, k] * ey + R[2, k] * ez) / l
-            if k == 2:
-                g -= 1.0
+            g = u[k] / l - (1.0 if k == 2 else 0.0)
             energy += 0.5 * l * stretch_stiff[i, k] * g * g
     for j in range(joint_a.shape[0]):
         quat_conj_mul(quat[joint_a[j]], quat[joint_b[j]], p)
@@ -86,13 +93,9 @@ def rod_gradient_hessian(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, 
 
     # ---- stretch / shear, one element per segment: dofs x_i, theta_i, x_{i+1} ----
     for i in range(rest_len.shape[0]):
-        quat_to_matrix(quat[i], R)
+        _material_edge(pos, quat, i, R, u)
         l = rest_len[i]
-        ex = pos[i + 1, 0] - pos[i, 0]
-        ey = pos[i + 1, 1] - pos[i, 1]
-        ez = pos[i + 1, 2] - pos[i, 2]
         for k in range(3):
-            u[k] = R[0, k] * ex + R[1, k] * ey + R[2, k] * ez
             c[k] = stretch_stiff[i, k] / l
         # n = dE/du = diag(C) Gamma, the internal force in the material frame (Chen 2023, Eq. 11)
         n[0] = stretch_stiff[i, 0] * (u[0] / l)
@@ -262,14 +265,12 @@ def rod_gradient_hessian(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, 
 def rod_strains(pos, quat, rest_len, joint_a, joint_b, stretch_strain, bend_strain):
     """Strain vectors: Gamma per segment (material frame) and vec(conj(q_a) q_b) per joint."""
     R = np.empty((3, 3))
+    u = np.empty(3)
     p = np.empty(4)
     for i in range(rest_len.shape[0]):
-        quat_to_matrix(quat[i], R)
-        ex = pos[i + 1, 0] - pos[i, 0]
-        ey = pos[i + 1, 1] - pos[i, 1]
-        ez = pos[i + 1, 2] - pos[i, 2]
+        _material_edge(pos, quat, i, R, u)
         for k in range(3):
-            stretch_strain[i, k] = (R[0, k] * ex + R[1, k] * ey + R[2, k] * ez) / rest_len[i]
+            stretch_strain[i, k] = u[k] / rest_len[i]
         stretch_strain[i, 2] -= 1.0
     for j in range(joint_a.shape[0]):
         quat_conj_mul(quat[joint_a[j]], quat[joint_b[j]], p)
@@ -289,16 +290,11 @@ def strain_jacobian_transpose(pos, quat, node_dof, rot_dof, rest_len, stretch_st
     """
     out[:] = 0.0
     R = np.empty((3, 3))
+    u = np.empty(3)
     p = np.empty(4)
     for i in range(rest_len.shape[0]):
-        quat_to_matrix(quat[i], R)
-        l = rest_len[i]
-        ex = pos[i + 1, 0] - pos[i, 0]
-        ey = pos[i + 1, 1] - pos[i, 1]
-        ez = pos[i + 1, 2] - pos[i, 2]
-        u0 = R[0, 0] * ex + R[1, 0] * ey + R[2, 0] * ez
-        u1 = R[0, 1] * ex + R[1, 1] * ey + R[2, 1] * ez
-        u2 = R[0, 2] * ex + R[1, 2] * ey + R[2, 2] * ez
+        _material_edge(pos, quat, i, R, u)
+        u0, u1, u2 = u[0], u[1], u[2]
         # dGamma/de = R^T / l and dGamma/dtheta = [u]x / l, weighted by l C
         n0 = stretch_stiff[i, 0] * stretch_strain[i, 0]
         n1 = stretch_stiff[i, 1] * stretch_strain[i, 1]
