@@ -1,12 +1,38 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The one place that decides how kernels are compiled.
+"""The one place that decides how kernels are compiled and where compiled kernels are cached.
 
-Every hot loop of the solver is an ``njit`` function compiled ahead of its first call and cached
-on disk (``cache=True``); ``fastmath`` stays off so that NaN checks and residual floors behave.
-Inside Blender the add-on points ``NUMBA_CACHE_DIR`` at a per-user folder before this module is
-imported (see ``cable_harness.numba_cache``).
+Every hot loop of the solver is an ``njit`` function compiled on its first call and cached on
+disk (``cache=True``); ``fastmath`` stays off so that NaN checks and residual floors behave.
+
+numba invalidates a cached function only when its own source file changes, not when a kernel it
+calls from another module does, so an edit of one module (or an extension upgrade) could run
+stale machine code. The cache therefore lives in a folder named after a digest of all solver
+sources: ``$NUMBA_CACHE_DIR/<digest>`` (inside Blender the add-on points NUMBA_CACHE_DIR at its
+per-user folder first, see ``cable_harness.numba_cache``), or ``solver_core/__pycache__/numba/<digest>``.
 """
 
+import hashlib
+import os
+from pathlib import Path
+
 import numba
+
+
+def _source_digest() -> str:
+    h = hashlib.sha1()
+    for path in sorted(Path(__file__).resolve().parent.glob("*.py")):
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:12]
+
+
+def _cache_dir() -> str:
+    base = os.environ.get("NUMBA_CACHE_DIR") or str(Path(__file__).resolve().parent / "__pycache__" / "numba")
+    return os.path.join(base, _source_digest())
+
+
+CACHE_DIR = _cache_dir()
+# read by numba whenever a cached function is defined, so setting it here covers every kernel below
+numba.config.CACHE_DIR = CACHE_DIR
 
 njit = numba.njit(cache=True, fastmath=False, nogil=True)

@@ -66,6 +66,7 @@ class SolverSettings:
     model: str = "cosserat"
     tolerance: float = 1e-8
     max_iterations: int = 200
+    ultimate_strain: float = 0.005  # Lv 2017, Sec. 2.4: steps that would stretch the cable more are refused
 
 
 @dataclass(frozen=True)
@@ -204,6 +205,8 @@ def _anchor_chain(cable_start, cable_end, clips, length):
     """(s, point, label) pairs in arc-length order: where the cable is held in place."""
     chain = [(0.0, cable_start.position, "start")]
     for index, clip in sorted(enumerate(clips), key=lambda ic: ic[1].s):
+        if clip.kind == "sliding":
+            continue  # its s is only where the cable starts out; the cable slides through it
         half = clip.length / 2.0
         chain.append((clip.s - half, clip.frame.position - half * clip.frame.tangent, f"clips[{index}]"))
         chain.append((clip.s + half, clip.frame.position + half * clip.frame.tangent, f"clips[{index}]"))
@@ -356,7 +359,7 @@ def parse_case(doc) -> Case:
     if "cable_cable" in contact and not isinstance(contact["cable_cable"], bool):
         raise CaseError("contact.cable_cable must be true or false")
     raw_solver = doc.get("solver", {})
-    _check_keys(raw_solver, ("model", "tolerance", "max_iterations"), "solver")
+    _check_keys(raw_solver, ("model", "tolerance", "max_iterations", "ultimate_strain"), "solver")
     model = raw_solver.get("model", "cosserat")
     if model not in SOLVER_MODELS:
         planned = " (planned, not available yet)" if model in PLANNED_MODELS else ""
@@ -365,6 +368,7 @@ def parse_case(doc) -> Case:
     max_iterations = raw_solver.get("max_iterations", 200)
     if isinstance(max_iterations, bool) or not isinstance(max_iterations, int) or max_iterations < 1:
         raise CaseError(f"solver.max_iterations must be a positive integer, got {max_iterations!r}")
+    ultimate = _number(raw_solver.get("ultimate_strain", 0.005), "solver.ultimate_strain", positive=True)
     raw_steps = doc.get("steps", [])
     if not isinstance(raw_steps, list):
         raise CaseError("steps must be a list")
@@ -382,7 +386,8 @@ def parse_case(doc) -> Case:
                 clips[k] = Clip(old.s, frame, old.kind, old.length, old.stiffness)
             current[cid] = (start, end, clips)
             check_reachable(cid, f"steps[{i}].cables.{cid}", start, end, clips, by_id[cid].length)
-    return Case(cables, gravity, obstacles, dict(contact), SolverSettings(model, tolerance, max_iterations), steps)
+    return Case(cables, gravity, obstacles, dict(contact), SolverSettings(model, tolerance, max_iterations, ultimate),
+                steps)
 
 
 def load_case(path) -> Case:
@@ -435,5 +440,5 @@ def case_to_dict(case: Case) -> dict:
     return {"format": CASE_FORMAT, "gravity": case.gravity.tolist(), "cables": cables,
             "obstacles": list(case.obstacles), "contact": dict(case.contact),
             "solver": {"model": case.solver.model, "tolerance": case.solver.tolerance,
-                       "max_iterations": case.solver.max_iterations},
+                       "max_iterations": case.solver.max_iterations, "ultimate_strain": case.solver.ultimate_strain},
             "steps": steps}

@@ -67,6 +67,9 @@ def reactions(model: RodModel, state: RodState):
         ends["end"] = {"force": node_force(model.n_nodes - 1).copy(), "moment": couple(model.end_frame)}
     clips = []
     for clip, nodes, rots in zip(model.cable.clips, model.clip_nodes, model.clip_rots):
+        if not nodes or clip.kind == "sliding" or clip.stiffness is not None:
+            clips.append({"force": np.zeros(3), "moment": np.zeros(3)})  # held by an energy: see Interactions
+            continue
         centre = state.positions[nodes[0]] + (clip.s - model.node_s[nodes[0]]) * matrix_from_quat(
             state.quats[rots[0]])[:, 2]
         force = np.zeros(3)

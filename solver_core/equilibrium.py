@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .contact import ObstacleSet
+from .interactions import PENETRATION_TOLERANCE, Interactions
 from .newton import CONVERGED, STATUS_TEXT, minimise_rod_energy
 from .rod_model import Boundary, RodModel
 from .rod_state import RodState, apply_boundary, carry_boundary_motion, interpolate_boundary
@@ -28,14 +30,55 @@ class SolveReport:
     substeps: int
     solve_ms: float
     message: str
+    refused: bool = False
 
 
-def _minimise(model: RodModel, state: RodState, load_factor: float, rest_len: np.ndarray, max_iterations: int):
+def _minimise(model: RodModel, state: RodState, load_factor: float, rest_len: np.ndarray, max_iterations: int,
+              extra: tuple, dof_tol: np.ndarray):
     status, iterations, ratio, _ = minimise_rod_energy(
-        state.positions, state.quats, model.node_dof, model.rot_dof, model.fixed, model.dof_tol, model.bw,
+        state.positions, state.quats, model.node_dof, model.rot_dof, model.fixed, dof_tol, model.bw,
         rest_len, model.stretch_stiff, model.joint_a, model.joint_b, model.joint_len, model.bend_stiff,
-        model.node_force, model.rot_couple, load_factor, max_iterations)
+        model.node_force, model.rot_couple, load_factor, max_iterations, extra)
     return status, iterations, ratio
+
+
+MAX_STIFFENING = 3  # contact stiffness raised tenfold at most this often per solve
+MAX_FRICTION_ROUNDS = 12  # normal force / stick-slip fixed point per solve
+
+
+def _minimise_with_interactions(model, interactions, state, boundary, load_factor, rest_len, max_iterations):
+    """Minimise, then stiffen contact until penetration is small and settle friction's fixed point."""
+    total = 0
+    status, iterations, ratio = CONVERGED, 0, 0.0
+    if interactions.needs_normal_forces():
+        # anchored nodes without a normal force yet: get one from a frictionless probe of a copy,
+        # so that the first friction round already knows what static friction can hold
+        probe = state.copy()
+        saved = interactions.friction_state
+        interactions.friction_state = type(saved).empty(model.n_nodes)
+        status, iterations, ratio = _minimise(model, probe, load_factor, rest_len, max_iterations,
+                                              interactions.kernel_tuple(boundary), interactions.dof_tolerance(boundary))
+        total += iterations
+        interactions.friction_state = saved
+        interactions.set_normal_forces(probe)
+    for _round in range(MAX_FRICTION_ROUNDS):
+        for _stiffen in range(MAX_STIFFENING + 1):
+            status, iterations, ratio = _minimise(model, state, load_factor, rest_len, max_iterations,
+                                                  interactions.kernel_tuple(boundary),
+                                                  interactions.dof_tolerance(boundary))
+            total += iterations
+            if status != CONVERGED or not interactions.uses_contact:
+                break
+            contacts = interactions.contacts(state)
+            depth = max((-c[6] for c in contacts), default=0.0)
+            if depth <= PENETRATION_TOLERANCE * interactions.radius:
+                break
+            interactions.stiffness *= 10.0
+        if status != CONVERGED or not (interactions.settings.friction and interactions.uses_contact):
+            break
+        if interactions.update_friction(state, settle=False) < 1e-3:
+            break
+    return status, total, ratio
 
 
 def _relative_residual(model: RodModel, ratio: float) -> float:
@@ -49,7 +92,7 @@ MAX_START_STRAIN = 0.2
 
 
 def solve_equilibrium(model: RodModel, state: RodState, boundary: Boundary, previous: Boundary | None = None,
-                      max_iterations: int = 200) -> SolveReport:
+                      max_iterations: int = 200, interactions: Interactions | None = None) -> SolveReport:
     """Solve for the equilibrium with ``boundary`` held, starting from ``state``.
 
     ``state`` must be an equilibrium for ``previous`` (a warm start) or, when ``previous`` is
@@ -61,6 +104,11 @@ def solve_equilibrium(model: RodModel, state: RodState, boundary: Boundary, prev
     """
     t0 = time.perf_counter()
     counters = {"iterations": 0, "substeps": 0, "status": CONVERGED, "ratio": 0.0}
+    if interactions is None:
+        interactions = Interactions(model, ObstacleSet())
+    friction_before = interactions.friction_state.copy()
+    if previous is None:
+        interactions.place_anchors(state)
     cold = previous is None
     guess_len = np.linalg.norm(np.diff(state.positions, axis=0), axis=1)
     start_strain = float(np.max(np.abs(guess_len / model.rest_len - 1.0))) if cold else 0.0
@@ -87,7 +135,8 @@ def solve_equilibrium(model: RodModel, state: RodState, boundary: Boundary, prev
             apply_boundary(model, trial, b_b)
         else:
             carry_boundary_motion(model, trial, b_a, b_b)
-        status, iterations, ratio = _minimise(model, trial, load_factor, rest_len, max_iterations)
+        status, iterations, ratio = _minimise_with_interactions(model, interactions, trial, b_b, load_factor,
+                                                                rest_len, max_iterations)
         counters["iterations"] += iterations
         counters["substeps"] += 1
         counters["status"], counters["ratio"] = status, ratio
@@ -111,7 +160,10 @@ def solve_equilibrium(model: RodModel, state: RodState, boundary: Boundary, prev
     elapsed = (time.perf_counter() - t0) * 1e3
     residual = _relative_residual(model, counters["ratio"])
     if result is not None:
+        if interactions.settings.friction and interactions.uses_contact:
+            interactions.update_friction(result, settle=True)
         return SolveReport(result, True, counters["iterations"], residual, counters["substeps"], elapsed, "converged")
+    interactions.friction_state = friction_before
     reason = STATUS_TEXT[counters["status"]]
     return SolveReport(state.copy(), False, counters["iterations"], residual, counters["substeps"], elapsed,
                        f"no equilibrium found ({reason}, {counters['substeps']} substeps); the last good state is kept")

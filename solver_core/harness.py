@@ -10,9 +10,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .case import Case, CableChange, CableSpec
+from .contact import NODE_KINDS, ObstacleSet, obstacles_from_case
 from .diagnostics import bend_radii, directors, elastic_and_load_energy, reactions, twist_rates
 from .equilibrium import SolveReport, centre_line_length, solve_equilibrium
-from .errors import CaseError
+from .interactions import ContactSettings, Interactions
 from .rod_model import Boundary, RodModel, build_rod_model
 from .rod_state import RodState, initial_state
 
@@ -24,8 +25,13 @@ class CableSession:
     model: RodModel
     boundary: Boundary
     state: RodState  # last good (converged) state, or the initial guess before the first solve
+    interactions: Interactions
     solved: bool = False
     last_report: SolveReport | None = None
+
+
+MAX_SWEEPS = 12  # Gauss-Seidel sweeps over the cables when they touch each other
+SWEEP_TOLERANCE = 1e-3  # stop sweeping once no node moved more than this fraction of the radius
 
 
 @dataclass
@@ -33,29 +39,37 @@ class Harness:
     case: Case
     cables: dict = field(default_factory=dict)
     warnings: list = field(default_factory=list)
+    obstacles: ObstacleSet = field(default_factory=ObstacleSet)
 
     @classmethod
-    def from_case(cls, case: Case) -> "Harness":
-        if case.obstacles:
-            raise CaseError("obstacles: contact with obstacles is not supported by this solver version yet; "
-                            "remove them or use a version with contact")
-        harness = cls(case)
-        if case.contact.get("cable_cable") and len(case.cables) > 1:
-            harness.warnings.append("contact.cable_cable is not supported yet: cables are solved independently")
+    def from_case(cls, case: Case, extra_triangles=None) -> "Harness":
+        """A harness for a case; ``extra_triangles`` (n, 3, 3) are added as one more mesh obstacle
+        (the Blender layer passes the collider triangles near the cables this way)."""
+        obstacles = obstacles_from_case(case.obstacles)
+        if extra_triangles is not None and len(extra_triangles):
+            obstacles = obstacles.with_triangles(extra_triangles, len(case.obstacles))
+        harness = cls(case, obstacles=obstacles)
         for cable in case.cables:
             harness.add_cable(cable)
         return harness
 
+    @property
+    def contact_settings(self) -> ContactSettings:
+        c = self.case.contact
+        return ContactSettings(c.get("friction_static", 0.0), c.get("friction_dynamic", c.get("friction_static", 0.0)),
+                               bool(c.get("cable_cable", False)))
+
     def add_cable(self, cable: CableSpec) -> None:
-        for clip_index, clip in enumerate(cable.clips):
-            if clip.kind == "sliding":
-                raise CaseError(f"cable {cable.id!r} clips[{clip_index}].kind 'sliding' is not supported yet")
-            if clip.stiffness is not None:
-                raise CaseError(f"cable {cable.id!r} clips[{clip_index}].stiffness: compliant clips are not "
-                                f"supported yet")
         model = build_rod_model(cable, self.case.gravity, self.case.solver.tolerance)
         boundary = Boundary.of(cable)
-        self.cables[cable.id] = CableSession(model, boundary, initial_state(model, boundary))
+        interactions = Interactions(model, self.obstacles, self.contact_settings)
+        self.cables[cable.id] = CableSession(model, boundary, initial_state(model, boundary), interactions)
+
+    def set_obstacles(self, obstacles: ObstacleSet) -> None:
+        """Replace the static obstacles (e.g. colliders moved); cables keep their states."""
+        self.obstacles = obstacles
+        for session in self.cables.values():
+            session.interactions.obstacles = obstacles
 
     def changed_boundary(self, cable_id: str, change: CableChange) -> Boundary:
         b = self.cables[cable_id].boundary
@@ -68,8 +82,19 @@ class Harness:
         session = self.cables[cable_id]
         target = session.boundary if boundary is None else boundary
         previous = session.boundary if session.solved else None
+        friction_before = session.interactions.friction_state.copy()
         report = solve_equilibrium(session.model, session.state, target, previous,
-                                   self.case.solver.max_iterations)
+                                   self.case.solver.max_iterations, session.interactions)
+        if report.converged:
+            strain = max_axial_strain(session.model, report.state)
+            limit = self.case.solver.ultimate_strain
+            if session.solved and strain > limit:
+                # Lv 2017, Sec. 2.4: a cable cannot be stretched beyond its ultimate length
+                session.interactions.friction_state = friction_before
+                report = SolveReport(session.state.copy(), False, report.iterations, report.residual, report.substeps,
+                                     report.solve_ms, f"step refused: the cable would stretch {strain * 100:.2f} % "
+                                     f"(ultimate {limit * 100:.2f} %); the last valid state is kept")
+                report.refused = True
         session.last_report = report
         if report.converged:
             session.state = report.state
@@ -77,14 +102,50 @@ class Harness:
             session.solved = True
         return report
 
+    def _capsules_for(self, cable_id: str):
+        """Segments of the other cables as capsules, world frame (self-contact is done in the kernel)."""
+        a, b, radius, own = [np.zeros((0, 3))], [np.zeros((0, 3))], [np.zeros(0)], [np.zeros(0, dtype=np.int64)]
+        for cid, session in self.cables.items():
+            if cid == cable_id:
+                continue
+            x = session.state.positions + session.model.origin
+            r = 0.5 * session.model.cable.diameter
+            a.append(x[:-1])
+            b.append(x[1:])
+            radius.append(np.full(len(x) - 1, r))
+            own.append(np.full(len(x) - 1, -1, dtype=np.int64))
+        return np.concatenate(a), np.concatenate(b), np.concatenate(radius), np.concatenate(own)
+
     def solve_step(self, changes: dict | None = None) -> dict:
         """Solve every cable (with the frames in ``changes`` moved); returns {id: SolveReport}."""
         changes = changes or {}
+        targets = {cid: (self.changed_boundary(cid, changes[cid]) if cid in changes else None)
+                   for cid in self.cables}
+        if not self.contact_settings.cable_cable:
+            return {cid: self.solve_cable(cid, targets[cid]) for cid in self.cables}
+        # Cable-cable and self contact: each cable is solved against the others (and a frozen copy of
+        # itself) as capsules, sweeping until no cable moves any more (block Gauss-Seidel). No cable
+        # ever moves without seeing the others: distances do not tell sides apart, so cables that were
+        # let through each other could not be told apart again. Routes must not cross each other.
         reports = {}
-        for cable_id in self.cables:
-            change = changes.get(cable_id)
-            boundary = self.changed_boundary(cable_id, change) if change is not None else None
-            reports[cable_id] = self.solve_cable(cable_id, boundary)
+        for _sweep in range(MAX_SWEEPS):
+            moved = 0.0
+            for cid, session in self.cables.items():
+                before = session.state.positions.copy()
+                session.interactions.obstacles = self.obstacles.with_capsules(*self._capsules_for(cid))
+                report = self.solve_cable(cid, targets[cid] if cid not in reports else None)
+                if cid in reports:  # the whole step's effort, over all sweeps
+                    earlier = reports[cid]
+                    report.iterations += earlier.iterations
+                    report.substeps += earlier.substeps
+                    report.solve_ms += earlier.solve_ms
+                reports[cid] = report
+                r = 0.5 * session.model.cable.diameter
+                moved = max(moved, float(np.abs(session.state.positions - before).max()) / r)
+            if moved < SWEEP_TOLERANCE:
+                break
+        for cid, session in self.cables.items():  # the final states, for contact reports and the next step
+            session.interactions.obstacles = self.obstacles.with_capsules(*self._capsules_for(cid))
         return reports
 
     def cable_result(self, cable_id: str) -> dict:
@@ -92,12 +153,23 @@ class Harness:
         session = self.cables[cable_id]
         model, state, report = session.model, session.state, session.last_report
         ends, clips = reactions(model, state)
+        for index, mount in session.interactions.mount_reactions(state, session.boundary).items():
+            clips[index] = mount
         radii = bend_radii(model, state)
         twist = twist_rates(model, state)
 
         def fm(d):
-            return {"force": d["force"].tolist(), "moment": d["moment"].tolist()}
+            out = {"force": np.asarray(d["force"]).tolist(), "moment": np.asarray(d["moment"]).tolist()}
+            if "deflection" in d:
+                out["deflection"] = d["deflection"]
+            return out
 
+        contacts = []
+        for kind, elem, t, point, normal, force, gap in session.interactions.contacts(state):
+            s = model.node_s[elem] + (0.0 if kind in NODE_KINDS else t * model.rest_len[elem])
+            surface = point - 0.5 * model.cable.diameter * normal
+            contacts.append({"s": float(s), "point": surface.tolist(), "normal": normal.tolist(),
+                             "force": force.tolist(), "gap": gap})
         doc = {
             "nodes": (state.positions + model.origin).tolist(),
             "arc_lengths": model.node_s.tolist(),
@@ -105,9 +177,10 @@ class Harness:
             "length": centre_line_length(state),
             "min_bend_radius": float(radii.min()) if radii.size else float("inf"),
             "max_twist_rate": float(np.abs(twist).max()) if twist.size else 0.0,
+            "max_strain": max_axial_strain(model, state),
             "end_forces": {k: fm(v) for k, v in ends.items()},
             "clip_forces": [fm(c) for c in clips],
-            "contacts": [],
+            "contacts": contacts,
             "converged": bool(report.converged) if report else False,
             "iterations": report.iterations if report else 0,
             "residual": report.residual if report else float("nan"),
@@ -118,6 +191,11 @@ class Harness:
         if report is not None and not report.converged:
             doc["message"] = report.message
         return doc
+
+
+def max_axial_strain(model: RodModel, state: RodState) -> float:
+    lengths = np.linalg.norm(np.diff(state.positions, axis=0), axis=1)
+    return float((lengths / model.rest_len - 1.0).max())
 
 
 def solve_case(case: Case) -> dict:

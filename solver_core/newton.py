@@ -16,6 +16,8 @@ import numpy as np
 
 from ._jit import njit
 from .banded import band_cholesky, band_cholesky_solve, band_symmetric_matvec
+from .contact import contact_energy, find_pairs, friction_energy, node_clearance
+from .mounts import compliant_energy, sliding_crossings, sliding_energy
 from .rod_energy import rod_energy, rod_gradient_hessian, rod_strains, strain_jacobian_transpose
 from .rotations import quat_retract, quat_to_matrix
 
@@ -104,8 +106,42 @@ def _retract(pos, quat, node_dof, rot_dof, delta, scale, out_pos, out_quat, rot_
 
 
 @njit
+def _extra_terms(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, sl_seg, sl_t, grad, band, bw, mode, pair_gap,
+                 pair_t, pair_normal, pair_point):
+    """Energy (and in mode 1/2 gradient and Gauss-Newton Hessian) of contact, friction and mounts."""
+    (obstacles, cparams, node_len, seg_len, fr_active, fr_normal, fr_force, fr_anchor, fr_mu, sl_point, sl_axis,
+     sl_stiff, cc_node, cc_rot, cc_centre, cc_quat, cc_K) = extra
+    energy = 0.0
+    if kind.shape[0] > 0:
+        energy += contact_energy(pos, kind, elem, prim, obstacles, cparams[0], cparams[1], node_len, seg_len, node_dof,
+                                 grad, band, bw, mode, pair_gap, pair_t, pair_normal, pair_point)
+    if fr_active.shape[0] > 0:
+        energy += friction_energy(pos, node_dof, fr_active, fr_normal, fr_force, fr_anchor, fr_mu, cparams[4], grad,
+                                  band, bw, mode)
+    if sl_point.shape[0] > 0:
+        offset = np.empty(sl_point.shape[0])
+        energy += sliding_energy(pos, node_dof, sl_point, sl_axis, sl_stiff, sl_seg, sl_t, grad, band, bw, mode,
+                                 offset)
+    if cc_node.shape[0] > 0:
+        deflection = np.empty((cc_node.shape[0], 6))
+        energy += compliant_energy(pos, quat, node_dof, rot_dof, cc_node, cc_rot, cc_centre, cc_quat, cc_K, grad,
+                                   band, bw, mode, deflection)
+    return energy
+
+
+@njit
+def _assemble(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len, bend_stiff,
+              node_force, rot_couple, load_factor, grad, band, bw, geometric, extra, kind, elem, prim, sl_seg, sl_t,
+              pair_gap, pair_t, pair_normal, pair_point):
+    rod_gradient_hessian(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len,
+                         bend_stiff, node_force, rot_couple, load_factor, grad, band, bw, True, geometric)
+    _extra_terms(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, sl_seg, sl_t, grad, band, bw, 2, pair_gap,
+                 pair_t, pair_normal, pair_point)
+
+
+@njit
 def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_len, stretch_stiff, joint_a, joint_b,
-                        joint_len, bend_stiff, node_force, rot_couple, load_factor, max_iterations):
+                        joint_len, bend_stiff, node_force, rot_couple, load_factor, max_iterations, extra):
     """Newton-minimise in place. Returns (status, iterations, residual / tolerance, energy)."""
     n_dof = fixed.shape[0]
     grad = np.zeros(n_dof)
@@ -118,7 +154,6 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
     trial_pos = np.empty_like(pos)
     trial_quat = np.empty_like(quat)
     R = np.empty((3, 3))
-    grad_trial = np.empty(n_dof)
     rhs_trial = np.empty(n_dof)
     correction = np.empty(n_dof)
     corrected_pos = np.empty_like(pos)
@@ -130,15 +165,50 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
     b_zero = np.empty((joint_a.shape[0], 3))
     b_plus = np.empty_like(b_zero)
     b_minus = np.empty_like(b_zero)
+    dummy = np.zeros(1)
+    dummy_band = np.zeros((1, 1))
+    obstacles, cparams = extra[0], extra[1]
+    use_contact = cparams[5] > 0.0
+    radius, reach, self_gap = cparams[0], cparams[2], int(cparams[3])
+    kind = np.zeros(0, dtype=np.int64)
+    elem = np.zeros(0, dtype=np.int64)
+    prim = np.zeros(0, dtype=np.int64)
+    pair_gap = np.zeros(0)
+    pair_t = np.zeros(0)
+    pair_normal = np.zeros((0, 3))
+    pair_point = np.zeros((0, 3))
+    clearance = np.full(pos.shape[0], np.inf)
+    sl_point, sl_axis = extra[9], extra[10]
+    sl_seg = np.full(sl_point.shape[0], -1, dtype=np.int64)
+    sl_t = np.zeros(sl_point.shape[0])
     lam = 0.0
     ratio = np.inf
-    energy = rod_energy(pos, quat, rest_len, stretch_stiff, joint_a, joint_b, joint_len, bend_stiff, node_force,
-                        load_factor)
-    if not math.isfinite(energy):
-        return NOT_FINITE, 0, ratio, energy
+    energy = np.inf
     for it in range(max_iterations + 1):
-        rod_gradient_hessian(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len,
-                             bend_stiff, node_force, rot_couple, load_factor, grad, band, bw, True, 1.0)
+        if use_contact:
+            # candidate pairs for this iteration; a step may not carry a node farther than its
+            # clearance (or half a radius inside contact), so no contact is missed or tunnelled
+            kind, elem, prim = find_pairs(pos, radius, reach, obstacles, self_gap)
+            n_pairs = kind.shape[0]
+            pair_gap = np.empty(n_pairs)
+            pair_t = np.empty(n_pairs)
+            pair_normal = np.empty((n_pairs, 3))
+            pair_point = np.empty((n_pairs, 3))
+        if sl_point.shape[0] > 0:
+            sliding_crossings(pos, sl_point, sl_axis, sl_seg, sl_t)  # held fixed within this iteration
+        energy = rod_energy(pos, quat, rest_len, stretch_stiff, joint_a, joint_b, joint_len, bend_stiff, node_force,
+                            load_factor)
+        energy += _extra_terms(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, sl_seg, sl_t, dummy, dummy_band, 0, 0,
+                               pair_gap, pair_t, pair_normal, pair_point)
+        if not math.isfinite(energy):
+            return NOT_FINITE, it, ratio, energy
+        if use_contact:
+            clearance = node_clearance(pos.shape[0], kind, elem, prim, pair_gap, reach)
+            for n in range(pos.shape[0]):
+                clearance[n] = max(clearance[n], 0.5 * radius)
+        _assemble(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len, bend_stiff,
+                  node_force, rot_couple, load_factor, grad, band, bw, 1.0, extra, kind, elem, prim, sl_seg, sl_t,
+                  pair_gap, pair_t, pair_normal, pair_point)
         ratio = _constrained_residual(grad, fixed, dof_tol)
         if not math.isfinite(ratio):
             return NOT_FINITE, it, ratio, energy
@@ -162,9 +232,9 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                     # Indefinite exact Hessian (compression, buckling): take this iteration's
                     # step from the Gauss-Newton matrix J^T C J instead of damping it away.
                     exact = False
-                    rod_gradient_hessian(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b,
-                                         joint_len, bend_stiff, node_force, rot_couple, load_factor, grad, band, bw,
-                                         True, 0.0)
+                    _assemble(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len,
+                              bend_stiff, node_force, rot_couple, load_factor, grad, band, bw, 0.0, extra, kind, elem,
+                              prim, sl_seg, sl_t, pair_gap, pair_t, pair_normal, pair_point)
                     _prepare_system(band, bw, fixed, damping)
                     for i in range(n_dof):
                         if fixed[i]:
@@ -183,6 +253,13 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                 if not (step <= MAX_ROTATION_STEP):
                     too_far = True
                     break
+            if use_contact and not too_far:
+                for n in range(pos.shape[0]):
+                    a0 = node_dof[n]
+                    move = math.sqrt(delta[a0] ** 2 + delta[a0 + 1] ** 2 + delta[a0 + 2] ** 2)
+                    if move > clearance[n]:
+                        too_far = True
+                        break
             if too_far:
                 lam = max(4.0 * lam, 1e-6)
                 continue
@@ -193,6 +270,9 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
             _retract(pos, quat, node_dof, rot_dof, delta, 1.0, trial_pos, trial_quat, rot_step)
             trial_energy = rod_energy(trial_pos, trial_quat, rest_len, stretch_stiff, joint_a, joint_b, joint_len,
                                       bend_stiff, node_force, load_factor)
+            trial_energy += _extra_terms(trial_pos, trial_quat, node_dof, rot_dof, extra, kind, elem, prim, sl_seg, sl_t, dummy,
+                                         dummy_band, 0, 0, pair_gap.copy(), pair_t.copy(), pair_normal.copy(),
+                                         pair_point.copy())
             if not math.isfinite(trial_energy):
                 lam = max(10.0 * lam, 1e-6)
                 continue
@@ -228,16 +308,28 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                 band_cholesky_solve(work, bw, rhs_trial, correction)
                 for i in range(n_dof):
                     correction[i] = delta[i] + 0.5 * correction[i]
-                _retract(pos, quat, node_dof, rot_dof, correction, 1.0, corrected_pos, corrected_quat, rot_step)
-                corrected_energy = rod_energy(corrected_pos, corrected_quat, rest_len, stretch_stiff, joint_a,
-                                              joint_b, joint_len, bend_stiff, node_force, load_factor)
-                corrected_couple = _couple_work(quat, rot_dof, rot_couple, load_factor, correction, R)
-                corrected_rho = (energy - (corrected_energy - corrected_couple)) / predicted
-                if math.isfinite(corrected_energy) and corrected_rho > rho:
-                    trial_pos[:, :] = corrected_pos
-                    trial_quat[:, :] = corrected_quat
-                    trial_energy = corrected_energy
-                    rho = corrected_rho
+                within = True
+                if use_contact:
+                    for n in range(pos.shape[0]):
+                        a0 = node_dof[n]
+                        if math.sqrt(correction[a0] ** 2 + correction[a0 + 1] ** 2
+                                     + correction[a0 + 2] ** 2) > clearance[n]:
+                            within = False
+                            break
+                if within:
+                    _retract(pos, quat, node_dof, rot_dof, correction, 1.0, corrected_pos, corrected_quat, rot_step)
+                    corrected_energy = rod_energy(corrected_pos, corrected_quat, rest_len, stretch_stiff, joint_a,
+                                                  joint_b, joint_len, bend_stiff, node_force, load_factor)
+                    corrected_energy += _extra_terms(corrected_pos, corrected_quat, node_dof, rot_dof, extra, kind,
+                                                     elem, prim, sl_seg, sl_t, dummy, dummy_band, 0, 0, pair_gap.copy(),
+                                                     pair_t.copy(), pair_normal.copy(), pair_point.copy())
+                    corrected_couple = _couple_work(quat, rot_dof, rot_couple, load_factor, correction, R)
+                    corrected_rho = (energy - (corrected_energy - corrected_couple)) / predicted
+                    if math.isfinite(corrected_energy) and corrected_rho > rho:
+                        trial_pos[:, :] = corrected_pos
+                        trial_quat[:, :] = corrected_quat
+                        trial_energy = corrected_energy
+                        rho = corrected_rho
             if predicted <= noise or rho > 1e-4:
                 if predicted <= noise or rho > 0.75:
                     lam = lam / 5.0 if lam > 1e-10 else 0.0
@@ -245,7 +337,6 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                     lam = max(3.0 * lam, 1e-8)
                 pos[:, :] = trial_pos
                 quat[:, :] = trial_quat
-                energy = trial_energy
                 accepted = True
                 break
             lam = max(4.0 * lam, 1e-8)

@@ -78,12 +78,35 @@ class RodModel:
         return self.rot_dof.shape[0]
 
 
+def _holds_roll(clip) -> bool:
+    """Whether a compliant clip resists rolling about its axis (rotational stiffness about z)."""
+    return clip.kind == "fixed" and clip_stiffness_matrix(clip)[5, 5] > 0.0
+
+
+def clip_stiffness_matrix(clip) -> np.ndarray:
+    """6x6 stiffness of a compliant clip in its frame (translation x, y, z, rotation x, y, z).
+
+    A rotating clip does not resist roll: its rotation-about-axis row and column are zero.
+    """
+    st = clip.stiffness
+    if "matrix" in st:
+        K = np.array(st["matrix"], dtype=np.float64)
+    else:
+        K = np.diag([st["translational"]] * 3 + [st["rotational"]] * 3).astype(np.float64)
+    if clip.kind == "rotating":
+        K[5, :] = 0.0
+        K[:, 5] = 0.0
+    return K
+
+
 def node_arclengths(cable: CableSpec) -> np.ndarray:
     """Arc lengths of the nodes: breakpoints at the clip ends, segments shared out by length."""
     L, N = cable.length, cable.segments
     breaks = {0.0, L}
     for clip in cable.clips:
-        if clip.length > 0.0:
+        if clip.kind == "sliding":
+            continue  # the cable slides through it: no node belongs to it
+        if clip.length > 0.0 and clip.stiffness is None:
             breaks.update((clip.s - clip.length / 2.0, clip.s + clip.length / 2.0))
         else:
             breaks.add(clip.s)
@@ -126,6 +149,21 @@ def build_rod_model(cable: CableSpec, gravity, tolerance: float) -> RodModel:
     clip_nodes, clip_rots, clip_masks = [], [], []
     for clip in cable.clips:
         mask = FIXED_ALL if clip.kind == "fixed" else FIXED_TANGENT
+        if clip.kind == "sliding":
+            # held by the sliding-clip energy (mounts.py), nothing pinned
+            clip_nodes.append(())
+            clip_rots.append(())
+            clip_masks.append((False, False, False))
+            continue
+        if clip.stiffness is not None:
+            # compliant: a node and a frame at the clip centre, free, tied to the clip by springs
+            k = node_at(clip.s)
+            clip_nodes.append((k,))
+            clip_rots.append((n_rots,))
+            frames_at_node.setdefault(k, []).append(n_rots)
+            n_rots += 1
+            clip_masks.append((False, False, False))
+            continue
         if clip.length > 0.0:
             a, b = node_at(clip.s - clip.length / 2.0), node_at(clip.s + clip.length / 2.0)
             clip_nodes.append(tuple(range(a, b + 1)))
@@ -197,13 +235,16 @@ def build_rod_model(cable: CableSpec, gravity, tolerance: float) -> RodModel:
     if cable.end is not None:
         fix_node(n_nodes - 1)
         fix_rot(end_frame, FIXED_ALL if cable.end.normal is not None else FIXED_TANGENT)
-    for nodes, rots, mask in zip(clip_nodes, clip_rots, clip_masks):
+    for clip, nodes, rots, mask in zip(cable.clips, clip_nodes, clip_rots, clip_masks):
+        if clip.stiffness is not None or clip.kind == "sliding":
+            continue
         for k in nodes:
             fix_node(k)
         for r in rots:
             fix_rot(r, mask)
     roll_held = (cable.start.normal is not None or (cable.end is not None and cable.end.normal is not None)
-                 or any(c.kind == "fixed" for c in cable.clips))
+                 or any(c.kind == "fixed" and c.stiffness is None for c in cable.clips)
+                 or any(c.stiffness is not None and _holds_roll(c) for c in cable.clips))
     if not roll_held:
         # Nothing sets the roll of the material frame: with a round section it is a gauge
         # freedom (no energy changes), so pin it at the start to keep the Hessian regular.

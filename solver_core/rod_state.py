@@ -48,8 +48,12 @@ def _hermite(p0, t0, p1, t1, scale, u):
     return h00 * p0 + h10 * scale * t0 + h01 * p1 + h11 * scale * t1
 
 
-def _curve_of_length(p0, t0, p1, t1, length, samples=96):
-    """A Hermite curve from p0 (leaving along t0) to p1 (arriving along t1) with the given arc length."""
+def _curve_of_length(p0, t0, p1, t1, length, sag_direction, samples=96):
+    """A smooth curve from p0 (leaving along t0) to p1 (arriving along t1) with the given arc length.
+
+    A Hermite curve whose tangent scale stays below the chord (beyond it the curve can fold back on
+    itself); length it cannot give is added as a sag along ``sag_direction`` (the loads).
+    """
     u = np.linspace(0.0, 1.0, samples)
 
     def arc(scale):
@@ -59,9 +63,12 @@ def _curve_of_length(p0, t0, p1, t1, length, samples=96):
     chord = float(np.linalg.norm(p1 - p0))
     if length <= chord * (1.0 + 1e-9):
         return np.array([p0, p1])
-    lo, hi = 0.0, max(length, 1e-12)
-    while arc(hi)[1] < length and hi < 1e6 * length:
-        hi *= 2.0
+    pts, longest = arc(chord)
+    if longest < length:
+        s = np.linspace(0.0, length, samples)
+        _add_sag(pts[1:-1], s[1:-1], [(0.0, p0, None), (length, p1, None)], sag_direction)
+        return pts
+    lo, hi = 0.0, chord
     for _ in range(60):
         mid = 0.5 * (lo + hi)
         if arc(mid)[1] < length:
@@ -143,7 +150,7 @@ def initial_centerline(model: RodModel, boundary: Boundary) -> np.ndarray:
     anchors = _anchors(model, boundary)
     for (s0, p0, t0), (s1, p1, t1) in zip(anchors, anchors[1:]):
         sel = (s >= s0 - 1e-12) & (s <= s1 + 1e-12)
-        curve = _curve_of_length(p0, t0, p1, t1, s1 - s0)
+        curve = _curve_of_length(p0, t0, p1, t1, s1 - s0, _sag_direction(model))
         pts[sel] = _resample_polyline(curve, (s[sel] - s0) / max(s1 - s0, 1e-300))
     s_last, p_last, t_last = anchors[-1]
     tail = s > s_last + 1e-12
@@ -225,6 +232,8 @@ def apply_boundary(model: RodModel, state: RodState, boundary: Boundary) -> None
         state.quats[model.end_frame] = _held_frame(state.quats[model.end_frame], boundary.end, end_mask)
     for clip, frame, nodes, rots, mask in zip(cable.clips, boundary.clips, model.clip_nodes, model.clip_rots,
                                               model.clip_rot_mask):
+        if clip.kind == "sliding" or clip.stiffness is not None:
+            continue  # held through energies (mounts.py), not pinned
         for k in nodes:
             state.positions[k] = frame.position + (model.node_s[k] - clip.s) * frame.tangent - o
         for r in rots:
@@ -234,7 +243,9 @@ def apply_boundary(model: RodModel, state: RodState, boundary: Boundary) -> None
 def _anchor_nodes(model: RodModel):
     """Node index and the rotation index that carries its frame, for every held node."""
     out = [(0, model.start_frame)]
-    for nodes, rots in zip(model.clip_nodes, model.clip_rots):
+    for clip, nodes, rots in zip(model.cable.clips, model.clip_nodes, model.clip_rots):
+        if clip.kind == "sliding" or clip.stiffness is not None:
+            continue
         for k in nodes:
             out.append((k, rots[0]))
     if model.end_frame >= 0:

@@ -106,18 +106,6 @@ def test_tangents_rounded_by_cad_export_are_accepted_and_normalised():
     assert np.linalg.norm(c.start.tangent) == pytest.approx(1.0, abs=1e-15)
 
 
-def test_unsupported_features_are_refused_by_the_solver_with_a_reason():
-    from solver_core import Harness
-
-    for doc, reason in [
-        (_with(("obstacles",), [{"type": "sphere", "center": [0, 0, 0], "radius": 0.1}]), "obstacles"),
-        (_with(("cables", 0, "clips", 0, "kind"), "sliding"), "sliding"),
-        (_with(("cables", 0, "clips", 0, "stiffness"), {"translational": 1e3, "rotational": 1.0}), "compliant"),
-    ]:
-        with pytest.raises(CaseError, match=reason):
-            Harness.from_case(parse_case(doc))
-
-
 class TestMaterials:
     def test_solid_round_section_relations(self):
         # Lv 2017, Eqs. 18-27: EA, EI = E pi d^4/64, GJ = G pi d^4/32 with G = E / 2(1 + nu)

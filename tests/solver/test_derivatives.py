@@ -119,3 +119,68 @@ def test_strain_jacobian_transpose_of_the_strains_is_the_elastic_gradient(rng):
                          model.stretch_stiff, model.joint_a, model.joint_b, model.joint_len, model.bend_stiff,
                          zero, np.zeros((model.n_rotations, 3)), 1.0, grad, np.zeros((1, 1)), 0, False, 1.0)
     assert np.allclose(jtwr, grad, rtol=0, atol=1e-12 * np.abs(grad).max())
+
+
+def test_contact_gradient_and_hessian_match_finite_differences(rng):
+    # node against a mesh vertex, edge and face and against another cable's segment; plus segment pairs
+    from solver_core.contact import ObstacleSet, contact_energy, find_pairs
+
+    model, state = _perturbed_model(rng, **LAYOUTS["clamped-free"])
+    x = state.positions
+
+    def tangent_plane(k):
+        """Unit normal perpendicular to the segments at node k, and two in-plane directions."""
+        a = x[k + 1] - x[k] if k + 1 < len(x) else x[k] - x[k - 1]
+        b = x[k] - x[k - 1]
+        n = np.cross(a, b if np.linalg.norm(np.cross(a, b)) > 1e-9 else [0.3, 0.5, 0.7])
+        n /= np.linalg.norm(n)
+        u = np.cross(n, [1.0, 0.0, 0.0])
+        u /= np.linalg.norm(u)
+        return n, u, np.cross(n, u)
+
+    triangles = []
+    # node 1: its projection lies beyond an edge (edge region); node 2: inside a face; node 4: near a vertex
+    for k, offsets in ((1, [(0.004, -0.01), (0.004, 0.01), (0.02, 0.0)]),
+                       (2, [(-0.01, -0.01), (0.01, -0.01), (0.0, 0.015)]),
+                       (4, [(0.003, 0.002), (0.02, 0.01), (0.02, -0.005)])):
+        n, u, v = tangent_plane(k)
+        base = x[k] - 0.0015 * n
+        triangles.append([base + a * u + b * v for a, b in offsets])
+    tri = np.array(triangles)
+    n, u, v = tangent_plane(3)
+    caps_a = np.array([x[3] - 0.0028 * n - 0.02 * u])  # a cable passing beside node 3
+    caps_b = np.array([x[3] - 0.0028 * n + 0.02 * u])
+    obstacles = ObstacleSet(triangles=tri, triangle_owner=np.zeros(3, dtype=np.int64)).with_capsules(
+        caps_a, caps_b, np.array([0.0015]), np.array([-1]))
+    arrays = obstacles.kernel_arrays()
+    radius, stiffness = 0.002, 1e6
+    node_len = np.full(model.n_nodes, 0.05)
+    kind, elem, prim = find_pairs(x, radius, 0.01, arrays, 3)
+    n = len(kind)
+    scratch = lambda: (np.empty(n), np.empty(n), np.empty((n, 3)), np.empty((n, 3)))  # noqa: E731
+
+    def energy(pos):
+        return contact_energy(pos, kind, elem, prim, arrays, radius, stiffness, node_len, model.rest_len,
+                              model.node_dof, np.zeros(1), np.zeros((1, 1)), 0, 0, *scratch())
+
+    grad = np.zeros(model.n_dof)
+    band = np.zeros((model.n_dof, model.bw + 1))
+    contact_energy(x, kind, elem, prim, arrays, radius, stiffness, node_len, model.rest_len, model.node_dof, grad,
+                   band, model.bw, 2, *scratch())
+    assert energy(x) > 0.0  # some pairs really are in contact
+    h = 1e-7
+    node_dofs = np.concatenate([np.arange(model.node_dof[k], model.node_dof[k] + 3) for k in range(model.n_nodes)])
+    H = _dense(band, model.bw)
+    for i in node_dofs:
+        e = np.zeros_like(x)
+        e.flat[list(node_dofs).index(i)] = h
+        gp = np.zeros(model.n_dof)
+        gm = np.zeros(model.n_dof)
+        contact_energy(x + e, kind, elem, prim, arrays, radius, stiffness, node_len, model.rest_len, model.node_dof,
+                       gp, np.zeros((1, 1)), 0, 1, *scratch())
+        contact_energy(x - e, kind, elem, prim, arrays, radius, stiffness, node_len, model.rest_len, model.node_dof,
+                       gm, np.zeros((1, 1)), 0, 1, *scratch())
+        assert abs((energy(x + e) - energy(x - e)) / (2 * h) - grad[i]) <= 1e-6 * np.abs(grad).max()
+        column = (gp - gm) / (2 * h)
+        # node pairs: exact Hessian (with curvature); segment pairs: Gauss-Newton only
+        assert np.abs(column[node_dofs] - H[node_dofs, i]).max() <= 0.05 * np.abs(H).max()

@@ -1,0 +1,540 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Contact of a cable with obstacles and other cables, inside the energy minimisation.
+
+Obstacles: planes (the smooth-plane unilateral constraint of Jin 2016), spheres, triangles (meshes,
+open or closed, with a BVH) and capsules (segments of other cables, or of the same cable for
+self-contact, frozen while this cable is solved). The cable's centre line must keep a distance of
+at least its radius (plus the primitive's radius and margin) from every primitive.
+
+Normal contact is a penalty E = k/2 max(0, r - d)^2 per pair. Pairs are nodes against primitives
+(planes, triangles, other cables' segments), which carries faces smoothly, and segments against
+triangles and other cables' segments where their closest point lies inside the segment and deeper
+than at both its nodes: an edge or a crossing cable between two nodes, so that a cable cannot slip
+through a thin plate or over an edge between nodes. Over a flat face the distance is linear along a
+segment, its minimum sits at a node, and segment pairs never act there. Its force is
+compressive and vanishes with a gap, the complementarity conditions of Jin 2016, Eqs. 9-12; the
+stiffness k = E_c l (a line contact over the segment length l) is raised until the penetration is
+below a set fraction of the radius. The Hessian used is the Gauss-Newton part k J^T J.
+
+Friction is lumped at nodes: E = mu N phi(|P (x - a)|) with the lagged normal force N and contact
+normal (P projects on the tangent plane), the anchor a where the node stuck, and phi the Huber
+function (quadratic below the stick width eps, linear beyond): the Coulomb force mu N once the node
+slides (Lv 2017, Eqs. 32-36: static mu_s while sticking, dynamic mu_d once sliding).
+"""
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ._jit import njit
+from .bvh import build_triangle_tree, query_box
+from .contact_geometry import closest_point_on_segment, closest_point_on_triangle, segment_segment, segment_triangle
+from .rod_energy import _band_add
+
+# Pair kinds. Node pairs carry faces and side-by-side cables smoothly; segment pairs only count
+# where a feature (a plate edge, a ridge, a crossing cable) reaches between two nodes.
+PLANE, SPHERE, TRI_NODE, TRI_SEG, CAP_NODE, CAP_SEG, SELF_NODE, SELF_SEG = 0, 1, 2, 3, 4, 5, 6, 7
+NODE_KINDS = (PLANE, TRI_NODE, CAP_NODE, SELF_NODE)
+INTERIOR = 1e-3  # a segment pair's closest point must lie this far inside the segment (parameter)
+
+
+@dataclass
+class ObstacleSet:
+    """Everything a cable can touch, as arrays (world coordinates, metres)."""
+
+    plane_point: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    plane_normal: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    sphere_centre: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    sphere_radius: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    triangles: np.ndarray = field(default_factory=lambda: np.zeros((0, 3, 3)))
+    triangle_owner: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # obstacle index
+    tree: tuple = None
+    capsule_a: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    capsule_b: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    capsule_radius: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    capsule_self: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # own segment or -1
+
+    @property
+    def empty(self) -> bool:
+        return (len(self.plane_point) + len(self.sphere_centre) + len(self.triangles) + len(self.capsule_a)) == 0
+
+    def with_triangles(self, triangles: np.ndarray, owner: int) -> "ObstacleSet":
+        tris = np.concatenate((self.triangles, np.asarray(triangles, dtype=np.float64).reshape(-1, 3, 3)))
+        owners = np.concatenate((self.triangle_owner, np.full(len(triangles), owner, dtype=np.int64)))
+        return ObstacleSet(self.plane_point, self.plane_normal, self.sphere_centre, self.sphere_radius, tris, owners,
+                           None, self.capsule_a, self.capsule_b, self.capsule_radius, self.capsule_self)
+
+    def with_capsules(self, a, b, radius, self_index) -> "ObstacleSet":
+        return ObstacleSet(self.plane_point, self.plane_normal, self.sphere_centre, self.sphere_radius,
+                           self.triangles, self.triangle_owner, self.tree, np.asarray(a, float), np.asarray(b, float),
+                           np.asarray(radius, float), np.asarray(self_index, dtype=np.int64))
+
+    def kernel_arrays(self) -> tuple:
+        """The tuple the compiled kernels take (builds the triangle tree on first use)."""
+        if self.tree is None:
+            if len(self.triangles):
+                t = build_triangle_tree(self.triangles)
+                self.tree = (t.node_min, t.node_max, t.node_left, t.node_right, t.node_start, t.node_count, t.order)
+            else:
+                z = np.zeros((1, 3))
+                e = np.full(1, -1, dtype=np.int64)
+                self.tree = (z, z - 1.0, e, e, np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64),
+                             np.zeros(0, dtype=np.int64))
+        return (self.plane_point, self.plane_normal, self.sphere_centre, self.sphere_radius, self.triangles,
+                self.triangle_owner) + self.tree + (self.capsule_a, self.capsule_b, self.capsule_radius,
+                                                    self.capsule_self)
+
+
+def obstacles_from_case(obstacles) -> ObstacleSet:
+    """The obstacles of a case document (already validated) as one ObstacleSet."""
+    planes = [o for o in obstacles if o["type"] == "plane"]
+    spheres = [o for o in obstacles if o["type"] == "sphere"]
+    tris, owners = [], []
+    for index, o in enumerate(obstacles):
+        if o["type"] == "mesh":
+            v = np.asarray(o["vertices"], dtype=np.float64)
+            t = np.asarray(o["triangles"], dtype=np.int64)
+            tris.append(v[t])
+            owners.append(np.full(len(t), index, dtype=np.int64))
+    return ObstacleSet(
+        np.array([p["point"] for p in planes], dtype=np.float64).reshape(-1, 3),
+        np.array([p["normal"] for p in planes], dtype=np.float64).reshape(-1, 3),
+        np.array([s["center"] for s in spheres], dtype=np.float64).reshape(-1, 3),
+        np.array([s["radius"] for s in spheres], dtype=np.float64),
+        np.concatenate(tris) if tris else np.zeros((0, 3, 3)),
+        np.concatenate(owners) if owners else np.zeros(0, dtype=np.int64))
+
+
+# ---------------------------------------------------------------- pairs
+
+
+@njit
+def find_pairs(pos, radius, reach, obstacles, self_gap):
+    """Candidate contact pairs within ``reach`` of the cable surface: (kind, element, primitive),
+    element a node for node kinds and a segment otherwise; pairs of one element are contiguous.
+    With self_gap > 0 the cable also meets its own segments (primitive = segment index), those
+    closer than ``self_gap`` segments along it excepted."""
+    (plane_p, plane_n, sph_c, sph_r, tris, _owner, t_min, t_max, t_left, t_right, t_start, t_count, t_order,
+     cap_a, cap_b, cap_r, cap_self) = obstacles
+    n_nodes = pos.shape[0]
+    n_seg = n_nodes - 1
+    cap = 64 + 8 * n_nodes
+    kind = np.empty(cap, dtype=np.int64)
+    elem = np.empty(cap, dtype=np.int64)
+    prim = np.empty(cap, dtype=np.int64)
+    n = 0
+    hits = np.empty(256, dtype=np.int64)
+    lo = np.empty(3)
+    hi = np.empty(3)
+    cp = np.empty(3)
+    cq = np.empty(3)
+    for i in range(n_nodes):
+        for p in range(plane_p.shape[0]):
+            d = ((pos[i, 0] - plane_p[p, 0]) * plane_n[p, 0] + (pos[i, 1] - plane_p[p, 1]) * plane_n[p, 1]
+                 + (pos[i, 2] - plane_p[p, 2]) * plane_n[p, 2])
+            if d < radius + reach:
+                if n >= cap:
+                    kind, elem, prim, cap = _grow(kind, elem, prim, cap)
+                kind[n], elem[n], prim[n] = PLANE, i, p
+                n += 1
+        if tris.shape[0] > 0:
+            for k in range(3):
+                lo[k] = pos[i, k] - radius - reach
+                hi[k] = pos[i, k] + radius + reach
+            count = query_box(t_min, t_max, t_left, t_right, t_start, t_count, t_order, lo, hi, hits, 0)
+            while count < 0:
+                hits = np.empty(hits.shape[0] * 4, dtype=np.int64)
+                count = query_box(t_min, t_max, t_left, t_right, t_start, t_count, t_order, lo, hi, hits, 0)
+            for h in range(count):
+                tri = hits[h]
+                d2 = closest_point_on_triangle(pos[i], tris[tri, 0], tris[tri, 1], tris[tri, 2], cq)
+                if d2 < (radius + reach) ** 2:
+                    if n >= cap:
+                        kind, elem, prim, cap = _grow(kind, elem, prim, cap)
+                    kind[n], elem[n], prim[n] = TRI_NODE, i, tri
+                    n += 1
+        if self_gap > 0:
+            for c in range(n_seg):
+                if c + 1 > i - self_gap and c < i + self_gap:
+                    continue
+                closest_point_on_segment(pos[c], pos[c + 1], pos[i], cq)
+                d = math.sqrt((pos[i, 0] - cq[0]) ** 2 + (pos[i, 1] - cq[1]) ** 2 + (pos[i, 2] - cq[2]) ** 2)
+                if d < 2.0 * radius + reach:
+                    if n >= cap:
+                        kind, elem, prim, cap = _grow(kind, elem, prim, cap)
+                    kind[n], elem[n], prim[n] = SELF_NODE, i, c
+                    n += 1
+        for c in range(cap_a.shape[0]):
+            closest_point_on_segment(cap_a[c], cap_b[c], pos[i], cq)
+            d = math.sqrt((pos[i, 0] - cq[0]) ** 2 + (pos[i, 1] - cq[1]) ** 2 + (pos[i, 2] - cq[2]) ** 2)
+            if d < cap_r[c] + radius + reach:
+                if n >= cap:
+                    kind, elem, prim, cap = _grow(kind, elem, prim, cap)
+                kind[n], elem[n], prim[n] = CAP_NODE, i, c
+                n += 1
+    for i in range(n_seg):
+        for k in range(3):
+            lo[k] = min(pos[i, k], pos[i + 1, k]) - radius - reach
+            hi[k] = max(pos[i, k], pos[i + 1, k]) + radius + reach
+        for s in range(sph_c.shape[0]):
+            closest_point_on_segment(pos[i], pos[i + 1], sph_c[s], cp)
+            d = math.sqrt((cp[0] - sph_c[s, 0]) ** 2 + (cp[1] - sph_c[s, 1]) ** 2 + (cp[2] - sph_c[s, 2]) ** 2)
+            if d < sph_r[s] + radius + reach:
+                if n >= cap:
+                    kind, elem, prim, cap = _grow(kind, elem, prim, cap)
+                kind[n], elem[n], prim[n] = SPHERE, i, s
+                n += 1
+        if tris.shape[0] > 0:
+            count = query_box(t_min, t_max, t_left, t_right, t_start, t_count, t_order, lo, hi, hits, 0)
+            while count < 0:
+                hits = np.empty(hits.shape[0] * 4, dtype=np.int64)
+                count = query_box(t_min, t_max, t_left, t_right, t_start, t_count, t_order, lo, hi, hits, 0)
+            for h in range(count):
+                tri = hits[h]
+                t, d = segment_triangle(pos[i], pos[i + 1], tris[tri, 0], tris[tri, 1], tris[tri, 2], cp, cq)
+                if d < radius + reach and INTERIOR < t < 1.0 - INTERIOR:
+                    if n >= cap:
+                        kind, elem, prim, cap = _grow(kind, elem, prim, cap)
+                    kind[n], elem[n], prim[n] = TRI_SEG, i, tri
+                    n += 1
+        if self_gap > 0:
+            for c in range(i + self_gap, n_seg):
+                s_, t_, d = segment_segment(pos[i], pos[i + 1], pos[c], pos[c + 1], cp, cq)
+                if (d < 2.0 * radius + reach and INTERIOR < s_ < 1.0 - INTERIOR
+                        and INTERIOR < t_ < 1.0 - INTERIOR):
+                    if n >= cap:
+                        kind, elem, prim, cap = _grow(kind, elem, prim, cap)
+                    kind[n], elem[n], prim[n] = SELF_SEG, i, c
+                    n += 1
+        for c in range(cap_a.shape[0]):
+            if (min(cap_a[c, 0], cap_b[c, 0]) > hi[0] + cap_r[c] or max(cap_a[c, 0], cap_b[c, 0]) < lo[0] - cap_r[c]
+                    or min(cap_a[c, 1], cap_b[c, 1]) > hi[1] + cap_r[c]
+                    or max(cap_a[c, 1], cap_b[c, 1]) < lo[1] - cap_r[c]
+                    or min(cap_a[c, 2], cap_b[c, 2]) > hi[2] + cap_r[c]
+                    or max(cap_a[c, 2], cap_b[c, 2]) < lo[2] - cap_r[c]):
+                continue
+            s_, t_, d = segment_segment(pos[i], pos[i + 1], cap_a[c], cap_b[c], cp, cq)
+            # interior on this segment only: the other cable's node touching it is this solve's
+            # concern too (that node's own pair lives in the other cable's solve)
+            if d < cap_r[c] + radius + reach and INTERIOR < s_ < 1.0 - INTERIOR:
+                if n >= cap:
+                    kind, elem, prim, cap = _grow(kind, elem, prim, cap)
+                kind[n], elem[n], prim[n] = CAP_SEG, i, c
+                n += 1
+    return kind[:n].copy(), elem[:n].copy(), prim[:n].copy()
+
+
+@njit
+def _grow(kind, elem, prim, cap):
+    new_cap = cap * 2
+    k2 = np.empty(new_cap, dtype=np.int64)
+    e2 = np.empty(new_cap, dtype=np.int64)
+    p2 = np.empty(new_cap, dtype=np.int64)
+    k2[:cap] = kind
+    e2[:cap] = elem
+    p2[:cap] = prim
+    return k2, e2, p2, new_cap
+
+
+# ---------------------------------------------------------------- geometry of one pair
+
+
+@njit
+def pair_geometry(pos, kind, elem, prim, obstacles, cp, cq, normal):
+    """(t, distance to the primitive's surface, u) for one pair (u: parameter on the cable's own other
+    segment, for self pairs; their radius is the caller's); cp = point on the cable
+    centre line (t = 0 for node pairs), cq = closest point of the primitive, normal = unit vector from
+    cq towards cp."""
+    (plane_p, plane_n, sph_c, sph_r, tris, _owner, _a, _b, _c, _d, _e, _f, _g, cap_a, cap_b, cap_r, _s) = obstacles
+    i = elem
+    if kind == PLANE:
+        d = ((pos[i, 0] - plane_p[prim, 0]) * plane_n[prim, 0] + (pos[i, 1] - plane_p[prim, 1]) * plane_n[prim, 1]
+             + (pos[i, 2] - plane_p[prim, 2]) * plane_n[prim, 2])
+        for k in range(3):
+            cp[k] = pos[i, k]
+            cq[k] = pos[i, k] - d * plane_n[prim, k]
+            normal[k] = plane_n[prim, k]
+        return 0.0, d, 0.0
+    t = 0.0
+    u = 0.0  # parameter of the closest point on the other segment (self pairs)
+    extra = 0.0
+    if kind == TRI_NODE:
+        for k in range(3):
+            cp[k] = pos[i, k]
+        closest_point_on_triangle(pos[i], tris[prim, 0], tris[prim, 1], tris[prim, 2], cq)
+    elif kind == CAP_NODE:
+        for k in range(3):
+            cp[k] = pos[i, k]
+        closest_point_on_segment(cap_a[prim], cap_b[prim], pos[i], cq)
+        extra = cap_r[prim]
+    elif kind == SPHERE:
+        t = closest_point_on_segment(pos[i], pos[i + 1], sph_c[prim], cp)
+        for k in range(3):
+            cq[k] = sph_c[prim, k]
+        extra = sph_r[prim]
+    elif kind == TRI_SEG:
+        t, _d = segment_triangle(pos[i], pos[i + 1], tris[prim, 0], tris[prim, 1], tris[prim, 2], cp, cq)
+    elif kind == CAP_SEG:
+        t, _u, _d = segment_segment(pos[i], pos[i + 1], cap_a[prim], cap_b[prim], cp, cq)
+        extra = cap_r[prim]
+    elif kind == SELF_NODE:
+        for k in range(3):
+            cp[k] = pos[i, k]
+        u = closest_point_on_segment(pos[prim], pos[prim + 1], pos[i], cq)
+    else:  # SELF_SEG
+        t, u, _d = segment_segment(pos[i], pos[i + 1], pos[prim], pos[prim + 1], cp, cq)
+    dx, dy, dz = cp[0] - cq[0], cp[1] - cq[1], cp[2] - cq[2]
+    d = math.sqrt(dx * dx + dy * dy + dz * dz)
+    if d > 1e-14:
+        normal[0], normal[1], normal[2] = dx / d, dy / d, dz / d
+    elif kind == TRI_NODE or kind == TRI_SEG:
+        # on the face: its normal, by the triangle's winding (outward for closed meshes)
+        a, b, c = tris[prim, 0], tris[prim, 1], tris[prim, 2]
+        nx = (b[1] - a[1]) * (c[2] - a[2]) - (b[2] - a[2]) * (c[1] - a[1])
+        ny = (b[2] - a[2]) * (c[0] - a[0]) - (b[0] - a[0]) * (c[2] - a[2])
+        nz = (b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0])
+        ln = math.sqrt(nx * nx + ny * ny + nz * nz) + 1e-300
+        normal[0], normal[1], normal[2] = nx / ln, ny / ln, nz / ln
+    else:
+        normal[0], normal[1], normal[2] = 0.0, 0.0, 1.0
+    return t, d - extra, u
+
+
+SAME_SURFACE_COS = 0.9  # contacts of one element whose normals agree this well are one surface
+
+
+@njit
+def _feature_projector(q, a, b, c, J):
+    """J = dq/dx for the closest point q of a triangle: the face's tangent projector on the face,
+    e e^T along an edge, 0 at a vertex (how the closest point follows the node)."""
+    ab = b - a
+    ac = c - a
+    n = np.cross(ab, ac)
+    nn = n @ n
+    J[:, :] = 0.0
+    if nn <= 0.0:
+        return
+    # barycentric coordinates of q
+    v = (np.cross(q - a, ac) @ n) / nn
+    w = (np.cross(ab, q - a) @ n) / nn
+    u = 1.0 - v - w
+    tol = 1e-9
+    zeros = (1 if u <= tol else 0) + (1 if v <= tol else 0) + (1 if w <= tol else 0)
+    if zeros == 0:
+        for r in range(3):
+            for s in range(3):
+                J[r, s] = (1.0 if r == s else 0.0) - n[r] * n[s] / nn
+    elif zeros == 1:
+        if u <= tol:
+            e = c - b
+        elif v <= tol:
+            e = c - a
+        else:
+            e = b - a
+        ee = e @ e
+        for r in range(3):
+            for s in range(3):
+                J[r, s] = e[r] * e[s] / ee
+
+
+@njit
+def _curvature_hessian(kind, prim, obstacles, cp, cq, normal, H):
+    """Second derivative of the node-to-primitive distance, (I - dq/dx - n n^T) / |x - q|."""
+    (_pp, _pn, _sc, _sr, tris, _o, _a, _b, _c, _d, _e, _f, _g, cap_a, cap_b, _cr, _s) = obstacles
+    J = np.zeros((3, 3))
+    if kind == TRI_NODE:
+        _feature_projector(cq, tris[prim, 0], tris[prim, 1], tris[prim, 2], J)
+    else:  # CAP_NODE: along the capsule axis unless the closest point is an end
+        e = cap_b[prim] - cap_a[prim]
+        ee = e @ e
+        t = ((cq - cap_a[prim]) @ e) / ee if ee > 0.0 else 0.0
+        if 1e-12 < t < 1.0 - 1e-12:
+            for r in range(3):
+                for s in range(3):
+                    J[r, s] = e[r] * e[s] / ee
+    dist = math.sqrt((cp[0] - cq[0]) ** 2 + (cp[1] - cq[1]) ** 2 + (cp[2] - cq[2]) ** 2)
+    for r in range(3):
+        for s in range(3):
+            H[r, s] = ((1.0 if r == s else 0.0) - J[r, s] - normal[r] * normal[s]) / max(dist, 1e-12)
+
+
+@njit
+def contact_energy(pos, kind, elem, prim, obstacles, radius, stiffness, node_len, seg_len, node_dof, grad, band, bw,
+                   mode, pair_gap, pair_t, pair_normal, pair_point):
+    """Penalty energy of all pairs; mode 0: energy only, 1: + gradient, 2: + gradient and Hessian.
+
+    Per pair, records the gap d - r (negative: penetration), the segment parameter, normal and the
+    contact point on the cable. Of one segment's triangle contacts with nearly the same normal (one
+    face seen through several triangles, or a shared edge or vertex) only the deepest acts, so a
+    tessellated surface pushes as the surface itself does; contacts with clearly different normals
+    (the faces of a groove or a corner) all act. Pairs that do not act get an infinite gap.
+    """
+    n_pairs = kind.shape[0]
+    cp = np.empty(3)
+    cq = np.empty(3)
+    nrm = np.empty(3)
+    Hc = np.empty((3, 3))
+    pair_u = np.zeros(n_pairs)
+    for p in range(n_pairs):
+        t, d, u = pair_geometry(pos, kind[p], elem[p], prim[p], obstacles, cp, cq, nrm)
+        self_pair = kind[p] == SELF_NODE or kind[p] == SELF_SEG
+        pair_gap[p] = d - radius - (radius if self_pair else 0.0)
+        pair_t[p] = t
+        pair_u[p] = u
+        for k in range(3):
+            pair_normal[p, k] = nrm[k]
+            pair_point[p, k] = cp[k]
+    # One surface, one contact: of an element's pairs of the same kind with nearly the same normal only
+    # the deepest acts (several triangles meeting under a node, a vertex shared by two segments).
+    start = 0
+    while start < n_pairs:
+        end = start
+        while end < n_pairs and elem[end] == elem[start] and kind[end] == kind[start]:
+            end += 1
+        if kind[start] != PLANE and kind[start] != SPHERE:
+            for p in range(start, end):
+                if pair_gap[p] >= 0.0:
+                    continue
+                for q in range(start, end):
+                    if q == p or pair_gap[q] >= 0.0 or not np.isfinite(pair_gap[q]):
+                        continue
+                    cos = (pair_normal[p, 0] * pair_normal[q, 0] + pair_normal[p, 1] * pair_normal[q, 1]
+                           + pair_normal[p, 2] * pair_normal[q, 2])
+                    if cos > SAME_SURFACE_COS and (pair_gap[q] < pair_gap[p] or (pair_gap[q] == pair_gap[p] and q < p)):
+                        pair_gap[p] = np.inf
+                        break
+        start = end
+    # A segment pair acts only where it reaches deeper than the same kind of contact at both nodes
+    # (an edge or crossing cable between nodes); elsewhere the node pairs carry the contact.
+    node_tri = np.full(pos.shape[0], np.inf)
+    node_cap = np.full(pos.shape[0], np.inf)
+    node_self = np.full(pos.shape[0], np.inf)
+    for p in range(n_pairs):
+        if kind[p] == TRI_NODE and pair_gap[p] < node_tri[elem[p]]:
+            node_tri[elem[p]] = pair_gap[p]
+        elif kind[p] == CAP_NODE and pair_gap[p] < node_cap[elem[p]]:
+            node_cap[elem[p]] = pair_gap[p]
+        elif kind[p] == SELF_NODE and pair_gap[p] < node_self[elem[p]]:
+            node_self[elem[p]] = pair_gap[p]
+    for p in range(n_pairs):
+        if kind[p] == TRI_SEG:
+            if pair_gap[p] >= min(node_tri[elem[p]], node_tri[elem[p] + 1]):
+                pair_gap[p] = np.inf
+        elif kind[p] == CAP_SEG:
+            if pair_gap[p] >= min(node_cap[elem[p]], node_cap[elem[p] + 1]):
+                pair_gap[p] = np.inf
+        elif kind[p] == SELF_SEG:
+            c = prim[p]
+            if pair_gap[p] >= min(node_self[elem[p]], node_self[elem[p] + 1], node_self[c], node_self[c + 1]):
+                pair_gap[p] = np.inf
+    energy = 0.0
+    for p in range(n_pairs):
+        gap = pair_gap[p]
+        if gap >= 0.0:
+            continue
+        nrm[0], nrm[1], nrm[2] = pair_normal[p, 0], pair_normal[p, 1], pair_normal[p, 2]
+        t = pair_t[p]
+        node_pair = kind[p] == PLANE or kind[p] == TRI_NODE or kind[p] == CAP_NODE or kind[p] == SELF_NODE
+        k_pair = stiffness * (node_len[elem[p]] if node_pair else seg_len[elem[p]])
+        energy += 0.5 * k_pair * gap * gap
+        if mode == 0:
+            continue
+        # d(gap)/dx = normal, shared between the segment's nodes by (1 - t) and t
+        if node_pair:
+            i0, w0, i1, w1 = elem[p], 1.0, elem[p], 0.0
+        else:
+            i0, w0, i1, w1 = elem[p], 1.0 - t, elem[p] + 1, t
+        f = k_pair * gap
+        for k in range(3):
+            grad[node_dof[i0] + k] += f * w0 * nrm[k]
+            grad[node_dof[i1] + k] += f * w1 * nrm[k]
+        self_pair = kind[p] == SELF_NODE or kind[p] == SELF_SEG
+        if self_pair:
+            # the cable's other segment is pushed the other way (both sides move: exact gradient)
+            c, u = prim[p], pair_u[p]
+            for k in range(3):
+                grad[node_dof[c] + k] -= f * (1.0 - u) * nrm[k]
+                grad[node_dof[c + 1] + k] -= f * u * nrm[k]
+        if mode < 2:
+            continue
+        if self_pair:
+            # Gauss-Newton blocks of the other side; its coupling to this side lies outside the band
+            # and is left out (the matrix stays positive semi-definite, Newton becomes inexact)
+            c, u = prim[p], pair_u[p]
+            for a in range(2):
+                ia, wa = (c, 1.0 - u) if a == 0 else (c + 1, u)
+                for b in range(2):
+                    ib, wb = (c, 1.0 - u) if b == 0 else (c + 1, u)
+                    for r in range(3):
+                        for s2 in range(3):
+                            _band_add(band, bw, node_dof[ia] + r, node_dof[ib] + s2, k_pair * wa * wb * nrm[r] * nrm[s2])
+        if kind[p] == TRI_NODE or kind[p] == CAP_NODE:
+            # curvature of the distance: the normal turns as the node slides round an edge or a cable
+            pair_geometry(pos, kind[p], elem[p], prim[p], obstacles, cp, cq, nrm)
+            _curvature_hessian(kind[p], prim[p], obstacles, cp, cq, nrm, Hc)
+            for r in range(3):
+                for s in range(3):
+                    _band_add(band, bw, node_dof[i0] + r, node_dof[i0] + s, k_pair * gap * Hc[r, s])
+        for a in range(2):
+            ia, wa = (i0, w0) if a == 0 else (i1, w1)
+            for b in range(2):
+                ib, wb = (i0, w0) if b == 0 else (i1, w1)
+                if wa == 0.0 or wb == 0.0:
+                    continue
+                for r in range(3):
+                    for s in range(3):
+                        _band_add(band, bw, node_dof[ia] + r, node_dof[ib] + s, k_pair * wa * wb * nrm[r] * nrm[s])
+    return energy
+
+
+@njit
+def friction_energy(pos, node_dof, active, normal, normal_force, anchor, mu, eps, grad, band, bw, mode):
+    """Lumped Coulomb friction, mu N phi(|P (x - a)|) with the Huber function phi (stick width eps)."""
+    energy = 0.0
+    u = np.empty(3)
+    for i in range(pos.shape[0]):
+        if not active[i]:
+            continue
+        n0, n1, n2 = normal[i, 0], normal[i, 1], normal[i, 2]
+        dx, dy, dz = pos[i, 0] - anchor[i, 0], pos[i, 1] - anchor[i, 1], pos[i, 2] - anchor[i, 2]
+        dn = dx * n0 + dy * n1 + dz * n2
+        u[0], u[1], u[2] = dx - dn * n0, dy - dn * n1, dz - dn * n2
+        mag = math.sqrt(u[0] ** 2 + u[1] ** 2 + u[2] ** 2)
+        c = mu[i] * normal_force[i]
+        if mag < eps:
+            energy += c * mag * mag / (2.0 * eps)
+            scale = c / eps
+        else:
+            energy += c * (mag - 0.5 * eps)
+            scale = c / mag
+        if mode == 0:
+            continue
+        for k in range(3):
+            grad[node_dof[i] + k] += scale * u[k]
+        if mode < 2:
+            continue
+        # Hessian: (c/eps) P when sticking, (c/|u|) (P - u u^T/|u|^2) when sliding; both positive semi-definite
+        for r in range(3):
+            for s in range(3):
+                P = (1.0 if r == s else 0.0) - normal[i, r] * normal[i, s]
+                h = scale * P
+                if mag >= eps:
+                    h -= scale * u[r] * u[s] / (mag * mag)
+                _band_add(band, bw, node_dof[i] + r, node_dof[i] + s, h)
+    return energy
+
+
+@njit
+def node_clearance(n_nodes, kind, elem, prim, pair_gap, default):
+    """Free distance around every node before it could reach a primitive (for the step limit)."""
+    clear = np.full(n_nodes, default)
+    for p in range(kind.shape[0]):
+        g = max(pair_gap[p], 0.0) if np.isfinite(pair_gap[p]) else default
+        clear[elem[p]] = min(clear[elem[p]], g)
+        if kind[p] == SPHERE or kind[p] == TRI_SEG or kind[p] == CAP_SEG or kind[p] == SELF_SEG:
+            clear[elem[p] + 1] = min(clear[elem[p] + 1], g)
+        if kind[p] == SELF_NODE or kind[p] == SELF_SEG:
+            clear[prim[p]] = min(clear[prim[p]], g)
+            clear[prim[p] + 1] = min(clear[prim[p] + 1], g)
+    return clear

@@ -1,0 +1,179 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Exact closest points between a cable segment and obstacle primitives (numba kernels).
+
+The cable's centre line is a chain of segments; contact is measured from segments, not nodes,
+so a cable cannot slip through a thin plate or over an edge between two nodes. Every function
+returns the parameter t in [0, 1] of the closest point on the segment p0 + t (p1 - p0), the
+closest point on the primitive and the distance between them. Algorithms follow Ericson,
+Real-Time Collision Detection (2005), 5.1.5 and 5.1.9.
+"""
+
+import math
+
+import numpy as np
+
+from ._jit import njit
+
+
+@njit
+def _clamp01(x):
+    return 0.0 if x < 0.0 else (1.0 if x > 1.0 else x)
+
+
+@njit
+def closest_point_on_segment(p0, p1, q, out):
+    """Parameter t of the point of segment p0 p1 closest to q; the point goes to out."""
+    dx, dy, dz = p1[0] - p0[0], p1[1] - p0[1], p1[2] - p0[2]
+    dd = dx * dx + dy * dy + dz * dz
+    t = 0.0
+    if dd > 0.0:
+        t = _clamp01(((q[0] - p0[0]) * dx + (q[1] - p0[1]) * dy + (q[2] - p0[2]) * dz) / dd)
+    out[0] = p0[0] + t * dx
+    out[1] = p0[1] + t * dy
+    out[2] = p0[2] + t * dz
+    return t
+
+
+@njit
+def segment_segment(p0, p1, q0, q1, cp, cq):
+    """Closest points of segments p0 p1 and q0 q1: returns (s, t, distance), points in cp and cq."""
+    d1x, d1y, d1z = p1[0] - p0[0], p1[1] - p0[1], p1[2] - p0[2]
+    d2x, d2y, d2z = q1[0] - q0[0], q1[1] - q0[1], q1[2] - q0[2]
+    rx, ry, rz = p0[0] - q0[0], p0[1] - q0[1], p0[2] - q0[2]
+    a = d1x * d1x + d1y * d1y + d1z * d1z
+    e = d2x * d2x + d2y * d2y + d2z * d2z
+    f = d2x * rx + d2y * ry + d2z * rz
+    eps = 1e-300
+    if a <= eps and e <= eps:
+        s = 0.0
+        t = 0.0
+    elif a <= eps:
+        s = 0.0
+        t = _clamp01(f / e)
+    else:
+        c = d1x * rx + d1y * ry + d1z * rz
+        if e <= eps:
+            t = 0.0
+            s = _clamp01(-c / a)
+        else:
+            b = d1x * d2x + d1y * d2y + d1z * d2z
+            denom = a * e - b * b
+            s = _clamp01((b * f - c * e) / denom) if denom > 1e-14 * a * e else 0.0
+            t = (b * s + f) / e
+            if t < 0.0:
+                t = 0.0
+                s = _clamp01(-c / a)
+            elif t > 1.0:
+                t = 1.0
+                s = _clamp01((b - c) / a)
+    for k in range(3):
+        cp[k] = p0[k] + s * (p1[k] - p0[k])
+        cq[k] = q0[k] + t * (q1[k] - q0[k])
+    dx, dy, dz = cp[0] - cq[0], cp[1] - cq[1], cp[2] - cq[2]
+    return s, t, math.sqrt(dx * dx + dy * dy + dz * dz)
+
+
+@njit
+def closest_point_on_triangle(p, a, b, c, out):
+    """Point of triangle abc closest to p (Ericson 5.1.5); returns its squared distance."""
+    abx, aby, abz = b[0] - a[0], b[1] - a[1], b[2] - a[2]
+    acx, acy, acz = c[0] - a[0], c[1] - a[1], c[2] - a[2]
+    apx, apy, apz = p[0] - a[0], p[1] - a[1], p[2] - a[2]
+    d1 = abx * apx + aby * apy + abz * apz
+    d2 = acx * apx + acy * apy + acz * apz
+    if d1 <= 0.0 and d2 <= 0.0:
+        out[0], out[1], out[2] = a[0], a[1], a[2]
+    else:
+        bpx, bpy, bpz = p[0] - b[0], p[1] - b[1], p[2] - b[2]
+        d3 = abx * bpx + aby * bpy + abz * bpz
+        d4 = acx * bpx + acy * bpy + acz * bpz
+        cpx, cpy, cpz = p[0] - c[0], p[1] - c[1], p[2] - c[2]
+        d5 = abx * cpx + aby * cpy + abz * cpz
+        d6 = acx * cpx + acy * cpy + acz * cpz
+        vc = d1 * d4 - d3 * d2
+        vb = d5 * d2 - d1 * d6
+        va = d3 * d6 - d5 * d4
+        if d3 >= 0.0 and d4 <= d3:
+            out[0], out[1], out[2] = b[0], b[1], b[2]
+        elif vc <= 0.0 and d1 >= 0.0 and d3 <= 0.0:
+            v = d1 / (d1 - d3)
+            out[0], out[1], out[2] = a[0] + v * abx, a[1] + v * aby, a[2] + v * abz
+        elif d6 >= 0.0 and d5 <= d6:
+            out[0], out[1], out[2] = c[0], c[1], c[2]
+        elif vb <= 0.0 and d2 >= 0.0 and d6 <= 0.0:
+            w = d2 / (d2 - d6)
+            out[0], out[1], out[2] = a[0] + w * acx, a[1] + w * acy, a[2] + w * acz
+        elif va <= 0.0 and (d4 - d3) >= 0.0 and (d5 - d6) >= 0.0:
+            w = (d4 - d3) / ((d4 - d3) + (d5 - d6))
+            out[0] = b[0] + w * (c[0] - b[0])
+            out[1] = b[1] + w * (c[1] - b[1])
+            out[2] = b[2] + w * (c[2] - b[2])
+        else:
+            denom = 1.0 / (va + vb + vc)
+            v = vb * denom
+            w = vc * denom
+            out[0] = a[0] + abx * v + acx * w
+            out[1] = a[1] + aby * v + acy * w
+            out[2] = a[2] + abz * v + acz * w
+    dx, dy, dz = p[0] - out[0], p[1] - out[1], p[2] - out[2]
+    return dx * dx + dy * dy + dz * dz
+
+
+@njit
+def _segment_crosses_triangle(p0, p1, a, b, c):
+    """Parameter in [0, 1] where the segment pierces the triangle, or -1 (Moller-Trumbore)."""
+    e1x, e1y, e1z = b[0] - a[0], b[1] - a[1], b[2] - a[2]
+    e2x, e2y, e2z = c[0] - a[0], c[1] - a[1], c[2] - a[2]
+    dx, dy, dz = p1[0] - p0[0], p1[1] - p0[1], p1[2] - p0[2]
+    hx, hy, hz = dy * e2z - dz * e2y, dz * e2x - dx * e2z, dx * e2y - dy * e2x
+    det = e1x * hx + e1y * hy + e1z * hz
+    if abs(det) < 1e-300:
+        return -1.0
+    inv = 1.0 / det
+    sx, sy, sz = p0[0] - a[0], p0[1] - a[1], p0[2] - a[2]
+    u = (sx * hx + sy * hy + sz * hz) * inv
+    if u < 0.0 or u > 1.0:
+        return -1.0
+    qx, qy, qz = sy * e1z - sz * e1y, sz * e1x - sx * e1z, sx * e1y - sy * e1x
+    v = (dx * qx + dy * qy + dz * qz) * inv
+    if v < 0.0 or u + v > 1.0:
+        return -1.0
+    t = (e2x * qx + e2y * qy + e2z * qz) * inv
+    return t if 0.0 <= t <= 1.0 else -1.0
+
+
+@njit
+def segment_triangle(p0, p1, a, b, c, cp, cq):
+    """Closest points of segment p0 p1 and triangle abc: (t, distance), points in cp (segment), cq."""
+    best = np.inf
+    best_t = 0.0
+    sp = np.empty(3)
+    tq = np.empty(3)
+    t_cross = _segment_crosses_triangle(p0, p1, a, b, c)
+    if t_cross >= 0.0:
+        for k in range(3):
+            cp[k] = p0[k] + t_cross * (p1[k] - p0[k])
+            cq[k] = cp[k]
+        return t_cross, 0.0
+    # endpoints against the face
+    for end in range(2):
+        p = p0 if end == 0 else p1
+        d2 = closest_point_on_triangle(p, a, b, c, tq)
+        if d2 < best:
+            best = d2
+            best_t = float(end)
+            for k in range(3):
+                cp[k] = p[k]
+                cq[k] = tq[k]
+    # the segment against the three edges
+    for e in range(3):
+        u0 = a if e == 0 else (b if e == 1 else c)
+        u1 = b if e == 0 else (c if e == 1 else a)
+        s, _t, d = segment_segment(p0, p1, u0, u1, sp, tq)
+        if d * d < best:
+            best = d * d
+            best_t = s
+            for k in range(3):
+                cp[k] = sp[k]
+                cq[k] = tq[k]
+    return best_t, math.sqrt(best)

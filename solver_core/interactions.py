@@ -1,0 +1,335 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Everything besides the rod itself that enters a cable's energy: contact, friction, mounts.
+
+``Interactions`` gathers, for one cable and one boundary, the arrays the compiled minimiser takes
+(``kernel_tuple``), and reads contact, friction and clip results back after a solve. ``FrictionState``
+is the path memory of Coulomb friction: where each node stuck, whether it slides, the normal force.
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .contact import NODE_KINDS, ObstacleSet, contact_energy, find_pairs
+from .mounts import compliant_energy, sliding_crossings, sliding_energy
+from .rod_model import Boundary, RodModel, clip_stiffness_matrix
+from .rod_state import RodState
+from .rotations import frame_from_tangent, matrix_from_quat, matrix_to_quat
+
+# Penetration allowed at convergence, as a fraction of the cable radius; the contact stiffness
+# is raised tenfold (up to three times) until the solution stays within it.
+PENETRATION_TOLERANCE = 0.005
+SLIDING_STIFFNESS_FACTOR = 100.0  # sliding-clip penalty relative to the contact stiffness
+
+
+@dataclass
+class FrictionState:
+    """Per node: in contact, contact normal, normal force, anchor (where it stuck), sliding flag."""
+
+    active: np.ndarray
+    normal: np.ndarray
+    force: np.ndarray
+    anchor: np.ndarray
+    sliding: np.ndarray
+
+    @staticmethod
+    def empty(n_nodes: int) -> "FrictionState":
+        return FrictionState(np.zeros(n_nodes, dtype=np.uint8), np.zeros((n_nodes, 3)), np.zeros(n_nodes),
+                             np.zeros((n_nodes, 3)), np.zeros(n_nodes, dtype=bool))
+
+    def copy(self) -> "FrictionState":
+        return FrictionState(self.active.copy(), self.normal.copy(), self.force.copy(), self.anchor.copy(),
+                             self.sliding.copy())
+
+
+@dataclass
+class ContactSettings:
+    friction_static: float = 0.0
+    friction_dynamic: float = 0.0
+    cable_cable: bool = False
+
+    @property
+    def friction(self) -> bool:
+        return self.friction_static > 0.0 or self.friction_dynamic > 0.0
+
+
+@dataclass
+class Interactions:
+    model: RodModel
+    obstacles: ObstacleSet
+    settings: ContactSettings = field(default_factory=ContactSettings)
+    stiffness: float = 0.0  # contact stiffness per unit cable length [N/m^2]
+    friction_state: FrictionState | None = None
+
+    def __post_init__(self):
+        sec = self.model.cable.section
+        area = np.pi * self.model.cable.diameter**2 / 4.0
+        if self.stiffness <= 0.0:
+            # a line contact over the segment: stiffness ~ E l, the cable's own modulus
+            self.stiffness = sec.stretch_stiffness / area
+        if self.friction_state is None:
+            self.friction_state = FrictionState.empty(self.model.n_nodes)
+
+    @property
+    def radius(self) -> float:
+        return 0.5 * self.model.cable.diameter
+
+    @property
+    def uses_contact(self) -> bool:
+        return not self.obstacles.empty or self.settings.cable_cable
+
+    @property
+    def self_gap(self) -> int:
+        """Segments this close along the cable never meet (neighbours bend, they do not collide);
+        0 turns self-contact off. A loop needs about pi * diameter of cable to close on itself."""
+        if not self.settings.cable_cable:
+            return 0
+        return max(3, int(np.ceil(np.pi * self.model.cable.diameter / float(self.model.rest_len.min()))) + 1)
+
+    @property
+    def node_lengths(self) -> np.ndarray:
+        r = self.model.rest_len
+        out = np.zeros(self.model.n_nodes)
+        out[:-1] += 0.5 * r
+        out[1:] += 0.5 * r
+        return out
+
+    @property
+    def reach(self) -> float:
+        return max(4.0 * float(self.model.rest_len.max()), 2.0 * self.radius)
+
+    @property
+    def stick_width(self) -> float:
+        return 0.01 * self.radius
+
+    # -------------------------------------------------------------- to the kernels
+
+    def _mounts(self, boundary: Boundary):
+        model = self.model
+        o = model.origin
+        sl_point, sl_axis = [], []
+        cc_node, cc_rot, cc_centre, cc_quat, cc_K = [], [], [], [], []
+        for index, (clip, frame) in enumerate(zip(model.cable.clips, boundary.clips)):
+            if clip.kind == "sliding":
+                half = max(0.5 * clip.length, 0.5 * float(model.rest_len.min()))
+                for sign in (-1.0, 1.0):
+                    sl_point.append(frame.position - o + sign * half * frame.tangent)
+                    sl_axis.append(frame.tangent)
+            elif clip.stiffness is not None:
+                cc_node.append(model.clip_nodes[index][0])
+                cc_rot.append(model.clip_rots[index][0])
+                cc_centre.append(frame.position - o)
+                cc_quat.append(matrix_to_quat(frame_from_tangent(frame.tangent, frame.normal)))
+                cc_K.append(clip_stiffness_matrix(clip))
+        k_slide = SLIDING_STIFFNESS_FACTOR * self.stiffness * float(model.rest_len.mean())
+        return (np.array(sl_point, dtype=np.float64).reshape(-1, 3), np.array(sl_axis, dtype=np.float64).reshape(-1, 3),
+                np.full(len(sl_point), k_slide), np.array(cc_node, dtype=np.int64), np.array(cc_rot, dtype=np.int64),
+                np.array(cc_centre, dtype=np.float64).reshape(-1, 3), np.array(cc_quat, dtype=np.float64).reshape(-1, 4),
+                np.array(cc_K, dtype=np.float64).reshape(-1, 6, 6))
+
+    def kernel_tuple(self, boundary: Boundary) -> tuple:
+        model = self.model
+        obstacles = self._shifted_obstacles()
+        fs = self.friction_state
+        use_friction = self.settings.friction and fs.active.any()
+        mu = np.where(fs.sliding, self.settings.friction_dynamic, self.settings.friction_static)
+        friction = ((fs.active, fs.normal, fs.force, fs.anchor - model.origin, mu) if use_friction else
+                    (np.zeros(0, dtype=np.uint8), np.zeros((0, 3)), np.zeros(0), np.zeros((0, 3)), np.zeros(0)))
+        cparams = np.array([self.radius, self.stiffness, self.reach, float(self.self_gap), self.stick_width,
+                            1.0 if self.uses_contact else 0.0])
+        return (obstacles, cparams, self.node_lengths, model.rest_len.copy()) + friction + self._mounts(boundary)
+
+    def _shifted_obstacles(self) -> tuple:
+        """Obstacle arrays relative to the model origin, as the rod's positions are."""
+        arrays = list(self.obstacles.kernel_arrays())
+        o = self.model.origin
+        arrays[0] = arrays[0] - o  # plane points
+        arrays[2] = arrays[2] - o  # sphere centres
+        arrays[4] = arrays[4] - o  # triangles
+        arrays[6] = arrays[6] - o  # tree boxes
+        arrays[7] = arrays[7] - o
+        arrays[13] = arrays[13] - o  # capsules
+        arrays[14] = arrays[14] - o
+        return tuple(arrays)
+
+    def dof_tolerance(self, boundary: Boundary) -> np.ndarray:
+        """The model's residual tolerances, raised to the round-off floor of the interactions' own
+        stiffnesses: a spring of stiffness k cannot resolve forces below ~ eps k L."""
+        model = self.model
+        eps = np.finfo(float).eps
+        k_force, k_moment = 0.0, 0.0
+        if self.uses_contact:
+            k_force = self.stiffness * float(self.node_lengths.max())
+        mounts = self._mounts(boundary)
+        if len(mounts[2]):
+            k_force = max(k_force, float(mounts[2].max()))
+        if len(mounts[7]):
+            K = mounts[7]
+            k_force = max(k_force, float(np.abs(K[:, :3, :3]).max()))
+            k_moment = float(np.abs(K[:, 3:, 3:]).max())
+        tol = model.dof_tol.copy()
+        if k_force == 0.0 and k_moment == 0.0:
+            return tol
+        length = model.cable.length
+        force_floor = 64.0 * eps * k_force * length
+        moment_floor = 64.0 * eps * (k_force * length * length + k_moment)
+        for k in range(model.n_nodes):
+            d = model.node_dof[k]
+            tol[d:d + 3] = np.maximum(tol[d:d + 3], force_floor)
+        for r in range(model.n_rotations):
+            d = model.rot_dof[r]
+            tol[d:d + 3] = np.maximum(tol[d:d + 3], moment_floor)
+        return tol
+
+    # -------------------------------------------------------------- back from the kernels
+
+    def contacts(self, state: RodState, stiffness: float | None = None):
+        """Contacts carrying force: (node-or-segment kind, element, t, point, normal, force, gap)."""
+        if not self.uses_contact:
+            return []
+        obstacles = self._shifted_obstacles()
+        kind, elem, prim = find_pairs(state.positions, self.radius, self.reach, obstacles, self.self_gap)
+        n = len(kind)
+        gap, t, normal, point = np.empty(n), np.empty(n), np.empty((n, 3)), np.empty((n, 3))
+        contact_energy(state.positions, kind, elem, prim, obstacles, self.radius, stiffness or self.stiffness,
+                       self.node_lengths, self.model.rest_len, self.model.node_dof, np.zeros(1), np.zeros((1, 1)), 0,
+                       0, gap, t, normal, point)
+        out = []
+        for p in range(n):
+            if gap[p] < 0.0:
+                length = (self.node_lengths[elem[p]] if kind[p] in NODE_KINDS else self.model.rest_len[elem[p]])
+                magnitude = -(stiffness or self.stiffness) * length * gap[p]
+                out.append((int(kind[p]), int(elem[p]), float(t[p]), point[p] + self.model.origin, normal[p].copy(),
+                            magnitude * normal[p], float(gap[p])))
+        return out
+
+    def mount_reactions(self, state: RodState, boundary: Boundary) -> dict:
+        """Force and moment each sliding or compliant clip exerts on the cable, and compliant deflections."""
+        model = self.model
+        out = {}
+        mounts = self._mounts(boundary)
+        sl_point, sl_axis, sl_k, cc_node, cc_rot, cc_centre, cc_quat, cc_K = mounts
+        plane = 0
+        comp = 0
+        for index, (clip, frame) in enumerate(zip(model.cable.clips, boundary.clips)):
+            if clip.kind == "sliding":
+                grad = np.zeros(model.n_dof)
+                crossing = np.empty(2, dtype=np.int64)
+                tpar = np.empty(2)
+                offset = np.empty(2)
+                sliding_crossings(state.positions, sl_point[plane:plane + 2], sl_axis[plane:plane + 2], crossing, tpar)
+                sliding_energy(state.positions, model.node_dof, sl_point[plane:plane + 2], sl_axis[plane:plane + 2],
+                               sl_k[plane:plane + 2], crossing, tpar, grad, np.zeros((1, 1)), 0, 1, offset)
+                plane += 2
+                force, moment = self._force_moment(state, grad, frame.position - model.origin)
+                out[index] = {"force": force, "moment": moment, "offset": float(np.nanmax(offset)),
+                              "crossing_segments": crossing.tolist()}
+            elif clip.stiffness is not None:
+                grad = np.zeros(model.n_dof)
+                deflection = np.empty((1, 6))
+                compliant_energy(state.positions, state.quats, model.node_dof, model.rot_dof, cc_node[comp:comp + 1],
+                                 cc_rot[comp:comp + 1], cc_centre[comp:comp + 1], cc_quat[comp:comp + 1],
+                                 cc_K[comp:comp + 1], grad, np.zeros((1, 1)), 0, 1, deflection)
+                force, moment = self._force_moment(state, grad, frame.position - model.origin)
+                r = cc_rot[comp]
+                moment = moment - matrix_from_quat(state.quats[r]) @ grad[model.rot_dof[r]:model.rot_dof[r] + 3]
+                Rc = matrix_from_quat(cc_quat[comp])
+                out[index] = {"force": force, "moment": moment,
+                              "deflection": {"translation": (Rc @ deflection[0, :3]).tolist(),
+                                             "rotation": (Rc @ deflection[0, 3:]).tolist()}}
+                comp += 1
+        return out
+
+    def _force_moment(self, state, grad, centre):
+        """Force on the cable and its moment about ``centre`` from an energy gradient over node dofs."""
+        force = np.zeros(3)
+        moment = np.zeros(3)
+        for k in range(self.model.n_nodes):
+            f = -grad[self.model.node_dof[k]:self.model.node_dof[k] + 3]
+            if f.any():
+                force += f
+                moment += np.cross(state.positions[k] - centre, f)
+        return force, moment
+
+    # -------------------------------------------------------------- friction path memory
+
+    def _normal_forces(self, state: RodState):
+        """Normal force and contact normal lumped at each node from the current contacts."""
+        model = self.model
+        n_force = np.zeros(model.n_nodes)
+        n_vec = np.zeros((model.n_nodes, 3))
+        for kind, elem, t, _point, normal, force, _gap in self.contacts(state):
+            mag = float(np.linalg.norm(force))
+            shares = ((elem, 1.0),) if kind in NODE_KINDS else ((elem, 1.0 - t), (elem + 1, t))
+            for node, w in shares:
+                n_force[node] += w * mag
+                n_vec[node] += w * mag * normal
+        return n_force, n_vec
+
+    def place_anchors(self, state: RodState) -> None:
+        """Nodes touching an obstacle in a placed (initial) state stick where they were placed."""
+        if not (self.settings.friction and self.uses_contact):
+            return
+        fs = self.friction_state
+        model = self.model
+        obstacles = self._shifted_obstacles()
+        kind, elem, prim = find_pairs(state.positions, self.radius, 0.02 * self.radius, obstacles, self.self_gap)
+        for k, e in zip(kind, elem):
+            for node in ((e,) if k in NODE_KINDS else (e, e + 1)):
+                if not fs.active[node]:
+                    fs.active[node] = 1
+                    fs.anchor[node] = state.positions[node] + model.origin
+                    fs.sliding[node] = False
+                    fs.force[node] = 0.0
+
+    def needs_normal_forces(self) -> bool:
+        fs = self.friction_state
+        return bool(self.settings.friction and (fs.active.astype(bool) & (fs.force <= 0.0)).any())
+
+    def set_normal_forces(self, state: RodState) -> None:
+        """Normal forces of anchored nodes from a (frictionless) state, without moving anchors."""
+        fs = self.friction_state
+        n_force, n_vec = self._normal_forces(state)
+        for i in np.flatnonzero(fs.active):
+            if n_force[i] > 0.0:
+                fs.force[i] = n_force[i]
+                fs.normal[i] = n_vec[i] / np.linalg.norm(n_vec[i])
+
+    def update_friction(self, state: RodState, settle: bool) -> float:
+        """Normal forces and normals from the current contacts; sliding flags from the stick width.
+
+        A node slides once its tangential offset from its anchor reaches the stick width, i.e. once
+        the friction force it needs exceeds the static limit (the force is capped at mu N there).
+        With ``settle`` (after a step converged) anchors of sliding nodes follow them, so the next
+        step starts from the dynamic force. Returns the largest relative change of normal forces and
+        slip states, for the fixed point between normal and friction forces.
+        """
+        fs = self.friction_state
+        model = self.model
+        n_force, n_vec = self._normal_forces(state)
+        x = state.positions + model.origin
+        change = 0.0
+        scale = max(float(n_force.max()), 1e-300)
+        for i in range(model.n_nodes):
+            if n_force[i] <= 0.0:
+                fs.active[i] = 0
+                fs.sliding[i] = False
+                fs.force[i] = 0.0
+                continue
+            if not fs.active[i]:
+                fs.anchor[i] = x[i]  # a new contact sticks where it touched
+                fs.sliding[i] = False
+            change = max(change, abs(n_force[i] - fs.force[i]) / scale)
+            fs.active[i] = 1
+            fs.force[i] = n_force[i]
+            fs.normal[i] = n_vec[i] / np.linalg.norm(n_vec[i])
+            u = x[i] - fs.anchor[i]
+            u -= fs.normal[i] * (u @ fs.normal[i])
+            mag = float(np.linalg.norm(u))
+            was_sliding = fs.sliding[i]
+            fs.sliding[i] = mag >= self.stick_width * (1.0 - 1e-6)
+            if fs.sliding[i] != was_sliding:
+                change = max(change, 1.0)
+            if settle and fs.sliding[i]:
+                fs.anchor[i] = x[i] - self.stick_width * u / mag
+        return change

@@ -1,0 +1,341 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Contact, friction and mounts against independent references; no penetration after any solve."""
+
+import math
+
+import numpy as np
+import pytest
+from helpers.cases import cable, case, first, harness, min_clearance, solve
+
+R = 0.002  # cable radius of the test cables (4 mm)
+LINEAR_DENSITY = 7958.0 * math.pi * 0.004**2 / 4  # the helpers' cable (Lv 2017: 30 g over 300 mm)
+TABLE = {"type": "plane", "point": [0.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}
+
+
+def _no_penetration(result, doc, cable_id="W1", others=()):
+    nodes = result["steps"][-1]["cables"][cable_id]["nodes"] if "steps" in result else result["nodes"]
+    clearance = min_clearance(nodes, R, doc.get("obstacles", ()), others)
+    assert clearance >= -0.01 * R, f"penetration {-clearance:.3g} m"
+
+
+def test_heavy_cable_on_a_table_lifted_at_one_end_leaves_it_at_the_analytic_length():
+    # A heavy beam lifted by h with a horizontal clamp leaves a rigid table at a = (72 EI h / q)^(1/4)
+    # (small deflection: w = 0, w' = 0, w'' = 0 at touch-down; w = h, w' = 0 at the clamp).
+    E, d, h = 126e6, 0.004, 0.02
+    EI = E * math.pi * d**4 / 64
+    q = LINEAR_DENSITY * 9.81
+    a = (72 * EI * h / q) ** 0.25
+    doc = case(cable(length=0.8, segments=320, start={"position": [0, 0, R + h], "tangent": [1, 0, 0],
+                                                     "normal": [0, 0, 1]}),
+               obstacles=[TABLE])
+    result = first(solve(doc))
+    assert result["converged"]
+    lift_off = min(c["s"] for c in result["contacts"])
+    assert abs(lift_off - a) <= 0.02 * a
+    # contact forces push up only, and with the clamp they carry the weight
+    assert all(c["force"][2] > 0 and abs(c["force"][0]) < 1e-9 for c in result["contacts"])
+    total = sum(c["force"][2] for c in result["contacts"]) + result["end_forces"]["start"]["force"][2]
+    assert total == pytest.approx(q * 0.8, rel=1e-6)
+    _no_penetration(result, doc)
+
+
+def test_contact_complementarity():
+    # Jin 2016, Eqs. 9-12: at every contact the force is compressive and the gap closed; wherever a
+    # gap is open there is no force. Checked node by node along a cable lifted off a table.
+    doc = case(cable(length=0.5, segments=100, start={"position": [0, 0, R + 0.015], "tangent": [1, 0, 0],
+                                                     "normal": [0, 0, 1]}), obstacles=[TABLE])
+    result = first(solve(doc))
+    nodes = np.array(result["nodes"])
+    s = np.array(result["arc_lengths"])
+    touching = {round(c["s"], 9) for c in result["contacts"]}
+    for si, x in zip(s, nodes):
+        gap = x[2] - R
+        if round(si, 9) in touching:
+            assert gap <= 0.0 and gap >= -0.005 * R
+        else:
+            assert gap > -1e-12
+    for c in result["contacts"]:
+        assert np.dot(c["force"], c["normal"]) > 0.0  # pushes away from the table
+        assert c["gap"] <= 0.0
+
+
+def test_cable_draped_over_a_sphere_is_symmetric_and_its_weight_is_carried():
+    doc = case(cable(length=0.3, segments=60, material={"E": 20e6, "nu": 0.4, "density": 1500},
+                     start={"position": [-0.12, 0, -0.02], "tangent": [0, 0, 1]},
+                     end={"position": [0.12, 0, -0.02], "tangent": [0, 0, -1]},
+                     route=[[-0.12, 0, -0.02], [-0.1, 0, 0.09], [0.1, 0, 0.09], [0.12, 0, -0.02]]),
+               obstacles=[{"type": "sphere", "center": [0, 0, 0], "radius": 0.06}])
+    result = first(solve(doc))
+    assert result["converged"] and result["contacts"]
+    nodes = np.array(result["nodes"])
+    assert np.abs(nodes[::-1] * [-1, 1, 1] - nodes).max() < 1e-9  # mirror symmetric
+    weight = 1500 * math.pi * 0.004**2 / 4 * 0.3 * 9.81
+    vertical = (sum(c["force"][2] for c in result["contacts"]) + result["end_forces"]["start"]["force"][2]
+                + result["end_forces"]["end"]["force"][2])
+    assert vertical == pytest.approx(weight, rel=1e-6)
+    for c in result["contacts"]:  # contact forces point away from the sphere's centre
+        radial = np.array(c["point"]) / np.linalg.norm(c["point"])
+        assert np.dot(c["force"], radial) > 0.999 * np.linalg.norm(c["force"])
+    _no_penetration(result, doc)
+
+
+def test_cable_held_against_a_plane_from_either_side():
+    # floor below and ceiling above: the unilateral constraint acts on the side its normal points to
+    for plane, load in (({"type": "plane", "point": [0, 0, -0.01], "normal": [0, 0, 1]}, -2.0),
+                        ({"type": "plane", "point": [0, 0, 0.01], "normal": [0, 0, -1]}, 2.0)):
+        doc = case(cable(length=0.3, segments=60, loads=[{"s": 0.3, "force": [0, 0, load]}]), obstacles=[plane])
+        result = first(solve(doc))
+        assert result["converged"] and result["contacts"]
+        tip_z = result["nodes"][-1][2]
+        assert abs(tip_z - np.sign(load) * (0.01 - R)) < 0.01 * R
+        _no_penetration(result, doc)
+
+
+def test_cable_cannot_slip_through_a_thin_plate_between_nodes():
+    # a 0.5 mm plate under a cable whose segments are 10 times longer than the plate is thick
+    plate = {"type": "mesh", "vertices": [[0.05, -0.1, -0.01], [0.25, -0.1, -0.01], [0.25, 0.1, -0.01],
+                                          [0.05, 0.1, -0.01], [0.05, -0.1, -0.0105], [0.25, -0.1, -0.0105],
+                                          [0.25, 0.1, -0.0105], [0.05, 0.1, -0.0105]],
+             "triangles": [[0, 1, 2], [0, 2, 3], [4, 6, 5], [4, 7, 6], [0, 4, 5], [0, 5, 1], [1, 5, 6], [1, 6, 2],
+                           [2, 6, 7], [2, 7, 3], [3, 7, 4], [3, 4, 0]]}
+    doc = case(cable(length=0.3, segments=12, loads=[{"s": 0.3, "force": [0, 0, -3.0]}]), obstacles=[plate])
+    result = first(solve(doc))
+    assert result["converged"] and result["contacts"]
+    nodes = np.array(result["nodes"])
+    inside = (nodes[:, 0] > 0.05) & (nodes[:, 0] < 0.25)
+    assert (nodes[inside, 2] > -0.01).all()  # still on top of the plate
+    _no_penetration(result, doc)
+
+
+def test_mesh_edges_and_vertices_do_not_multiply_contact_forces():
+    # the same table as a plane and as a triangulated mesh: the cable rests the same way
+    verts = [[x, y, 0.0] for y in np.linspace(-0.2, 0.2, 5) for x in np.linspace(-0.1, 0.9, 11)]
+    tris = []
+    for j in range(4):
+        for i in range(10):
+            a = j * 11 + i
+            tris += [[a, a + 1, a + 12], [a, a + 12, a + 11]]
+    start = {"position": [0, 0, R + 0.02], "tangent": [1, 0, 0], "normal": [0, 0, 1]}
+    on_plane = first(solve(case(cable(length=0.8, segments=160, start=start), obstacles=[TABLE])))
+    mesh = {"type": "mesh", "vertices": verts, "triangles": tris}
+    on_mesh = first(solve(case(cable(length=0.8, segments=160, start=start), obstacles=[mesh])))
+    assert np.abs(np.array(on_mesh["nodes"]) - np.array(on_plane["nodes"])).max() < 0.01 * R
+    assert (sum(c["force"][2] for c in on_mesh["contacts"])
+            == pytest.approx(sum(c["force"][2] for c in on_plane["contacts"]), rel=1e-3))
+
+
+def test_two_crossed_cables_pressed_together_touch_without_penetrating():
+    # two taut cables crossing 5 mm apart, the upper one pressed down at its middle (no gravity)
+    a = cable(id="A", length=0.3, segments=60, start={"position": [-0.15, 0, 0], "tangent": [1, 0, 0],
+                                                      "normal": [0, 0, 1]},
+              end={"position": [0.15, 0, 0], "tangent": [1, 0, 0], "normal": [0, 0, 1]})
+    b = cable(id="B", length=0.3, segments=60, loads=[{"s": 0.15, "force": [0, 0, -3.0]}],
+              start={"position": [0.0025, -0.15, 0.005], "tangent": [0, 1, 0], "normal": [0, 0, 1]},
+              end={"position": [0.0025, 0.15, 0.005], "tangent": [0, 1, 0], "normal": [0, 0, 1]})
+    apart = solve(case(a, b, gravity=[0, 0, 0]))["steps"][0]["cables"]
+    assert apart["B"]["nodes"][30][2] < -R  # without contact B would be pushed right through A
+    result = solve(case(a, b, gravity=[0, 0, 0], contact={"cable_cable": True}))["steps"][0]["cables"]
+    assert result["A"]["converged"] and result["B"]["converged"]
+    clearance = min_clearance(result["B"]["nodes"], R, others=[(result["A"]["nodes"], R)])
+    assert -0.01 * R <= clearance < 0.01 * R  # touching
+    fa = sum(np.array(c["force"]) for c in result["A"]["contacts"])
+    fb = sum(np.array(c["force"]) for c in result["B"]["contacts"])
+    assert np.allclose(fa, -fb, atol=1e-3 * np.linalg.norm(fa))
+    assert fa[2] < 0 < fb[2]  # B presses A down, A holds B up
+    # B's contact force and its connectors' reactions carry the load
+    b_ends = sum(np.array(result["B"]["end_forces"][k]["force"]) for k in ("start", "end"))
+    assert np.allclose(fb + b_ends, [0, 0, 3.0], atol=1e-5)
+
+
+def test_self_contact_keeps_a_loop_from_crossing_itself():
+    # a long cable pushed into a loop by rotating its end: without self-contact it passes through itself
+    spec = cable(length=0.6, segments=120, material={"E": 20e6, "nu": 0.4, "density": 1000},
+                 end={"position": [0.05, 0, 0], "tangent": [-1, 0, 0], "normal": [0, 0, 1]},
+                 route=[[0, 0, 0], [0.2, 0, 0.0], [0.2, 0.1, 0.0], [0.0, 0.1, 0.0], [0.05, 0, 0.0]])
+    doc = case(spec, gravity=[0, 0, 0], contact={"cable_cable": True})
+    result = first(solve(doc))
+    assert result["converged"]
+    nodes = np.array(result["nodes"])
+    worst = np.inf
+    for i in range(len(nodes) - 1):
+        for j in range(i + 3, len(nodes) - 1):
+            from solver_core.contact_geometry import segment_segment
+
+            cp, cq = np.empty(3), np.empty(3)
+            worst = min(worst, segment_segment(nodes[i], nodes[i + 1], nodes[j], nodes[j + 1], cp, cq)[2])
+    assert worst >= 2 * R * 0.99
+
+
+class TestFriction:
+    """A cable lying across an incline, clamped at one end: it holds while tan(theta) < mu_s, and once it
+    slips it sags in the incline's plane as a cantilever under w (sin(theta) - mu_d cos(theta))."""
+
+    E = 2e9
+    L = 0.3
+
+    def _solve(self, theta_deg, mu_s, mu_d):
+        th = math.radians(theta_deg)
+        n = np.array([0, -math.sin(th), math.cos(th)])
+        doc = case(cable(length=self.L, segments=60, material={"E": self.E, "nu": 0.3, "density": 1500},
+                         start={"position": (R * n).tolist(), "tangent": [1, 0, 0], "normal": n.tolist()}),
+                   obstacles=[{"type": "plane", "point": [0, 0, 0], "normal": n.tolist()}],
+                   contact={"friction_static": mu_s, "friction_dynamic": mu_d})
+        result = first(solve(doc))
+        assert result["converged"]
+        _no_penetration(result, doc)
+        downslope = np.array([0, -math.cos(th), -math.sin(th)])
+        return float(np.array(result["nodes"][-1]) @ downslope), th
+
+    def _cantilever(self, th, mu_d):
+        w = 1500 * math.pi * 0.004**2 / 4 * 9.81
+        EI = self.E * math.pi * 0.004**4 / 64
+        return w * (math.sin(th) - mu_d * math.cos(th)) * self.L**4 / (8 * EI)
+
+    def test_holds_below_the_static_limit(self):
+        for theta, mu_s in ((10, 0.3), (20, 0.5)):
+            deflection, th = self._solve(theta, mu_s, 0.2)
+            assert deflection < 0.05 * self._cantilever(th, 0.0)  # only the stick compliance
+
+    def test_slips_above_the_static_limit_against_dynamic_friction(self):
+        for theta in (20, 30):
+            deflection, th = self._solve(theta, 0.3, 0.2)
+            assert deflection == pytest.approx(self._cantilever(th, 0.2), rel=0.01)
+
+    def test_frictionless_slides_freely(self):
+        deflection, th = self._solve(10, 0.0, 0.0)
+        assert deflection == pytest.approx(self._cantilever(th, 0.0), rel=0.01)
+
+    def test_friction_makes_the_result_depend_on_the_path(self):
+        # The start connector of a cable lying on a table is moved sideways and back. Frictionless,
+        # the cable just follows and ends where it began; with friction the far part holds on while
+        # the near part bends, and the way back leaves it bent: the result depends on the path.
+        def round_trip(mu):
+            doc = case(cable(length=0.3, segments=60, start={"position": [0, 0, R], "tangent": [1, 0, 0],
+                                                             "normal": [0, 0, 1]}),
+                       obstacles=[TABLE], contact={"friction_static": mu, "friction_dynamic": mu})
+            moves = [[0, 0.01, R], [0, 0.02, R], [0, 0.01, R], [0, 0.0, R]]
+            doc["steps"] = [{"cables": {"W1": {"start": {"position": p, "tangent": [1, 0, 0],
+                                                         "normal": [0, 0, 1]}}}} for p in moves]
+            steps = solve(doc)["steps"]
+            assert all(s["cables"]["W1"]["converged"] for s in steps)
+            return np.array(steps[0]["cables"]["W1"]["nodes"]), np.array(steps[-1]["cables"]["W1"]["nodes"])
+
+        before, after = round_trip(0.0)
+        assert np.abs(after - before).max() < 1e-6
+        before, after = round_trip(0.5)
+        assert np.abs(after - before).max() > 1e-3
+
+
+class TestMounts:
+    FRAME = {"position": [0.2, 0, -0.01], "tangent": [1, 0, 0], "normal": [0, 0, 1]}
+
+    def test_sliding_clip_takes_no_force_along_its_axis(self):
+        # Gravity is vertical and the clip axis horizontal: if the clip took no axial force, nothing
+        # else but the start connector could, so its axial reaction (from its own pinned dofs) is zero.
+        doc = case(cable(length=0.4, segments=80, clips=[{"s": 0.21, "kind": "sliding", "length": 0.01,
+                                                          "frame": self.FRAME}]))
+        result = first(solve(doc))
+        assert result["converged"]
+        clip = np.array(result["clip_forces"][0]["force"])
+        assert np.linalg.norm(clip) > 0.1
+        assert abs(result["end_forces"]["start"]["force"][0]) < 1e-6 * np.linalg.norm(clip)
+        fixed = first(solve(case(cable(length=0.4, segments=80, clips=[{"s": 0.21, "kind": "fixed",
+                                                                        "length": 0.01, "frame": self.FRAME}]))))
+        assert abs(fixed["end_forces"]["start"]["force"][0]) > 0.1  # a fixed clip does hold axially
+        # the cable passes through the clip on its axis
+        nodes = np.array(result["nodes"])
+        near = np.abs(nodes[:, 0] - 0.2) < 0.003
+        assert np.abs(nodes[near, 2] + 0.01).max() < 1e-4
+
+    def test_sliding_clip_lets_the_cable_be_pulled_through(self):
+        # moving the start connector back pulls the cable through the sliding clip: the free part
+        # beyond the clip gets shorter by as much; a fixed clip would not let it through
+        doc = case(cable(length=0.4, segments=80, clips=[{"s": 0.21, "kind": "sliding", "length": 0.01,
+                                                          "frame": self.FRAME}]))
+        doc["steps"] = [{"cables": {"W1": {"start": {"position": [-0.02 * k, 0, 0], "tangent": [1, 0, 0],
+                                                     "normal": [0, 0, 1]}}}} for k in range(1, 4)]
+        steps = solve(doc)["steps"]
+        tips = [np.array(s["cables"]["W1"]["nodes"][-1]) for s in steps]
+        assert all(s["cables"]["W1"]["converged"] for s in steps)
+        assert tips[-1][0] < tips[0][0] - 0.03
+
+    def test_stiff_compliant_clip_gives_the_rigid_result_and_a_soft_one_yields_by_force_over_stiffness(self):
+        rigid = first(solve(case(cable(length=0.4, segments=80,
+                                       clips=[{"s": 0.21, "kind": "fixed", "length": 0.0, "frame": self.FRAME}]))))
+        weight = np.array([0, 0, -9.81 * LINEAR_DENSITY * 0.4])
+        for k, close in ((1e9, True), (1e3, False)):
+            clip = {"s": 0.21, "kind": "fixed", "length": 0.0, "frame": self.FRAME,
+                    "stiffness": {"translational": k, "rotational": k / 100}}
+            result = first(solve(case(cable(length=0.4, segments=80, clips=[clip]))))
+            assert result["converged"]
+            diff = np.abs(np.array(result["nodes"]) - np.array(rigid["nodes"])).max()
+            assert (diff < 1e-6) if close else (diff > 1e-4)
+            # the clip's force from global balance (weight and the start connector's pinned reaction) ...
+            clip_force = -(np.array(result["end_forces"]["start"]["force"]) + weight)
+            deflection = np.array(result["clip_forces"][0]["deflection"]["translation"])
+            # ... equals stiffness times deflection, opposite to it (linear spring)
+            assert np.allclose(clip_force, -k * deflection, rtol=1e-4, atol=1e-9)
+
+    def test_matrix_stiffness_in_the_clip_frame(self):
+        # a clip soft only along its own y axis (world y here) yields only sideways under a sideways pull
+        K = np.diag([1e9, 2e3, 1e9, 1e6, 1e6, 1e6]).tolist()
+        clip = {"s": 0.2, "kind": "fixed", "length": 0.0, "stiffness": {"matrix": K},
+                "frame": {"position": [0.2, 0, 0], "tangent": [1, 0, 0], "normal": [0, 0, 1]}}
+        result = first(solve(case(cable(length=0.3, segments=60, clips=[clip],
+                                        loads=[{"s": 0.3, "force": [0, 1.0, 0]}]), gravity=[0, 0, 0])))
+        d = np.array(result["clip_forces"][0]["deflection"]["translation"])
+        assert abs(d[1]) > 1e-4 and abs(d[0]) < 1e-8 and abs(d[2]) < 1e-8
+
+
+def test_ultimate_length_refuses_a_step_and_keeps_the_last_valid_state():
+    doc = case(cable(length=0.3, segments=60, material={"E": 20e6, "nu": 0.4, "density": 1500},
+                     start={"position": [-0.12, 0, -0.02], "tangent": [0, 0, 1]},
+                     end={"position": [0.12, 0, -0.02], "tangent": [0, 0, -1]},
+                     route=[[-0.12, 0, -0.02], [-0.1, 0, 0.09], [0.1, 0, 0.09], [0.12, 0, -0.02]]),
+               obstacles=[{"type": "sphere", "center": [0, 0, 0], "radius": 0.06}],
+               solver={"ultimate_strain": 0.01})
+    doc["steps"] = [{"cables": {"W1": {"end": {"position": [0.12 + 0.01 * k, 0, -0.02], "tangent": [0, 0, -1]}}}}
+                    for k in (1, 3)]
+    steps = [s["cables"]["W1"] for s in solve(doc)["steps"]]
+    assert steps[0]["converged"] and steps[0]["max_strain"] < 0.01
+    refused = steps[-1]
+    assert not refused["converged"] and "step refused" in refused["message"] and "ultimate 1.00 %" in refused["message"]
+    assert refused["nodes"] == steps[-2]["nodes"] or not steps[-2]["converged"]
+    assert refused["max_strain"] < 0.01
+
+
+def test_obstacles_tree_finds_every_triangle_brute_force_finds(rng):
+    from solver_core.bvh import build_triangle_tree, query_box
+
+    tris = rng.uniform(-1, 1, size=(2000, 1, 3)) + rng.uniform(-0.05, 0.05, size=(2000, 3, 3))
+    tree = build_triangle_tree(tris)
+    for _ in range(50):
+        lo = rng.uniform(-1, 0.8, size=3)
+        hi = lo + rng.uniform(0.01, 0.4, size=3)
+        out = np.empty(4000, dtype=np.int64)
+        n = query_box(tree.node_min, tree.node_max, tree.node_left, tree.node_right, tree.node_start,
+                      tree.node_count, tree.order, lo, hi, out, 0)
+        brute = np.flatnonzero(((tris.min(axis=1) <= hi) & (tris.max(axis=1) >= lo)).all(axis=1))
+        found = set(out[:n].tolist())
+        # a broad phase: every overlapping triangle is found (whole leaves of up to 4 may come along)
+        assert set(brute.tolist()) <= found and len(found) == n
+        assert n <= 4 * max(len(brute), 1) + 64
+
+
+def test_closest_points_against_brute_force(rng):
+    from solver_core.contact_geometry import segment_segment, segment_triangle
+
+    cp, cq = np.empty(3), np.empty(3)
+    u = np.linspace(0, 1, 201)
+    for _ in range(30):
+        p0, p1, a, b, c, q0, q1 = rng.normal(size=(7, 3))
+        _t, d = segment_triangle(p0, p1, a, b, c, cp, cq)
+        seg = p0 + u[:, None] * (p1 - p0)
+        w = rng.dirichlet([1, 1, 1], size=20000)
+        tri = w @ np.array([a, b, c])
+        brute = np.linalg.norm(seg[::4, None, :] - tri[None, :, :], axis=2).min()
+        assert d <= brute + 1e-12 and d >= brute - 0.05 * max(brute, 0.1)
+        _s, _t, d = segment_segment(p0, p1, q0, q1, cp, cq)
+        other = q0 + u[:, None] * (q1 - q0)
+        brute = np.linalg.norm(seg[:, None, :] - other[None, :, :], axis=2).min()
+        assert brute - 1e-2 <= d <= brute + 1e-12
