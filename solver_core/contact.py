@@ -166,7 +166,9 @@ def find_pairs(pos, radius, reach, obstacles, self_gap):
                     kind[n], elem[n], prim[n] = SELF_NODE, i, c
                     n += 1
         for c in range(cap_a.shape[0]):
-            closest_point_on_segment(cap_a[c], cap_b[c], pos[i], cq)
+            u = closest_point_on_segment(cap_a[c], cap_b[c], pos[i], cq)
+            if u >= 1.0 and _continues(cap_a, cap_b, c):
+                continue  # the shared node is the next capsule's start: counted there, once
             d = math.sqrt((pos[i, 0] - cq[0]) ** 2 + (pos[i, 1] - cq[1]) ** 2 + (pos[i, 2] - cq[2]) ** 2)
             if d < cap_r[c] + radius + reach:
                 if n >= cap:
@@ -215,6 +217,8 @@ def find_pairs(pos, radius, reach, obstacles, self_gap):
                     or max(cap_a[c, 2], cap_b[c, 2]) < lo[2] - cap_r[c]):
                 continue
             s_, t_, d = segment_segment(pos[i], pos[i + 1], cap_a[c], cap_b[c], cp, cq)
+            if t_ >= 1.0 and _continues(cap_a, cap_b, c):
+                continue  # the other cable's node shared with its next segment: counted there, once
             # interior on this segment only: the other cable's node touching it is this solve's
             # concern too (that node's own pair lives in the other cable's solve)
             if d < cap_r[c] + radius + reach and INTERIOR < s_ < 1.0 - INTERIOR:
@@ -223,6 +227,13 @@ def find_pairs(pos, radius, reach, obstacles, self_gap):
                 kind[n], elem[n], prim[n] = CAP_SEG, i, c
                 n += 1
     return kind[:n].copy(), elem[:n].copy(), prim[:n].copy()
+
+
+@njit
+def _continues(cap_a, cap_b, c):
+    """Whether capsule c + 1 starts where capsule c ends (the next segment of the same cable)."""
+    return (c + 1 < cap_a.shape[0] and cap_a[c + 1, 0] == cap_b[c, 0] and cap_a[c + 1, 1] == cap_b[c, 1]
+            and cap_a[c + 1, 2] == cap_b[c, 2])
 
 
 @njit
@@ -241,9 +252,10 @@ def _grow(kind, elem, prim, cap):
 
 
 @njit
-def pair_geometry(pos, kind, elem, prim, obstacles, cp, cq, normal):
+def pair_geometry(pos, kind, elem, prim, obstacles, cp, cq, normal, frozen):
     """(t, distance to the primitive's surface, u) for one pair (u: parameter on the cable's own other
-    segment, for self pairs; their radius is the caller's); cp = point on the cable
+    segment, for self pairs, taken from ``frozen``: the cable as it was at the start of the Newton
+    iteration, so that self-contact stays inside the band; their radius is the caller's); cp = point on the cable
     centre line (t = 0 for node pairs), cq = closest point of the primitive, normal = unit vector from
     cq towards cp."""
     (plane_p, plane_n, sph_c, sph_r, tris, _owner, _a, _b, _c, _d, _e, _f, _g, cap_a, cap_b, cap_r, _s) = obstacles
@@ -281,9 +293,9 @@ def pair_geometry(pos, kind, elem, prim, obstacles, cp, cq, normal):
     elif kind == SELF_NODE:
         for k in range(3):
             cp[k] = pos[i, k]
-        u = closest_point_on_segment(pos[prim], pos[prim + 1], pos[i], cq)
+        u = closest_point_on_segment(frozen[prim], frozen[prim + 1], pos[i], cq)
     else:  # SELF_SEG
-        t, u, _d = segment_segment(pos[i], pos[i + 1], pos[prim], pos[prim + 1], cp, cq)
+        t, u, _d = segment_segment(pos[i], pos[i + 1], frozen[prim], frozen[prim + 1], cp, cq)
     dx, dy, dz = cp[0] - cq[0], cp[1] - cq[1], cp[2] - cq[2]
     d = math.sqrt(dx * dx + dy * dy + dz * dz)
     if d > 1e-14:
@@ -299,9 +311,6 @@ def pair_geometry(pos, kind, elem, prim, obstacles, cp, cq, normal):
     else:
         normal[0], normal[1], normal[2] = 0.0, 0.0, 1.0
     return t, d - extra, u
-
-
-SAME_SURFACE_COS = 0.9  # contacts of one element whose normals agree this well are one surface
 
 
 @njit
@@ -361,23 +370,22 @@ def _curvature_hessian(kind, prim, obstacles, cp, cq, normal, H):
 
 @njit
 def contact_energy(pos, kind, elem, prim, obstacles, radius, stiffness, node_len, seg_len, node_dof, grad, band, bw,
-                   mode, pair_gap, pair_t, pair_normal, pair_point):
+                   mode, pair_gap, pair_t, pair_normal, pair_point, pair_u, frozen):
     """Penalty energy of all pairs; mode 0: energy only, 1: + gradient, 2: + gradient and Hessian.
 
     Per pair, records the gap d - r (negative: penetration), the segment parameter, normal and the
-    contact point on the cable. Of one segment's triangle contacts with nearly the same normal (one
-    face seen through several triangles, or a shared edge or vertex) only the deepest acts, so a
-    tessellated surface pushes as the surface itself does; contacts with clearly different normals
-    (the faces of a groove or a corner) all act. Pairs that do not act get an infinite gap.
+    contact point on the cable. Every pair acts: each term is C1, so the energy stays C1 where a cable
+    rests in the folds of a faceted surface (choosing one facet there would put a kink in the gradient
+    exactly where the cable lies); near shared edges the contact is locally stiffer, which changes
+    only the already tiny penetration. Segment pairs that do not act get an infinite gap.
     """
     n_pairs = kind.shape[0]
     cp = np.empty(3)
     cq = np.empty(3)
     nrm = np.empty(3)
     Hc = np.empty((3, 3))
-    pair_u = np.zeros(n_pairs)
     for p in range(n_pairs):
-        t, d, u = pair_geometry(pos, kind[p], elem[p], prim[p], obstacles, cp, cq, nrm)
+        t, d, u = pair_geometry(pos, kind[p], elem[p], prim[p], obstacles, cp, cq, nrm, frozen)
         self_pair = kind[p] == SELF_NODE or kind[p] == SELF_SEG
         pair_gap[p] = d - radius - (radius if self_pair else 0.0)
         pair_t[p] = t
@@ -385,26 +393,6 @@ def contact_energy(pos, kind, elem, prim, obstacles, radius, stiffness, node_len
         for k in range(3):
             pair_normal[p, k] = nrm[k]
             pair_point[p, k] = cp[k]
-    # One surface, one contact: of an element's pairs of the same kind with nearly the same normal only
-    # the deepest acts (several triangles meeting under a node, a vertex shared by two segments).
-    start = 0
-    while start < n_pairs:
-        end = start
-        while end < n_pairs and elem[end] == elem[start] and kind[end] == kind[start]:
-            end += 1
-        if kind[start] != PLANE and kind[start] != SPHERE:
-            for p in range(start, end):
-                if pair_gap[p] >= 0.0:
-                    continue
-                for q in range(start, end):
-                    if q == p or pair_gap[q] >= 0.0 or not np.isfinite(pair_gap[q]):
-                        continue
-                    cos = (pair_normal[p, 0] * pair_normal[q, 0] + pair_normal[p, 1] * pair_normal[q, 1]
-                           + pair_normal[p, 2] * pair_normal[q, 2])
-                    if cos > SAME_SURFACE_COS and (pair_gap[q] < pair_gap[p] or (pair_gap[q] == pair_gap[p] and q < p)):
-                        pair_gap[p] = np.inf
-                        break
-        start = end
     # A segment pair acts only where it reaches deeper than the same kind of contact at both nodes
     # (an edge or crossing cable between nodes); elsewhere the node pairs carry the contact.
     node_tri = np.full(pos.shape[0], np.inf)
@@ -449,29 +437,11 @@ def contact_energy(pos, kind, elem, prim, obstacles, radius, stiffness, node_len
         for k in range(3):
             grad[node_dof[i0] + k] += f * w0 * nrm[k]
             grad[node_dof[i1] + k] += f * w1 * nrm[k]
-        self_pair = kind[p] == SELF_NODE or kind[p] == SELF_SEG
-        if self_pair:
-            # the cable's other segment is pushed the other way (both sides move: exact gradient)
-            c, u = prim[p], pair_u[p]
-            for k in range(3):
-                grad[node_dof[c] + k] -= f * (1.0 - u) * nrm[k]
-                grad[node_dof[c + 1] + k] -= f * u * nrm[k]
         if mode < 2:
             continue
-        if self_pair:
-            # Gauss-Newton blocks of the other side; its coupling to this side lies outside the band
-            # and is left out (the matrix stays positive semi-definite, Newton becomes inexact)
-            c, u = prim[p], pair_u[p]
-            for a in range(2):
-                ia, wa = (c, 1.0 - u) if a == 0 else (c + 1, u)
-                for b in range(2):
-                    ib, wb = (c, 1.0 - u) if b == 0 else (c + 1, u)
-                    for r in range(3):
-                        for s2 in range(3):
-                            _band_add(band, bw, node_dof[ia] + r, node_dof[ib] + s2, k_pair * wa * wb * nrm[r] * nrm[s2])
         if kind[p] == TRI_NODE or kind[p] == CAP_NODE:
             # curvature of the distance: the normal turns as the node slides round an edge or a cable
-            pair_geometry(pos, kind[p], elem[p], prim[p], obstacles, cp, cq, nrm)
+            pair_geometry(pos, kind[p], elem[p], prim[p], obstacles, cp, cq, nrm, frozen)
             _curvature_hessian(kind[p], prim[p], obstacles, cp, cq, nrm, Hc)
             for r in range(3):
                 for s in range(3):
@@ -526,15 +496,31 @@ def friction_energy(pos, node_dof, active, normal, normal_force, anchor, mu, eps
 
 
 @njit
-def node_clearance(n_nodes, kind, elem, prim, pair_gap, default):
-    """Free distance around every node before it could reach a primitive (for the step limit)."""
-    clear = np.full(n_nodes, default)
+def approach_too_far(delta, node_dof, kind, elem, prim, pair_gap, pair_t, pair_u, pair_normal, radius, reach):
+    """True if a step would carry any node farther than ``reach`` (beyond the pairs searched) or any
+    contact point farther towards its primitive than its gap (at least half a radius): sliding along
+    a surface is free, approaching it is not, so no step can jump through an obstacle."""
+    n_nodes = node_dof.shape[0]
+    for i in range(n_nodes):
+        a = node_dof[i]
+        if delta[a] ** 2 + delta[a + 1] ** 2 + delta[a + 2] ** 2 > reach * reach:
+            return True
     for p in range(kind.shape[0]):
-        g = max(pair_gap[p], 0.0) if np.isfinite(pair_gap[p]) else default
-        clear[elem[p]] = min(clear[elem[p]], g)
-        if kind[p] == SPHERE or kind[p] == TRI_SEG or kind[p] == CAP_SEG or kind[p] == SELF_SEG:
-            clear[elem[p] + 1] = min(clear[elem[p] + 1], g)
+        allowed = max(pair_gap[p], 0.5 * radius) if np.isfinite(pair_gap[p]) else reach
+        i = elem[p]
+        if kind[p] == PLANE or kind[p] == TRI_NODE or kind[p] == CAP_NODE or kind[p] == SELF_NODE:
+            w0, w1 = 1.0, 0.0
+        else:
+            w0, w1 = 1.0 - pair_t[p], pair_t[p]
+        j = i + 1 if w1 != 0.0 else i
+        move = 0.0
+        for k in range(3):
+            move -= (w0 * delta[node_dof[i] + k] + w1 * delta[node_dof[j] + k]) * pair_normal[p, k]
         if kind[p] == SELF_NODE or kind[p] == SELF_SEG:
-            clear[prim[p]] = min(clear[prim[p]], g)
-            clear[prim[p] + 1] = min(clear[prim[p] + 1], g)
-    return clear
+            # the other side may come the other way in the same step: both share the gap
+            c, u = prim[p], pair_u[p]
+            for k in range(3):
+                move += ((1.0 - u) * delta[node_dof[c] + k] + u * delta[node_dof[c + 1] + k]) * pair_normal[p, k]
+        if move > allowed:
+            return True
+    return False

@@ -49,6 +49,9 @@ class Harness:
         if extra_triangles is not None and len(extra_triangles):
             obstacles = obstacles.with_triangles(extra_triangles, len(case.obstacles))
         harness = cls(case, obstacles=obstacles)
+        if case.contact.get("cable_cable"):
+            harness.warnings.append("contact.cable_cable: contact between different cables is solved; self-contact "
+                                    "of one cable is not supported yet")
         for cable in case.cables:
             harness.add_cable(cable)
         return harness
@@ -63,7 +66,15 @@ class Harness:
         model = build_rod_model(cable, self.case.gravity, self.case.solver.tolerance)
         boundary = Boundary.of(cable)
         interactions = Interactions(model, self.obstacles, self.contact_settings)
-        self.cables[cable.id] = CableSession(model, boundary, initial_state(model, boundary), interactions)
+        state = initial_state(model, boundary)
+        if interactions.deepest_penetration(state) > 0.0:
+            # Distances do not tell sides apart: a start inside an obstacle cannot be mended by contact.
+            # Without the sag, the route is kept and the cable paid out onto whatever is below it.
+            state = initial_state(model, boundary, sag=False)
+            if interactions.deepest_penetration(state) > 0.0:
+                self.warnings.append(f"cable {cable.id!r}: its route passes through an obstacle; draw the route "
+                                     f"around it (the result may be on the wrong side)")
+        self.cables[cable.id] = CableSession(model, boundary, state, interactions)
 
     def set_obstacles(self, obstacles: ObstacleSet) -> None:
         """Replace the static obstacles (e.g. colliders moved); cables keep their states."""

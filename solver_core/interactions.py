@@ -78,11 +78,16 @@ class Interactions:
     def uses_contact(self) -> bool:
         return not self.obstacles.empty or self.settings.cable_cable
 
+    # Self-contact (a cable against its own segments) is implemented in the kernels but does not yet
+    # converge reliably (two touching legs of one cable move together, which the banded Newton step
+    # cannot see); it stays off until it does. 0 turns it off.
+    SELF_CONTACT = False
+
     @property
     def self_gap(self) -> int:
         """Segments this close along the cable never meet (neighbours bend, they do not collide);
         0 turns self-contact off. A loop needs about pi * diameter of cable to close on itself."""
-        if not self.settings.cable_cable:
+        if not (self.settings.cable_cable and self.SELF_CONTACT):
             return 0
         return max(3, int(np.ceil(np.pi * self.model.cable.diameter / float(self.model.rest_len.min()))) + 1)
 
@@ -96,7 +101,8 @@ class Interactions:
 
     @property
     def reach(self) -> float:
-        return max(4.0 * float(self.model.rest_len.max()), 2.0 * self.radius)
+        """How far one Newton step may carry a node; candidate pairs are searched twice as far."""
+        return max(self.radius, 0.5 * float(self.model.rest_len.max()))
 
     @property
     def stick_width(self) -> float:
@@ -193,7 +199,7 @@ class Interactions:
         gap, t, normal, point = np.empty(n), np.empty(n), np.empty((n, 3)), np.empty((n, 3))
         contact_energy(state.positions, kind, elem, prim, obstacles, self.radius, stiffness or self.stiffness,
                        self.node_lengths, self.model.rest_len, self.model.node_dof, np.zeros(1), np.zeros((1, 1)), 0,
-                       0, gap, t, normal, point)
+                       0, gap, t, normal, point, np.empty(n), state.positions)
         out = []
         for p in range(n):
             if gap[p] < 0.0:
@@ -202,6 +208,20 @@ class Interactions:
                 out.append((int(kind[p]), int(elem[p]), float(t[p]), point[p] + self.model.origin, normal[p].copy(),
                             magnitude * normal[p], float(gap[p])))
         return out
+
+    def deepest_penetration(self, state: RodState) -> float:
+        """Largest penetration of any contact pair (0 when clear), in metres."""
+        if not self.uses_contact:
+            return 0.0
+        obstacles = self._shifted_obstacles()
+        kind, elem, prim = find_pairs(state.positions, self.radius, self.reach, obstacles, self.self_gap)
+        n = len(kind)
+        gap = np.empty(n)
+        contact_energy(state.positions, kind, elem, prim, obstacles, self.radius, self.stiffness, self.node_lengths,
+                       self.model.rest_len, self.model.node_dof, np.zeros(1), np.zeros((1, 1)), 0, 0, gap,
+                       np.empty(n), np.empty((n, 3)), np.empty((n, 3)), np.empty(n), state.positions)
+        finite = gap[np.isfinite(gap)]
+        return float(max(0.0, -finite.min())) if finite.size else 0.0
 
     def mount_reactions(self, state: RodState, boundary: Boundary) -> dict:
         """Force and moment each sliding or compliant clip exerts on the cable, and compliant deflections."""

@@ -16,7 +16,7 @@ import numpy as np
 
 from ._jit import njit
 from .banded import band_cholesky, band_cholesky_solve, band_symmetric_matvec
-from .contact import contact_energy, find_pairs, friction_energy, node_clearance
+from .contact import approach_too_far, contact_energy, find_pairs, friction_energy
 from .mounts import compliant_energy, sliding_crossings, sliding_energy
 from .rod_energy import rod_energy, rod_gradient_hessian, rod_strains, strain_jacobian_transpose
 from .rotations import quat_retract, quat_to_matrix
@@ -107,14 +107,14 @@ def _retract(pos, quat, node_dof, rot_dof, delta, scale, out_pos, out_quat, rot_
 
 @njit
 def _extra_terms(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, sl_seg, sl_t, grad, band, bw, mode, pair_gap,
-                 pair_t, pair_normal, pair_point):
+                 pair_t, pair_normal, pair_point, pair_u, frozen):
     """Energy (and in mode 1/2 gradient and Gauss-Newton Hessian) of contact, friction and mounts."""
     (obstacles, cparams, node_len, seg_len, fr_active, fr_normal, fr_force, fr_anchor, fr_mu, sl_point, sl_axis,
      sl_stiff, cc_node, cc_rot, cc_centre, cc_quat, cc_K) = extra
     energy = 0.0
     if kind.shape[0] > 0:
         energy += contact_energy(pos, kind, elem, prim, obstacles, cparams[0], cparams[1], node_len, seg_len, node_dof,
-                                 grad, band, bw, mode, pair_gap, pair_t, pair_normal, pair_point)
+                                 grad, band, bw, mode, pair_gap, pair_t, pair_normal, pair_point, pair_u, frozen)
     if fr_active.shape[0] > 0:
         energy += friction_energy(pos, node_dof, fr_active, fr_normal, fr_force, fr_anchor, fr_mu, cparams[4], grad,
                                   band, bw, mode)
@@ -132,11 +132,11 @@ def _extra_terms(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, sl_seg, 
 @njit
 def _assemble(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len, bend_stiff,
               node_force, rot_couple, load_factor, grad, band, bw, geometric, extra, kind, elem, prim, sl_seg, sl_t,
-              pair_gap, pair_t, pair_normal, pair_point):
+              pair_gap, pair_t, pair_normal, pair_point, pair_u, frozen):
     rod_gradient_hessian(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len,
                          bend_stiff, node_force, rot_couple, load_factor, grad, band, bw, True, geometric)
     _extra_terms(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, sl_seg, sl_t, grad, band, bw, 2, pair_gap,
-                 pair_t, pair_normal, pair_point)
+                 pair_t, pair_normal, pair_point, pair_u, frozen)
 
 
 @njit
@@ -177,38 +177,46 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
     pair_t = np.zeros(0)
     pair_normal = np.zeros((0, 3))
     pair_point = np.zeros((0, 3))
-    clearance = np.full(pos.shape[0], np.inf)
+    pair_u = np.zeros(0)
     sl_point, sl_axis = extra[9], extra[10]
     sl_seg = np.full(sl_point.shape[0], -1, dtype=np.int64)
     sl_t = np.zeros(sl_point.shape[0])
     lam = 0.0
     ratio = np.inf
     energy = np.inf
+    searched_at = np.full_like(pos, np.inf)
+    frozen = pos.copy()  # the cable as at the start of the iteration: the other side of self-contact
     for it in range(max_iterations + 1):
-        if use_contact:
-            # candidate pairs for this iteration; a step may not carry a node farther than its
-            # clearance (or half a radius inside contact), so no contact is missed or tunnelled
-            kind, elem, prim = find_pairs(pos, radius, reach, obstacles, self_gap)
+        frozen[:, :] = pos
+        moved_since_search = 0.0
+        for n in range(pos.shape[0]):
+            d2 = ((pos[n, 0] - searched_at[n, 0]) ** 2 + (pos[n, 1] - searched_at[n, 1]) ** 2
+                  + (pos[n, 2] - searched_at[n, 2]) ** 2)
+            if not (d2 <= moved_since_search):
+                moved_since_search = d2
+        if use_contact and not (moved_since_search <= reach * reach):
+            # Candidate pairs within twice the reach, searched again once some node has moved a
+            # reach since: with steps no longer than a reach, they hold everything a step can touch,
+            # and no step may carry a contact point through its gap, so nothing is missed or tunnelled.
+            kind, elem, prim = find_pairs(pos, radius, 2.0 * reach, obstacles, self_gap)
+            searched_at[:, :] = pos
             n_pairs = kind.shape[0]
             pair_gap = np.empty(n_pairs)
             pair_t = np.empty(n_pairs)
             pair_normal = np.empty((n_pairs, 3))
             pair_point = np.empty((n_pairs, 3))
+            pair_u = np.zeros(n_pairs)
         if sl_point.shape[0] > 0:
             sliding_crossings(pos, sl_point, sl_axis, sl_seg, sl_t)  # held fixed within this iteration
         energy = rod_energy(pos, quat, rest_len, stretch_stiff, joint_a, joint_b, joint_len, bend_stiff, node_force,
                             load_factor)
         energy += _extra_terms(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, sl_seg, sl_t, dummy, dummy_band, 0, 0,
-                               pair_gap, pair_t, pair_normal, pair_point)
+                               pair_gap, pair_t, pair_normal, pair_point, pair_u, frozen)
         if not math.isfinite(energy):
             return NOT_FINITE, it, ratio, energy
-        if use_contact:
-            clearance = node_clearance(pos.shape[0], kind, elem, prim, pair_gap, reach)
-            for n in range(pos.shape[0]):
-                clearance[n] = max(clearance[n], 0.5 * radius)
         _assemble(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len, bend_stiff,
                   node_force, rot_couple, load_factor, grad, band, bw, 1.0, extra, kind, elem, prim, sl_seg, sl_t,
-                  pair_gap, pair_t, pair_normal, pair_point)
+                  pair_gap, pair_t, pair_normal, pair_point, pair_u, frozen)
         ratio = _constrained_residual(grad, fixed, dof_tol)
         if not math.isfinite(ratio):
             return NOT_FINITE, it, ratio, energy
@@ -234,7 +242,7 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                     exact = False
                     _assemble(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len,
                               bend_stiff, node_force, rot_couple, load_factor, grad, band, bw, 0.0, extra, kind, elem,
-                              prim, sl_seg, sl_t, pair_gap, pair_t, pair_normal, pair_point)
+                              prim, sl_seg, sl_t, pair_gap, pair_t, pair_normal, pair_point, pair_u, frozen)
                     _prepare_system(band, bw, fixed, damping)
                     for i in range(n_dof):
                         if fixed[i]:
@@ -254,12 +262,8 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                     too_far = True
                     break
             if use_contact and not too_far:
-                for n in range(pos.shape[0]):
-                    a0 = node_dof[n]
-                    move = math.sqrt(delta[a0] ** 2 + delta[a0 + 1] ** 2 + delta[a0 + 2] ** 2)
-                    if move > clearance[n]:
-                        too_far = True
-                        break
+                too_far = approach_too_far(delta, node_dof, kind, elem, prim, pair_gap, pair_t, pair_u, pair_normal,
+                                           radius, reach)
             if too_far:
                 lam = max(4.0 * lam, 1e-6)
                 continue
@@ -272,7 +276,7 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                                       bend_stiff, node_force, load_factor)
             trial_energy += _extra_terms(trial_pos, trial_quat, node_dof, rot_dof, extra, kind, elem, prim, sl_seg, sl_t, dummy,
                                          dummy_band, 0, 0, pair_gap.copy(), pair_t.copy(), pair_normal.copy(),
-                                         pair_point.copy())
+                                         pair_point.copy(), pair_u.copy(), frozen)
             if not math.isfinite(trial_energy):
                 lam = max(10.0 * lam, 1e-6)
                 continue
@@ -310,19 +314,16 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                     correction[i] = delta[i] + 0.5 * correction[i]
                 within = True
                 if use_contact:
-                    for n in range(pos.shape[0]):
-                        a0 = node_dof[n]
-                        if math.sqrt(correction[a0] ** 2 + correction[a0 + 1] ** 2
-                                     + correction[a0 + 2] ** 2) > clearance[n]:
-                            within = False
-                            break
+                    within = not approach_too_far(correction, node_dof, kind, elem, prim, pair_gap, pair_t, pair_u,
+                                                  pair_normal, radius, reach)
                 if within:
                     _retract(pos, quat, node_dof, rot_dof, correction, 1.0, corrected_pos, corrected_quat, rot_step)
                     corrected_energy = rod_energy(corrected_pos, corrected_quat, rest_len, stretch_stiff, joint_a,
                                                   joint_b, joint_len, bend_stiff, node_force, load_factor)
                     corrected_energy += _extra_terms(corrected_pos, corrected_quat, node_dof, rot_dof, extra, kind,
                                                      elem, prim, sl_seg, sl_t, dummy, dummy_band, 0, 0, pair_gap.copy(),
-                                                     pair_t.copy(), pair_normal.copy(), pair_point.copy())
+                                                     pair_t.copy(), pair_normal.copy(), pair_point.copy(),
+                                                     pair_u.copy(), frozen)
                     corrected_couple = _couple_work(quat, rot_dof, rot_couple, load_factor, correction, R)
                     corrected_rho = (energy - (corrected_energy - corrected_couple)) / predicted
                     if math.isfinite(corrected_energy) and corrected_rho > rho:

@@ -48,7 +48,7 @@ def _hermite(p0, t0, p1, t1, scale, u):
     return h00 * p0 + h10 * scale * t0 + h01 * p1 + h11 * scale * t1
 
 
-def _curve_of_length(p0, t0, p1, t1, length, sag_direction, samples=96):
+def _curve_of_length(p0, t0, p1, t1, length, sag_direction, samples=96, sag=True):
     """A smooth curve from p0 (leaving along t0) to p1 (arriving along t1) with the given arc length.
 
     A Hermite curve whose tangent scale stays below the chord (beyond it the curve can fold back on
@@ -64,6 +64,8 @@ def _curve_of_length(p0, t0, p1, t1, length, sag_direction, samples=96):
     if length <= chord * (1.0 + 1e-9):
         return np.array([p0, p1])
     pts, longest = arc(chord)
+    if longest < length and not sag:
+        return pts  # shorter than the cable: paid out by the solver
     if longest < length:
         s = np.linspace(0.0, length, samples)
         _add_sag(pts[1:-1], s[1:-1], [(0.0, p0, None), (length, p1, None)], sag_direction)
@@ -139,18 +141,22 @@ def _add_sag(pts: np.ndarray, s: np.ndarray, anchors, direction: np.ndarray) -> 
         pts[inside] = _resample_polyline(sagged, u[1:-1])
 
 
-def initial_centerline(model: RodModel, boundary: Boundary) -> np.ndarray:
+def initial_centerline(model: RodModel, boundary: Boundary, sag: bool = True) -> np.ndarray:
+    """The first centre line: the route (or smooth curves through the holders) given the cable's
+    length by sagging along the loads; with ``sag`` off, spans keep the route's shorter length and
+    the solver pays the cable out (for routes whose sag would pass through an obstacle)."""
     cable = model.cable
     s = model.node_s
     if cable.route is not None:
         pts = _resample_polyline(cable.route, s / cable.length)
-        _add_sag(pts, s, _anchors(model, boundary), _sag_direction(model))
+        if sag:
+            _add_sag(pts, s, _anchors(model, boundary), _sag_direction(model))
         return pts
     pts = np.empty((model.n_nodes, 3))
     anchors = _anchors(model, boundary)
     for (s0, p0, t0), (s1, p1, t1) in zip(anchors, anchors[1:]):
         sel = (s >= s0 - 1e-12) & (s <= s1 + 1e-12)
-        curve = _curve_of_length(p0, t0, p1, t1, s1 - s0, _sag_direction(model))
+        curve = _curve_of_length(p0, t0, p1, t1, s1 - s0, _sag_direction(model), sag=sag)
         pts[sel] = _resample_polyline(curve, (s[sel] - s0) / max(s1 - s0, 1e-300))
     s_last, p_last, t_last = anchors[-1]
     tail = s > s_last + 1e-12
@@ -158,9 +164,9 @@ def initial_centerline(model: RodModel, boundary: Boundary) -> np.ndarray:
     return pts
 
 
-def initial_state(model: RodModel, boundary: Boundary) -> RodState:
+def initial_state(model: RodModel, boundary: Boundary, sag: bool = True) -> RodState:
     """Centre line guess plus parallel-transported frames, with the boundary applied."""
-    x = initial_centerline(model, boundary) - model.origin
+    x = initial_centerline(model, boundary, sag) - model.origin
     edges = np.diff(x, axis=0)
     lengths = np.linalg.norm(edges, axis=1)
     tangents = np.empty_like(edges)
