@@ -18,6 +18,9 @@ from solver_core import CableChange, Frame, Harness, parse_case
 from solver_core.bvh import build_triangle_tree
 
 MATERIAL = {"preset": "lv2017_harness"}
+# Interactive accuracy: force residual 1e-5 of the cable's force scale. On faceted meshes the
+# residual stalls near there (the contact force's derivative jumps at facet edges).
+TOLERANCE = 1e-5
 
 
 def wavy_mesh(n: int, extent=(-0.2, 0.8, -0.4, 0.4), depth=-0.0, amplitude=0.004):
@@ -33,31 +36,41 @@ def wavy_mesh(n: int, extent=(-0.2, 0.8, -0.4, 0.4), depth=-0.0, amplitude=0.004
     return verts, tris
 
 
+def surface_height(x, y, amplitude=0.004):
+    return amplitude * np.sin(x * 30.0) * np.cos(y * 20.0)
+
+
 def single_cable_on_mesh():
     verts, tris = wavy_mesh(317)  # 199 712 triangles
+    lift = 0.002 + 0.0005  # radius plus a little air
+    xs = np.linspace(0.0, 0.55, 23)
+    route = [[x, 0.0, surface_height(x, 0.0) + lift] for x in xs]
     doc = {"format": "cable-harness-case/1", "cables": [{
         "id": "W", "length": 0.6, "diameter": 0.004, "material": MATERIAL, "segments": 100,
-        "start": {"position": [0.0, 0.0, 0.03], "tangent": [1, 0, 0], "normal": [0, 0, 1]},
-        "end": {"position": [0.55, 0.0, 0.03], "tangent": [1, 0, 0], "normal": [0, 0, 1]}}],
-        "obstacles": [{"type": "mesh", "vertices": verts.tolist(), "triangles": tris.tolist()}]}
+        "start": {"position": route[0], "tangent": [1, 0, 0], "normal": [0, 0, 1]},
+        "end": {"position": route[-1], "tangent": [1, 0, 0], "normal": [0, 0, 1]}, "route": route}],
+        "obstacles": [{"type": "mesh", "vertices": verts.tolist(), "triangles": tris.tolist()}],
+        "solver": {"tolerance": TOLERANCE}}
     t0 = time.perf_counter()
     harness = Harness.from_case(parse_case(doc))
     report = harness.solve_step()["W"]
     cold = time.perf_counter() - t0
-    assert report.converged, report.message
+    if not report.converged:
+        print("  cold solve on the mesh did not converge:", report.message[:80])
     contacts = len(harness.cable_result("W")["contacts"])
     end = harness.cables["W"].boundary.end
     times = []
+    failed = 0
     for k in range(1, 61):
-        # the end connector travels a circle of 3 cm radius over the mesh
+        # the end connector travels round a circle of 2 cm radius, 3 mm above the surface
         a = 2 * math.pi * k / 60
-        moved = Frame(end.position + np.array([0.03 * (math.cos(a) - 1), 0.03 * math.sin(a), 0.0]), end.tangent,
-                      end.normal)
+        p = end.position + np.array([0.02 * (math.cos(a) - 1), 0.02 * math.sin(a), 0.0])
+        p[2] = surface_height(p[0], p[1]) + lift
         t = time.perf_counter()
-        report = harness.solve_step({"W": CableChange(end=moved)})["W"]
+        report = harness.solve_step({"W": CableChange(end=Frame(p, end.tangent, end.normal))})["W"]
         times.append((time.perf_counter() - t) * 1e3)
-        assert report.converged, report.message
-    return len(tris), cold, contacts, float(np.median(times)), float(np.max(times))
+        failed += not report.converged
+    return len(tris), cold, contacts, float(np.median(times)), float(np.max(times)), failed
 
 
 def ten_touching_cables():
@@ -73,22 +86,26 @@ def ten_touching_cables():
                        "route": [start.tolist(), (start + 0.25 * d + [0, 0, 0.003 * k]).tolist(),
                                  (start + 0.5 * d).tolist()]})
     doc = {"format": "cable-harness-case/1", "cables": cables, "contact": {"cable_cable": True},
+           "solver": {"tolerance": TOLERANCE},
            "obstacles": [{"type": "plane", "point": [0, 0, -0.05], "normal": [0, 0, 1]}]}
     harness = Harness.from_case(parse_case(doc))
     t0 = time.perf_counter()
     reports = harness.solve_step()
     cold = time.perf_counter() - t0
-    assert all(r.converged for r in reports.values()), {k: r.message for k, r in reports.items()}
+    if not all(r.converged for r in reports.values()):
+        print("  cold solve of the ten cables did not converge:", {k: r.message[:60] for k, r in reports.items()
+                                                                   if not r.converged})
     times = []
+    failed = 0
     for k in range(1, 21):
         end = harness.cables["C0"].boundary.end
         moved = Frame(end.position + np.array([0.0, 0.0, 0.001 * (1 if k % 2 else -1)]), end.tangent, end.normal)
         t = time.perf_counter()
         reports = harness.solve_step({"C0": CableChange(end=moved)})
         times.append((time.perf_counter() - t) * 1e3)
-        assert all(r.converged for r in reports.values())
+        failed += not all(r.converged for r in reports.values())
     touching = sum(len(harness.cable_result(c)["contacts"]) for c in harness.cables)
-    return cold, touching, float(np.median(times)), float(np.max(times))
+    return cold, touching, float(np.median(times)), float(np.max(times)), failed
 
 
 def big_tree():
@@ -103,12 +120,14 @@ def big_tree():
 def main():
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
-    n_tris, cold, contacts, median, worst = single_cable_on_mesh()
+    n_tris, cold, contacts, median, worst, failed = single_cable_on_mesh()
     print(f"1 cable x 100 segments on a {n_tris}-triangle mesh: cold solve incl. tree {cold * 1e3:.0f} ms, "
-          f"{contacts} contacts; moving end: median {median:.2f} ms/step, worst {worst:.2f} ms (target 5 ms)")
-    cold, touching, median, worst = ten_touching_cables()
+          f"{contacts} contacts; moving end: median {median:.2f} ms/step, worst {worst:.2f} ms (target 5 ms), "
+          f"{failed} of 60 steps not converged")
+    cold, touching, median, worst, failed = ten_touching_cables()
     print(f"10 cables x 100 segments with cable-cable contact: cold {cold * 1e3:.0f} ms, {touching} contacts; "
-          f"moving one end: median {median:.1f} ms/step, worst {worst:.1f} ms (target 25 ms)")
+          f"moving one end: median {median:.1f} ms/step, worst {worst:.1f} ms (target 25 ms), "
+          f"{failed} of 20 steps not converged")
     n_tris, seconds = big_tree()
     print(f"broad-phase tree over {n_tris} triangles built in {seconds:.2f} s")
 

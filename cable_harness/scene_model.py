@@ -95,9 +95,29 @@ def cable_document(ob, scale) -> dict:
         "end": end,
         "clips": clips,
     }
-    if len(s.route) >= 2:
+    current = _solved_centre_line(ob, s)
+    if current is not None:
+        # start from what the user sees: the last result, not the drawn route
+        doc["route"] = (current * scale).tolist()
+    elif len(s.route) >= 2:
         doc["route"] = [(np.array(p.co) * scale).tolist() for p in s.route]
     return doc
+
+
+def _solved_centre_line(ob, settings):
+    """The cable curve's points (world, Blender units) if they hold a result for these settings."""
+    if not settings.result_valid or ob.type != "CURVE" or len(ob.data.splines) != 1:
+        return None
+    points = ob.data.splines[0].points
+    if len(points) != settings.segments + 1:
+        return None
+    co = np.empty(len(points) * 4, dtype=np.float32)
+    points.foreach_get("co", co)
+    local = co.reshape(-1, 4)[:, :3].astype(np.float64)
+    M = _matrix(ob)
+    world = local @ M[:3, :3].T + M[:3, 3]
+    length = float(np.linalg.norm(np.diff(world, axis=0), axis=1).sum())
+    return world if abs(length - settings.length) <= 0.01 * settings.length else None
 
 
 def case_document(scene, cable_objects=None) -> dict:

@@ -17,6 +17,7 @@ import bpy
 import numpy as np
 
 from ..solver_core import CableChange, Harness
+from ..solver_core.contact import ObstacleSet
 from ..solver_core.case import parse_frame
 from ..solver_core.harness import RESULT_FORMAT
 from .colliders import ColliderCache
@@ -148,16 +149,22 @@ class HarnessSimulation:
         self.signatures[new] = self.signatures.pop(old, None)
 
     def _collide(self, scene, context, targets, report) -> None:
-        """Broad phase: triangles of collider meshes near the cables (contact solving: solver issue #3)."""
+        """Broad phase: triangles of collider meshes near the cables, handed to the solver as one mesh
+        obstacle; its narrow phase (exact distances, contact forces) is the same as for case meshes."""
         colliders = harness_objects(scene, COLLIDER)
         if not colliders or not targets:
+            if not self.harness.obstacles.empty:
+                self.harness.set_obstacles(ObstacleSet())
             return
         depsgraph = context.evaluated_depsgraph_get()
         points = [self.harness.cables[n].state.positions + self.harness.cables[n].model.origin for n in targets]
-        reach = max(self.harness.cables[n].model.cable.diameter for n in targets) * 2.0
+        # everything a tick's solve may reach: a few diameters and a couple of segments around the cable
+        reach = max(max(4.0 * s.model.cable.diameter, 2.0 * float(s.model.rest_len.max()))
+                    for s in (self.harness.cables[n] for n in targets))
         points_units = np.concatenate(points) / self.scale
         triangles = self.colliders.nearby_triangles(colliders, depsgraph, points_units, reach / self.scale)
         report.candidate_triangles = len(triangles)
+        self.harness.set_obstacles(ObstacleSet().with_triangles(triangles * self.scale, 0))
 
     def write(self, report: TickReport) -> None:
         for name, result in report.results.items():

@@ -1,0 +1,58 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Collider meshes hold cables up: Blender's BVH finds the triangles, the solver's narrow phase acts."""
+
+import sys
+
+import bpy
+import numpy as np
+from helpers.blender_scenes import curve_world_points, simple_harness
+
+
+def _floor(z_m, scale, size_m=1.0):
+    mesh = bpy.data.meshes.new("floor")
+    s = size_m / scale
+    mesh.from_pydata([(-s, -s, 0), (s, -s, 0), (s, s, 0), (-s, s, 0)], [], [(0, 1, 2, 3)])
+    ob = bpy.data.objects.new("Floor", mesh)
+    bpy.context.scene.collection.objects.link(ob)
+    ob.location = (0.0, 0.0, z_m / scale)
+    ob.cable_harness.role = "COLLIDER"
+    bpy.context.view_layer.update()
+    return ob
+
+
+def _raise_floor_under_hanging_cable(extension, scale):
+    """Hang a cable, then raise a floor from below it to half its sag in 1 mm ticks of Simulate (a collider
+    may move at most half a cable radius per tick: further, it could pass through the cable)."""
+    simulation_module = sys.modules[f"{extension.__name__}.cable_harness.simulation"]
+    *_, cable = simple_harness(unit_scale=scale, with_clip=False)
+    bpy.ops.cable_harness.solve()
+    bottom = curve_world_points(cable, scale)[:, 2].min()
+    floor = _floor(bottom - 0.01, scale)
+    simulation = simulation_module.HarnessSimulation(bpy.context.scene)
+    target = 0.5 * bottom
+    z = bottom - 0.01
+    report = None
+    while z < target:
+        z = min(z + 0.001, target)
+        floor.location.z = z / scale
+        bpy.context.view_layer.update()
+        report = simulation.tick(bpy.context)
+        assert not report.failed, report.failed
+    return cable, target, report
+
+
+def test_collider_raised_under_a_cable_lifts_it_instead_of_passing_through(extension):
+    cable, floor_z, report = _raise_floor_under_hanging_cable(extension, 1.0)
+    resting = curve_world_points(cable)
+    radius = 0.5 * cable.cable_harness.diameter
+    assert resting[:, 2].min() >= floor_z + radius * 0.99  # held above the floor by its radius
+    assert resting[:, 2].min() < floor_z + radius * 1.5  # and really lying on it
+    assert report.candidate_triangles > 0
+
+
+def test_collider_in_a_millimetre_scene_acts_the_same(extension):
+    cable, _z, _report = _raise_floor_under_hanging_cable(extension, 1.0)
+    metres = curve_world_points(cable, 1.0)
+    bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)
+    cable, _z, _report = _raise_floor_under_hanging_cable(extension, 0.001)
+    assert np.abs(curve_world_points(cable, 0.001) - metres).max() < 1e-5
