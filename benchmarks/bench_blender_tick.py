@@ -3,8 +3,9 @@
 
     .venv/bin/python -m benchmarks.bench_blender_tick        (or: python3 tools/dev.py bench)
 
-Scene: three cables of 100 segments hanging between ceiling connectors through clips, above a
-wavy 200k-triangle collider mesh; each tick drags one connector 1 mm, as a user would. Runs the
+Scene: three cables of 100 segments hanging between ceiling connectors through clips, just above
+a wavy 200k-triangle collider mesh (within the broad phase's reach, not touching); each tick drags
+one connector 1 mm, as a user would. Runs the
 same code path as the modal operator's TIMER event (HarnessSimulation.tick) headlessly, pinned to
 one core. Target (issue #4): <= 16 ms per tick.
 """
@@ -41,7 +42,10 @@ def load_extension():
 def wavy_collider():
     u = np.linspace(-0.2, 0.6, GRID)
     X, Y = np.meshgrid(u, u - 0.2)
-    Z = -0.125 + 0.01 * np.sin(X * 40.0) * np.cos(Y * 30.0)  # within reach of the lowest nodes
+    # within the broad phase's reach of the lowest nodes but clear of them: candidate triangles are
+    # found and the narrow phase evaluated every tick, without contact forces (resting contact on a
+    # curved faceted mesh does not converge yet, see README)
+    Z = -0.135 + 0.004 * np.sin(X * 40.0) * np.cos(Y * 30.0)
     verts = np.column_stack((X.ravel(), Y.ravel(), Z.ravel()))
     i = np.arange(GRID - 1)
     a = (i[:, None] * GRID + i[None, :]).ravel()
