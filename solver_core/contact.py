@@ -142,10 +142,7 @@ def find_pairs(pos, radius, reach, obstacles, self_gap):
             for k in range(3):
                 lo[k] = pos[i, k] - radius - reach
                 hi[k] = pos[i, k] + radius + reach
-            count = query_box(t_min, t_max, t_left, t_right, t_start, t_count, t_order, lo, hi, hits, 0)
-            while count < 0:
-                hits = np.empty(hits.shape[0] * 4, dtype=np.int64)
-                count = query_box(t_min, t_max, t_left, t_right, t_start, t_count, t_order, lo, hi, hits, 0)
+            hits, count = _query(t_min, t_max, t_left, t_right, t_start, t_count, t_order, lo, hi, hits)
             for h in range(count):
                 tri = hits[h]
                 d2 = closest_point_on_triangle(pos[i], tris[tri, 0], tris[tri, 1], tris[tri, 2], cq)
@@ -188,10 +185,7 @@ def find_pairs(pos, radius, reach, obstacles, self_gap):
                 kind[n], elem[n], prim[n] = SPHERE, i, s
                 n += 1
         if tris.shape[0] > 0:
-            count = query_box(t_min, t_max, t_left, t_right, t_start, t_count, t_order, lo, hi, hits, 0)
-            while count < 0:
-                hits = np.empty(hits.shape[0] * 4, dtype=np.int64)
-                count = query_box(t_min, t_max, t_left, t_right, t_start, t_count, t_order, lo, hi, hits, 0)
+            hits, count = _query(t_min, t_max, t_left, t_right, t_start, t_count, t_order, lo, hi, hits)
             for h in range(count):
                 tri = hits[h]
                 t, d = segment_triangle(pos[i], pos[i + 1], tris[tri, 0], tris[tri, 1], tris[tri, 2], cp, cq)
@@ -227,6 +221,16 @@ def find_pairs(pos, radius, reach, obstacles, self_gap):
                 kind[n], elem[n], prim[n] = CAP_SEG, i, c
                 n += 1
     return kind[:n].copy(), elem[:n].copy(), prim[:n].copy()
+
+
+@njit
+def _query(t_min, t_max, t_left, t_right, t_start, t_count, t_order, lo, hi, hits):
+    """Triangles whose boxes overlap [lo, hi], growing the buffer until they fit."""
+    count = query_box(t_min, t_max, t_left, t_right, t_start, t_count, t_order, lo, hi, hits, 0)
+    while count < 0:
+        hits = np.empty(hits.shape[0] * 4, dtype=np.int64)
+        count = query_box(t_min, t_max, t_left, t_right, t_start, t_count, t_order, lo, hi, hits, 0)
+    return hits, count
 
 
 @njit
