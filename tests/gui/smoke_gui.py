@@ -9,7 +9,6 @@ takes screenshots, checks that the cable followed, writes the outcome as JSON an
 import json
 import math
 import os
-import sys
 import traceback
 
 import bpy

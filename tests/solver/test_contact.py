@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 import pytest
-from helpers.cases import cable, case, first, harness, min_clearance, solve
+from helpers.cases import cable, case, first, min_clearance, solve
 
 R = 0.002  # cable radius of the test cables (4 mm)
 LINEAR_DENSITY = 7958.0 * math.pi * 0.004**2 / 4  # the helpers' cable (Lv 2017: 30 g over 300 mm)
