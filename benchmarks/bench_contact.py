@@ -44,10 +44,13 @@ def surface_height(x, y, amplitude=0.004):
 def single_cable_on_mesh():
     verts, tris = wavy_mesh(317)  # 199 712 triangles
     lift = 0.002 + 0.0005  # radius plus a little air
-    xs = np.linspace(0.0, 0.55, 23)
+    xs = np.linspace(0.0, 0.55, 111)
     route = [[x, 0.0, surface_height(x, 0.0) + lift] for x in xs]
+    # the cable lies along the surface: as long as its route there (a longer one would start
+    # compressed and buckle its way across the waves first)
+    length = float(np.linalg.norm(np.diff(np.array(route), axis=0), axis=1).sum())
     doc = {"format": "cable-harness-case/1", "cables": [{
-        "id": "W", "length": 0.6, "diameter": 0.004, "material": MATERIAL, "segments": 100,
+        "id": "W", "length": length, "diameter": 0.004, "material": MATERIAL, "segments": 100,
         "start": {"position": route[0], "tangent": [1, 0, 0], "normal": [0, 0, 1]},
         "end": {"position": route[-1], "tangent": [1, 0, 0], "normal": [0, 0, 1]}, "route": route}],
         "obstacles": [{"type": "mesh", "vertices": verts.tolist(), "triangles": tris.tolist()}],
