@@ -25,6 +25,20 @@ def _on_depsgraph_update(scene, depsgraph):
             _dirty_geometry.add(update.id.name)
 
 
+def _may_deform(ob) -> bool:
+    data = getattr(ob, "data", None)
+    return bool(ob.modifiers) or (data is not None and getattr(data, "shape_keys", None) is not None)
+
+
+@bpy.app.handlers.persistent
+def _on_frame_change(scene, depsgraph=None):
+    # a frame change re-evaluates animated modifiers and shape keys: colliders that can deform
+    # get their trees rebuilt (moving ones need nothing, their trees are in object space)
+    for ob in scene.objects:
+        if ob.cable_harness.role == "COLLIDER" and _may_deform(ob):
+            _dirty_geometry.add(ob.name)
+
+
 @dataclass
 class ColliderTree:
     name: str
@@ -92,12 +106,19 @@ class ColliderCache:
         return np.concatenate(found) if found else np.zeros((0, 3, 3))
 
 
+_HANDLERS = (("depsgraph_update_post", _on_depsgraph_update), ("frame_change_post", _on_frame_change))
+
+
 def register():
-    if _on_depsgraph_update not in bpy.app.handlers.depsgraph_update_post:
-        bpy.app.handlers.depsgraph_update_post.append(_on_depsgraph_update)
+    for name, fn in _HANDLERS:
+        handlers = getattr(bpy.app.handlers, name)
+        if fn not in handlers:
+            handlers.append(fn)
 
 
 def unregister():
-    if _on_depsgraph_update in bpy.app.handlers.depsgraph_update_post:
-        bpy.app.handlers.depsgraph_update_post.remove(_on_depsgraph_update)
+    for name, fn in _HANDLERS:
+        handlers = getattr(bpy.app.handlers, name)
+        if fn in handlers:
+            handlers.remove(fn)
     _dirty_geometry.clear()

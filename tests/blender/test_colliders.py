@@ -56,3 +56,20 @@ def test_collider_in_a_millimetre_scene_acts_the_same(extension):
     bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)
     cable, _z, _report = _raise_floor_under_hanging_cable(extension, 0.001)
     assert np.abs(curve_world_points(cable, 0.001) - metres).max() < 1e-5
+
+
+def test_a_deforming_collider_is_rebuilt_on_frame_change(extension):
+    colliders = sys.modules[f"{extension.__name__}.cable_harness.colliders"]
+    simulation_module = sys.modules[f"{extension.__name__}.cable_harness.simulation"]
+    *_, cable = simple_harness(with_clip=False)
+    floor = _floor(-0.5, 1.0)
+    floor.modifiers.new("Displace", "DISPLACE")  # a modifier: its geometry may change with the frame
+    simulation = simulation_module.HarnessSimulation(bpy.context.scene)
+    simulation.tick(bpy.context)
+    builds = simulation.colliders.builds
+    simulation.tick(bpy.context)
+    assert simulation.colliders.builds == builds  # unchanged geometry: the tree is kept
+    bpy.context.scene.frame_set(5)
+    simulation.tick(bpy.context)
+    assert simulation.colliders.builds == builds + 1  # rebuilt for the new frame
+    assert floor.name not in colliders._dirty_geometry

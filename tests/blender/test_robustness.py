@@ -127,7 +127,7 @@ def test_modal_simulate_stops_cleanly_when_a_file_is_loaded():
 
 def _our_handlers():
     found = []
-    for name in ("depsgraph_update_post", "load_pre"):
+    for name in ("depsgraph_update_post", "frame_change_post", "load_pre"):
         for fn in getattr(bpy.app.handlers, name):
             if "cable_harness" in getattr(fn, "__module__", ""):
                 found.append((name, fn.__name__))
@@ -144,5 +144,5 @@ def test_unregister_leaves_no_handlers_timers_or_classes_behind(extension):
         assert not any(name.startswith("CABLE_HARNESS_") for name in dir(bpy.types))
         assert not hasattr(bpy.types, "VIEW3D_PT_cable_harness")
         enable_extension()
-        assert len(_our_handlers()) == 2
+        assert len(_our_handlers()) == 3
     assert solve_module._state["timers"] == []
