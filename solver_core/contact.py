@@ -54,6 +54,7 @@ class ObstacleSet:
     capsule_b: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
     capsule_radius: np.ndarray = field(default_factory=lambda: np.zeros(0))
     capsule_self: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # own segment or -1
+    triangle_sharp: np.ndarray = None  # per triangle, bit k: edge k (ab, bc, ca) is sharp or open
 
     @property
     def empty(self) -> bool:
@@ -68,7 +69,7 @@ class ObstacleSet:
     def with_capsules(self, a, b, radius, self_index) -> "ObstacleSet":
         return ObstacleSet(self.plane_point, self.plane_normal, self.sphere_centre, self.sphere_radius,
                            self.triangles, self.triangle_owner, self.tree, np.asarray(a, float), np.asarray(b, float),
-                           np.asarray(radius, float), np.asarray(self_index, dtype=np.int64))
+                           np.asarray(radius, float), np.asarray(self_index, dtype=np.int64), self.triangle_sharp)
 
     def kernel_arrays(self) -> tuple:
         """The tuple the compiled kernels take (builds the triangle tree on first use)."""
@@ -81,9 +82,51 @@ class ObstacleSet:
                 e = np.full(1, -1, dtype=np.int64)
                 self.tree = (z, z - 1.0, e, e, np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64),
                              np.zeros(0, dtype=np.int64))
+        if self.triangle_sharp is None:
+            self.triangle_sharp = sharp_edges(self.triangles)
         return (self.plane_point, self.plane_normal, self.sphere_centre, self.sphere_radius, self.triangles,
                 self.triangle_owner) + self.tree + (self.capsule_a, self.capsule_b, self.capsule_radius,
-                                                    self.capsule_self)
+                                                    self.capsule_self, self.triangle_sharp)
+
+
+SHARP_EDGE_DEGREES = 30.0
+
+
+def sharp_edges(triangles: np.ndarray, degrees: float = SHARP_EDGE_DEGREES) -> np.ndarray:
+    """Per triangle, a bit per edge (ab, bc, ca) that is sharp: its faces meet at more than ``degrees``,
+    or it is open (a boundary) or shared by more than two faces. Only there can a feature reach
+    between two cable nodes; over smoothly tessellated surfaces node contacts suffice."""
+    n = len(triangles)
+    if n == 0:
+        return np.zeros(0, dtype=np.uint8)
+    pts = triangles.reshape(-1, 3)
+    scale = max(float(np.abs(pts).max()), 1e-12)
+    keys = np.round(pts / (scale * 1e-9)).astype(np.int64)
+    _, vid = np.unique(keys, axis=0, return_inverse=True)
+    vid = vid.reshape(n, 3)
+    normals = np.cross(triangles[:, 1] - triangles[:, 0], triangles[:, 2] - triangles[:, 0])
+    normals /= np.maximum(np.linalg.norm(normals, axis=1), 1e-300)[:, None]
+    a = np.concatenate((vid[:, 0], vid[:, 1], vid[:, 2]))
+    b = np.concatenate((vid[:, 1], vid[:, 2], vid[:, 0]))
+    edge = np.stack((np.minimum(a, b), np.maximum(a, b)), axis=1)
+    tri = np.tile(np.arange(n), 3)
+    bit = np.repeat(np.arange(3), n)
+    order = np.lexsort((edge[:, 1], edge[:, 0]))
+    edge, tri, bit = edge[order], tri[order], bit[order]
+    start = np.concatenate(([True], (np.diff(edge, axis=0) != 0).any(axis=1)))
+    group = np.cumsum(start) - 1
+    counts = np.bincount(group)
+    sharp = counts[group] != 2
+    pair = np.flatnonzero(counts[group] == 2)
+    first = pair[start[pair]]
+    second = first + 1
+    cos = np.abs(np.einsum("ij,ij->i", normals[tri[first]], normals[tri[second]]))
+    bent = cos < np.cos(np.radians(degrees))
+    sharp[first] |= bent
+    sharp[second] |= bent
+    out = np.zeros(n, dtype=np.uint8)
+    np.bitwise_or.at(out, tri[sharp], (1 << bit[sharp]).astype(np.uint8))
+    return out
 
 
 def obstacles_from_case(obstacles) -> ObstacleSet:
@@ -116,7 +159,7 @@ def find_pairs(pos, radius, reach, obstacles, self_gap):
     With self_gap > 0 the cable also meets its own segments (primitive = segment index), those
     closer than ``self_gap`` segments along it excepted."""
     (plane_p, plane_n, sph_c, sph_r, tris, _owner, t_min, t_max, t_left, t_right, t_start, t_count, t_order,
-     cap_a, cap_b, cap_r, cap_self) = obstacles
+     cap_a, cap_b, cap_r, cap_self, tri_sharp) = obstacles
     n_nodes = pos.shape[0]
     n_seg = n_nodes - 1
     cap = 64 + 8 * n_nodes
@@ -188,8 +231,11 @@ def find_pairs(pos, radius, reach, obstacles, self_gap):
             hits, count = _query(t_min, t_max, t_left, t_right, t_start, t_count, t_order, lo, hi, hits)
             for h in range(count):
                 tri = hits[h]
+                if tri_sharp[tri] == 0:
+                    continue  # smooth all round: the node pairs carry this triangle
                 t, d = segment_triangle(pos[i], pos[i + 1], tris[tri, 0], tris[tri, 1], tris[tri, 2], cp, cq)
-                if d < radius + reach and INTERIOR < t < 1.0 - INTERIOR:
+                if (d < radius + reach and INTERIOR < t < 1.0 - INTERIOR
+                        and _on_sharp_edge(cq, tris[tri, 0], tris[tri, 1], tris[tri, 2], tri_sharp[tri])):
                     if n >= cap:
                         kind, elem, prim, cap = _grow(kind, elem, prim, cap)
                     kind[n], elem[n], prim[n] = TRI_SEG, i, tri
@@ -221,6 +267,27 @@ def find_pairs(pos, radius, reach, obstacles, self_gap):
                 kind[n], elem[n], prim[n] = CAP_SEG, i, c
                 n += 1
     return kind[:n].copy(), elem[:n].copy(), prim[:n].copy()
+
+
+@njit
+def _on_sharp_edge(q, a, b, c, sharp):
+    """Whether q (on triangle abc) lies on one of its sharp edges (bits: ab, bc, ca) or their ends."""
+    ab0, ab1, ab2 = b[0] - a[0], b[1] - a[1], b[2] - a[2]
+    ac0, ac1, ac2 = c[0] - a[0], c[1] - a[1], c[2] - a[2]
+    n0, n1, n2 = ab1 * ac2 - ab2 * ac1, ab2 * ac0 - ab0 * ac2, ab0 * ac1 - ab1 * ac0
+    nn = n0 * n0 + n1 * n1 + n2 * n2
+    if nn <= 0.0:
+        return True
+    aq0, aq1, aq2 = q[0] - a[0], q[1] - a[1], q[2] - a[2]
+    # barycentric v (weight of b) and w (weight of c)
+    v = ((aq1 * ac2 - aq2 * ac1) * n0 + (aq2 * ac0 - aq0 * ac2) * n1 + (aq0 * ac1 - aq1 * ac0) * n2) / nn
+    w = ((ab1 * aq2 - ab2 * aq1) * n0 + (ab2 * aq0 - ab0 * aq2) * n1 + (ab0 * aq1 - ab1 * aq0) * n2) / nn
+    u = 1.0 - v - w
+    tol = 1e-7
+    on_ab = w <= tol
+    on_bc = u <= tol
+    on_ca = v <= tol
+    return ((on_ab and (sharp & 1) != 0) or (on_bc and (sharp & 2) != 0) or (on_ca and (sharp & 4) != 0))
 
 
 @njit
@@ -262,7 +329,8 @@ def pair_geometry(pos, kind, elem, prim, obstacles, cp, cq, normal, frozen):
     iteration, so that self-contact stays inside the band; their radius is the caller's); cp = point on the cable
     centre line (t = 0 for node pairs), cq = closest point of the primitive, normal = unit vector from
     cq towards cp."""
-    (plane_p, plane_n, sph_c, sph_r, tris, _owner, _a, _b, _c, _d, _e, _f, _g, cap_a, cap_b, cap_r, _s) = obstacles
+    (plane_p, plane_n, sph_c, sph_r, tris, _owner, _a, _b, _c, _d, _e, _f, _g, cap_a, cap_b, cap_r, _s,
+     _sharp) = obstacles
     i = elem
     if kind == PLANE:
         d = ((pos[i, 0] - plane_p[prim, 0]) * plane_n[prim, 0] + (pos[i, 1] - plane_p[prim, 1]) * plane_n[prim, 1]
@@ -354,7 +422,7 @@ def _feature_projector(q, a, b, c, J):
 @njit
 def _curvature_hessian(kind, prim, obstacles, cp, cq, normal, H):
     """Second derivative of the node-to-primitive distance, (I - dq/dx - n n^T) / |x - q|."""
-    (_pp, _pn, _sc, _sr, tris, _o, _a, _b, _c, _d, _e, _f, _g, cap_a, cap_b, _cr, _s) = obstacles
+    (_pp, _pn, _sc, _sr, tris, _o, _a, _b, _c, _d, _e, _f, _g, cap_a, cap_b, _cr, _s, _sharp) = obstacles
     J = np.zeros((3, 3))
     if kind == TRI_NODE:
         _feature_projector(cq, tris[prim, 0], tris[prim, 1], tris[prim, 2], J)

@@ -320,3 +320,50 @@ def test_closest_points_against_brute_force(rng):
         other = q0 + u[:, None] * (q1 - q0)
         brute = np.linalg.norm(seg[:, None, :] - other[None, :, :], axis=2).min()
         assert brute - 1e-2 <= d <= brute + 1e-12
+
+
+def _uv_sphere(radius, n_lon=48, n_lat=24):
+    """A closed UV sphere with vertices on the sphere (facets inside it by at most the sagitta)."""
+    verts = [[0.0, 0.0, radius], [0.0, 0.0, -radius]]
+    for i in range(1, n_lat):
+        th = math.pi * i / n_lat
+        for j in range(n_lon):
+            ph = 2 * math.pi * j / n_lon
+            verts.append([radius * math.sin(th) * math.cos(ph), radius * math.sin(th) * math.sin(ph),
+                          radius * math.cos(th)])
+
+    def ring(i, j):
+        return 2 + (i - 1) * n_lon + j % n_lon
+
+    tris = [[0, ring(1, j), ring(1, j + 1)] for j in range(n_lon)]
+    for i in range(1, n_lat - 1):
+        for j in range(n_lon):
+            tris += [[ring(i, j), ring(i + 1, j), ring(i + 1, j + 1)], [ring(i, j), ring(i + 1, j + 1), ring(i, j + 1)]]
+    tris += [[1, ring(n_lat - 1, j + 1), ring(n_lat - 1, j)] for j in range(n_lon)]
+    return {"type": "mesh", "vertices": verts, "triangles": tris}
+
+
+def test_cable_draped_over_a_tessellated_sphere_matches_the_smooth_sphere():
+    # resting contact on a curved faceted surface converges and touches the facets where it should
+    spec = cable(length=0.3, segments=60, material={"E": 20e6, "nu": 0.4, "density": 1500},
+                 start={"position": [-0.12, 0, -0.02], "tangent": [0, 0, 1]},
+                 end={"position": [0.12, 0, -0.02], "tangent": [0, 0, -1]},
+                 route=[[-0.12, 0, -0.02], [-0.1, 0, 0.09], [0.1, 0, 0.09], [0.12, 0, -0.02]])
+    smooth = first(solve(case(spec, obstacles=[{"type": "sphere", "center": [0, 0, 0], "radius": 0.06}])))
+    mesh = _uv_sphere(0.06, n_lon=24, n_lat=12)
+    doc = case(spec, obstacles=[mesh])
+    faceted = first(solve(doc))
+    assert faceted["converged"] and faceted["contacts"]
+    # every contact on the faceted sphere lies between its facets' inner distance and its radius
+    inner = 0.06 * math.cos(math.pi / 12) * math.cos(math.pi / 24)
+    for c in faceted["contacts"]:
+        centre_line = np.array(c["point"]) + R * np.array(c["normal"])
+        assert inner + 0.99 * R <= np.linalg.norm(centre_line) <= 0.06 + 1.01 * R
+    # and the nearly taut drape (0.5 % strain) stays within a few millimetres of the smooth one
+    assert np.abs(np.array(faceted["nodes"]) - np.array(smooth["nodes"])).max() < 3e-3
+    # Known limit (issue #3 stays open): over gentle facet edges contact is held at the nodes, so a
+    # straight segment may cut the curved surface by up to its chord sagitta l^2 / (8 rho) plus the
+    # facets' own sagitta; beyond that bound nothing penetrates.
+    seg, rho = 0.3 / 60, 0.06 + R
+    bound = seg**2 / (8 * rho) + 0.06 * (1 - math.cos(math.pi / 12)) + 0.01 * R
+    assert min_clearance(faceted["nodes"], R, doc["obstacles"]) >= -bound
