@@ -60,7 +60,7 @@ def material_document(settings) -> dict:
     return {"preset": settings.material}
 
 
-def cable_document(ob, scale) -> dict:
+def cable_document(ob, scale, with_route: bool = True) -> dict:
     """The case-format cable of one cable object (raises HarnessInputError naming what is missing)."""
     s = ob.cable_harness
     name = ob.name
@@ -95,6 +95,8 @@ def cable_document(ob, scale) -> dict:
         "end": end,
         "clips": clips,
     }
+    if not with_route:
+        return doc
     current = _solved_centre_line(ob, s)
     if current is not None:
         # start from what the user sees: the last result, not the drawn route

@@ -19,7 +19,6 @@ import numpy as np
 from ..solver_core import CableChange, Harness
 from ..solver_core.contact import ObstacleSet
 from ..solver_core.case import parse_frame
-from ..solver_core.harness import RESULT_FORMAT
 from .colliders import ColliderCache
 from .scene_model import (CABLE, COLLIDER, HarnessInputError, case_document, cable_document, harness_objects,
                           metres_per_unit, parse_scene_case, write_cable_result)
@@ -127,16 +126,20 @@ class HarnessSimulation:
             if ob.name != name:  # renamed while running: carry its solver session over
                 self._rename(name, ob.name)
             try:
-                doc = cable_document(ob, self.scale)
-                one = parse_scene_case({"format": "cable-harness-case/1", "gravity": self.case.gravity.tolist(),
-                                        "cables": [doc]})
+                # the route matters only when a cable is (re)built: not read on ordinary ticks
+                doc = cable_document(ob, self.scale, with_route=False)
+                parse_scene_case({"format": "cable-harness-case/1", "gravity": self.case.gravity.tolist(),
+                                  "cables": [doc]})
+                signature = _static_signature(doc)
+                if self.signatures.get(ob.name) != signature:
+                    rebuilt = parse_scene_case({"format": "cable-harness-case/1",
+                                                "gravity": self.case.gravity.tolist(),
+                                                "cables": [cable_document(ob, self.scale)]})
+                    self.harness.add_cable(rebuilt.cables[0])
+                    self.signatures[ob.name] = signature
             except HarnessInputError as exc:
                 report.failed[ob.name] = str(exc)
                 continue
-            signature = _static_signature(doc)
-            if self.signatures.get(ob.name) != signature:
-                self.harness.add_cable(one.cables[0])
-                self.signatures[ob.name] = signature
             targets[ob.name] = CableChange(
                 start=parse_frame(doc["start"], "start"),
                 end=None if doc["end"] is None else parse_frame(doc["end"], "end"),
@@ -171,17 +174,6 @@ class HarnessSimulation:
             ob = bpy.data.objects.get(name)
             if ob is not None:
                 write_cable_result(ob, result, self.scale)
-
-    # ------------------------------------------------------------ whole-scene helpers
-
-    def result_document(self, report: TickReport) -> dict:
-        return {"format": RESULT_FORMAT, "steps": [{"cables": report.results}]}
-
-
-def solve_scene(context, cable_objects=None) -> TickReport:
-    """One-shot solve of the scene's cables (what the Solve operator and scripts call)."""
-    simulation = HarnessSimulation(context.scene, cable_objects)
-    return simulation.tick(context)
 
 
 def export_case(scene, path: str) -> dict:

@@ -53,7 +53,6 @@ class ObstacleSet:
     capsule_a: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
     capsule_b: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
     capsule_radius: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    capsule_self: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # own segment or -1
     triangle_sharp: np.ndarray = None  # per triangle, bit k: edge k (ab, bc, ca) is sharp or open
 
     @property
@@ -64,12 +63,13 @@ class ObstacleSet:
         tris = np.concatenate((self.triangles, np.asarray(triangles, dtype=np.float64).reshape(-1, 3, 3)))
         owners = np.concatenate((self.triangle_owner, np.full(len(triangles), owner, dtype=np.int64)))
         return ObstacleSet(self.plane_point, self.plane_normal, self.sphere_centre, self.sphere_radius, tris, owners,
-                           None, self.capsule_a, self.capsule_b, self.capsule_radius, self.capsule_self)
+                           None, self.capsule_a, self.capsule_b, self.capsule_radius)
 
-    def with_capsules(self, a, b, radius, self_index) -> "ObstacleSet":
+    def with_capsules(self, a, b, radius) -> "ObstacleSet":
+        """The same obstacles plus segments of other cables (capsules from a to b of the given radii)."""
         return ObstacleSet(self.plane_point, self.plane_normal, self.sphere_centre, self.sphere_radius,
                            self.triangles, self.triangle_owner, self.tree, np.asarray(a, float), np.asarray(b, float),
-                           np.asarray(radius, float), np.asarray(self_index, dtype=np.int64), self.triangle_sharp)
+                           np.asarray(radius, float), self.triangle_sharp)
 
     def kernel_arrays(self) -> tuple:
         """The tuple the compiled kernels take (builds the triangle tree on first use)."""
@@ -86,7 +86,7 @@ class ObstacleSet:
             self.triangle_sharp = sharp_edges(self.triangles)
         return (self.plane_point, self.plane_normal, self.sphere_centre, self.sphere_radius, self.triangles,
                 self.triangle_owner) + self.tree + (self.capsule_a, self.capsule_b, self.capsule_radius,
-                                                    self.capsule_self, self.triangle_sharp)
+                                                    self.triangle_sharp)
 
 
 SHARP_EDGE_DEGREES = 30.0
@@ -159,7 +159,7 @@ def find_pairs(pos, radius, reach, obstacles, self_gap):
     With self_gap > 0 the cable also meets its own segments (primitive = segment index), those
     closer than ``self_gap`` segments along it excepted."""
     (plane_p, plane_n, sph_c, sph_r, tris, _owner, t_min, t_max, t_left, t_right, t_start, t_count, t_order,
-     cap_a, cap_b, cap_r, cap_self, tri_sharp) = obstacles
+     cap_a, cap_b, cap_r, tri_sharp) = obstacles
     n_nodes = pos.shape[0]
     n_seg = n_nodes - 1
     cap = 64 + 8 * n_nodes
@@ -329,7 +329,7 @@ def pair_geometry(pos, kind, elem, prim, obstacles, cp, cq, normal, frozen):
     iteration, so that self-contact stays inside the band; their radius is the caller's); cp = point on the cable
     centre line (t = 0 for node pairs), cq = closest point of the primitive, normal = unit vector from
     cq towards cp."""
-    (plane_p, plane_n, sph_c, sph_r, tris, _owner, _a, _b, _c, _d, _e, _f, _g, cap_a, cap_b, cap_r, _s,
+    (plane_p, plane_n, sph_c, sph_r, tris, _owner, _a, _b, _c, _d, _e, _f, _g, cap_a, cap_b, cap_r,
      _sharp) = obstacles
     i = elem
     if kind == PLANE:
@@ -422,7 +422,7 @@ def _feature_projector(q, a, b, c, J):
 @njit
 def _curvature_hessian(kind, prim, obstacles, cp, cq, normal, H):
     """Second derivative of the node-to-primitive distance, (I - dq/dx - n n^T) / |x - q|."""
-    (_pp, _pn, _sc, _sr, tris, _o, _a, _b, _c, _d, _e, _f, _g, cap_a, cap_b, _cr, _s, _sharp) = obstacles
+    (_pp, _pn, _sc, _sr, tris, _o, _a, _b, _c, _d, _e, _f, _g, cap_a, cap_b, _cr, _sharp) = obstacles
     J = np.zeros((3, 3))
     if kind == TRI_NODE:
         _feature_projector(cq, tris[prim, 0], tris[prim, 1], tris[prim, 2], J)

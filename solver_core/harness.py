@@ -114,18 +114,16 @@ class Harness:
         return report
 
     def _capsules_for(self, cable_id: str):
-        """Segments of the other cables as capsules, world frame (self-contact is done in the kernel)."""
-        a, b, radius, own = [np.zeros((0, 3))], [np.zeros((0, 3))], [np.zeros(0)], [np.zeros(0, dtype=np.int64)]
+        """Segments of the other cables as capsules, world frame (self-contact is the kernel's)."""
+        a, b, radius = [np.zeros((0, 3))], [np.zeros((0, 3))], [np.zeros(0)]
         for cid, session in self.cables.items():
             if cid == cable_id:
                 continue
             x = session.state.positions + session.model.origin
-            r = 0.5 * session.model.cable.diameter
             a.append(x[:-1])
             b.append(x[1:])
-            radius.append(np.full(len(x) - 1, r))
-            own.append(np.full(len(x) - 1, -1, dtype=np.int64))
-        return np.concatenate(a), np.concatenate(b), np.concatenate(radius), np.concatenate(own)
+            radius.append(np.full(len(x) - 1, 0.5 * session.model.cable.diameter))
+        return np.concatenate(a), np.concatenate(b), np.concatenate(radius)
 
     def solve_step(self, changes: dict | None = None) -> dict:
         """Solve every cable (with the frames in ``changes`` moved); returns {id: SolveReport}."""

@@ -151,7 +151,7 @@ def test_contact_gradient_and_hessian_match_finite_differences(rng):
     caps_a = np.array([x[3] - 0.0028 * n - 0.02 * u])  # a cable passing beside node 3
     caps_b = np.array([x[3] - 0.0028 * n + 0.02 * u])
     obstacles = ObstacleSet(triangles=tri, triangle_owner=np.zeros(3, dtype=np.int64)).with_capsules(
-        caps_a, caps_b, np.array([0.0015]), np.array([-1]))
+        caps_a, caps_b, np.array([0.0015]))
     arrays = obstacles.kernel_arrays()
     radius, stiffness = 0.002, 1e6
     node_len = np.full(model.n_nodes, 0.05)
