@@ -92,9 +92,9 @@ class ColliderCache:
             M = np.array([list(row) for row in ob.matrix_world])
             inverse = np.linalg.inv(M)
             local = points_units @ inverse[:3, :3].T + inverse[:3, 3]
-            # a conservative local reach under non-uniform scale
+            # a conservative local reach under non-uniform scale, margin included
             scale_min = min(np.linalg.norm(M[:3, :3], axis=0).min(), 1e30)
-            reach = reach_units / max(scale_min, 1e-12)
+            reach = reach_units / max(scale_min, 1e-12) + ob.cable_harness.collider_margin
             hits = set()
             for p in local:
                 for _co, _normal, index, _dist in entry.tree.find_nearest_range(Vector(p), reach):
@@ -102,7 +102,15 @@ class ColliderCache:
             if hits:
                 idx = np.fromiter(hits, dtype=np.int64)
                 tri_local = entry.vertices[entry.triangles[idx]]
-                found.append(tri_local @ M[:3, :3].T + M[:3, 3])
+                tri_world = tri_local @ M[:3, :3].T + M[:3, 3]
+                margin = ob.cable_harness.collider_margin * float(np.linalg.norm(M[:3, :3], axis=0).mean())
+                if margin > 0.0:
+                    # the collider's surface pushed out by its margin along the faces' normals
+                    # (outward for closed meshes wound consistently)
+                    n = np.cross(tri_world[:, 1] - tri_world[:, 0], tri_world[:, 2] - tri_world[:, 0])
+                    n /= np.maximum(np.linalg.norm(n, axis=1), 1e-300)[:, None]
+                    tri_world = tri_world + margin * n[:, None, :]
+                found.append(tri_world)
         return np.concatenate(found) if found else np.zeros((0, 3, 3))
 
 

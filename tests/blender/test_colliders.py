@@ -20,7 +20,7 @@ def _floor(z_m, scale, size_m=1.0):
     return ob
 
 
-def _raise_floor_under_hanging_cable(extension, scale):
+def _raise_floor_under_hanging_cable(extension, scale, margin_m=0.0):
     """Hang a cable, then raise a floor from below it to half its sag in 1 mm ticks of Simulate (a collider
     may move at most half a cable radius per tick: further, it could pass through the cable)."""
     simulation_module = sys.modules[f"{extension.__name__}.cable_harness.simulation"]
@@ -28,6 +28,7 @@ def _raise_floor_under_hanging_cable(extension, scale):
     bpy.ops.cable_harness.solve()
     bottom = curve_world_points(cable, scale)[:, 2].min()
     floor = _floor(bottom - 0.01, scale)
+    floor.cable_harness.collider_margin = margin_m / scale
     simulation = simulation_module.HarnessSimulation(bpy.context.scene)
     target = 0.5 * bottom
     z = bottom - 0.01
@@ -48,6 +49,13 @@ def test_collider_raised_under_a_cable_lifts_it_instead_of_passing_through(exten
     assert resting[:, 2].min() >= floor_z + radius * 0.99  # held above the floor by its radius
     assert resting[:, 2].min() < floor_z + radius * 1.5  # and really lying on it
     assert report.candidate_triangles > 0
+
+
+def test_collider_margin_keeps_the_cable_that_much_farther_away(extension):
+    cable, floor_z, _report = _raise_floor_under_hanging_cable(extension, 1.0, margin_m=0.003)
+    radius = 0.5 * cable.cable_harness.diameter
+    lowest = curve_world_points(cable)[:, 2].min()
+    assert floor_z + 0.003 + 0.99 * radius <= lowest < floor_z + 0.003 + 1.5 * radius
 
 
 def test_collider_in_a_millimetre_scene_acts_the_same(extension):
