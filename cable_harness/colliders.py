@@ -15,6 +15,8 @@ import numpy as np
 from mathutils import Vector
 from mathutils.bvhtree import BVHTree
 
+from ..solver_core.contact import sharp_edges
+
 _dirty_geometry: set = set()
 
 
@@ -45,6 +47,7 @@ class ColliderTree:
     tree: BVHTree
     vertices: np.ndarray  # local space, Blender units
     triangles: np.ndarray  # (n, 3) vertex indices
+    sharp: np.ndarray  # per triangle, the solver's sharp-edge bits, from the whole mesh
 
 
 class ColliderCache:
@@ -77,14 +80,16 @@ class ColliderCache:
             tree = BVHTree.FromPolygons(verts, tris, all_triangles=True)
         except TypeError:  # Blender versions whose BVHTree wants Python sequences
             tree = BVHTree.FromPolygons(verts.tolist(), tris.tolist(), all_triangles=True)
-        entry = ColliderTree(ob.name, tree, verts, tris)
+        entry = ColliderTree(ob.name, tree, verts, tris, sharp_edges(verts[tris]))
         self._trees[ob.name] = entry
         self.builds += 1
         return entry
 
-    def nearby_triangles(self, colliders, depsgraph, points_units: np.ndarray, reach_units: float) -> np.ndarray:
-        """World-space triangles (n, 3, 3) in Blender units within reach of any of the points."""
+    def nearby_triangles(self, colliders, depsgraph, points_units: np.ndarray, reach_units: float):
+        """World-space triangles (n, 3, 3) in Blender units within reach of any of the points, and their
+        sharp-edge bits (computed once per mesh)."""
         found = []
+        flags = []
         for ob in colliders:
             entry = self.tree(ob, depsgraph)
             if entry is None:
@@ -111,7 +116,10 @@ class ColliderCache:
                     n /= np.maximum(np.linalg.norm(n, axis=1), 1e-300)[:, None]
                     tri_world = tri_world + margin * n[:, None, :]
                 found.append(tri_world)
-        return np.concatenate(found) if found else np.zeros((0, 3, 3))
+                flags.append(entry.sharp[idx])
+        if not found:
+            return np.zeros((0, 3, 3)), np.zeros(0, dtype=np.uint8)
+        return np.concatenate(found), np.concatenate(flags)
 
 
 _HANDLERS = (("depsgraph_update_post", _on_depsgraph_update), ("frame_change_post", _on_frame_change))

@@ -165,9 +165,9 @@ class HarnessSimulation:
         reach = max(max(4.0 * s.model.cable.diameter, 2.0 * float(s.model.rest_len.max()))
                     for s in (self.harness.cables[n] for n in targets))
         points_units = np.concatenate(points) / self.scale
-        triangles = self.colliders.nearby_triangles(colliders, depsgraph, points_units, reach / self.scale)
+        triangles, sharp = self.colliders.nearby_triangles(colliders, depsgraph, points_units, reach / self.scale)
         report.candidate_triangles = len(triangles)
-        self.harness.set_obstacles(ObstacleSet().with_triangles(triangles * self.scale, 0))
+        self.harness.set_obstacles(ObstacleSet().with_triangles(triangles * self.scale, 0, sharp))
 
     def write(self, report: TickReport) -> None:
         for name, result in report.results.items():

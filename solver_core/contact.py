@@ -59,11 +59,18 @@ class ObstacleSet:
     def empty(self) -> bool:
         return (len(self.plane_point) + len(self.sphere_centre) + len(self.triangles) + len(self.capsule_a)) == 0
 
-    def with_triangles(self, triangles: np.ndarray, owner: int) -> "ObstacleSet":
-        tris = np.concatenate((self.triangles, np.asarray(triangles, dtype=np.float64).reshape(-1, 3, 3)))
-        owners = np.concatenate((self.triangle_owner, np.full(len(triangles), owner, dtype=np.int64)))
+    def with_triangles(self, triangles: np.ndarray, owner: int, sharp: np.ndarray | None = None) -> "ObstacleSet":
+        """The same obstacles plus a mesh. ``sharp`` (see sharp_edges) must come from the whole mesh when
+        ``triangles`` are only part of it: the part's own border is not an edge of the surface."""
+        new = np.asarray(triangles, dtype=np.float64).reshape(-1, 3, 3)
+        tris = np.concatenate((self.triangles, new))
+        owners = np.concatenate((self.triangle_owner, np.full(len(new), owner, dtype=np.int64)))
+        flags = None
+        if sharp is not None:
+            old = self.triangle_sharp if self.triangle_sharp is not None else sharp_edges(self.triangles)
+            flags = np.concatenate((old, np.asarray(sharp, dtype=np.uint8)))
         return ObstacleSet(self.plane_point, self.plane_normal, self.sphere_centre, self.sphere_radius, tris, owners,
-                           None, self.capsule_a, self.capsule_b, self.capsule_radius)
+                           None, self.capsule_a, self.capsule_b, self.capsule_radius, flags)
 
     def with_capsules(self, a, b, radius) -> "ObstacleSet":
         """The same obstacles plus segments of other cables (capsules from a to b of the given radii)."""

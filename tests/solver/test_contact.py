@@ -367,3 +367,32 @@ def test_cable_draped_over_a_tessellated_sphere_matches_the_smooth_sphere():
     seg, rho = 0.3 / 60, 0.06 + R
     bound = seg**2 / (8 * rho) + 0.06 * (1 - math.cos(math.pi / 12)) + 0.01 * R
     assert min_clearance(faceted["nodes"], R, doc["obstacles"]) >= -bound
+
+
+def test_sharp_edges_are_bends_and_open_borders_of_the_whole_mesh():
+    from solver_core.contact import ObstacleSet, sharp_edges
+
+    # a 4 x 4 grid (i, j = 0..4) folded up by 90 degrees along i = 2
+    def vertex(i, j):
+        return [min(i, 2), j, max(i - 2, 0)]
+
+    quads = [(i, j) for j in range(4) for i in range(4)]
+    tris = []
+    for i, j in quads:
+        tris += [[(i, j), (i + 1, j), (i + 1, j + 1)], [(i, j), (i + 1, j + 1), (i, j + 1)]]
+    triangles = np.array([[vertex(*v) for v in t] for t in tris], float)
+    flags = sharp_edges(triangles)
+
+    def expected_sharp(t):
+        edges = [(t[0], t[1]), (t[1], t[2]), (t[2], t[0])]
+        on_border = [(p[0] == q[0] in (0, 4)) or (p[1] == q[1] in (0, 4)) for p, q in edges]
+        on_fold = [p[0] == q[0] == 2 for p, q in edges]
+        return any(b or f for b, f in zip(on_border, on_fold))
+
+    assert [bool(f) for f in flags] == [expected_sharp(t) for t in tris]
+    # a part of the mesh keeps the whole mesh's flags: its own border is no edge of the surface
+    part = np.arange(8, 16)
+    kept = ObstacleSet().with_triangles(triangles[part], 0, flags[part])
+    kept.kernel_arrays()
+    assert np.array_equal(kept.triangle_sharp, flags[part])
+    assert (sharp_edges(triangles[part]) != 0).sum() > (flags[part] != 0).sum()
