@@ -13,14 +13,12 @@ one core. Target (issue #4): <= 16 ms per tick.
 import math
 import os
 import sys
-import tempfile
-from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="cable_harness_bench_"))
-os.environ.setdefault("NUMBA_CACHE_DIR", str(ROOT / ".venv" / "numba-cache"))
+from tools.blender_session import MODULE, enable_extension, prepare_environment
+
+prepare_environment()
 
 import bpy  # noqa: E402
 
@@ -28,15 +26,8 @@ GRID = 317  # 316 x 316 quads = 199 712 triangles
 
 
 def load_extension():
-    repo = ROOT / ".venv" / "blender-extension-repo"
-    repo.mkdir(parents=True, exist_ok=True)
-    link = repo / "cable_harness"
-    if not link.exists():
-        link.symlink_to(ROOT)
-    bpy.context.preferences.extensions.repos.new(name="chdev", module="chdev", custom_directory=str(repo),
-                                                 source="USER")
-    bpy.ops.preferences.addon_enable(module="bl_ext.chdev.cable_harness")
-    return sys.modules["bl_ext.chdev.cable_harness.cable_harness.simulation"]
+    enable_extension()
+    return sys.modules[f"{MODULE}.cable_harness.simulation"]
 
 
 def wavy_collider():

@@ -2,13 +2,47 @@
 """Bake: solve every frame of the scene's range (following animated connectors, clips and colliders)
 and key the cable curves; Clear Bake removes exactly what a bake made."""
 
+import json
+
 import bpy
 import numpy as np
 
 from .baking import bake_cable, clear_bake
 from .ops_solve import _cables_in_context
+from .report import LOG_FORMAT
 from .scene_model import HarnessInputError, point_tilts
-from .simulation import HarnessSimulation
+from .simulation import CLEARANCE_SEARCH_M, HarnessSimulation
+
+# the measurements of the last bake (read by Export Report), saved with the .blend
+BAKE_LOG_TEXT = "cable_harness_bake_log.json"
+
+
+def _holders(ob) -> list[dict]:
+    s = ob.cable_harness
+    holders = [{"key": "start", "object": s.start.name if s.start else "", "kind": "connector"}]
+    if s.end is not None:
+        holders.append({"key": "end", "object": s.end.name, "kind": "connector"})
+    for i, ref in enumerate(s.clips):
+        c = ref.clip.cable_harness if ref.clip else None
+        kind = "clip" if c is None else f"{c.clip_kind} clip" + (", compliant" if c.clip_compliant else "")
+        holders.append({"key": f"clip {i + 1}", "object": ref.clip.name if ref.clip else "", "kind": kind})
+    return holders
+
+
+def _frame_record(frame: int, result: dict, gap, gap_s) -> dict:
+    radii = np.array([np.inf if r is None else r for r in result["bend_radii"]])
+    worst = int(np.argmin(radii)) if radii.size else -1
+    forces = {"start": float(np.linalg.norm(result["end_forces"]["start"]["force"]))}
+    if "end" in result["end_forces"]:
+        forces["end"] = float(np.linalg.norm(result["end_forces"]["end"]["force"]))
+    for i, clip in enumerate(result["clip_forces"]):
+        forces[f"clip {i + 1}"] = float(np.linalg.norm(clip["force"]))
+    finite = worst >= 0 and np.isfinite(radii[worst])
+    return {"frame": frame, "converged": bool(result["converged"]), "length": result["length"],
+            "min_bend_radius": float(radii[worst]) if finite else None,
+            "min_bend_radius_s": result["bend_radius_s"][worst] if finite else None,
+            "bend_radii": result["bend_radii"], "bend_radius_s": result["bend_radius_s"],
+            "clearance": gap, "clearance_s": gap_s, "forces": forces}
 
 
 class _BakeRun:
@@ -22,6 +56,15 @@ class _BakeRun:
         self.original_frame = scene.frame_current
         self.samples = {name: ([], []) for name, _ in self.simulation.cables}
         self.failures = []
+        scale = self.simulation.scale
+        self.log = {"format": LOG_FORMAT, "scene": scene.name, "frame_range": [self.frames[0], self.frames[-1]],
+                    "cables": {ob.name: {"rest_length": ob.cable_harness.length * scale,
+                                         "diameter": ob.cable_harness.diameter * scale,
+                                         "material": ob.cable_harness.material,
+                                         "allowed_bend_radius": ob.cable_harness.min_bend_radius_allowed * scale,
+                                         "clearance_search": CLEARANCE_SEARCH_M,
+                                         "holders": _holders(ob)} for ob in cables},
+                    "frames": {ob.name: [] for ob in cables}}
 
     @property
     def done(self) -> bool:
@@ -40,6 +83,8 @@ class _BakeRun:
             local = nodes @ M_inv[:3, :3].T + M_inv[:3, 3]
             self.samples[name][0].append(local)
             self.samples[name][1].append(point_tilts(np.asarray(result["directors"])))
+            gap, gap_s = self.simulation.clearance(context, name)
+            self.log["frames"].setdefault(name, []).append(_frame_record(frame, result, gap, gap_s))
         for name, message in report.failed.items():
             self.failures.append(f"frame {frame}: {name}: {message}")
         self.index += 1
@@ -53,6 +98,8 @@ class _BakeRun:
                 continue
             bake_cable(ob, frames, np.array(points), np.array(tilts))
             baked += 1
+        text = bpy.data.texts.get(BAKE_LOG_TEXT) or bpy.data.texts.new(BAKE_LOG_TEXT)
+        text.from_string(json.dumps(self.log, allow_nan=False))
         context.scene.frame_set(self.original_frame)
         return baked
 
@@ -92,6 +139,9 @@ class CABLE_HARNESS_OT_bake(bpy.types.Operator):
         while not self._run.done:
             self._run.step(context)
             context.window_manager.progress_update(self._run.index)
+            if bpy.app.background and (self._run.index % 10 == 0 or self._run.done):
+                # no status bar without a window: show progress on the console
+                print(f"cable_harness: baked frame {self._run.index}/{len(self._run.frames)}", flush=True)
         return self._end(context)
 
     def invoke(self, context, event):

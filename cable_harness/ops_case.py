@@ -27,14 +27,15 @@ class CABLE_HARNESS_OT_export_case(bpy.types.Operator, ExportHelper):
 
     def execute(self, context):
         try:
-            doc = export_case(context.scene, self.filepath)
+            doc = export_case(context.scene, self.filepath, context.evaluated_depsgraph_get())
         except HarnessInputError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
         except OSError as exc:
             self.report({"ERROR"}, f"cannot write {self.filepath}: {exc.strerror}")
             return {"CANCELLED"}
-        self.report({"INFO"}, f"exported {len(doc['cables'])} cable(s) to {self.filepath}")
+        self.report({"INFO"}, f"exported {len(doc['cables'])} cable(s) and {len(doc.get('obstacles', []))} "
+                              f"collider(s) to {self.filepath}")
         return {"FINISHED"}
 
 

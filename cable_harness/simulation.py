@@ -19,9 +19,16 @@ import numpy as np
 from ..solver_core import CableChange, Harness
 from ..solver_core.contact import ObstacleSet
 from ..solver_core.case import parse_frame
+from ..solver_core.clearance import clearance
 from .colliders import ColliderCache
 from .scene_model import (CABLE, COLLIDER, HarnessInputError, case_document, cable_document, harness_objects,
                           metres_per_unit, parse_scene_case, write_cable_result)
+
+
+# a tick solves again (from the same start) when the cables moved beyond the triangles fetched
+BROAD_PHASE_ROUNDS = 4
+# how far from a cable the clearance read-out looks for collider triangles
+CLEARANCE_SEARCH_M = 0.05
 
 
 @dataclass
@@ -90,12 +97,33 @@ class HarnessSimulation:
         t0 = time.perf_counter()
         targets = self._read(scene, report)
         t1 = time.perf_counter()
-        self._collide(scene, context, targets, report)
+        covered = {n: [p] for n, p in self._positions(targets).items()}  # where triangles were fetched
+        reach = self._collide(scene, context, targets, report, covered)
         t2 = time.perf_counter()
-        for name, change in targets.items():
-            cable_report = self.harness.solve_cable(name, self.harness.changed_boundary(name, change))
-            result = self.harness.cable_result(name)
-            report.results[name] = result
+        checkpoint = self.harness.checkpoint(targets)
+        solve_ms = 0.0
+        for _ in range(BROAD_PHASE_ROUNDS):
+            t_solve = time.perf_counter()
+            reports = {name: self.harness.solve_cable(name, self.harness.changed_boundary(name, change))
+                       for name, change in targets.items()}
+            solve_ms += (time.perf_counter() - t_solve) * 1e3
+            after = self._positions(targets)
+            # how far each node ended from the nearest place (of the same node) triangles were fetched at
+            outside = max((float(np.min([np.linalg.norm(after[n] - p, axis=1) for p in covered[n]], axis=0).max())
+                           for n in targets), default=0.0)
+            if outside <= 0.5 * reach:
+                break
+            # The cables moved further than the fetched triangles reach (a first solve, a big drag):
+            # what lies where they went was not in the solve. Solve again from the same start with
+            # the triangles around both places.
+            t_collide = time.perf_counter()
+            self.harness.restore(checkpoint)
+            for n in targets:
+                covered[n].append(after[n])
+            reach = self._collide(scene, context, targets, report, covered)
+            report.collide_ms += (time.perf_counter() - t_collide) * 1e3
+        for name, cable_report in reports.items():
+            report.results[name] = self.harness.cable_result(name)
             if cable_report.converged:
                 report.solved += 1
             else:
@@ -109,8 +137,8 @@ class HarnessSimulation:
         if write:
             self.write(report)
         t4 = time.perf_counter()
-        report.read_ms, report.collide_ms = (t1 - t0) * 1e3, (t2 - t1) * 1e3
-        report.solve_ms, report.write_ms = (t3 - t2) * 1e3, (t4 - t3) * 1e3
+        report.read_ms, report.collide_ms = (t1 - t0) * 1e3, report.collide_ms + (t2 - t1) * 1e3
+        report.solve_ms, report.write_ms = solve_ms, (t4 - t3) * 1e3
         return report
 
     def _read(self, scene, report) -> dict:
@@ -151,23 +179,47 @@ class HarnessSimulation:
         self.harness.cables[new] = self.harness.cables.pop(old)
         self.signatures[new] = self.signatures.pop(old, None)
 
-    def _collide(self, scene, context, targets, report) -> None:
-        """Broad phase: triangles of collider meshes near the cables, handed to the solver as one mesh
-        obstacle; its narrow phase (exact distances, contact forces) is the same as for case meshes."""
+    def _positions(self, targets) -> dict:
+        return {n: self.harness.cables[n].state.positions + self.harness.cables[n].model.origin for n in targets}
+
+    def _collide(self, scene, context, targets, report, points: dict) -> float:
+        """Broad phase: triangles of collider meshes within reach of ``points`` (per cable, a list of
+        node arrays, world, m), handed to
+        the solver as one mesh obstacle; its narrow phase (exact distances, contact forces) is the same
+        as for case meshes. Returns the reach (m)."""
+        # a few diameters and a couple of segments around the cable; around a cable not solved yet,
+        # as far as its first equilibrium may be from its drawn route (a sag can reach half its length)
+        reach = max((max(4.0 * s.model.cable.diameter, 2.0 * float(s.model.rest_len.max()),
+                         0.0 if s.solved else 0.5 * s.model.cable.length)
+                     for s in (self.harness.cables[n] for n in targets)), default=0.0)
         colliders = harness_objects(scene, COLLIDER)
         if not colliders or not targets:
             if not self.harness.obstacles.empty:
                 self.harness.set_obstacles(ObstacleSet())
-            return
+            return np.inf
         depsgraph = context.evaluated_depsgraph_get()
-        points = [self.harness.cables[n].state.positions + self.harness.cables[n].model.origin for n in targets]
-        # everything a tick's solve may reach: a few diameters and a couple of segments around the cable
-        reach = max(max(4.0 * s.model.cable.diameter, 2.0 * float(s.model.rest_len.max()))
-                    for s in (self.harness.cables[n] for n in targets))
-        points_units = np.concatenate(points) / self.scale
+        points_units = np.concatenate([p for n in targets for p in points[n]]) / self.scale
         triangles, sharp = self.colliders.nearby_triangles(colliders, depsgraph, points_units, reach / self.scale)
         report.candidate_triangles = len(triangles)
         self.harness.set_obstacles(ObstacleSet().with_triangles(triangles * self.scale, 0, sharp))
+        return reach
+
+    def clearance(self, context, name: str, search_m: float = CLEARANCE_SEARCH_M):
+        """(gap in m, arc length in m) of a solved cable to the scene's colliders; (None, None) when no
+        collider comes within ``search_m`` of it."""
+        session = self.harness.cables.get(name)
+        scene = bpy.data.scenes.get(self.scene_name) or context.scene
+        colliders = harness_objects(scene, COLLIDER)
+        if session is None or not colliders:
+            return None, None
+        points = session.state.positions + session.model.origin
+        triangles, _ = self.colliders.nearby_triangles(colliders, context.evaluated_depsgraph_get(),
+                                                       points / self.scale, search_m / self.scale)
+        gap, where = clearance(points, 0.5 * session.model.cable.diameter, triangles * self.scale)
+        if where < 0.0 or gap > search_m:
+            return None, None
+        segment = min(int(where), len(session.model.rest_len) - 1)
+        return gap, float(session.model.node_s[segment] + (where - segment) * session.model.rest_len[segment])
 
     def write(self, report: TickReport) -> None:
         for name, result in report.results.items():
@@ -176,8 +228,33 @@ class HarnessSimulation:
                 write_cable_result(ob, result, self.scale)
 
 
-def export_case(scene, path: str) -> dict:
+def collider_obstacles(scene, depsgraph, scale: float) -> list:
+    """Every collider as a case-format mesh obstacle: evaluated geometry (modifiers applied), world
+    space, metres."""
+    obstacles = []
+    for ob in harness_objects(scene, COLLIDER):
+        evaluated = ob.evaluated_get(depsgraph)
+        mesh = evaluated.to_mesh()
+        try:
+            mesh.calc_loop_triangles()
+            vertices = np.empty(len(mesh.vertices) * 3)
+            mesh.vertices.foreach_get("co", vertices)
+            triangles = np.empty(len(mesh.loop_triangles) * 3, dtype=np.int64)
+            mesh.loop_triangles.foreach_get("vertices", triangles)
+        finally:
+            evaluated.to_mesh_clear()
+        M = np.array(evaluated.matrix_world)
+        world = (vertices.reshape(-1, 3) @ M[:3, :3].T + M[:3, 3]) * scale
+        if len(triangles):
+            obstacles.append({"type": "mesh", "name": ob.name, "vertices": world.tolist(),
+                              "triangles": triangles.reshape(-1, 3).tolist()})
+    return obstacles
+
+
+def export_case(scene, path: str, depsgraph=None) -> dict:
     doc = case_document(scene)
+    if depsgraph is not None:
+        doc["obstacles"] = collider_obstacles(scene, depsgraph, metres_per_unit(scene))
     parse_scene_case(doc)  # refuse to write a case the solver would reject
     with open(path, "w", encoding="utf-8") as fh:
         json.dump(doc, fh, indent=1)

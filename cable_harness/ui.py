@@ -31,6 +31,7 @@ class VIEW3D_PT_cable_harness(bpy.types.Panel):
         row = layout.row(align=True)
         row.operator("cable_harness.bake", icon="REC")
         row.operator("cable_harness.clear_bake", icon="TRASH")
+        layout.operator("cable_harness.export_report", icon="TEXT")
         ob = context.active_object
         if ob is None:
             layout.label(text="Select a connector, clip, cable or collider")
@@ -95,6 +96,7 @@ class VIEW3D_PT_cable_harness_files(bpy.types.Panel):
         row = self.layout.row(align=True)
         row.operator("cable_harness.export_case", icon="EXPORT")
         row.operator("cable_harness.import_case", icon="IMPORT")
+        self.layout.operator("cable_harness.import_step", icon="IMPORT")
 
 
 class VIEW3D_MT_cable_harness_add(bpy.types.Menu):

@@ -289,7 +289,7 @@ def _parse_obstacle(obj, where):
         return {"type": "sphere", "center": _vector(obj.get("center"), f"{where}.center").tolist(),
                 "radius": _number(obj.get("radius"), f"{where}.radius", positive=True)}
     if kind == "mesh":
-        _check_keys(obj, ("type", "vertices", "triangles"), where)
+        _check_keys(obj, ("type", "vertices", "triangles", "name"), where)
         verts = np.asarray(obj.get("vertices"), dtype=np.float64)
         tris = np.asarray(obj.get("triangles"))
         if verts.ndim != 2 or verts.shape[1] != 3 or not np.isfinite(verts).all():

@@ -34,6 +34,13 @@ def bend_radii(model: RodModel, state: RodState) -> np.ndarray:
         return np.where(angle > 1e-12, model.joint_len / np.maximum(angle, 1e-300), np.inf)
 
 
+def joint_arc_lengths(model: RodModel) -> np.ndarray:
+    """Arc length of every bend/twist joint: the node its two rotations meet at."""
+    n_segs = len(model.rest_len)
+    return np.where(model.joint_b < n_segs, model.node_s[np.minimum(model.joint_b, n_segs - 1)],
+                    model.node_s[np.minimum(model.joint_a + 1, n_segs)])
+
+
 def twist_rates(model: RodModel, state: RodState) -> np.ndarray:
     """Twist per unit length at every joint (rad/m), from the discrete Darboux vector (Chen 2023, Eq. 9)."""
     w, v = _relative_rotations(model, state)

@@ -11,7 +11,7 @@ import numpy as np
 
 from .case import Case, CableChange, CableSpec
 from .contact import NODE_KINDS, ObstacleSet, obstacles_from_case
-from .diagnostics import bend_radii, directors, elastic_and_load_energy, reactions, twist_rates
+from .diagnostics import bend_radii, directors, elastic_and_load_energy, joint_arc_lengths, reactions, twist_rates
 from .equilibrium import SolveReport, centre_line_length, solve_equilibrium
 from .interactions import ContactSettings, Interactions
 from .rod_model import Boundary, RodModel, build_rod_model
@@ -66,21 +66,44 @@ class Harness:
         model = build_rod_model(cable, self.case.gravity, self.case.solver.tolerance)
         boundary = Boundary.of(cable)
         interactions = Interactions(model, self.obstacles, self.contact_settings)
-        state = initial_state(model, boundary)
-        if interactions.deepest_penetration(state) > 0.0:
-            # Distances do not tell sides apart: a start inside an obstacle cannot be mended by contact.
-            # Without the sag, the route is kept and the cable paid out onto whatever is below it.
-            state = initial_state(model, boundary, sag=False)
-            if interactions.deepest_penetration(state) > 0.0:
-                self.warnings.append(f"cable {cable.id!r}: its route passes through an obstacle; draw the route "
-                                     f"around it (the result may be on the wrong side)")
-        self.cables[cable.id] = CableSession(model, boundary, state, interactions)
+        session = CableSession(model, boundary, initial_state(model, boundary), interactions)
+        self._choose_initial_state(cable.id, session)
+        self.cables[cable.id] = session
+
+    def _choose_initial_state(self, cable_id: str, session: CableSession) -> None:
+        # Distances do not tell sides apart: a start inside an obstacle cannot be mended by contact.
+        # Without the sag, the route is kept and the cable paid out onto whatever is below it.
+        state = initial_state(session.model, session.boundary)
+        if session.interactions.deepest_penetration(state) > 0.0:
+            state = initial_state(session.model, session.boundary, sag=False)
+            if session.interactions.deepest_penetration(state) > 0.0:
+                warning = (f"cable {cable_id!r}: its route passes through an obstacle; draw the route around it "
+                           f"(the result may be on the wrong side)")
+                if warning not in self.warnings:
+                    self.warnings.append(warning)
+        session.state = state
 
     def set_obstacles(self, obstacles: ObstacleSet) -> None:
-        """Replace the static obstacles (e.g. colliders moved); cables keep their states."""
+        """Replace the static obstacles (e.g. colliders moved); solved cables keep their states, cables
+        not solved yet choose their initial guess again against the new obstacles."""
         self.obstacles = obstacles
-        for session in self.cables.values():
+        for cable_id, session in self.cables.items():
             session.interactions.obstacles = obstacles
+            if not session.solved:
+                self._choose_initial_state(cable_id, session)
+
+    def checkpoint(self, cable_ids) -> dict:
+        """What solving these cables changes, to undo a solve (e.g. one made with too few obstacles)."""
+        return {cid: (self.cables[cid].state.copy(), self.cables[cid].boundary, self.cables[cid].solved,
+                      self.cables[cid].last_report, self.cables[cid].interactions.friction_state.copy())
+                for cid in cable_ids}
+
+    def restore(self, checkpoint: dict) -> None:
+        for cid, (state, boundary, solved, last_report, friction) in checkpoint.items():
+            session = self.cables[cid]
+            session.state, session.boundary, session.solved = state.copy(), boundary, solved
+            session.last_report = last_report
+            session.interactions.friction_state = friction.copy()
 
     def changed_boundary(self, cable_id: str, change: CableChange) -> Boundary:
         b = self.cables[cable_id].boundary
@@ -185,6 +208,9 @@ class Harness:
             "directors": directors(state, model).tolist(),
             "length": centre_line_length(state),
             "min_bend_radius": float(radii.min()) if radii.size else float("inf"),
+            # extension of the format: the radius at every joint (null where straight) and its arc length
+            "bend_radii": [float(r) if np.isfinite(r) else None for r in radii],
+            "bend_radius_s": joint_arc_lengths(model).tolist(),
             "max_twist_rate": float(np.abs(twist).max()) if twist.size else 0.0,
             "max_strain": max_axial_strain(model, state),
             "end_forces": {k: fm(v) for k, v in ends.items()},

@@ -1,30 +1,124 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The main job: route, simulate and report the demo harness.
+"""The main job: the equipment-bay demo routed, simulated, baked, saved, rendered and reported.
 
-Run through ``python3 tools/dev.py demo``. At this stage it solves the demo case with the
-headless solver CLI (every step of its quasi-static path), writes out/desk_result.json and
-prints a per-cable summary; later stages add the Blender scene, baking, rendering and reports
-behind the same command.
+Run through ``python3 tools/dev.py demo`` (which makes the environment first). Headless, inside
+the bpy module, with the extension loaded from this checkout:
+
+1. write the bay as STEP (millimetres, named solids) with OpenCASCADE;
+2. build the scene through the extension's operators: Import CAD (STEP), connectors, clips of every
+   kind, three cables, the animated insertion of the power plug;
+3. route the harness (Solve), then Bake the insertion frame by frame;
+4. save out/demo.blend, render out/demo.png, write out/report.json, out/report.csv and the plots.
 """
 
-import subprocess
+import argparse
 import sys
+import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-CASE = ROOT / "demo_blends" / "cases" / "desk_harness.json"
+from tools.blender_session import MODULE, ROOT, enable_extension, prepare_environment
+
 OUT = ROOT / "out"
+RENDER_FRAME = 30  # mid-insertion: the plug on its way, the power cable lifting off the floor
 
 
-def main() -> int:
+class Progress:
+    def __init__(self, steps: int):
+        self.steps, self.done, self.t0 = steps, 0, time.perf_counter()
+
+    def __call__(self, text: str) -> None:
+        self.done += 1
+        print(f"[main job {self.done}/{self.steps} +{time.perf_counter() - self.t0:5.1f} s] {text}", flush=True)
+
+
+def _operator(call, what):
+    import bpy  # noqa: F401
+
+    try:
+        result = call()
+    except RuntimeError as exc:  # an operator's ERROR report
+        raise SystemExit(f"[main job] {what} failed: {exc}") from None
+    if result != {"FINISHED"}:
+        raise SystemExit(f"[main job] {what} did not finish: {result}")
+
+
+def render(scene, path: Path, frame: int, samples: int, resolution=(1280, 720)) -> None:
+    scene.frame_set(frame)
+    scene.render.engine = "CYCLES"
+    scene.cycles.device = "CPU"
+    scene.cycles.samples = samples
+    scene.cycles.use_denoising = True
+    scene.render.resolution_x, scene.render.resolution_y = resolution
+    scene.render.resolution_percentage = 100
+    scene.render.image_settings.file_format = "PNG"
+    scene.render.filepath = str(path)
+    scene.view_settings.view_transform = "AgX" if "AgX" in [
+        i.identifier for i in scene.view_settings.bl_rna.properties["view_transform"].enum_items] else "Filmic"
+    import bpy
+
+    bpy.ops.render.render(write_still=True)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--samples", type=int, default=24, help="Cycles samples of the picture (denoised)")
+    parser.add_argument("--no-render", action="store_true", help="skip the picture")
+    args = parser.parse_args(argv)
+    progress = Progress(8)
     OUT.mkdir(exist_ok=True)
-    result = OUT / "desk_result.json"
-    print(f"[main job] solving {CASE.relative_to(ROOT)} with the solver CLI", flush=True)
-    code = subprocess.run([sys.executable, "-m", "solver_core", "solve", str(CASE), "-o", str(result)],
-                          cwd=ROOT).returncode
-    if code == 0:
-        print(f"[main job] result written to {result.relative_to(ROOT)}")
-    return code
+
+    prepare_environment()
+    import bpy
+
+    enable_extension()
+    progress("extension loaded into the bpy module (compiled kernels come from .venv/numba-cache)")
+
+    from demo_blends.bay_geometry import write_step
+    from demo_blends.scenes import build_equipment_bay
+
+    step_path = write_step(OUT / "equipment_bay.step")
+    progress(f"CAD: wrote {step_path.relative_to(ROOT)} (millimetres, 7 named solids)")
+
+    names = build_equipment_bay(str(step_path))
+    scene = bpy.context.scene
+    colliders = [o.name for o in scene.objects if o.cable_harness.role == "COLLIDER"]
+    progress(f"scene: imported {len(colliders)} parts through Import CAD (STEP); cables {', '.join(names['cables'])}")
+
+    t = time.perf_counter()
+    cables = [bpy.data.objects[n] for n in names["cables"]]
+    for ob in scene.objects:  # nothing selected: Solve and Bake take every cable of the scene
+        ob.select_set(False)
+    _operator(lambda: bpy.ops.cable_harness.solve(), "routing (Solve)")
+    for ob in cables:
+        s = ob.cable_harness
+        if not s.result_converged:
+            raise SystemExit(f"[main job] routing {ob.name} did not converge: {s.result_message}")
+    progress(f"routed {len(cables)} cables in {time.perf_counter() - t:.1f} s")
+
+    t = time.perf_counter()
+    _operator(lambda: bpy.ops.cable_harness.bake(), "baking the insertion")
+    frames = scene.frame_end - scene.frame_start + 1
+    progress(f"baked the insertion of the power plug: {frames} frames in {time.perf_counter() - t:.1f} s")
+
+    blend = OUT / "demo.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend))
+    progress(f"saved {blend.relative_to(ROOT)}")
+
+    if args.no_render:
+        progress("picture skipped (--no-render)")
+    else:
+        t = time.perf_counter()
+        render(scene, OUT / "demo.png", RENDER_FRAME, args.samples)
+        progress(f"rendered out/demo.png (frame {RENDER_FRAME}, Cycles {args.samples} samples) in "
+                 f"{time.perf_counter() - t:.1f} s")
+
+    _operator(lambda: bpy.ops.cable_harness.export_report(directory=str(OUT)), "writing the report")
+    import json
+
+    summary_text = sys.modules[f"{MODULE}.cable_harness.report"].summary_text
+    print(summary_text(json.loads((OUT / "report.json").read_text())), flush=True)
+    progress("report: out/report.json, out/report.csv, out/bend_radius.png, out/forces.png")
+    return 0
 
 
 if __name__ == "__main__":

@@ -3,14 +3,11 @@
 
 import bpy
 import pytest
-from helpers.blender_env import REPO_MODULE, _repo_dir, enable_extension, disable_extension
+from helpers.blender_env import disable_extension, enable_extension
 
 
 @pytest.fixture(scope="session", autouse=True)
 def extension():
-    repos = bpy.context.preferences.extensions.repos
-    if REPO_MODULE not in [r.module for r in repos]:
-        repos.new(name=REPO_MODULE, module=REPO_MODULE, custom_directory=_repo_dir, source="USER")
     module = enable_extension()
     yield module
     disable_extension()

@@ -88,6 +88,12 @@ def test_end_moment_rolls_cantilever_into_full_circle():
     centre = np.array([0.0, 0.0, L / (2 * math.pi)])
     radii = np.linalg.norm(nodes - centre, axis=1)
     assert np.abs(radii - L / (2 * math.pi)).max() <= 0.005 * L
+    # the reported bend radius is that radius at every joint, and the joints run along the cable
+    bend = np.array(result["bend_radii"], dtype=float)
+    assert np.abs(bend / (L / (2 * math.pi)) - 1.0).max() <= 0.005
+    assert result["min_bend_radius"] == pytest.approx(bend.min())
+    s = np.array(result["bend_radius_s"])
+    assert len(s) == len(bend) and np.all(np.diff(s) > 0) and 0.0 < s[0] and s[-1] < L
 
 
 @pytest.mark.parametrize("torque", [0.3, -0.8])

@@ -1,0 +1,187 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Harness report from a bake log: per cable length, bend radius against the allowed radius,
+clearance to the scene, and peak forces at every connector and clip over the motion.
+
+Pure Python (no bpy): the bake writes the log (one record per cable per frame, SI units), this
+module summarises it and writes report.json, report.csv and the plots.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+
+LOG_FORMAT = "cable-harness-bake-log/1"
+REPORT_FORMAT = "cable-harness-report/1"
+
+
+def _finite(x):
+    return x is not None and math.isfinite(x)
+
+
+def cable_summary(name: str, info: dict, records: list[dict]) -> dict:
+    """Summary of one cable over the baked frames (records in frame order)."""
+    if not records:
+        raise ValueError(f"bake log: cable {name!r} has no frames")
+    bend = [(r["min_bend_radius"], r["frame"], r.get("min_bend_radius_s")) for r in records
+            if _finite(r.get("min_bend_radius"))]
+    gap = [(r["clearance"], r["frame"], r.get("clearance_s")) for r in records if _finite(r.get("clearance"))]
+    allowed = info.get("allowed_bend_radius") or 0.0
+    worst_bend = min(bend) if bend else (None, None, None)
+    worst_gap = min(gap) if gap else (None, None, None)
+    holders = []
+    for holder in info["holders"]:
+        series = [(r["forces"].get(holder["key"]), r["frame"]) for r in records]
+        series = [(f, frame) for f, frame in series if _finite(f)]
+        if not series:
+            continue
+        peak, frame = max(series)
+        holders.append({"holder": holder["key"], "object": holder["object"], "kind": holder["kind"],
+                        "peak_force": peak, "frame": frame})
+    last = records[-1]
+    return {
+        "cable": name,
+        "rest_length": info["rest_length"],
+        "length": last["length"],
+        "diameter": info["diameter"],
+        "material": info.get("material"),
+        "min_bend_radius": worst_bend[0],
+        "min_bend_radius_frame": worst_bend[1],
+        "min_bend_radius_s": worst_bend[2],
+        "allowed_bend_radius": allowed or None,
+        "bend_radius_ok": None if not allowed or worst_bend[0] is None else bool(worst_bend[0] >= allowed),
+        "min_clearance": worst_gap[0],
+        "min_clearance_frame": worst_gap[1],
+        "min_clearance_s": worst_gap[2],
+        "clearance_search": info.get("clearance_search"),
+        "peak_forces": holders,
+        "frames": len(records),
+        "frames_not_converged": [r["frame"] for r in records if not r.get("converged", True)],
+    }
+
+
+def harness_report(log: dict) -> dict:
+    if log.get("format") != LOG_FORMAT:
+        raise ValueError(f"not a bake log (format {log.get('format')!r}, expected {LOG_FORMAT!r})")
+    cables = [cable_summary(name, log["cables"][name], log["frames"][name]) for name in sorted(log["cables"])]
+    return {"format": REPORT_FORMAT, "scene": log.get("scene"), "frames": log.get("frame_range"),
+            "units": "SI (m, N)", "cables": cables}
+
+
+def write_json(report: dict, path: Path) -> Path:
+    path.write_text(json.dumps(report, indent=1, allow_nan=False, default=str))
+    return path
+
+
+CSV_FIELDS = ("cable", "quantity", "where", "value", "unit", "frame", "s", "limit", "ok")
+
+
+def csv_rows(report: dict):
+    for c in report["cables"]:
+        name = c["cable"]
+        yield {"cable": name, "quantity": "rest length", "value": c["rest_length"], "unit": "m"}
+        yield {"cable": name, "quantity": "centre-line length (last frame)", "value": c["length"], "unit": "m"}
+        yield {"cable": name, "quantity": "min bend radius", "value": c["min_bend_radius"], "unit": "m",
+               "frame": c["min_bend_radius_frame"], "s": c["min_bend_radius_s"], "limit": c["allowed_bend_radius"],
+               "ok": c["bend_radius_ok"]}
+        yield {"cable": name, "quantity": "min clearance", "value": c["min_clearance"], "unit": "m",
+               "frame": c["min_clearance_frame"], "s": c["min_clearance_s"],
+               "limit": 0.0, "ok": None if c["min_clearance"] is None else c["min_clearance"] >= 0.0}
+        for h in c["peak_forces"]:
+            yield {"cable": name, "quantity": f"peak force ({h['kind']})", "where": h["object"],
+                   "value": h["peak_force"], "unit": "N", "frame": h["frame"]}
+
+
+def write_csv(report: dict, path: Path) -> Path:
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=CSV_FIELDS)
+        writer.writeheader()
+        for row in csv_rows(report):
+            writer.writerow({k: ("" if row.get(k) is None else row.get(k)) for k in CSV_FIELDS})
+    return path
+
+
+def write_plots(log: dict, report: dict, folder: Path) -> list[Path]:
+    """bend_radius.png (radius along each cable at its worst frame, with the allowed radius) and
+    forces.png (force at every holder over the frames). Needs matplotlib; raises ImportError."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    cables = report["cables"]
+    fig, axes = plt.subplots(len(cables), 1, figsize=(8, 2.6 * len(cables)), squeeze=False)
+    for ax, c in zip(axes[:, 0], cables):
+        frame = c["min_bend_radius_frame"]
+        record = next((r for r in log["frames"][c["cable"]] if r["frame"] == frame), log["frames"][c["cable"]][-1])
+        s = [1e3 * x for x, r in zip(record["bend_radius_s"], record["bend_radii"]) if r is not None]
+        radius = [1e3 * r for r in record["bend_radii"] if r is not None]
+        ax.semilogy(s, radius, lw=1.4, label=f"frame {record['frame']}")
+        if c["allowed_bend_radius"]:
+            ax.axhline(1e3 * c["allowed_bend_radius"], color="tab:red", ls="--", lw=1.0, label="allowed")
+        ax.set_ylim(top=max(1e3, 2e3 * (c["allowed_bend_radius"] or 0.0)))
+        ax.set_title(f"{c['cable']}: bend radius along the cable")
+        ax.set_xlabel("arc length s (mm)")
+        ax.set_ylabel("radius (mm)")
+        ax.legend(loc="lower right", fontsize=8)
+        ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    written.append(folder / "bend_radius.png")
+    fig.savefig(written[-1], dpi=110)
+    plt.close(fig)
+
+    fig, axes = plt.subplots(len(cables), 1, figsize=(8, 2.6 * len(cables)), squeeze=False)
+    for ax, c in zip(axes[:, 0], cables):
+        records = log["frames"][c["cable"]]
+        frames = [r["frame"] for r in records]
+        for holder in log["cables"][c["cable"]]["holders"]:
+            values = [r["forces"].get(holder["key"]) for r in records]
+            ax.plot(frames, [math.nan if v is None else v for v in values], lw=1.3,
+                    label=f"{holder['object']} ({holder['kind']})")
+        ax.set_title(f"{c['cable']}: force on the cable at connectors and clips")
+        ax.set_xlabel("frame")
+        ax.set_ylabel("|F| (N)")
+        ax.legend(loc="upper left", fontsize=7)
+        ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    written.append(folder / "forces.png")
+    fig.savefig(written[-1], dpi=110)
+    plt.close(fig)
+    return written
+
+
+def _mm(x):
+    return "-" if x is None else f"{1e3 * x:.1f} mm"
+
+
+def summary_text(report: dict) -> str:
+    """A few readable lines per cable (console, operator messages)."""
+    lines = []
+    for c in report["cables"]:
+        verdict = {True: "ok", False: "TOO TIGHT", None: "no limit set"}[c["bend_radius_ok"]]
+        lines.append(f"{c['cable']}: length {_mm(c['rest_length'])}, min bend radius {_mm(c['min_bend_radius'])} "
+                     f"(frame {c['min_bend_radius_frame']}; allowed {_mm(c['allowed_bend_radius'])}: {verdict}), "
+                     f"min clearance {_mm(c['min_clearance'])} (frame {c['min_clearance_frame']})")
+        for h in c["peak_forces"]:
+            lines.append(f"    peak {h['peak_force']:.3f} N at {h['object']} ({h['kind']}), frame {h['frame']}")
+        if c["frames_not_converged"]:
+            lines.append(f"    frames that kept the last good state: {c['frames_not_converged']}")
+    return "\n".join(lines)
+
+
+def write_report(log: dict, folder: Path, plots: bool = True) -> dict:
+    """report.json, report.csv and (if matplotlib is there) the plots; returns what was written."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    report = harness_report(log)
+    out = {"report": report, "files": [write_json(report, folder / "report.json"),
+                                       write_csv(report, folder / "report.csv")], "plots_skipped": None}
+    if plots:
+        try:
+            out["files"] += write_plots(log, report, folder)
+        except ImportError:
+            out["plots_skipped"] = "matplotlib is not installed: plots skipped"
+    return out

@@ -1,0 +1,53 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Load the extension from this checkout into the bpy module (the main job, tests, benchmarks).
+
+The checkout is loaded the way Blender loads an installed extension: a local extension repository
+whose folder holds a link named after the extension id, enabled as bl_ext.chdev.cable_harness.
+Call ``prepare_environment`` before bpy is imported: Blender's user resources go to a scratch
+folder (never the user's ~/.config/blender) and compiled kernels to a cache kept in .venv.
+"""
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+REPO_MODULE = "chdev"
+MODULE = f"bl_ext.{REPO_MODULE}.cable_harness"
+# A stable location: numba keys its cache on the source path, so a new temporary folder per run
+# would recompile every kernel each time.
+REPO_DIR = ROOT / ".venv" / "blender-extension-repo"
+
+
+def prepare_environment() -> None:
+    if "bpy" in sys.modules:
+        raise RuntimeError("prepare_environment() must run before bpy is imported")
+    os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="cable_harness_user_"))
+    os.environ.setdefault("NUMBA_CACHE_DIR", str(ROOT / ".venv" / "numba-cache"))
+    REPO_DIR.mkdir(parents=True, exist_ok=True)
+    link = REPO_DIR / "cable_harness"
+    if not os.path.lexists(link):
+        os.symlink(ROOT, link)
+
+
+def add_repository() -> None:
+    import bpy
+
+    repos = bpy.context.preferences.extensions.repos
+    if REPO_MODULE not in [r.module for r in repos]:
+        repos.new(name=REPO_MODULE, module=REPO_MODULE, custom_directory=str(REPO_DIR), source="USER")
+
+
+def enable_extension():
+    import bpy
+
+    add_repository()
+    bpy.ops.preferences.addon_enable(module=MODULE)
+    return sys.modules[MODULE]
+
+
+def disable_extension():
+    import bpy
+
+    bpy.ops.preferences.addon_disable(module=MODULE)
