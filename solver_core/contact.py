@@ -298,6 +298,42 @@ def _on_sharp_edge(q, a, b, c, sharp):
 
 
 @njit
+def segment_penetration(pos, radius, obstacles):
+    """Deepest penetration of any segment (not only node) into planes, spheres and triangles, in
+    metres (0 when clear): catches a whole segment passing through a face between two nodes that
+    are each far from it, which node-based contact pairs cannot see."""
+    (plane_p, plane_n, sph_c, sph_r, tris, _owner, t_min, t_max, t_left, t_right, t_start, t_count, t_order,
+     _cap_a, _cap_b, _cap_r, _sharp) = obstacles
+    deepest = 0.0
+    hits = np.empty(256, dtype=np.int64)
+    lo = np.empty(3)
+    hi = np.empty(3)
+    cp = np.empty(3)
+    cq = np.empty(3)
+    for i in range(pos.shape[0] - 1):
+        for p in range(plane_p.shape[0]):
+            for end in range(2):
+                q = pos[i + end]
+                d = ((q[0] - plane_p[p, 0]) * plane_n[p, 0] + (q[1] - plane_p[p, 1]) * plane_n[p, 1]
+                     + (q[2] - plane_p[p, 2]) * plane_n[p, 2])
+                deepest = max(deepest, radius - d)
+        for s in range(sph_c.shape[0]):
+            closest_point_on_segment(pos[i], pos[i + 1], sph_c[s], cq)
+            d = math.sqrt((cq[0] - sph_c[s, 0]) ** 2 + (cq[1] - sph_c[s, 1]) ** 2 + (cq[2] - sph_c[s, 2]) ** 2)
+            deepest = max(deepest, radius + sph_r[s] - d)
+        if tris.shape[0] > 0:
+            for k in range(3):
+                lo[k] = min(pos[i, k], pos[i + 1, k]) - radius
+                hi[k] = max(pos[i, k], pos[i + 1, k]) + radius
+            hits, count = _query(t_min, t_max, t_left, t_right, t_start, t_count, t_order, lo, hi, hits)
+            for h in range(count):
+                tri = hits[h]
+                _t, d = segment_triangle(pos[i], pos[i + 1], tris[tri, 0], tris[tri, 1], tris[tri, 2], cp, cq)
+                deepest = max(deepest, radius - d)
+    return deepest
+
+
+@njit
 def _query(t_min, t_max, t_left, t_right, t_start, t_count, t_order, lo, hi, hits):
     """Triangles whose boxes overlap [lo, hi], growing the buffer until they fit."""
     count = query_box(t_min, t_max, t_left, t_right, t_start, t_count, t_order, lo, hi, hits, 0)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .contact import NODE_KINDS, ObstacleSet, contact_energy, find_pairs
+from .contact import NODE_KINDS, ObstacleSet, contact_energy, find_pairs, segment_penetration
 from .mounts import compliant_energy, sliding_crossings, sliding_energy
 from .rod_model import Boundary, RodModel, clip_stiffness_matrix
 from .rod_state import RodState
@@ -221,7 +221,8 @@ class Interactions:
                        self.model.rest_len, self.model.node_dof, np.zeros(1), np.zeros((1, 1)), 0, 0, gap,
                        np.empty(n), np.empty((n, 3)), np.empty((n, 3)), np.empty(n), state.positions)
         finite = gap[np.isfinite(gap)]
-        return float(max(0.0, -finite.min())) if finite.size else 0.0
+        deepest = float(max(0.0, -finite.min())) if finite.size else 0.0
+        return max(deepest, segment_penetration(state.positions, self.radius, obstacles))
 
     def mount_reactions(self, state: RodState, boundary: Boundary) -> dict:
         """Force and moment each sliding or compliant clip exerts on the cable, and compliant deflections."""

@@ -6,6 +6,8 @@
     python3 tools/dev.py test      # all tests: solver tests first, then Blender tests
     python3 tools/dev.py test -k cantilever          # extra arguments go to pytest
     python3 tools/dev.py bench     # the benchmarks (print figures)
+    python3 tools/dev.py demos     # rebuild the demo files in demo_blends/
+    python3 tools/dev.py build     # the installable extension zips in dist/ (tools/build_extension.py)
 
 The environment lives in .venv (Python 3.11, the Python that bpy 5.0 needs) and is rebuilt
 only when requirements/dev.txt changes.
@@ -66,11 +68,15 @@ def run(python: Path, *args: str) -> int:
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in ("demo", "test", "bench"):
+    if not argv or argv[0] not in ("demo", "test", "bench", "demos", "build"):
         print(__doc__)
         return 2
     command, rest = argv[0], argv[1:]
+    if command == "build":  # standard library only: no environment needed
+        return run(Path(sys.executable), str(ROOT / "tools" / "build_extension.py"), *rest)
     python = ensure_environment()
+    if command == "demos":
+        return run(python, "-m", "demo_blends.build_demos", *rest)
     if command == "demo":
         return run(python, "-m", "tools.main_job", *rest)
     if command == "bench":

@@ -425,3 +425,24 @@ def test_clearance_is_the_exact_surface_gap_to_the_nearest_triangle():
     assert clearance(line, r, np.zeros((0, 3, 3))) == (float("inf"), -1.0)
     with pytest.raises(ValueError, match="positions"):
         clearance(np.zeros((1, 3)), r, tri)
+
+
+def test_a_route_through_a_closed_box_is_seen_even_when_no_node_is_near_a_face():
+    # Long segments: the nodes sit deep inside the box or far outside, only the segments cross its
+    # faces. Unsigned distances cannot mend such a start, so the harness must notice and say so.
+    from solver_core import Harness, parse_case
+
+    corners = np.array([[x, y, z] for x in (-0.1, 0.1) for y in (-0.1, 0.1) for z in (-0.3, -0.1)])
+    faces = [[0, 1, 3], [0, 3, 2], [4, 6, 7], [4, 7, 5], [0, 4, 5], [0, 5, 1], [2, 3, 7], [2, 7, 6],
+             [0, 2, 6], [0, 6, 4], [1, 5, 7], [1, 7, 3]]
+    route = [[-0.4, 0.0, -0.2], [0.0, 0.0, -0.2], [0.4, 0.0, -0.2]]
+    doc = case(cable(length=0.8, segments=4, start={"position": [-0.4, 0.0, -0.2], "tangent": [1, 0, 0]},
+                     end={"position": [0.4, 0.0, -0.2], "tangent": [1, 0, 0]}, route=route),
+               obstacles=[{"type": "mesh", "vertices": corners.tolist(), "triangles": faces}], gravity=[0, 0, 0])
+    harness = Harness.from_case(parse_case(doc))
+    assert any("passes through an obstacle" in w for w in harness.warnings)
+    # the same route beside the box is fine
+    beside = [[x, 0.3, z] for x, _, z in route]
+    doc["cables"][0].update(route=beside, start={"position": beside[0], "tangent": [1, 0, 0]},
+                            end={"position": beside[-1], "tangent": [1, 0, 0]})
+    assert not Harness.from_case(parse_case(doc)).warnings
