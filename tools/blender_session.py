@@ -7,7 +7,9 @@ Call ``prepare_environment`` before bpy is imported: Blender's user resources go
 folder (never the user's ~/.config/blender) and compiled kernels to a cache kept in .venv.
 """
 
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -23,7 +25,10 @@ REPO_DIR = ROOT / ".venv" / "blender-extension-repo"
 def prepare_environment() -> None:
     if "bpy" in sys.modules:
         raise RuntimeError("prepare_environment() must run before bpy is imported")
-    os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="cable_harness_user_"))
+    if "BLENDER_USER_RESOURCES" not in os.environ:
+        scratch = tempfile.mkdtemp(prefix="cable_harness_user_")
+        os.environ["BLENDER_USER_RESOURCES"] = scratch
+        atexit.register(shutil.rmtree, scratch, ignore_errors=True)
     os.environ.setdefault("NUMBA_CACHE_DIR", str(ROOT / ".venv" / "numba-cache"))
     REPO_DIR.mkdir(parents=True, exist_ok=True)
     link = REPO_DIR / "cable_harness"
