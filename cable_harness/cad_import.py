@@ -55,7 +55,7 @@ def weld(vertices: np.ndarray, triangles: np.ndarray, tolerance: float):
     return vertices[first], tris[keep].astype(np.int32)
 
 
-def _triangulate(shape, location_free=True):
+def _triangulate(shape):
     from OCP.BRep import BRep_Tool
     from OCP.TopAbs import TopAbs_FACE, TopAbs_REVERSED
     from OCP.TopExp import TopExp_Explorer

@@ -99,7 +99,7 @@ def _look(camera_location, target, lens=35.0, sun_rotation=(0.7, 0.15, 0.6)):
     cam = bpy.data.objects.new("Camera", bpy.data.cameras.new("Camera"))
     scene.collection.objects.link(cam)
     cam.data.lens = lens
-    cam.data.clip_start = 0.01 / scene.unit_settings.scale_length * 0.001
+    cam.data.clip_start = 0.001 / scene.unit_settings.scale_length  # 1 mm
     cam.data.clip_end = 100.0 / scene.unit_settings.scale_length
     cam.location = camera_location
     direction = Vector(target) - Vector(camera_location)

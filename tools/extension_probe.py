@@ -13,6 +13,7 @@ NUMBA_CACHE_DIR so that the extension chooses its per-user cache folder itself.
 
 import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -20,6 +21,20 @@ from pathlib import Path
 PKG_ID = "cable_harness"
 REPO = "user_default"
 MODULE = f"bl_ext.{REPO}.{PKG_ID}"
+
+
+def run_probe(mode: str, user_dir, *args, timeout=600) -> dict:
+    """Run one probe mode in a fresh process of this Python with ``user_dir`` as Blender's user
+    resources; returns what it observed (raises RuntimeError with its output when it failed)."""
+    env = dict(os.environ, BLENDER_USER_RESOURCES=str(user_dir))
+    env.pop("NUMBA_CACHE_DIR", None)  # the installed extension picks its own per-user cache folder
+    root = Path(__file__).resolve().parent.parent
+    run = subprocess.run([sys.executable, "-m", "tools.extension_probe", mode, *map(str, args)], cwd=root,
+                         env=env, capture_output=True, text=True, timeout=timeout)
+    lines = [line for line in run.stdout.splitlines() if line.startswith("PROBE ")]
+    if run.returncode != 0 or not lines:
+        raise RuntimeError(f"probe {mode} failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}")
+    return json.loads(lines[-1][len("PROBE "):])
 
 
 def _repo_directory(bpy) -> str:

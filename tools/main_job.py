@@ -32,8 +32,6 @@ class Progress:
 
 
 def _operator(call, what):
-    import bpy  # noqa: F401
-
     try:
         result = call()
     except RuntimeError as exc:  # an operator's ERROR report

@@ -2,19 +2,15 @@
 """The installable package: the build refuses incomplete zips, and the built Linux zip goes through
 Blender's own extension installer (install, enable, solve, disable, uninstall) in a fresh process."""
 
-import json
-import os
-import subprocess
-import sys
 import tomllib
 import zipfile
-from pathlib import Path
 
 import pytest
 
 from helpers.blender_env import ROOT
 
 from tools import build_extension
+from tools.extension_probe import run_probe
 
 
 def _manifest():
@@ -63,19 +59,9 @@ def test_zip_without_a_wheel_is_refused(linux_zip, tmp_path):
         build_extension.verify_zip(broken, "linux-x64")
 
 
-def _probe(mode, user_dir, *args):
-    env = dict(os.environ, BLENDER_USER_RESOURCES=str(user_dir))
-    env.pop("NUMBA_CACHE_DIR", None)  # the installed extension picks its own per-user cache folder
-    run = subprocess.run([sys.executable, "-m", "tools.extension_probe", mode, *map(str, args)], cwd=ROOT,
-                         env=env, capture_output=True, text=True, timeout=600)
-    lines = [line for line in run.stdout.splitlines() if line.startswith("PROBE ")]
-    assert run.returncode == 0 and lines, run.stdout[-3000:] + run.stderr[-3000:]
-    return json.loads(lines[-1][len("PROBE "):])
-
-
 def test_built_zip_installs_solves_and_uninstalls_through_blenders_installer(linux_zip, tmp_path):
     user = tmp_path / "blender_user"
-    installed = _probe("install", user, linux_zip)
+    installed = run_probe("install", user, linux_zip)
     assert installed["install_result"] == ["FINISHED"] and installed["installed_dir"]
     assert installed["enabled"] == [True, True]
     assert installed["module_file"].startswith(str(user))  # the installed copy, not the checkout
@@ -88,7 +74,7 @@ def test_built_zip_installs_solves_and_uninstalls_through_blenders_installer(lin
     # the bundled wheels were installed into Blender's extension site-packages
     assert list((user / "extensions" / ".local").rglob("llvmlite/__init__.py"))
 
-    removed = _probe("remove", user)
+    removed = run_probe("remove", user)
     assert removed["enabled_before"] == [True, True]
     assert removed["enabled_after_disable"] == [False, False]
     assert not removed["operator_after_disable"]
