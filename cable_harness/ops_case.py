@@ -59,6 +59,10 @@ def build_scene_from_case(context, case) -> list:
     """Connectors, clips and cable curves for every cable of a case: (cable objects, notes for the user)."""
     scale = metres_per_unit(context.scene)
     context.scene.gravity = case.gravity.tolist()
+    contact = context.scene.cable_harness
+    contact.friction_static = case.contact.get("friction_static", 0.0)
+    contact.friction_dynamic = case.contact.get("friction_dynamic", contact.friction_static)
+    contact.cable_cable = bool(case.contact.get("cable_cable", False))
     notes = []
     cables = []
     for spec in case.cables:

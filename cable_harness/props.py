@@ -114,7 +114,27 @@ class CableHarnessSettings(bpy.types.PropertyGroup):
     bake_previous_action: StringProperty()  # type: ignore
 
 
-classes = (CableHarnessClipRef, CableHarnessPoint, CableHarnessSettings)
+class CableHarnessSceneSettings(bpy.types.PropertyGroup):
+    """Contact between the cables and the scene, for every cable of the scene (case format: contact)."""
+
+    friction_static: FloatProperty(
+        name="Static Friction", min=0.0, soft_max=2.0, default=0.0,
+        description="Coulomb coefficient below which a contact sticks (0: frictionless)")  # type: ignore
+    friction_dynamic: FloatProperty(
+        name="Dynamic Friction", min=0.0, soft_max=2.0, default=0.0,
+        description="Coulomb coefficient of a sliding contact (at most the static one)")  # type: ignore
+    cable_cable: BoolProperty(
+        name="Cable-Cable Contact", default=False,
+        description="Cables press against each other instead of passing through (their drawn routes must "
+                    "not cross)")  # type: ignore
+
+    def contact_document(self) -> dict:
+        return {"friction_static": self.friction_static,
+                "friction_dynamic": min(self.friction_dynamic, self.friction_static),
+                "cable_cable": self.cable_cable}
+
+
+classes = (CableHarnessClipRef, CableHarnessPoint, CableHarnessSettings, CableHarnessSceneSettings)
 
 
 _register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
@@ -123,8 +143,10 @@ _register_classes, _unregister_classes = bpy.utils.register_classes_factory(clas
 def register():
     _register_classes()
     bpy.types.Object.cable_harness = PointerProperty(type=CableHarnessSettings)
+    bpy.types.Scene.cable_harness = PointerProperty(type=CableHarnessSceneSettings)
 
 
 def unregister():
+    del bpy.types.Scene.cable_harness
     del bpy.types.Object.cable_harness
     _unregister_classes()

@@ -131,6 +131,7 @@ def case_document(scene, cable_objects=None) -> dict:
     gravity = list(scene.gravity) if scene.use_gravity else [0.0, 0.0, 0.0]
     return {"format": "cable-harness-case/1", "gravity": gravity,
             "cables": [cable_document(ob, scale) for ob in cables],
+            "contact": scene.cable_harness.contact_document(),
             "solver": {"model": cables[0].cable_harness.solver_model}}
 
 

@@ -104,8 +104,8 @@ class HarnessSimulation:
         solve_ms = 0.0
         for _ in range(BROAD_PHASE_ROUNDS):
             t_solve = time.perf_counter()
-            reports = {name: self.harness.solve_cable(name, self.harness.changed_boundary(name, change))
-                       for name, change in targets.items()}
+            # all cables of the tick together: with cable-cable contact they are swept until they agree
+            reports = self.harness.solve_step(targets, cable_ids=list(targets))
             solve_ms += (time.perf_counter() - t_solve) * 1e3
             after = self._positions(targets)
             # how far each node ended from the nearest place (of the same node) triangles were fetched at
@@ -145,6 +145,7 @@ class HarnessSimulation:
         """Frames of every live cable's holders; rebuild cables whose settings changed."""
         targets = {}
         live = []
+        self.harness.set_contact(scene.cable_harness.contact_document())
         for name, uid in self.cables:
             ob = _find_object(name, uid)
             if ob is None or ob.cable_harness.role != CABLE:

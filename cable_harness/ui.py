@@ -85,6 +85,23 @@ class VIEW3D_PT_cable_harness(bpy.types.Panel):
             box.label(text=s.result_message, icon="ERROR")
 
 
+class VIEW3D_PT_cable_harness_contact(bpy.types.Panel):
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = "Harness"
+    bl_label = "Contact"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        layout.use_property_decorate = False
+        settings = context.scene.cable_harness
+        layout.prop(settings, "friction_static")
+        layout.prop(settings, "friction_dynamic")
+        layout.prop(settings, "cable_cable")
+
+
 class VIEW3D_PT_cable_harness_files(bpy.types.Panel):
     bl_space_type = "VIEW_3D"
     bl_region_type = "UI"
@@ -114,7 +131,8 @@ def _add_menu(self, context):
     self.layout.menu(VIEW3D_MT_cable_harness_add.bl_idname, icon="CURVE_PATH")
 
 
-classes = (CABLE_HARNESS_UL_clips, VIEW3D_PT_cable_harness, VIEW3D_PT_cable_harness_files,
+classes = (CABLE_HARNESS_UL_clips, VIEW3D_PT_cable_harness, VIEW3D_PT_cable_harness_contact,
+           VIEW3D_PT_cable_harness_files,
            VIEW3D_MT_cable_harness_add)
 
 

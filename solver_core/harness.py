@@ -5,7 +5,7 @@ This is the object both the CLI and the Blender layer drive: build it from a cas
 ``solve_step`` with changed frames (or none), read ``cable_result`` documents back.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -83,6 +83,15 @@ class Harness:
                     self.warnings.append(warning)
         session.state = state
 
+    def set_contact(self, contact: dict) -> None:
+        """Change the contact settings (friction, cable-cable) of every cable; states are kept,
+        sticking contacts start afresh."""
+        if contact == self.case.contact:
+            return
+        self.case = replace(self.case, contact=dict(contact))
+        for session in self.cables.values():
+            session.interactions = Interactions(session.model, self.obstacles, self.contact_settings)
+
     def set_obstacles(self, obstacles: ObstacleSet) -> None:
         """Replace the static obstacles (e.g. colliders moved); solved cables keep their states, cables
         not solved yet choose their initial guess again against the new obstacles."""
@@ -148,13 +157,14 @@ class Harness:
             radius.append(np.full(len(x) - 1, 0.5 * session.model.cable.diameter))
         return np.concatenate(a), np.concatenate(b), np.concatenate(radius)
 
-    def solve_step(self, changes: dict | None = None) -> dict:
-        """Solve every cable (with the frames in ``changes`` moved); returns {id: SolveReport}."""
+    def solve_step(self, changes: dict | None = None, cable_ids=None) -> dict:
+        """Solve every cable, or those in ``cable_ids`` (the others stay as they are and are met as
+        obstacles), with the frames in ``changes`` moved; returns {id: SolveReport}."""
         changes = changes or {}
-        targets = {cid: (self.changed_boundary(cid, changes[cid]) if cid in changes else None)
-                   for cid in self.cables}
+        ids = list(self.cables) if cable_ids is None else [cid for cid in self.cables if cid in set(cable_ids)]
+        targets = {cid: (self.changed_boundary(cid, changes[cid]) if cid in changes else None) for cid in ids}
         if not self.contact_settings.cable_cable:
-            return {cid: self.solve_cable(cid, targets[cid]) for cid in self.cables}
+            return {cid: self.solve_cable(cid, targets[cid]) for cid in ids}
         # Cable-cable and self contact: each cable is solved against the others (and a frozen copy of
         # itself) as capsules, sweeping until no cable moves any more (block Gauss-Seidel). No cable
         # ever moves without seeing the others: distances do not tell sides apart, so cables that were
@@ -162,7 +172,8 @@ class Harness:
         reports = {}
         for _sweep in range(MAX_SWEEPS):
             moved = 0.0
-            for cid, session in self.cables.items():
+            for cid in ids:
+                session = self.cables[cid]
                 before = session.state.positions.copy()
                 session.interactions.obstacles = self.obstacles.with_capsules(*self._capsules_for(cid))
                 report = self.solve_cable(cid, targets[cid] if cid not in reports else None)

@@ -2,6 +2,7 @@
 """Scenes built with the operators, solved in Blender, against the CLI on the exported case."""
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +11,7 @@ import bpy
 import numpy as np
 import pytest
 from helpers.blender_scenes import curve_world_points, place, simple_harness
+from helpers.cases import min_clearance
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -99,3 +101,61 @@ def test_simulate_follows_a_moved_connector():
     after = curve_world_points(cable)
     assert np.allclose(after[-1], [0.32, 0.01, 0.0], atol=1e-6)
     assert np.abs(after - before).max() > 1e-3
+
+
+def _crossing_cables():
+    """A hanging cable above a nearly taut one crossing under it (routes apart, the sag brings them
+    together)."""
+    start, end, clip, upper = simple_harness(with_clip=False, segments=40)
+    upper.cable_harness.length = 0.36
+    bpy.ops.cable_harness.add_connector()
+    a = bpy.context.active_object
+    place(a, (0.15, -0.15, -0.05), 1.0, (-math.pi / 2, 0.0, 0.0))  # outlet +y
+    bpy.ops.cable_harness.add_connector()
+    b = bpy.context.active_object
+    place(b, (0.15, 0.15, -0.05), 1.0, (math.pi / 2, 0.0, 0.0))  # outlet -y
+    for ob in bpy.context.selected_objects:
+        ob.select_set(False)
+    a.select_set(True)
+    b.select_set(True)
+    bpy.context.view_layer.objects.active = a
+    bpy.ops.cable_harness.make_cable(segments=40, solve=False)
+    lower = bpy.context.active_object
+    lower.cable_harness.length = 0.302
+    for ob in bpy.context.selected_objects:
+        ob.select_set(False)
+    return upper, lower
+
+
+@pytest.mark.parametrize("cable_cable", [False, True])
+def test_scene_cable_cable_contact_keeps_crossing_cables_apart(cable_cable):
+    upper, lower = _crossing_cables()
+    bpy.context.scene.cable_harness.cable_cable = cable_cable
+    assert bpy.ops.cable_harness.solve() == {"FINISHED"}
+    assert upper.cable_harness.result_converged and lower.cable_harness.result_converged
+    P, Q = curve_world_points(upper), curve_world_points(lower)
+    r = 0.5 * upper.cable_harness.diameter
+    gap = min_clearance(P, r, others=[(Q, r)])
+    if cable_cable:
+        # the upper cable rests on the lower one: touching, not through (1 % of r tolerance)
+        assert -0.01 * r <= gap <= 0.02 * r
+        assert P[:, 2].min() > Q[:, 2].min()
+    else:
+        # without it the upper one sags through the lower one and hangs below it where they cross
+        assert P[:, 2].min() < Q[:, 2].min()
+
+
+def test_scene_contact_settings_reach_the_case_and_come_back_from_it(tmp_path):
+    simple_harness()
+    settings = bpy.context.scene.cable_harness
+    settings.friction_static, settings.friction_dynamic, settings.cable_cable = 0.4, 0.3, True
+    path = tmp_path / "case.json"
+    assert bpy.ops.cable_harness.export_case(filepath=str(path)) == {"FINISHED"}
+    doc = json.loads(path.read_text())
+    assert doc["contact"] == {"friction_static": pytest.approx(0.4), "friction_dynamic": pytest.approx(0.3),
+                              "cable_cable": True}
+    bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)
+    assert bpy.ops.cable_harness.import_case(filepath=str(path)) == {"FINISHED"}
+    settings = bpy.context.scene.cable_harness
+    assert (settings.friction_static, settings.friction_dynamic, settings.cable_cable) == \
+        (pytest.approx(0.4), pytest.approx(0.3), True)
