@@ -26,7 +26,7 @@ def run_solve(operator, context, cables=None):
     except HarnessInputError as exc:
         operator.report({"ERROR"}, str(exc))
         return None
-    if report.failed:
+    if report.needs_attention:
         operator.report({"WARNING"}, report.summary())
     else:
         operator.report({"INFO"}, report.summary())
@@ -81,7 +81,7 @@ class CABLE_HARNESS_OT_simulate(bpy.types.Operator):
         report = None
         for _ in range(self.ticks):
             report = self.step(context)
-        self.report({"WARNING" if report.failed else "INFO"}, report.summary())
+        self.report({"WARNING" if report.needs_attention else "INFO"}, report.summary())
         return {"FINISHED"}
 
     def invoke(self, context, event):

@@ -40,6 +40,7 @@ class TickReport:
     solved: int = 0
     failed: dict = field(default_factory=dict)  # cable name -> message
     results: dict = field(default_factory=dict)  # cable name -> result document entry
+    warnings: list = field(default_factory=list)  # solver warnings new in this tick (e.g. a route inside a collider)
     candidate_triangles: int = 0
 
     @property
@@ -51,7 +52,13 @@ class TickReport:
                 f"{self.collide_ms:.1f}, solve {self.solve_ms:.1f}, write {self.write_ms:.1f})")
         if self.failed:
             text += "; " + "; ".join(f"{k}: {v}" for k, v in self.failed.items())
+        if self.warnings:
+            text += "; " + "; ".join(self.warnings)
         return text
+
+    @property
+    def needs_attention(self) -> bool:
+        return bool(self.failed or self.warnings)
 
 
 def _find_object(name, uid):
@@ -87,6 +94,7 @@ class HarnessSimulation:
         self.case = parse_scene_case(doc)
         self.harness = Harness.from_case(self.case)
         self.signatures = {c["id"]: _static_signature(c) for c in doc["cables"]}
+        self.reported_warnings = set()
         self.colliders = ColliderCache()
 
     # ------------------------------------------------------------ one tick
@@ -133,6 +141,8 @@ class HarnessSimulation:
             session = self.harness.cables.get(name)
             if name not in report.results and session is not None and session.solved:
                 report.results[name] = self.harness.cable_result(name)
+        report.warnings = [w for w in self.harness.warnings if w not in self.reported_warnings]
+        self.reported_warnings.update(report.warnings)
         t3 = time.perf_counter()
         if write:
             self.write(report)
@@ -227,6 +237,10 @@ class HarnessSimulation:
             ob = bpy.data.objects.get(name)
             if ob is not None:
                 write_cable_result(ob, result, self.scale)
+                own = [w for w in self.harness.warnings if f"cable {name!r}" in w]
+                if own:  # shown in the panel next to the result
+                    ob.cable_harness.result_message = "; ".join(filter(None, [ob.cable_harness.result_message,
+                                                                              *own]))
 
 
 def collider_obstacles(scene, depsgraph, scale: float) -> list:

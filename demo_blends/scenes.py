@@ -209,8 +209,8 @@ def build_desk() -> dict:
         ob.cable_harness.role = "COLLIDER"
         ob.data.materials.append(_material(name, colour))
         parts[name] = ob
-    monitor_port = _add("connector", "monitor_port", (0.2, 0.178, 0.95), (0.0, 0.0, -1.0), up=(1.0, 0.0, 0.0))
-    outlet = _add("connector", "wall_outlet", (0.55, 0.435, 0.3), (0.0, -1.0, 0.0))
+    monitor_port = _add("connector", "monitor_port", (0.2, 0.19, 0.95), (0.0, 0.0, -1.0), up=(1.0, 0.0, 0.0))
+    outlet = _add("connector", "wall_outlet", (0.55, 0.43, 0.3), (0.0, -1.0, 0.0))
     grommet = _add("clip", "desk_grommet", (0.4, 0.3, 0.76), (0.0, 0.0, -1.0))
     grommet.cable_harness.clip_kind = "sliding"
     grommet.cable_harness.clip_length = 0.03
@@ -221,9 +221,9 @@ def build_desk() -> dict:
     modifier.object = hole
     modifier.operation = "DIFFERENCE"
     hole.hide_render = hole.hide_viewport = True
-    power = _cable("monitor_power", monitor_port, outlet, [grommet], 0.007, 1.3, "pvc_wire", 80,
+    power = _cable("monitor_power", monitor_port, outlet, [grommet], 0.007, 1.0, "pvc_wire", 80,
                    (0.05, 0.05, 0.05))
-    lamp_socket = _add("connector", "lamp_base", (-0.5, 0.2, 0.75), (0.0, 0.0, 1.0))
+    lamp_socket = _add("connector", "lamp_base", (-0.5, 0.2, 0.77), (0.0, 0.0, 1.0))  # 2 cm above the top
     lamp = _cable("lamp_cord", lamp_socket, None, [], 0.004, 0.5, "lv2017_harness", 50, (0.9, 0.9, 0.88))
     scene.frame_start, scene.frame_end = 1, 40
     _look((1.9, -2.1, 1.7), (0.1, 0.15, 0.7), lens=40.0)

@@ -14,11 +14,13 @@ import numpy as np
 
 from .contact import ObstacleSet
 from .interactions import PENETRATION_TOLERANCE, Interactions
-from .newton import CONVERGED, STATUS_TEXT, minimise_rod_energy
+from .newton import CONVERGED, MAX_ITERATIONS, STATUS_TEXT, minimise_rod_energy
 from .rod_model import Boundary, RodModel
 from .rod_state import RodState, apply_boundary, carry_boundary_motion, interpolate_boundary
 
 MAX_CONTINUATION_DEPTH = 7  # up to 128 substeps per requested step
+SNAP_THROUGH_ROUNDS = 10  # extra rounds of max_iterations for a substep whose energy keeps falling
+SNAP_THROUGH_DECREASE = 1e-3  # ... by at least this fraction per round
 
 
 @dataclass
@@ -35,11 +37,11 @@ class SolveReport:
 
 def _minimise(model: RodModel, state: RodState, load_factor: float, rest_len: np.ndarray, max_iterations: int,
               extra: tuple, dof_tol: np.ndarray):
-    status, iterations, ratio, _ = minimise_rod_energy(
+    """Returns (status, iterations, residual ratio, energy at the last iterate)."""
+    return minimise_rod_energy(
         state.positions, state.quats, model.node_dof, model.rot_dof, model.fixed, dof_tol, model.bw,
         rest_len, model.stretch_stiff, model.joint_a, model.joint_b, model.joint_len, model.bend_stiff,
         model.node_force, model.rot_couple, load_factor, max_iterations, extra)
-    return status, iterations, ratio
 
 
 MAX_STIFFENING = 3  # contact stiffness raised tenfold at most this often per solve
@@ -49,23 +51,24 @@ MAX_FRICTION_ROUNDS = 12  # normal force / stick-slip fixed point per solve
 def _minimise_with_interactions(model, interactions, state, boundary, load_factor, rest_len, max_iterations):
     """Minimise, then stiffen contact until penetration is small and settle friction's fixed point."""
     total = 0
-    status, iterations, ratio = CONVERGED, 0, 0.0
+    status, iterations, ratio, energy = CONVERGED, 0, 0.0, np.inf
     if interactions.needs_normal_forces():
         # anchored nodes without a normal force yet: get one from a frictionless probe of a copy,
         # so that the first friction round already knows what static friction can hold
         probe = state.copy()
         saved = interactions.friction_state
         interactions.friction_state = type(saved).empty(model.n_nodes)
-        status, iterations, ratio = _minimise(model, probe, load_factor, rest_len, max_iterations,
-                                              interactions.kernel_tuple(boundary), interactions.dof_tolerance(boundary))
+        status, iterations, ratio, energy = _minimise(model, probe, load_factor, rest_len, max_iterations,
+                                                      interactions.kernel_tuple(boundary),
+                                                      interactions.dof_tolerance(boundary))
         total += iterations
         interactions.friction_state = saved
         interactions.set_normal_forces(probe)
     for _round in range(MAX_FRICTION_ROUNDS):
         for _stiffen in range(MAX_STIFFENING + 1):
-            status, iterations, ratio = _minimise(model, state, load_factor, rest_len, max_iterations,
-                                                  interactions.kernel_tuple(boundary),
-                                                  interactions.dof_tolerance(boundary))
+            status, iterations, ratio, energy = _minimise(model, state, load_factor, rest_len, max_iterations,
+                                                          interactions.kernel_tuple(boundary),
+                                                          interactions.dof_tolerance(boundary))
             total += iterations
             if status != CONVERGED or not interactions.uses_contact:
                 break
@@ -78,7 +81,7 @@ def _minimise_with_interactions(model, interactions, state, boundary, load_facto
             break
         if interactions.update_friction(state, settle=False) < 1e-3:
             break
-    return status, total, ratio
+    return status, total, ratio, energy
 
 
 def _relative_residual(model: RodModel, ratio: float) -> float:
@@ -135,8 +138,23 @@ def solve_equilibrium(model: RodModel, state: RodState, boundary: Boundary, prev
             apply_boundary(model, trial, b_b)
         else:
             carry_boundary_motion(model, trial, b_a, b_b)
-        status, iterations, ratio = _minimise_with_interactions(model, interactions, trial, b_b, load_factor,
-                                                                rest_len, max_iterations)
+        first = trial.copy()
+        status, iterations, ratio, energy = _minimise_with_interactions(model, interactions, trial, b_b,
+                                                                        load_factor, rest_len, max_iterations)
+        if status == MAX_ITERATIONS and trial.is_finite():
+            # A snap-through (a cable sliding off an edge) is a long descent that no smaller load step
+            # avoids: keep descending while each round still lowers the energy noticeably.
+            before = _minimise(model, first, load_factor, rest_len, 0, interactions.kernel_tuple(b_b),
+                               interactions.dof_tolerance(b_b))[3]
+            for _round in range(SNAP_THROUGH_ROUNDS):
+                if not (energy < before - SNAP_THROUGH_DECREASE * abs(before)):
+                    break
+                before = energy
+                status, more, ratio, energy = _minimise_with_interactions(model, interactions, trial, b_b,
+                                                                          load_factor, rest_len, max_iterations)
+                iterations += more
+                if status != MAX_ITERATIONS or not trial.is_finite():
+                    break
         counters["iterations"] += iterations
         counters["substeps"] += 1
         counters["status"], counters["ratio"] = status, ratio

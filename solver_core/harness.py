@@ -30,6 +30,7 @@ class CableSession:
     last_report: SolveReport | None = None
 
 
+SAG_BISECTIONS = 6  # how finely the initial sag is fitted above obstacles (1/64 of the slack)
 MAX_SWEEPS = 12  # Gauss-Seidel sweeps over the cables when they touch each other
 SWEEP_TOLERANCE = 1e-3  # stop sweeping once no node moved more than this fraction of the radius
 
@@ -66,17 +67,33 @@ class Harness:
         model = build_rod_model(cable, self.case.gravity, self.case.solver.tolerance)
         boundary = Boundary.of(cable)
         interactions = Interactions(model, self.obstacles, self.contact_settings)
-        session = CableSession(model, boundary, initial_state(model, boundary), interactions)
+        session = CableSession(model, boundary, None, interactions)  # the state is chosen next
         self._choose_initial_state(cable.id, session)
         self.cables[cable.id] = session
 
     def _choose_initial_state(self, cable_id: str, session: CableSession) -> None:
         # Distances do not tell sides apart: a start inside an obstacle cannot be mended by contact.
-        # Without the sag, the route is kept and the cable paid out onto whatever is below it.
-        state = initial_state(session.model, session.boundary)
-        if session.interactions.deepest_penetration(state) > 0.0:
-            state = initial_state(session.model, session.boundary, sag=False)
-            if session.interactions.deepest_penetration(state) > 0.0:
+        # The sag is made as deep as it can be without entering an obstacle (bisection on the part of
+        # the slack it takes up); the solver pays out the rest onto whatever is below. Paying out a
+        # lot of length from a short route compresses the cable and is the hard way to an equilibrium.
+        def clear(fraction):
+            candidate = initial_state(session.model, session.boundary, sag=fraction)
+            return candidate if session.interactions.deepest_penetration(candidate) <= 0.0 else None
+
+        state = clear(1.0)
+        if state is None:
+            best, lo, hi = clear(0.0), 0.0, 1.0
+            if best is not None:
+                for _ in range(SAG_BISECTIONS):
+                    mid = 0.5 * (lo + hi)
+                    candidate = clear(mid)
+                    if candidate is None:
+                        hi = mid
+                    else:
+                        best, lo = candidate, mid
+            state = best
+            if state is None:
+                state = initial_state(session.model, session.boundary, sag=0.0)
                 warning = (f"cable {cable_id!r}: its route passes through an obstacle; draw the route around it "
                            f"(the result may be on the wrong side)")
                 if warning not in self.warnings:

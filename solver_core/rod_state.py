@@ -48,7 +48,7 @@ def _hermite(p0, t0, p1, t1, scale, u):
     return h00 * p0 + h10 * scale * t0 + h01 * p1 + h11 * scale * t1
 
 
-def _curve_of_length(p0, t0, p1, t1, length, sag_direction, samples=96, sag=True):
+def _curve_of_length(p0, t0, p1, t1, length, sag_direction, samples=96, sag=1.0):
     """A smooth curve from p0 (leaving along t0) to p1 (arriving along t1) with the given arc length.
 
     A Hermite curve whose tangent scale stays below the chord (beyond it the curve can fold back on
@@ -64,11 +64,11 @@ def _curve_of_length(p0, t0, p1, t1, length, sag_direction, samples=96, sag=True
     if length <= chord * (1.0 + 1e-9):
         return np.array([p0, p1])
     pts, longest = arc(chord)
-    if longest < length and not sag:
+    if longest < length and sag <= 0.0:
         return pts  # shorter than the cable: paid out by the solver
     if longest < length:
         s = np.linspace(0.0, length, samples)
-        _add_sag(pts[1:-1], s[1:-1], [(0.0, p0, None), (length, p1, None)], sag_direction)
+        _add_sag(pts[1:-1], s[1:-1], [(0.0, p0, None), (length, p1, None)], sag_direction, sag)
         return pts
     lo, hi = 0.0, chord
     for _ in range(60):
@@ -100,8 +100,9 @@ def _sag_direction(model: RodModel) -> np.ndarray:
     return load / norm if norm > 0.0 else np.array([0.0, 0.0, -1.0])
 
 
-def _add_sag(pts: np.ndarray, s: np.ndarray, anchors, direction: np.ndarray) -> None:
-    """Give every span between holders the cable length it must hold, as a sag along ``direction``.
+def _add_sag(pts: np.ndarray, s: np.ndarray, anchors, direction: np.ndarray, fraction: float = 1.0) -> None:
+    """Give every span between holders the cable length it must hold, as a sag along ``direction``;
+    with ``fraction`` < 1 only that part of the missing length (the rest is paid out by the solver).
 
     A drawn route is usually shorter than the cable (the slack). Resampled as it is, each span would
     start compressed and buckle to one side or the other by round-off; sagging it along the loads
@@ -132,25 +133,27 @@ def _add_sag(pts: np.ndarray, s: np.ndarray, anchors, direction: np.ndarray) -> 
         def length(a):
             return float(np.linalg.norm(np.diff(poly + a * bump, axis=0), axis=1).sum())
 
+        wanted = current + min(max(fraction, 0.0), 1.0) * (target - current)
         lo, hi = 0.0, target
         for _ in range(60):
             mid = 0.5 * (lo + hi)
-            lo, hi = (mid, hi) if length(mid) < target else (lo, mid)
+            lo, hi = (mid, hi) if length(mid) < wanted else (lo, mid)
         sagged = poly + 0.5 * (lo + hi) * bump
         # nodes evenly by arc length along the sagged span, so that no segment starts strained
         pts[inside] = _resample_polyline(sagged, u[1:-1])
 
 
-def initial_centerline(model: RodModel, boundary: Boundary, sag: bool = True) -> np.ndarray:
+def initial_centerline(model: RodModel, boundary: Boundary, sag: float = 1.0) -> np.ndarray:
     """The first centre line: the route (or smooth curves through the holders) given the cable's
-    length by sagging along the loads; with ``sag`` off, spans keep the route's shorter length and
-    the solver pays the cable out (for routes whose sag would pass through an obstacle)."""
+    length by sagging along the loads. ``sag`` is the part of the missing length the sag makes up
+    (1: all of it, 0: none); the solver pays out the rest (for routes whose full sag would pass
+    through an obstacle)."""
     cable = model.cable
     s = model.node_s
     if cable.route is not None:
         pts = _resample_polyline(cable.route, s / cable.length)
-        if sag:
-            _add_sag(pts, s, _anchors(model, boundary), _sag_direction(model))
+        if sag > 0.0:
+            _add_sag(pts, s, _anchors(model, boundary), _sag_direction(model), sag)
         return pts
     pts = np.empty((model.n_nodes, 3))
     anchors = _anchors(model, boundary)
@@ -164,7 +167,7 @@ def initial_centerline(model: RodModel, boundary: Boundary, sag: bool = True) ->
     return pts
 
 
-def initial_state(model: RodModel, boundary: Boundary, sag: bool = True) -> RodState:
+def initial_state(model: RodModel, boundary: Boundary, sag: float = 1.0) -> RodState:
     """Centre line guess plus parallel-transported frames, with the boundary applied."""
     x = initial_centerline(model, boundary, sag) - model.origin
     edges = np.diff(x, axis=0)

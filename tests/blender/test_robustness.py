@@ -146,3 +146,13 @@ def test_unregister_leaves_no_handlers_timers_or_classes_behind(extension):
         enable_extension()
         assert len(_our_handlers()) == 3
     assert solve_module._state["timers"] == []
+
+
+def test_a_connector_inside_a_collider_is_reported_not_hidden():
+    start, end, clip, cable = simple_harness(with_clip=False, segments=30)
+    bpy.ops.mesh.primitive_cube_add(size=0.1, location=(0.0, 0.0, 0.0))  # swallows the start connector
+    bpy.context.active_object.cable_harness.role = "COLLIDER"
+    for ob in bpy.context.selected_objects:
+        ob.select_set(False)
+    bpy.ops.cable_harness.solve()
+    assert "passes through an obstacle" in cable.cable_harness.result_message

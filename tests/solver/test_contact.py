@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 import pytest
-from helpers.cases import cable, case, first, min_clearance, solve
+from helpers.cases import WIRE, cable, case, first, min_clearance, solve
 
 R = 0.002  # cable radius of the test cables (4 mm)
 LINEAR_DENSITY = 7958.0 * math.pi * 0.004**2 / 4  # the helpers' cable (Lv 2017: 30 g over 300 mm)
@@ -446,3 +446,23 @@ def test_a_route_through_a_closed_box_is_seen_even_when_no_node_is_near_a_face()
     doc["cables"][0].update(route=beside, start={"position": beside[0], "tangent": [1, 0, 0]},
                             end={"position": beside[-1], "tangent": [1, 0, 0]})
     assert not Harness.from_case(parse_case(doc)).warnings
+
+
+def test_cable_paid_out_onto_a_box_slides_off_its_edge_and_its_weight_is_carried():
+    # Connectors 0.3 m apart above a 0.2 m box, 0.6 m of cable: the full sag would pass through the
+    # box, so the cable starts as deep as it can above it and is paid out; on the way it slides off
+    # the box's top edge (a snap-through the continuation has to follow to the end).
+    corners = np.array([[x, y, z] for x in (0.05, 0.25) for y in (-0.1, 0.1) for z in (-0.3, -0.1)])
+    faces = [[0, 1, 3], [0, 3, 2], [4, 6, 7], [4, 7, 5], [0, 4, 5], [0, 5, 1], [2, 3, 7], [2, 7, 6],
+             [0, 2, 6], [0, 6, 4], [1, 5, 7], [1, 7, 3]]
+    doc = case(cable(length=0.6, segments=30, start={"position": [0, 0, 0], "tangent": [0, 0, -1]},
+                     end={"position": [0.3, 0, 0], "tangent": [0, 0, 1]}),
+               obstacles=[{"type": "mesh", "vertices": corners.tolist(), "triangles": faces}])
+    result = first(solve(doc))
+    assert result["converged"], result.get("message")
+    assert result["contacts"]
+    weight = WIRE["density"] * math.pi * 0.004**2 / 4 * 0.6 * 9.81
+    vertical = (sum(c["force"][2] for c in result["contacts"]) + result["end_forces"]["start"]["force"][2]
+                + result["end_forces"]["end"]["force"][2])
+    assert vertical == pytest.approx(weight, rel=1e-6)
+    _no_penetration(result, doc)

@@ -1,0 +1,360 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Quasi-static equilibrium by a trust-region (Levenberg-Marquardt) Newton method.
+
+The whole iteration runs inside one compiled call so that a warm re-solve costs a few
+microseconds of overhead. Each iteration assembles the exact gradient and the banded Hessian
+(``rod_energy``), solves (H + lambda D) delta = -g by banded Cholesky, and accepts the step when
+the actual energy decrease matches enough of the quadratic model's prediction; lambda grows
+when the Hessian is indefinite (buckling, compressed starts) or the model was poor, and
+shrinks back to a pure Newton step near the solution. Convergence is judged on the force and
+moment residual of every free degree of freedom, never on the step size.
+"""
+
+import math
+
+import numpy as np
+
+from ._jit import njit
+from .banded import band_cholesky, band_cholesky_solve, band_symmetric_matvec
+from .contact import approach_too_far, contact_energy, find_pairs, friction_energy
+from .mounts import compliant_energy, sliding_crossings, sliding_energy
+from .rod_energy import rod_energy, rod_gradient_hessian, rod_strains, strain_jacobian_transpose
+from .rotations import quat_retract, quat_to_matrix
+
+CONVERGED = 0
+MAX_ITERATIONS = 1
+STALLED = 2
+NOT_FINITE = 3
+
+STATUS_TEXT = {
+    CONVERGED: "converged",
+    MAX_ITERATIONS: "iteration limit reached before the residual met the tolerance",
+    STALLED: "no step could reduce the energy (trust region collapsed)",
+    NOT_FINITE: "the state became non-finite",
+}
+
+# Largest rotation increment of one Newton step (rad); beyond it the quadratic model of the
+# rotation retraction is poor, so the step is refused and the trust region shrinks.
+MAX_ROTATION_STEP = 1.0
+DEBUG = np.ones(1)
+
+
+@njit
+def _constrained_residual(grad, fixed, dof_tol):
+    worst = 0.0
+    for i in range(grad.shape[0]):
+        if fixed[i]:
+            grad[i] = 0.0
+        else:
+            r = abs(grad[i]) / dof_tol[i]
+            if not (r <= worst):  # also catches NaN
+                worst = r
+    return worst
+
+
+@njit
+def _couple_work(quat, rot_dof, rot_couple, load_factor, delta, R):
+    """Work of the world couples over a body-frame rotation step: sum M . (R dtheta)."""
+    work = 0.0
+    for r in range(quat.shape[0]):
+        if rot_couple[r, 0] == 0.0 and rot_couple[r, 1] == 0.0 and rot_couple[r, 2] == 0.0:
+            continue
+        quat_to_matrix(quat[r], R)
+        g0 = rot_dof[r]
+        for k in range(3):
+            spatial = R[k, 0] * delta[g0] + R[k, 1] * delta[g0 + 1] + R[k, 2] * delta[g0 + 2]
+            work += load_factor * rot_couple[r, k] * spatial
+    return work
+
+
+@njit
+def _prepare_system(band, bw, fixed, damping):
+    """Dirichlet rows and columns for fixed dofs; Marquardt scaling from the diagonal."""
+    n_dof = fixed.shape[0]
+    dmax = 0.0
+    for i in range(n_dof):
+        if fixed[i]:
+            for c in range(bw + 1):
+                band[i, c] = 0.0
+            band[i, bw] = 1.0
+        else:
+            d = abs(band[i, bw])
+            if d > dmax:
+                dmax = d
+    for i in range(n_dof):
+        if fixed[i]:
+            damping[i] = 0.0
+            continue
+        for c in range(bw):
+            j = i - (bw - c)
+            if j >= 0 and fixed[j]:
+                band[i, c] = 0.0
+        damping[i] = max(abs(band[i, bw]), 1e-10 * dmax)
+
+
+@njit
+def _retract(pos, quat, node_dof, rot_dof, delta, scale, out_pos, out_quat, rot_step):
+    """out = state moved by scale * delta: positions linearly, rotations by q * exp(theta / 2)."""
+    for n in range(pos.shape[0]):
+        a0 = node_dof[n]
+        for k in range(3):
+            out_pos[n, k] = pos[n, k] + scale * delta[a0 + k]
+    for r in range(quat.shape[0]):
+        g0 = rot_dof[r]
+        for k in range(3):
+            rot_step[k] = scale * delta[g0 + k]
+        quat_retract(quat[r], rot_step, out_quat[r])
+
+
+@njit
+def _extra_terms(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, sl_seg, sl_t, grad, band, bw, mode, pair_gap,
+                 pair_t, pair_normal, pair_point, pair_u, frozen):
+    """Energy (and in mode 1/2 gradient and Gauss-Newton Hessian) of contact, friction and mounts."""
+    (obstacles, cparams, node_len, seg_len, fr_active, fr_normal, fr_force, fr_anchor, fr_mu, sl_point, sl_axis,
+     sl_stiff, cc_node, cc_rot, cc_centre, cc_quat, cc_K) = extra
+    energy = 0.0
+    if kind.shape[0] > 0:
+        energy += contact_energy(pos, kind, elem, prim, obstacles, cparams[0], cparams[1], node_len, seg_len, node_dof,
+                                 grad, band, bw, mode, pair_gap, pair_t, pair_normal, pair_point, pair_u, frozen)
+    if fr_active.shape[0] > 0:
+        energy += friction_energy(pos, node_dof, fr_active, fr_normal, fr_force, fr_anchor, fr_mu, cparams[4], grad,
+                                  band, bw, mode)
+    if sl_point.shape[0] > 0:
+        offset = np.empty(sl_point.shape[0])
+        energy += sliding_energy(pos, node_dof, sl_point, sl_axis, sl_stiff, sl_seg, sl_t, grad, band, bw, mode,
+                                 offset)
+    if cc_node.shape[0] > 0:
+        deflection = np.empty((cc_node.shape[0], 6))
+        energy += compliant_energy(pos, quat, node_dof, rot_dof, cc_node, cc_rot, cc_centre, cc_quat, cc_K, grad,
+                                   band, bw, mode, deflection)
+    return energy
+
+
+@njit
+def _assemble(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len, bend_stiff,
+              node_force, rot_couple, load_factor, grad, band, bw, geometric, extra, kind, elem, prim, sl_seg, sl_t,
+              pair_gap, pair_t, pair_normal, pair_point, pair_u, frozen):
+    rod_gradient_hessian(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len,
+                         bend_stiff, node_force, rot_couple, load_factor, grad, band, bw, True, geometric)
+    _extra_terms(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, sl_seg, sl_t, grad, band, bw, 2, pair_gap,
+                 pair_t, pair_normal, pair_point, pair_u, frozen)
+
+
+@njit
+def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_len, stretch_stiff, joint_a, joint_b,
+                        joint_len, bend_stiff, node_force, rot_couple, load_factor, max_iterations, extra):
+    """Newton-minimise in place. Returns (status, iterations, residual / tolerance, energy)."""
+    n_dof = fixed.shape[0]
+    grad = np.zeros(n_dof)
+    band = np.zeros((n_dof, bw + 1))
+    work = np.empty((n_dof, bw + 1))
+    delta = np.empty(n_dof)
+    rhs = np.empty(n_dof)
+    hd = np.empty(n_dof)
+    damping = np.empty(n_dof)
+    trial_pos = np.empty_like(pos)
+    trial_quat = np.empty_like(quat)
+    R = np.empty((3, 3))
+    rhs_trial = np.empty(n_dof)
+    correction = np.empty(n_dof)
+    corrected_pos = np.empty_like(pos)
+    corrected_quat = np.empty_like(quat)
+    rot_step = np.empty(3)
+    s_zero = np.empty((rest_len.shape[0], 3))
+    s_plus = np.empty_like(s_zero)
+    s_minus = np.empty_like(s_zero)
+    b_zero = np.empty((joint_a.shape[0], 3))
+    b_plus = np.empty_like(b_zero)
+    b_minus = np.empty_like(b_zero)
+    dummy = np.zeros(1)
+    dummy_band = np.zeros((1, 1))
+    obstacles, cparams = extra[0], extra[1]
+    use_contact = cparams[5] > 0.0
+    radius, reach, self_gap = cparams[0], cparams[2], int(cparams[3])
+    kind = np.zeros(0, dtype=np.int64)
+    elem = np.zeros(0, dtype=np.int64)
+    prim = np.zeros(0, dtype=np.int64)
+    pair_gap = np.zeros(0)
+    pair_t = np.zeros(0)
+    pair_normal = np.zeros((0, 3))
+    pair_point = np.zeros((0, 3))
+    pair_u = np.zeros(0)
+    sl_point, sl_axis = extra[9], extra[10]
+    sl_seg = np.full(sl_point.shape[0], -1, dtype=np.int64)
+    sl_t = np.zeros(sl_point.shape[0])
+    lam = 0.0
+    ratio = np.inf
+    energy = np.inf
+    searched_at = np.full_like(pos, np.inf)
+    frozen = pos.copy()  # the cable as at the start of the iteration: the other side of self-contact
+    for it in range(max_iterations + 1):
+        frozen[:, :] = pos
+        moved_since_search = 0.0
+        for n in range(pos.shape[0]):
+            d2 = ((pos[n, 0] - searched_at[n, 0]) ** 2 + (pos[n, 1] - searched_at[n, 1]) ** 2
+                  + (pos[n, 2] - searched_at[n, 2]) ** 2)
+            if not (d2 <= moved_since_search):
+                moved_since_search = d2
+        if use_contact and not (moved_since_search <= reach * reach):
+            # Candidate pairs within twice the reach, searched again once some node has moved a
+            # reach since: with steps no longer than a reach, they hold everything a step can touch,
+            # and no step may carry a contact point through its gap, so nothing is missed or tunnelled.
+            kind, elem, prim = find_pairs(pos, radius, 2.0 * reach, obstacles, self_gap)
+            searched_at[:, :] = pos
+            n_pairs = kind.shape[0]
+            pair_gap = np.empty(n_pairs)
+            pair_t = np.empty(n_pairs)
+            pair_normal = np.empty((n_pairs, 3))
+            pair_point = np.empty((n_pairs, 3))
+            pair_u = np.zeros(n_pairs)
+        if sl_point.shape[0] > 0:
+            sliding_crossings(pos, sl_point, sl_axis, sl_seg, sl_t)  # held fixed within this iteration
+        energy = rod_energy(pos, quat, rest_len, stretch_stiff, joint_a, joint_b, joint_len, bend_stiff, node_force,
+                            load_factor)
+        energy += _extra_terms(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, sl_seg, sl_t, dummy, dummy_band, 0, 0,
+                               pair_gap, pair_t, pair_normal, pair_point, pair_u, frozen)
+        if not math.isfinite(energy):
+            return NOT_FINITE, it, ratio, energy
+        _assemble(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len, bend_stiff,
+                  node_force, rot_couple, load_factor, grad, band, bw, 1.0, extra, kind, elem, prim, sl_seg, sl_t,
+                  pair_gap, pair_t, pair_normal, pair_point, pair_u, frozen)
+        ratio = _constrained_residual(grad, fixed, dof_tol)
+        if not math.isfinite(ratio):
+            return NOT_FINITE, it, ratio, energy
+        if DEBUG[0] > 0:
+            print(it, ratio, lam, energy, kind.shape[0])
+        if ratio <= 1.0:
+            return CONVERGED, it, ratio, energy
+        if it == max_iterations:
+            break
+        _prepare_system(band, bw, fixed, damping)
+        for i in range(n_dof):
+            rhs[i] = -grad[i]
+        rod_strains(pos, quat, rest_len, joint_a, joint_b, s_zero, b_zero)
+        exact = True
+        accepted = False
+        for attempt in range(60):
+            for i in range(n_dof):
+                for c in range(bw + 1):
+                    work[i, c] = band[i, c]
+                work[i, bw] += lam * damping[i]
+            if not band_cholesky(work, bw):
+                if exact:
+                    # Indefinite exact Hessian (compression, buckling): take this iteration's
+                    # step from the Gauss-Newton matrix J^T C J instead of damping it away.
+                    exact = False
+                    _assemble(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len,
+                              bend_stiff, node_force, rot_couple, load_factor, grad, band, bw, 0.0, extra, kind, elem,
+                              prim, sl_seg, sl_t, pair_gap, pair_t, pair_normal, pair_point, pair_u, frozen)
+                    _prepare_system(band, bw, fixed, damping)
+                    for i in range(n_dof):
+                        if fixed[i]:
+                            grad[i] = 0.0
+                else:
+                    lam = max(10.0 * lam, 1e-8)
+                continue
+            band_cholesky_solve(work, bw, rhs, delta)
+            for i in range(n_dof):
+                if abs(delta[i]) < 1e-150:
+                    delta[i] = 0.0  # keep subnormal numbers out of the state (see rotations._flush)
+            too_far = False
+            for r in range(quat.shape[0]):
+                g0 = rot_dof[r]
+                step = math.sqrt(delta[g0] ** 2 + delta[g0 + 1] ** 2 + delta[g0 + 2] ** 2)
+                if not (step <= MAX_ROTATION_STEP):
+                    too_far = True
+                    break
+            if use_contact and not too_far:
+                too_far = approach_too_far(delta, node_dof, kind, elem, prim, pair_gap, pair_t, pair_u, pair_normal,
+                                           radius, reach)
+            if too_far:
+                lam = max(4.0 * lam, 1e-6)
+                continue
+            band_symmetric_matvec(band, bw, delta, hd)
+            predicted = 0.0
+            for i in range(n_dof):
+                predicted -= grad[i] * delta[i] + 0.5 * delta[i] * hd[i]
+            _retract(pos, quat, node_dof, rot_dof, delta, 1.0, trial_pos, trial_quat, rot_step)
+            trial_energy = rod_energy(trial_pos, trial_quat, rest_len, stretch_stiff, joint_a, joint_b, joint_len,
+                                      bend_stiff, node_force, load_factor)
+            trial_energy += _extra_terms(trial_pos, trial_quat, node_dof, rot_dof, extra, kind, elem, prim, sl_seg, sl_t, dummy,
+                                         dummy_band, 0, 0, pair_gap.copy(), pair_t.copy(), pair_normal.copy(),
+                                         pair_point.copy(), pair_u.copy(), frozen)
+            if not math.isfinite(trial_energy):
+                lam = max(10.0 * lam, 1e-6)
+                continue
+            couple = _couple_work(quat, rot_dof, rot_couple, load_factor, delta, R)
+            actual = energy - (trial_energy - couple)
+            # In the last digits the energy difference is noise; a step whose predicted gain is
+            # below that noise is a pure Newton refinement and is taken (the residual decides).
+            noise = 1e-13 * (abs(energy) + abs(trial_energy))
+            rho = actual / predicted if predicted > 0.0 else -1.0
+            if predicted > noise and rho < 0.25:
+                # Geodesic acceleration (Transtrum & Sethna 2012): a rotation step moves nodes along
+                # tangents of circles, which stretches stiff segments by O(step^2) and spoils the
+                # quadratic model. The second directional derivative of the strains along the step,
+                # r_vv, gives the correction a = -(H + lambda D)^-1 J^T W r_vv with the factor at hand;
+                # the step delta + a/2 follows the curved valley of nearly inextensible rods.
+                for sgn in range(2):
+                    h = 0.1 if sgn == 0 else -0.1
+                    _retract(pos, quat, node_dof, rot_dof, delta, h, corrected_pos, corrected_quat, rot_step)
+                    if sgn == 0:
+                        rod_strains(corrected_pos, corrected_quat, rest_len, joint_a, joint_b, s_plus, b_plus)
+                    else:
+                        rod_strains(corrected_pos, corrected_quat, rest_len, joint_a, joint_b, s_minus, b_minus)
+                for i in range(rest_len.shape[0]):
+                    for k in range(3):
+                        s_plus[i, k] = (s_plus[i, k] - 2.0 * s_zero[i, k] + s_minus[i, k]) / 0.01
+                for j in range(joint_a.shape[0]):
+                    for k in range(3):
+                        b_plus[j, k] = (b_plus[j, k] - 2.0 * b_zero[j, k] + b_minus[j, k]) / 0.01
+                strain_jacobian_transpose(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b,
+                                          joint_len, bend_stiff, s_plus, b_plus, rhs_trial)
+                for i in range(n_dof):
+                    rhs_trial[i] = 0.0 if fixed[i] else -rhs_trial[i]
+                band_cholesky_solve(work, bw, rhs_trial, correction)
+                for i in range(n_dof):
+                    correction[i] = delta[i] + 0.5 * correction[i]
+                within = True
+                if use_contact:
+                    within = not approach_too_far(correction, node_dof, kind, elem, prim, pair_gap, pair_t, pair_u,
+                                                  pair_normal, radius, reach)
+                if within:
+                    _retract(pos, quat, node_dof, rot_dof, correction, 1.0, corrected_pos, corrected_quat, rot_step)
+                    corrected_energy = rod_energy(corrected_pos, corrected_quat, rest_len, stretch_stiff, joint_a,
+                                                  joint_b, joint_len, bend_stiff, node_force, load_factor)
+                    corrected_energy += _extra_terms(corrected_pos, corrected_quat, node_dof, rot_dof, extra, kind,
+                                                     elem, prim, sl_seg, sl_t, dummy, dummy_band, 0, 0, pair_gap.copy(),
+                                                     pair_t.copy(), pair_normal.copy(), pair_point.copy(),
+                                                     pair_u.copy(), frozen)
+                    corrected_couple = _couple_work(quat, rot_dof, rot_couple, load_factor, correction, R)
+                    corrected_rho = (energy - (corrected_energy - corrected_couple)) / predicted
+                    if math.isfinite(corrected_energy) and corrected_rho > rho:
+                        trial_pos[:, :] = corrected_pos
+                        trial_quat[:, :] = corrected_quat
+                        trial_energy = corrected_energy
+                        rho = corrected_rho
+            if predicted <= noise or rho > 1e-4:
+                if predicted <= noise or rho > 0.75:
+                    lam = lam / 5.0 if lam > 1e-10 else 0.0
+                elif rho < 0.25:
+                    lam = max(3.0 * lam, 1e-8)
+                pos[:, :] = trial_pos
+                quat[:, :] = trial_quat
+                accepted = True
+                break
+            lam = max(4.0 * lam, 1e-8)
+        if not accepted:
+            return STALLED, it, ratio, energy
+    return MAX_ITERATIONS, max_iterations, ratio, energy
+
+
+@njit
+def gradient_at(pos, quat, node_dof, rot_dof, n_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len, bend_stiff,
+                node_force, rot_couple, load_factor):
+    """Energy gradient including the fixed degrees of freedom (they hold the reactions)."""
+    grad = np.zeros(n_dof)
+    band = np.zeros((1, 1))
+    rod_gradient_hessian(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len,
+                         bend_stiff, node_force, rot_couple, load_factor, grad, band, 0, False, 1.0)
+    return grad
