@@ -36,3 +36,6 @@ CACHE_DIR = _cache_dir()
 numba.config.CACHE_DIR = CACHE_DIR
 
 njit = numba.njit(cache=True, fastmath=False, nogil=True)
+# Small helpers called per contact pair: inlined into their callers, where passing a dozen arrays per
+# call cost more than the geometry itself.
+njit_inline = numba.njit(cache=True, fastmath=False, nogil=True, inline="always")

@@ -22,7 +22,7 @@ def _nearest_segment_triangle(positions, triangles):
         p0 = positions[i]
         p1 = positions[i + 1]
         for j in range(triangles.shape[0]):
-            t, d = segment_triangle(p0, p1, triangles[j, 0], triangles[j, 1], triangles[j, 2], cp, cq)
+            t, d = segment_triangle(p0, p1, triangles, j, cp, cq)
             if d < best:
                 best = d
                 best_segment = i

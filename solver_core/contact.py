@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._jit import njit
+from ._jit import njit, njit_inline
 from .bvh import build_triangle_tree, query_box
 from .contact_geometry import closest_point_on_segment, closest_point_on_triangle, segment_segment, segment_triangle
 from .rod_energy import _band_add
@@ -195,7 +195,7 @@ def find_pairs(pos, radius, reach, obstacles, self_gap):
             hits, count = _query(t_min, t_max, t_left, t_right, t_start, t_count, t_order, lo, hi, hits)
             for h in range(count):
                 tri = hits[h]
-                d2 = closest_point_on_triangle(pos[i], tris[tri, 0], tris[tri, 1], tris[tri, 2], cq)
+                d2 = closest_point_on_triangle(pos[i], tris, tri, cq)
                 if d2 < (radius + reach) ** 2:
                     if n >= cap:
                         kind, elem, prim, cap = _grow(kind, elem, prim, cap)
@@ -240,9 +240,10 @@ def find_pairs(pos, radius, reach, obstacles, self_gap):
                 tri = hits[h]
                 if tri_sharp[tri] == 0:
                     continue  # smooth all round: the node pairs carry this triangle
-                t, d = segment_triangle(pos[i], pos[i + 1], tris[tri, 0], tris[tri, 1], tris[tri, 2], cp, cq)
+                t, d = segment_triangle(pos[i], pos[i + 1], tris, tri, cp, cq)
+                # a segment piercing the face next to a sharp edge counts too: it has cut the corner
                 if (d < radius + reach and INTERIOR < t < 1.0 - INTERIOR
-                        and _on_sharp_edge(cq, tris[tri, 0], tris[tri, 1], tris[tri, 2], tri_sharp[tri])):
+                        and (d == 0.0 or _on_sharp_edge(cq, tris, tri, tri_sharp[tri]))):
                     if n >= cap:
                         kind, elem, prim, cap = _grow(kind, elem, prim, cap)
                     kind[n], elem[n], prim[n] = TRI_SEG, i, tri
@@ -277,15 +278,16 @@ def find_pairs(pos, radius, reach, obstacles, self_gap):
 
 
 @njit
-def _on_sharp_edge(q, a, b, c, sharp):
-    """Whether q (on triangle abc) lies on one of its sharp edges (bits: ab, bc, ca) or their ends."""
-    ab0, ab1, ab2 = b[0] - a[0], b[1] - a[1], b[2] - a[2]
-    ac0, ac1, ac2 = c[0] - a[0], c[1] - a[1], c[2] - a[2]
+def _on_sharp_edge(q, tris, tri, sharp):
+    """Whether q (on triangle ``tris[tri]``) lies on one of its sharp edges (bits: ab, bc, ca) or their ends."""
+    ax, ay, az = tris[tri, 0, 0], tris[tri, 0, 1], tris[tri, 0, 2]
+    ab0, ab1, ab2 = tris[tri, 1, 0] - ax, tris[tri, 1, 1] - ay, tris[tri, 1, 2] - az
+    ac0, ac1, ac2 = tris[tri, 2, 0] - ax, tris[tri, 2, 1] - ay, tris[tri, 2, 2] - az
     n0, n1, n2 = ab1 * ac2 - ab2 * ac1, ab2 * ac0 - ab0 * ac2, ab0 * ac1 - ab1 * ac0
     nn = n0 * n0 + n1 * n1 + n2 * n2
     if nn <= 0.0:
         return True
-    aq0, aq1, aq2 = q[0] - a[0], q[1] - a[1], q[2] - a[2]
+    aq0, aq1, aq2 = q[0] - ax, q[1] - ay, q[2] - az
     # barycentric v (weight of b) and w (weight of c)
     v = ((aq1 * ac2 - aq2 * ac1) * n0 + (aq2 * ac0 - aq0 * ac2) * n1 + (aq0 * ac1 - aq1 * ac0) * n2) / nn
     w = ((ab1 * aq2 - ab2 * aq1) * n0 + (ab2 * aq0 - ab0 * aq2) * n1 + (ab0 * aq1 - ab1 * aq0) * n2) / nn
@@ -328,7 +330,7 @@ def segment_penetration(pos, radius, obstacles):
             hits, count = _query(t_min, t_max, t_left, t_right, t_start, t_count, t_order, lo, hi, hits)
             for h in range(count):
                 tri = hits[h]
-                _t, d = segment_triangle(pos[i], pos[i + 1], tris[tri, 0], tris[tri, 1], tris[tri, 2], cp, cq)
+                _t, d = segment_triangle(pos[i], pos[i + 1], tris, tri, cp, cq)
                 deepest = max(deepest, radius - d)
     return deepest
 
@@ -365,7 +367,7 @@ def _grow(kind, elem, prim, cap):
 # ---------------------------------------------------------------- geometry of one pair
 
 
-@njit
+@njit_inline
 def pair_geometry(pos, kind, elem, prim, obstacles, cp, cq, normal, frozen):
     """(t, distance to the primitive's surface, u) for one pair (u: parameter on the cable's own other
     segment, for self pairs, taken from ``frozen``: the cable as it was at the start of the Newton
@@ -389,7 +391,7 @@ def pair_geometry(pos, kind, elem, prim, obstacles, cp, cq, normal, frozen):
     if kind == TRI_NODE:
         for k in range(3):
             cp[k] = pos[i, k]
-        closest_point_on_triangle(pos[i], tris[prim, 0], tris[prim, 1], tris[prim, 2], cq)
+        closest_point_on_triangle(pos[i], tris, prim, cq)
     elif kind == CAP_NODE:
         for k in range(3):
             cp[k] = pos[i, k]
@@ -401,7 +403,7 @@ def pair_geometry(pos, kind, elem, prim, obstacles, cp, cq, normal, frozen):
             cq[k] = sph_c[prim, k]
         extra = sph_r[prim]
     elif kind == TRI_SEG:
-        t, _d = segment_triangle(pos[i], pos[i + 1], tris[prim, 0], tris[prim, 1], tris[prim, 2], cp, cq)
+        t, _d = segment_triangle(pos[i], pos[i + 1], tris, prim, cp, cq)
     elif kind == CAP_SEG:
         t, _u, _d = segment_segment(pos[i], pos[i + 1], cap_a[prim], cap_b[prim], cp, cq)
         extra = cap_r[prim]
@@ -417,10 +419,11 @@ def pair_geometry(pos, kind, elem, prim, obstacles, cp, cq, normal, frozen):
         normal[0], normal[1], normal[2] = dx / d, dy / d, dz / d
     elif kind == TRI_NODE or kind == TRI_SEG:
         # on the face: its normal, by the triangle's winding (outward for closed meshes)
-        a, b, c = tris[prim, 0], tris[prim, 1], tris[prim, 2]
-        nx = (b[1] - a[1]) * (c[2] - a[2]) - (b[2] - a[2]) * (c[1] - a[1])
-        ny = (b[2] - a[2]) * (c[0] - a[0]) - (b[0] - a[0]) * (c[2] - a[2])
-        nz = (b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0])
+        e1 = tris[prim, 1] - tris[prim, 0]
+        e2 = tris[prim, 2] - tris[prim, 0]
+        nx = e1[1] * e2[2] - e1[2] * e2[1]
+        ny = e1[2] * e2[0] - e1[0] * e2[2]
+        nz = e1[0] * e2[1] - e1[1] * e2[0]
         ln = math.sqrt(nx * nx + ny * ny + nz * nz) + 1e-300
         normal[0], normal[1], normal[2] = nx / ln, ny / ln, nz / ln
     else:
@@ -429,11 +432,12 @@ def pair_geometry(pos, kind, elem, prim, obstacles, cp, cq, normal, frozen):
 
 
 @njit
-def _feature_projector(q, a, b, c, J):
-    """J = dq/dx for the closest point q of a triangle: the face's tangent projector on the face,
-    e e^T along an edge, 0 at a vertex (how the closest point follows the node)."""
-    ab = b - a
-    ac = c - a
+def _feature_projector(q, tris, tri, J):
+    """J = dq/dx for the closest point q of triangle ``tris[tri]``: the face's tangent projector on the
+    face, e e^T along an edge, 0 at a vertex (how the closest point follows the node)."""
+    a = tris[tri, 0]
+    ab = tris[tri, 1] - a
+    ac = tris[tri, 2] - a
     n = np.cross(ab, ac)
     nn = n @ n
     J[:, :] = 0.0
@@ -451,11 +455,11 @@ def _feature_projector(q, a, b, c, J):
                 J[r, s] = (1.0 if r == s else 0.0) - n[r] * n[s] / nn
     elif zeros == 1:
         if u <= tol:
-            e = c - b
+            e = tris[tri, 2] - tris[tri, 1]
         elif v <= tol:
-            e = c - a
+            e = ac
         else:
-            e = b - a
+            e = ab
         ee = e @ e
         for r in range(3):
             for s in range(3):
@@ -468,7 +472,7 @@ def _curvature_hessian(kind, prim, obstacles, cp, cq, normal, H):
     (_pp, _pn, _sc, _sr, tris, _o, _a, _b, _c, _d, _e, _f, _g, cap_a, cap_b, _cr, _sharp) = obstacles
     J = np.zeros((3, 3))
     if kind == TRI_NODE:
-        _feature_projector(cq, tris[prim, 0], tris[prim, 1], tris[prim, 2], J)
+        _feature_projector(cq, tris, prim, J)
     else:  # CAP_NODE: along the capsule axis unless the closest point is an end
         e = cap_b[prim] - cap_a[prim]
         ee = e @ e
@@ -485,14 +489,18 @@ def _curvature_hessian(kind, prim, obstacles, cp, cq, normal, H):
 
 @njit
 def contact_energy(pos, kind, elem, prim, obstacles, radius, stiffness, node_len, seg_len, node_dof, grad, band, bw,
-                   mode, pair_gap, pair_t, pair_normal, pair_point, pair_u, frozen):
-    """Penalty energy of all pairs; mode 0: energy only, 1: + gradient, 2: + gradient and Hessian.
+                   mode, pair_gap, pair_t, pair_normal, pair_point, pair_u, pair_force, frozen):
+    """Penalty energy of all pairs; mode 0: energy only, 1: + gradient, 2: + gradient and Hessian,
+    3: + gradient and the Gauss-Newton part of the Hessian only (no curvature of the distance, which
+    is negative where a cable presses on an edge and would keep the matrix indefinite).
 
     Per pair, records the gap d - r (negative: penetration), the segment parameter, normal and the
     contact point on the cable. Every pair acts: each term is C1, so the energy stays C1 where a cable
     rests in the folds of a faceted surface (choosing one facet there would put a kink in the gradient
     exactly where the cable lies); near shared edges the contact is locally stiffer, which changes
-    only the already tiny penetration. Segment pairs that do not act get an infinite gap.
+    only the already tiny penetration. ``pair_gap`` is the geometric gap of every pair, also of segment
+    pairs that do not act (the step filter needs it: a segment must not sweep over an edge its nodes
+    hide); ``pair_force`` is the normal force a pair carries (0 where it is open or does not act).
     """
     n_pairs = kind.shape[0]
     cp = np.empty(3)
@@ -520,26 +528,27 @@ def contact_energy(pos, kind, elem, prim, obstacles, radius, stiffness, node_len
             node_cap[elem[p]] = pair_gap[p]
         elif kind[p] == SELF_NODE and pair_gap[p] < node_self[elem[p]]:
             node_self[elem[p]] = pair_gap[p]
-    for p in range(n_pairs):
-        if kind[p] == TRI_SEG:
-            if pair_gap[p] >= min(node_tri[elem[p]], node_tri[elem[p] + 1]):
-                pair_gap[p] = np.inf
-        elif kind[p] == CAP_SEG:
-            if pair_gap[p] >= min(node_cap[elem[p]], node_cap[elem[p] + 1]):
-                pair_gap[p] = np.inf
-        elif kind[p] == SELF_SEG:
-            c = prim[p]
-            if pair_gap[p] >= min(node_self[elem[p]], node_self[elem[p] + 1], node_self[c], node_self[c + 1]):
-                pair_gap[p] = np.inf
     energy = 0.0
     for p in range(n_pairs):
         gap = pair_gap[p]
-        if gap >= 0.0:
+        pair_force[p] = 0.0
+        if not (gap < 0.0):
             continue
+        if kind[p] == TRI_SEG:
+            if gap >= min(node_tri[elem[p]], node_tri[elem[p] + 1]):
+                continue
+        elif kind[p] == CAP_SEG:
+            if gap >= min(node_cap[elem[p]], node_cap[elem[p] + 1]):
+                continue
+        elif kind[p] == SELF_SEG:
+            c = prim[p]
+            if gap >= min(node_self[elem[p]], node_self[elem[p] + 1], node_self[c], node_self[c + 1]):
+                continue
         nrm[0], nrm[1], nrm[2] = pair_normal[p, 0], pair_normal[p, 1], pair_normal[p, 2]
         t = pair_t[p]
         node_pair = kind[p] == PLANE or kind[p] == TRI_NODE or kind[p] == CAP_NODE or kind[p] == SELF_NODE
         k_pair = stiffness * (node_len[elem[p]] if node_pair else seg_len[elem[p]])
+        pair_force[p] = -k_pair * gap
         energy += 0.5 * k_pair * gap * gap
         if mode == 0:
             continue
@@ -554,7 +563,7 @@ def contact_energy(pos, kind, elem, prim, obstacles, radius, stiffness, node_len
             grad[node_dof[i1] + k] += f * w1 * nrm[k]
         if mode < 2:
             continue
-        if kind[p] == TRI_NODE or kind[p] == CAP_NODE:
+        if mode == 2 and (kind[p] == TRI_NODE or kind[p] == CAP_NODE):
             # curvature of the distance: the normal turns as the node slides round an edge or a cable
             pair_geometry(pos, kind[p], elem[p], prim[p], obstacles, cp, cq, nrm, frozen)
             _curvature_hessian(kind[p], prim[p], obstacles, cp, cq, nrm, Hc)
@@ -611,17 +620,22 @@ def friction_energy(pos, node_dof, active, normal, normal_force, anchor, mu, eps
 
 
 @njit
-def approach_too_far(delta, node_dof, kind, elem, prim, pair_gap, pair_t, pair_u, pair_normal, radius, reach):
-    """True if a step would carry any node farther than ``reach`` (beyond the pairs searched) or any
-    contact point farther towards its primitive than its gap (at least half a radius): sliding along
-    a surface is free, approaching it is not, so no step can jump through an obstacle."""
+def approach_fraction(delta, node_dof, kind, elem, prim, pair_gap, pair_t, pair_u, pair_normal, radius, reach):
+    """The largest fraction (at most 1) of a step that carries no node farther than ``reach`` (beyond
+    the pairs searched) and no contact point farther towards its primitive than its gap (at least
+    half a radius): sliding along a surface is free, approaching it is not, so no step can jump
+    through an obstacle. A Newton step that would push a free node deep into a surface it does not
+    touch yet is cut short where it touches (the filter of continuous collision detection), keeping
+    its direction; the next iteration sees the contact."""
+    fraction = 1.0
     n_nodes = node_dof.shape[0]
     for i in range(n_nodes):
         a = node_dof[i]
-        if delta[a] ** 2 + delta[a + 1] ** 2 + delta[a + 2] ** 2 > reach * reach:
-            return True
+        move2 = delta[a] ** 2 + delta[a + 1] ** 2 + delta[a + 2] ** 2
+        if not (move2 <= reach * reach):
+            fraction = min(fraction, reach / math.sqrt(move2))
     for p in range(kind.shape[0]):
-        allowed = max(pair_gap[p], 0.5 * radius) if np.isfinite(pair_gap[p]) else reach
+        allowed = max(pair_gap[p], 0.5 * radius)
         i = elem[p]
         if kind[p] == PLANE or kind[p] == TRI_NODE or kind[p] == CAP_NODE or kind[p] == SELF_NODE:
             w0, w1 = 1.0, 0.0
@@ -636,6 +650,6 @@ def approach_too_far(delta, node_dof, kind, elem, prim, pair_gap, pair_t, pair_u
             c, u = prim[p], pair_u[p]
             for k in range(3):
                 move += ((1.0 - u) * delta[node_dof[c] + k] + u * delta[node_dof[c + 1] + k]) * pair_normal[p, k]
-        if move > allowed:
-            return True
-    return False
+        if not (move <= allowed):
+            fraction = min(fraction, allowed / move) if move > 0.0 else 0.0
+    return fraction

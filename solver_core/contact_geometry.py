@@ -74,63 +74,67 @@ def segment_segment(p0, p1, q0, q1, cp, cq):
 
 
 @njit
-def closest_point_on_triangle(p, a, b, c, out):
-    """Point of triangle abc closest to p (Ericson 5.1.5); returns its squared distance."""
-    abx, aby, abz = b[0] - a[0], b[1] - a[1], b[2] - a[2]
-    acx, acy, acz = c[0] - a[0], c[1] - a[1], c[2] - a[2]
-    apx, apy, apz = p[0] - a[0], p[1] - a[1], p[2] - a[2]
+def closest_point_on_triangle(p, tris, t, out):
+    """Point of triangle ``tris[t]`` closest to p (Ericson 5.1.5); returns its squared distance.
+
+    Triangles are passed as the array and an index, not as three row views: building views in a
+    loop over thousands of contact pairs cost twice the arithmetic."""
+    abx, aby, abz = tris[t, 1, 0] - tris[t, 0, 0], tris[t, 1, 1] - tris[t, 0, 1], tris[t, 1, 2] - tris[t, 0, 2]
+    acx, acy, acz = tris[t, 2, 0] - tris[t, 0, 0], tris[t, 2, 1] - tris[t, 0, 1], tris[t, 2, 2] - tris[t, 0, 2]
+    apx, apy, apz = p[0] - tris[t, 0, 0], p[1] - tris[t, 0, 1], p[2] - tris[t, 0, 2]
     d1 = abx * apx + aby * apy + abz * apz
     d2 = acx * apx + acy * apy + acz * apz
     if d1 <= 0.0 and d2 <= 0.0:
-        out[0], out[1], out[2] = a[0], a[1], a[2]
+        out[0], out[1], out[2] = tris[t, 0, 0], tris[t, 0, 1], tris[t, 0, 2]
     else:
-        bpx, bpy, bpz = p[0] - b[0], p[1] - b[1], p[2] - b[2]
+        bpx, bpy, bpz = p[0] - tris[t, 1, 0], p[1] - tris[t, 1, 1], p[2] - tris[t, 1, 2]
         d3 = abx * bpx + aby * bpy + abz * bpz
         d4 = acx * bpx + acy * bpy + acz * bpz
-        cpx, cpy, cpz = p[0] - c[0], p[1] - c[1], p[2] - c[2]
+        cpx, cpy, cpz = p[0] - tris[t, 2, 0], p[1] - tris[t, 2, 1], p[2] - tris[t, 2, 2]
         d5 = abx * cpx + aby * cpy + abz * cpz
         d6 = acx * cpx + acy * cpy + acz * cpz
         vc = d1 * d4 - d3 * d2
         vb = d5 * d2 - d1 * d6
         va = d3 * d6 - d5 * d4
         if d3 >= 0.0 and d4 <= d3:
-            out[0], out[1], out[2] = b[0], b[1], b[2]
+            out[0], out[1], out[2] = tris[t, 1, 0], tris[t, 1, 1], tris[t, 1, 2]
         elif vc <= 0.0 and d1 >= 0.0 and d3 <= 0.0:
             v = d1 / (d1 - d3)
-            out[0], out[1], out[2] = a[0] + v * abx, a[1] + v * aby, a[2] + v * abz
+            out[0], out[1], out[2] = tris[t, 0, 0] + v * abx, tris[t, 0, 1] + v * aby, tris[t, 0, 2] + v * abz
         elif d6 >= 0.0 and d5 <= d6:
-            out[0], out[1], out[2] = c[0], c[1], c[2]
+            out[0], out[1], out[2] = tris[t, 2, 0], tris[t, 2, 1], tris[t, 2, 2]
         elif vb <= 0.0 and d2 >= 0.0 and d6 <= 0.0:
             w = d2 / (d2 - d6)
-            out[0], out[1], out[2] = a[0] + w * acx, a[1] + w * acy, a[2] + w * acz
+            out[0], out[1], out[2] = tris[t, 0, 0] + w * acx, tris[t, 0, 1] + w * acy, tris[t, 0, 2] + w * acz
         elif va <= 0.0 and (d4 - d3) >= 0.0 and (d5 - d6) >= 0.0:
             w = (d4 - d3) / ((d4 - d3) + (d5 - d6))
-            out[0] = b[0] + w * (c[0] - b[0])
-            out[1] = b[1] + w * (c[1] - b[1])
-            out[2] = b[2] + w * (c[2] - b[2])
+            out[0] = tris[t, 1, 0] + w * (tris[t, 2, 0] - tris[t, 1, 0])
+            out[1] = tris[t, 1, 1] + w * (tris[t, 2, 1] - tris[t, 1, 1])
+            out[2] = tris[t, 1, 2] + w * (tris[t, 2, 2] - tris[t, 1, 2])
         else:
             denom = 1.0 / (va + vb + vc)
             v = vb * denom
             w = vc * denom
-            out[0] = a[0] + abx * v + acx * w
-            out[1] = a[1] + aby * v + acy * w
-            out[2] = a[2] + abz * v + acz * w
+            out[0] = tris[t, 0, 0] + abx * v + acx * w
+            out[1] = tris[t, 0, 1] + aby * v + acy * w
+            out[2] = tris[t, 0, 2] + abz * v + acz * w
     dx, dy, dz = p[0] - out[0], p[1] - out[1], p[2] - out[2]
     return dx * dx + dy * dy + dz * dz
 
 
 @njit
-def _segment_crosses_triangle(p0, p1, a, b, c):
+def _segment_crosses_triangle(p0, p1, tris, tri):
     """Parameter in [0, 1] where the segment pierces the triangle, or -1 (Moller-Trumbore)."""
-    e1x, e1y, e1z = b[0] - a[0], b[1] - a[1], b[2] - a[2]
-    e2x, e2y, e2z = c[0] - a[0], c[1] - a[1], c[2] - a[2]
+    ax, ay, az = tris[tri, 0, 0], tris[tri, 0, 1], tris[tri, 0, 2]
+    e1x, e1y, e1z = tris[tri, 1, 0] - ax, tris[tri, 1, 1] - ay, tris[tri, 1, 2] - az
+    e2x, e2y, e2z = tris[tri, 2, 0] - ax, tris[tri, 2, 1] - ay, tris[tri, 2, 2] - az
     dx, dy, dz = p1[0] - p0[0], p1[1] - p0[1], p1[2] - p0[2]
     hx, hy, hz = dy * e2z - dz * e2y, dz * e2x - dx * e2z, dx * e2y - dy * e2x
     det = e1x * hx + e1y * hy + e1z * hz
     if abs(det) < 1e-300:
         return -1.0
     inv = 1.0 / det
-    sx, sy, sz = p0[0] - a[0], p0[1] - a[1], p0[2] - a[2]
+    sx, sy, sz = p0[0] - ax, p0[1] - ay, p0[2] - az
     u = (sx * hx + sy * hy + sz * hz) * inv
     if u < 0.0 or u > 1.0:
         return -1.0
@@ -143,13 +147,13 @@ def _segment_crosses_triangle(p0, p1, a, b, c):
 
 
 @njit
-def segment_triangle(p0, p1, a, b, c, cp, cq):
-    """Closest points of segment p0 p1 and triangle abc: (t, distance), points in cp (segment), cq."""
+def segment_triangle(p0, p1, tris, tri, cp, cq):
+    """Closest points of segment p0 p1 and triangle ``tris[tri]``: (t, distance), points in cp (segment), cq."""
     best = np.inf
     best_t = 0.0
     sp = np.empty(3)
     tq = np.empty(3)
-    t_cross = _segment_crosses_triangle(p0, p1, a, b, c)
+    t_cross = _segment_crosses_triangle(p0, p1, tris, tri)
     if t_cross >= 0.0:
         for k in range(3):
             cp[k] = p0[k] + t_cross * (p1[k] - p0[k])
@@ -158,7 +162,7 @@ def segment_triangle(p0, p1, a, b, c, cp, cq):
     # endpoints against the face
     for end in range(2):
         p = p0 if end == 0 else p1
-        d2 = closest_point_on_triangle(p, a, b, c, tq)
+        d2 = closest_point_on_triangle(p, tris, tri, tq)
         if d2 < best:
             best = d2
             best_t = float(end)
@@ -167,9 +171,7 @@ def segment_triangle(p0, p1, a, b, c, cp, cq):
                 cq[k] = tq[k]
     # the segment against the three edges
     for e in range(3):
-        u0 = a if e == 0 else (b if e == 1 else c)
-        u1 = b if e == 0 else (c if e == 1 else a)
-        s, _t, d = segment_segment(p0, p1, u0, u1, sp, tq)
+        s, _t, d = segment_segment(p0, p1, tris[tri, e], tris[tri, (e + 1) % 3], sp, tq)
         if d * d < best:
             best = d * d
             best_t = s

@@ -146,7 +146,11 @@ class Interactions:
         return (obstacles, cparams, self.node_lengths, model.rest_len.copy()) + friction + self._mounts(boundary)
 
     def _shifted_obstacles(self) -> tuple:
-        """Obstacle arrays relative to the model origin, as the rod's positions are."""
+        """Obstacle arrays relative to the model origin, as the rod's positions are (kept while the
+        obstacle set is the same object: shifting a big mesh per call cost more than a solve step)."""
+        cached = self.__dict__.get("_shifted")
+        if cached is not None and cached[0] is self.obstacles and np.array_equal(cached[1], self.model.origin):
+            return cached[2]
         arrays = list(self.obstacles.kernel_arrays())
         o = self.model.origin
         arrays[0] = arrays[0] - o  # plane points
@@ -156,7 +160,9 @@ class Interactions:
         arrays[7] = arrays[7] - o
         arrays[13] = arrays[13] - o  # capsules
         arrays[14] = arrays[14] - o
-        return tuple(arrays)
+        shifted = tuple(arrays)
+        self.__dict__["_shifted"] = (self.obstacles, o.copy(), shifted)
+        return shifted
 
     def dof_tolerance(self, boundary: Boundary) -> np.ndarray:
         """The model's residual tolerances, raised to the round-off floor of the interactions' own
@@ -197,17 +203,12 @@ class Interactions:
         kind, elem, prim = find_pairs(state.positions, self.radius, self.reach, obstacles, self.self_gap)
         n = len(kind)
         gap, t, normal, point = np.empty(n), np.empty(n), np.empty((n, 3)), np.empty((n, 3))
+        force = np.empty(n)
         contact_energy(state.positions, kind, elem, prim, obstacles, self.radius, stiffness or self.stiffness,
                        self.node_lengths, self.model.rest_len, self.model.node_dof, np.zeros(1), np.zeros((1, 1)), 0,
-                       0, gap, t, normal, point, np.empty(n), state.positions)
-        out = []
-        for p in range(n):
-            if gap[p] < 0.0:
-                length = (self.node_lengths[elem[p]] if kind[p] in NODE_KINDS else self.model.rest_len[elem[p]])
-                magnitude = -(stiffness or self.stiffness) * length * gap[p]
-                out.append((int(kind[p]), int(elem[p]), float(t[p]), point[p] + self.model.origin, normal[p].copy(),
-                            magnitude * normal[p], float(gap[p])))
-        return out
+                       0, gap, t, normal, point, np.empty(n), force, state.positions)
+        return [(int(kind[p]), int(elem[p]), float(t[p]), point[p] + self.model.origin, normal[p].copy(),
+                 force[p] * normal[p], float(gap[p])) for p in range(n) if force[p] > 0.0]
 
     def deepest_penetration(self, state: RodState) -> float:
         """Largest penetration of any contact pair (0 when clear), in metres."""
@@ -219,7 +220,7 @@ class Interactions:
         gap = np.empty(n)
         contact_energy(state.positions, kind, elem, prim, obstacles, self.radius, self.stiffness, self.node_lengths,
                        self.model.rest_len, self.model.node_dof, np.zeros(1), np.zeros((1, 1)), 0, 0, gap,
-                       np.empty(n), np.empty((n, 3)), np.empty((n, 3)), np.empty(n), state.positions)
+                       np.empty(n), np.empty((n, 3)), np.empty((n, 3)), np.empty(n), np.empty(n), state.positions)
         finite = gap[np.isfinite(gap)]
         deepest = float(max(0.0, -finite.min())) if finite.size else 0.0
         return max(deepest, segment_penetration(state.positions, self.radius, obstacles))

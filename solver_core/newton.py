@@ -16,7 +16,7 @@ import numpy as np
 
 from ._jit import njit
 from .banded import band_cholesky, band_cholesky_solve, band_symmetric_matvec
-from .contact import approach_too_far, contact_energy, find_pairs, friction_energy
+from .contact import approach_fraction, contact_energy, find_pairs, friction_energy
 from .mounts import compliant_energy, sliding_crossings, sliding_energy
 from .rod_energy import rod_energy, rod_gradient_hessian, rod_strains, strain_jacobian_transpose
 from .rotations import quat_retract, quat_to_matrix
@@ -36,6 +36,9 @@ STATUS_TEXT = {
 # Largest rotation increment of one Newton step (rad); beyond it the quadratic model of the
 # rotation retraction is poor, so the step is refused and the trust region shrinks.
 MAX_ROTATION_STEP = 1.0
+# A step cut short by contact (contact.approach_fraction) to less than this fraction is refused and the
+# trust region shrinks instead: a direction that runs into an obstacle at once is a poor one.
+MIN_STEP_FRACTION = 0.1
 
 
 @njit
@@ -114,7 +117,8 @@ def _extra_terms(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, sl_seg, 
     energy = 0.0
     if kind.shape[0] > 0:
         energy += contact_energy(pos, kind, elem, prim, obstacles, cparams[0], cparams[1], node_len, seg_len, node_dof,
-                                 grad, band, bw, mode, pair_gap, pair_t, pair_normal, pair_point, pair_u, frozen)
+                                 grad, band, bw, mode, pair_gap, pair_t, pair_normal, pair_point, pair_u,
+                                 np.empty(kind.shape[0]), frozen)
     if fr_active.shape[0] > 0:
         energy += friction_energy(pos, node_dof, fr_active, fr_normal, fr_force, fr_anchor, fr_mu, cparams[4], grad,
                                   band, bw, mode)
@@ -133,10 +137,44 @@ def _extra_terms(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, sl_seg, 
 def _assemble(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len, bend_stiff,
               node_force, rot_couple, load_factor, grad, band, bw, geometric, extra, kind, elem, prim, sl_seg, sl_t,
               pair_gap, pair_t, pair_normal, pair_point, pair_u, frozen):
+    """Gradient and Hessian of everything; returns the energy of the terms beyond the rod's own."""
     rod_gradient_hessian(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len,
                          bend_stiff, node_force, rot_couple, load_factor, grad, band, bw, True, geometric)
-    _extra_terms(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, sl_seg, sl_t, grad, band, bw, 2, pair_gap,
-                 pair_t, pair_normal, pair_point, pair_u, frozen)
+    return _extra_terms(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, sl_seg, sl_t, grad, band, bw,
+                        2 if geometric > 0.0 else 3, pair_gap, pair_t, pair_normal, pair_point, pair_u, frozen)
+
+
+@njit
+def _trial_extra(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, sl_seg, sl_t, pair_gap, frozen, delta):
+    """Energy beyond the rod's at a trial state pos = current + delta, over the pairs that can act there.
+
+    A pair whose gap at the current state exceeds twice the largest node move of the step (both
+    sides may move for self-contact) is still open at the trial state and adds nothing, so only the
+    others are evaluated: near convergence the step is tiny and that is a few pairs per node instead
+    of every triangle within the search reach.
+    """
+    move2 = 0.0
+    for n in range(node_dof.shape[0]):
+        a = node_dof[n]
+        m2 = delta[a] ** 2 + delta[a + 1] ** 2 + delta[a + 2] ** 2
+        if m2 > move2:
+            move2 = m2
+    limit = 2.0 * math.sqrt(move2)
+    n_live = 0
+    for p in range(kind.shape[0]):
+        if not (pair_gap[p] >= limit):
+            n_live += 1
+    kind_l = np.empty(n_live, dtype=np.int64)
+    elem_l = np.empty(n_live, dtype=np.int64)
+    prim_l = np.empty(n_live, dtype=np.int64)
+    j = 0
+    for p in range(kind.shape[0]):
+        if not (pair_gap[p] >= limit):
+            kind_l[j], elem_l[j], prim_l[j] = kind[p], elem[p], prim[p]
+            j += 1
+    return _extra_terms(pos, quat, node_dof, rot_dof, extra, kind_l, elem_l, prim_l, sl_seg, sl_t, np.zeros(1),
+                        np.zeros((1, 1)), 0, 0, np.empty(n_live), np.empty(n_live), np.empty((n_live, 3)),
+                        np.empty((n_live, 3)), np.empty(n_live), frozen)
 
 
 @njit
@@ -165,8 +203,6 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
     b_zero = np.empty((joint_a.shape[0], 3))
     b_plus = np.empty_like(b_zero)
     b_minus = np.empty_like(b_zero)
-    dummy = np.zeros(1)
-    dummy_band = np.zeros((1, 1))
     obstacles, cparams = extra[0], extra[1]
     use_contact = cparams[5] > 0.0
     radius, reach, self_gap = cparams[0], cparams[2], int(cparams[3])
@@ -210,13 +246,11 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
             sliding_crossings(pos, sl_point, sl_axis, sl_seg, sl_t)  # held fixed within this iteration
         energy = rod_energy(pos, quat, rest_len, stretch_stiff, joint_a, joint_b, joint_len, bend_stiff, node_force,
                             load_factor)
-        energy += _extra_terms(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, sl_seg, sl_t, dummy, dummy_band, 0, 0,
-                               pair_gap, pair_t, pair_normal, pair_point, pair_u, frozen)
+        energy += _assemble(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len,
+                            bend_stiff, node_force, rot_couple, load_factor, grad, band, bw, 1.0, extra, kind, elem,
+                            prim, sl_seg, sl_t, pair_gap, pair_t, pair_normal, pair_point, pair_u, frozen)
         if not math.isfinite(energy):
             return NOT_FINITE, it, ratio, energy
-        _assemble(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len, bend_stiff,
-                  node_force, rot_couple, load_factor, grad, band, bw, 1.0, extra, kind, elem, prim, sl_seg, sl_t,
-                  pair_gap, pair_t, pair_normal, pair_point, pair_u, frozen)
         ratio = _constrained_residual(grad, fixed, dof_tol)
         if not math.isfinite(ratio):
             return NOT_FINITE, it, ratio, energy
@@ -262,8 +296,13 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                     too_far = True
                     break
             if use_contact and not too_far:
-                too_far = approach_too_far(delta, node_dof, kind, elem, prim, pair_gap, pair_t, pair_u, pair_normal,
-                                           radius, reach)
+                fraction = approach_fraction(delta, node_dof, kind, elem, prim, pair_gap, pair_t, pair_u, pair_normal,
+                                             radius, reach)
+                if fraction < MIN_STEP_FRACTION:
+                    too_far = True
+                elif fraction < 1.0:
+                    for i in range(n_dof):
+                        delta[i] *= fraction
             if too_far:
                 lam = max(4.0 * lam, 1e-6)
                 continue
@@ -274,9 +313,8 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
             _retract(pos, quat, node_dof, rot_dof, delta, 1.0, trial_pos, trial_quat, rot_step)
             trial_energy = rod_energy(trial_pos, trial_quat, rest_len, stretch_stiff, joint_a, joint_b, joint_len,
                                       bend_stiff, node_force, load_factor)
-            trial_energy += _extra_terms(trial_pos, trial_quat, node_dof, rot_dof, extra, kind, elem, prim, sl_seg, sl_t, dummy,
-                                         dummy_band, 0, 0, pair_gap.copy(), pair_t.copy(), pair_normal.copy(),
-                                         pair_point.copy(), pair_u.copy(), frozen)
+            trial_energy += _trial_extra(trial_pos, trial_quat, node_dof, rot_dof, extra, kind, elem, prim, sl_seg,
+                                         sl_t, pair_gap, frozen, delta)
             if not math.isfinite(trial_energy):
                 lam = max(10.0 * lam, 1e-6)
                 continue
@@ -314,16 +352,14 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                     correction[i] = delta[i] + 0.5 * correction[i]
                 within = True
                 if use_contact:
-                    within = not approach_too_far(correction, node_dof, kind, elem, prim, pair_gap, pair_t, pair_u,
-                                                  pair_normal, radius, reach)
+                    within = approach_fraction(correction, node_dof, kind, elem, prim, pair_gap, pair_t, pair_u,
+                                               pair_normal, radius, reach) >= 1.0
                 if within:
                     _retract(pos, quat, node_dof, rot_dof, correction, 1.0, corrected_pos, corrected_quat, rot_step)
                     corrected_energy = rod_energy(corrected_pos, corrected_quat, rest_len, stretch_stiff, joint_a,
                                                   joint_b, joint_len, bend_stiff, node_force, load_factor)
-                    corrected_energy += _extra_terms(corrected_pos, corrected_quat, node_dof, rot_dof, extra, kind,
-                                                     elem, prim, sl_seg, sl_t, dummy, dummy_band, 0, 0, pair_gap.copy(),
-                                                     pair_t.copy(), pair_normal.copy(), pair_point.copy(),
-                                                     pair_u.copy(), frozen)
+                    corrected_energy += _trial_extra(corrected_pos, corrected_quat, node_dof, rot_dof, extra, kind,
+                                                     elem, prim, sl_seg, sl_t, pair_gap, frozen, correction)
                     corrected_couple = _couple_work(quat, rot_dof, rot_couple, load_factor, correction, R)
                     corrected_rho = (energy - (corrected_energy - corrected_couple)) / predicted
                     if math.isfinite(corrected_energy) and corrected_rho > rho:
@@ -333,7 +369,10 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                         rho = corrected_rho
             if predicted <= noise or rho > 1e-4:
                 if predicted <= noise or rho > 0.75:
-                    lam = lam / 5.0 if lam > 1e-10 else 0.0
+                    # a model this good: back towards a pure Newton step at once. On faceted meshes
+                    # the model breaks at every facet crossing, and a slow return of lambda after
+                    # each break made the re-settling of a cable dozens of damped steps long.
+                    lam = lam / 100.0 if lam > 1e-6 else 0.0
                 elif rho < 0.25:
                     lam = max(3.0 * lam, 1e-8)
                 pos[:, :] = trial_pos

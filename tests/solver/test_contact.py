@@ -310,7 +310,7 @@ def test_closest_points_against_brute_force(rng):
     u = np.linspace(0, 1, 201)
     for _ in range(30):
         p0, p1, a, b, c, q0, q1 = rng.normal(size=(7, 3))
-        _t, d = segment_triangle(p0, p1, a, b, c, cp, cq)
+        _t, d = segment_triangle(p0, p1, np.array([[a, b, c]]), 0, cp, cq)
         seg = p0 + u[:, None] * (p1 - p0)
         w = rng.dirichlet([1, 1, 1], size=20000)
         tri = w @ np.array([a, b, c])
