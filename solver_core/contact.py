@@ -160,6 +160,65 @@ def obstacles_from_case(obstacles) -> ObstacleSet:
 
 
 @njit
+def _cell_key(ix, iy, iz, mask):
+    return ((ix * 73856093) ^ (iy * 19349663) ^ (iz * 83492791)) & mask
+
+
+@njit
+def capsule_grid(cap_a, cap_b, cell):
+    """A hashed uniform grid over capsules by their midpoints: (cell coordinates per capsule, bucket
+    starts, capsules sorted by bucket, hash mask). Built per search in O(capsules): the other cables
+    move between solves, and brute force over all their segments for every node was most of a
+    many-cable solve."""
+    m = cap_a.shape[0]
+    size = 16
+    while size < 2 * m:
+        size *= 2
+    mask = size - 1
+    coords = np.empty((m, 3), dtype=np.int64)
+    keys = np.empty(m, dtype=np.int64)
+    start = np.zeros(size + 1, dtype=np.int64)
+    for c in range(m):
+        for k in range(3):
+            coords[c, k] = int(math.floor(0.5 * (cap_a[c, k] + cap_b[c, k]) / cell))
+        keys[c] = _cell_key(coords[c, 0], coords[c, 1], coords[c, 2], mask)
+        start[keys[c] + 1] += 1
+    for b in range(size):
+        start[b + 1] += start[b]
+    fill = start[:-1].copy()
+    items = np.empty(m, dtype=np.int64)
+    for c in range(m):
+        items[fill[keys[c]]] = c
+        fill[keys[c]] += 1
+    return coords, start, items, mask
+
+
+@njit
+def capsules_near(lo, hi, cell, coords, start, items, mask, out):
+    """Capsules whose midpoint cell lies in the cells covering [lo, hi] (each once), into ``out``
+    (grown as needed); returns (out, count)."""
+    n = 0
+    i0, i1 = int(math.floor(lo[0] / cell)), int(math.floor(hi[0] / cell))
+    j0, j1 = int(math.floor(lo[1] / cell)), int(math.floor(hi[1] / cell))
+    k0, k1 = int(math.floor(lo[2] / cell)), int(math.floor(hi[2] / cell))
+    for ix in range(i0, i1 + 1):
+        for iy in range(j0, j1 + 1):
+            for iz in range(k0, k1 + 1):
+                b = _cell_key(ix, iy, iz, mask)
+                for q in range(start[b], start[b + 1]):
+                    c = items[q]
+                    if coords[c, 0] == ix and coords[c, 1] == iy and coords[c, 2] == iz:
+                        if n >= out.shape[0]:
+                            grown = np.empty(2 * out.shape[0], dtype=np.int64)
+                            grown[:n] = out[:n]
+                            out = grown
+                        out[n] = c
+                        n += 1
+    return out, n
+
+
+
+@njit
 def find_pairs(pos, radius, reach, obstacles, self_gap):
     """Candidate contact pairs within ``reach`` of the cable surface: (kind, element, primitive),
     element a node for node kinds and a segment otherwise; pairs of one element are contiguous.
@@ -179,6 +238,18 @@ def find_pairs(pos, radius, reach, obstacles, self_gap):
     hi = np.empty(3)
     cp = np.empty(3)
     cq = np.empty(3)
+    # other cables' segments: a capsule whose midpoint lies more than half its length and its radius
+    # beyond a query box cannot touch anything in it
+    n_cap = cap_a.shape[0]
+    cap_margin = 0.0
+    for c in range(n_cap):
+        half = 0.5 * math.sqrt((cap_b[c, 0] - cap_a[c, 0]) ** 2 + (cap_b[c, 1] - cap_a[c, 1]) ** 2
+                               + (cap_b[c, 2] - cap_a[c, 2]) ** 2)
+        cap_margin = max(cap_margin, half + cap_r[c])
+    cap_margin += radius + reach
+    cell = 2.0 * cap_margin
+    cap_coords, cap_start, cap_items, cap_mask = capsule_grid(cap_a, cap_b, cell)
+    near = np.empty(64, dtype=np.int64)
     for i in range(n_nodes):
         for p in range(plane_p.shape[0]):
             d = ((pos[i, 0] - plane_p[p, 0]) * plane_n[p, 0] + (pos[i, 1] - plane_p[p, 1]) * plane_n[p, 1]
@@ -212,7 +283,14 @@ def find_pairs(pos, radius, reach, obstacles, self_gap):
                         kind, elem, prim, cap = _grow(kind, elem, prim, cap)
                     kind[n], elem[n], prim[n] = SELF_NODE, i, c
                     n += 1
-        for c in range(cap_a.shape[0]):
+        n_near = 0
+        if n_cap > 0:
+            for k in range(3):
+                lo[k] = pos[i, k] - cap_margin
+                hi[k] = pos[i, k] + cap_margin
+            near, n_near = capsules_near(lo, hi, cell, cap_coords, cap_start, cap_items, cap_mask, near)
+        for h in range(n_near):
+            c = near[h]
             u = closest_point_on_segment(cap_a[c], cap_b[c], pos[i], cq)
             if u >= 1.0 and _continues(cap_a, cap_b, c):
                 continue  # the shared node is the next capsule's start: counted there, once
@@ -257,7 +335,17 @@ def find_pairs(pos, radius, reach, obstacles, self_gap):
                         kind, elem, prim, cap = _grow(kind, elem, prim, cap)
                     kind[n], elem[n], prim[n] = SELF_SEG, i, c
                     n += 1
-        for c in range(cap_a.shape[0]):
+        n_near = 0
+        if n_cap > 0:
+            for k in range(3):
+                lo[k] = min(pos[i, k], pos[i + 1, k]) - cap_margin
+                hi[k] = max(pos[i, k], pos[i + 1, k]) + cap_margin
+            near, n_near = capsules_near(lo, hi, cell, cap_coords, cap_start, cap_items, cap_mask, near)
+            for k in range(3):
+                lo[k] = min(pos[i, k], pos[i + 1, k]) - radius - reach
+                hi[k] = max(pos[i, k], pos[i + 1, k]) + radius + reach
+        for h in range(n_near):
+            c = near[h]
             if (min(cap_a[c, 0], cap_b[c, 0]) > hi[0] + cap_r[c] or max(cap_a[c, 0], cap_b[c, 0]) < lo[0] - cap_r[c]
                     or min(cap_a[c, 1], cap_b[c, 1]) > hi[1] + cap_r[c]
                     or max(cap_a[c, 1], cap_b[c, 1]) < lo[1] - cap_r[c]
@@ -500,13 +588,15 @@ def contact_energy(pos, kind, elem, prim, obstacles, radius, stiffness, node_len
     exactly where the cable lies); near shared edges the contact is locally stiffer, which changes
     only the already tiny penetration. ``pair_gap`` is the geometric gap of every pair, also of segment
     pairs that do not act (the step filter needs it: a segment must not sweep over an edge its nodes
-    hide); ``pair_force`` is the normal force a pair carries (0 where it is open or does not act).
+    hide); ``pair_force`` is the force a pair exerts on the cable (0 where it is open or does not act).
     """
     n_pairs = kind.shape[0]
     cp = np.empty(3)
     cq = np.empty(3)
     nrm = np.empty(3)
     Hc = np.empty((3, 3))
+    Ja = np.empty(3)
+    Jb = np.empty(3)
     for p in range(n_pairs):
         t, d, u = pair_geometry(pos, kind[p], elem[p], prim[p], obstacles, cp, cq, nrm, frozen)
         self_pair = kind[p] == SELF_NODE or kind[p] == SELF_SEG
@@ -516,51 +606,60 @@ def contact_energy(pos, kind, elem, prim, obstacles, radius, stiffness, node_len
         for k in range(3):
             pair_normal[p, k] = nrm[k]
             pair_point[p, k] = cp[k]
-    # A segment pair acts only where it reaches deeper than the same kind of contact at both nodes
-    # (an edge or crossing cable between nodes); elsewhere the node pairs carry the contact.
-    node_tri = np.full(pos.shape[0], np.inf)
-    node_cap = np.full(pos.shape[0], np.inf)
-    node_self = np.full(pos.shape[0], np.inf)
+    # A segment pair carries only the depth it reaches beyond the same kind of contact at its deeper
+    # node (an edge or a crossing cable between nodes): e = max(0, -gap_s) - max(0, -gap_n). Over a
+    # flat face the minimum sits at a node and e = 0; as a crossing slides towards a node, the node
+    # pair takes the load over continuously (switching the segment pair on and off instead made the
+    # energy jump there, and Newton crawl where cables cross).
+    n_nodes = pos.shape[0]
+    node_gap = np.full((3, n_nodes), np.inf)  # deepest node pair per node: triangles, capsules, self
+    node_pair = np.full((3, n_nodes), -1, dtype=np.int64)
     for p in range(n_pairs):
-        if kind[p] == TRI_NODE and pair_gap[p] < node_tri[elem[p]]:
-            node_tri[elem[p]] = pair_gap[p]
-        elif kind[p] == CAP_NODE and pair_gap[p] < node_cap[elem[p]]:
-            node_cap[elem[p]] = pair_gap[p]
-        elif kind[p] == SELF_NODE and pair_gap[p] < node_self[elem[p]]:
-            node_self[elem[p]] = pair_gap[p]
+        c = 0 if kind[p] == TRI_NODE else (1 if kind[p] == CAP_NODE else (2 if kind[p] == SELF_NODE else -1))
+        if c >= 0 and pair_gap[p] < node_gap[c, elem[p]]:
+            node_gap[c, elem[p]] = pair_gap[p]
+            node_pair[c, elem[p]] = p
     energy = 0.0
     for p in range(n_pairs):
         gap = pair_gap[p]
-        pair_force[p] = 0.0
+        for k in range(3):
+            pair_force[p, k] = 0.0
         if not (gap < 0.0):
             continue
-        if kind[p] == TRI_SEG:
-            if gap >= min(node_tri[elem[p]], node_tri[elem[p] + 1]):
-                continue
-        elif kind[p] == CAP_SEG:
-            if gap >= min(node_cap[elem[p]], node_cap[elem[p] + 1]):
-                continue
-        elif kind[p] == SELF_SEG:
-            c = prim[p]
-            if gap >= min(node_self[elem[p]], node_self[elem[p] + 1], node_self[c], node_self[c + 1]):
+        is_node = kind[p] == PLANE or kind[p] == TRI_NODE or kind[p] == CAP_NODE or kind[p] == SELF_NODE
+        depth = -gap
+        j, q = -1, -1  # the deeper node of a segment pair and its node pair, if that one is in contact
+        if not is_node and kind[p] != SPHERE:
+            c = 0 if kind[p] == TRI_SEG else (1 if kind[p] == CAP_SEG else 2)
+            i = elem[p]
+            j = i if node_gap[c, i] <= node_gap[c, i + 1] else i + 1
+            if node_gap[c, j] < 0.0:
+                q = node_pair[c, j]
+                depth += node_gap[c, j]
+            if depth <= 0.0:
                 continue
         nrm[0], nrm[1], nrm[2] = pair_normal[p, 0], pair_normal[p, 1], pair_normal[p, 2]
         t = pair_t[p]
-        node_pair = kind[p] == PLANE or kind[p] == TRI_NODE or kind[p] == CAP_NODE or kind[p] == SELF_NODE
-        k_pair = stiffness * (node_len[elem[p]] if node_pair else seg_len[elem[p]])
-        pair_force[p] = -k_pair * gap
-        energy += 0.5 * k_pair * gap * gap
+        k_pair = stiffness * (node_len[elem[p]] if is_node else seg_len[elem[p]])
+        for k in range(3):
+            pair_force[p, k] = k_pair * depth * nrm[k]
+            if q >= 0:
+                pair_force[p, k] -= k_pair * depth * pair_normal[q, k]
+        energy += 0.5 * k_pair * depth * depth
         if mode == 0:
             continue
-        # d(gap)/dx = normal, shared between the segment's nodes by (1 - t) and t
-        if node_pair:
+        # d(depth)/dx = -normal of the pair (shared by the segment's nodes as (1 - t) and t) plus the
+        # deeper node's own normal where it is in contact
+        if is_node:
             i0, w0, i1, w1 = elem[p], 1.0, elem[p], 0.0
         else:
             i0, w0, i1, w1 = elem[p], 1.0 - t, elem[p] + 1, t
-        f = k_pair * gap
+        f = k_pair * depth
         for k in range(3):
-            grad[node_dof[i0] + k] += f * w0 * nrm[k]
-            grad[node_dof[i1] + k] += f * w1 * nrm[k]
+            grad[node_dof[i0] + k] -= f * w0 * nrm[k]
+            grad[node_dof[i1] + k] -= f * w1 * nrm[k]
+            if q >= 0:
+                grad[node_dof[j] + k] += f * pair_normal[q, k]
         if mode < 2:
             continue
         if mode == 2 and (kind[p] == TRI_NODE or kind[p] == CAP_NODE):
@@ -569,16 +668,30 @@ def contact_energy(pos, kind, elem, prim, obstacles, radius, stiffness, node_len
             _curvature_hessian(kind[p], prim[p], obstacles, cp, cq, nrm, Hc)
             for r in range(3):
                 for s in range(3):
-                    _band_add(band, bw, node_dof[i0] + r, node_dof[i0] + s, k_pair * gap * Hc[r, s])
+                    _band_add(band, bw, node_dof[i0] + r, node_dof[i0] + s, -f * Hc[r, s])
+        # Gauss-Newton k J^T J with J = d(depth)/dx over (up to) the segment's two nodes
+        for r in range(3):
+            Ja[r] = -w0 * nrm[r]
+            Jb[r] = -w1 * nrm[r]
+        if q >= 0:
+            for r in range(3):
+                if j == i0:
+                    Ja[r] += pair_normal[q, r]
+                else:
+                    Jb[r] += pair_normal[q, r]
         for a in range(2):
-            ia, wa = (i0, w0) if a == 0 else (i1, w1)
+            ia = i0 if a == 0 else i1
+            Jx = Ja if a == 0 else Jb
+            if is_node and a == 1:
+                continue
             for b in range(2):
-                ib, wb = (i0, w0) if b == 0 else (i1, w1)
-                if wa == 0.0 or wb == 0.0:
+                ib = i0 if b == 0 else i1
+                Jy = Ja if b == 0 else Jb
+                if is_node and b == 1:
                     continue
                 for r in range(3):
                     for s in range(3):
-                        _band_add(band, bw, node_dof[ia] + r, node_dof[ib] + s, k_pair * wa * wb * nrm[r] * nrm[s])
+                        _band_add(band, bw, node_dof[ia] + r, node_dof[ib] + s, k_pair * Jx[r] * Jy[s])
     return energy
 
 

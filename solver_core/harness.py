@@ -32,7 +32,11 @@ class CableSession:
 
 SAG_BISECTIONS = 6  # how finely the initial sag is fitted above obstacles (1/64 of the slack)
 MAX_SWEEPS = 12  # Gauss-Seidel sweeps over the cables when they touch each other
-SWEEP_TOLERANCE = 1e-3  # stop sweeping once no node moved more than this fraction of the radius
+# A cable is solved again in a sweep only if some other cable moved more than this fraction of its
+# radius since it was last solved. (Its own move is no criterion: a re-solve from a state within the
+# residual tolerance still slides a little along the flat, frictionless directions of a pile, and
+# those slides never stopped the sweeps although no other cable noticed them.)
+SWEEP_TOLERANCE = 1e-3
 
 
 @dataclass
@@ -76,9 +80,15 @@ class Harness:
         # The sag is made as deep as it can be without entering an obstacle (bisection on the part of
         # the slack it takes up); the solver pays out the rest onto whatever is below. Paying out a
         # lot of length from a short route compresses the cable and is the hard way to an equilibrium.
+        check = Interactions(session.model, self.obstacles, self.contact_settings)
+        if self.contact_settings.cable_cable:
+            # nor through the cables placed before it: a cable that sags less than its neighbour
+            # (it met the floor sooner) would otherwise start threaded through it
+            check.obstacles = self.obstacles.with_capsules(*self._capsules_for(cable_id))
+
         def clear(fraction):
             candidate = initial_state(session.model, session.boundary, sag=fraction)
-            return candidate if session.interactions.deepest_penetration(candidate) <= 0.0 else None
+            return candidate if check.deepest_penetration(candidate) <= 0.0 else None
 
         state = clear(1.0)
         if state is None:
@@ -187,11 +197,14 @@ class Harness:
         # ever moves without seeing the others: distances do not tell sides apart, so cables that were
         # let through each other could not be told apart again. Routes must not cross each other.
         reports = {}
+        seen = {}  # per cable: every cable's nodes when it was last solved
         for _sweep in range(MAX_SWEEPS):
-            moved = 0.0
+            solved_any = False
             for cid in ids:
                 session = self.cables[cid]
-                before = session.state.positions.copy()
+                if cid in seen and self._others_moved(cid, seen[cid]) < SWEEP_TOLERANCE:
+                    continue
+                solved_any = True
                 session.interactions.obstacles = self.obstacles.with_capsules(*self._capsules_for(cid))
                 report = self.solve_cable(cid, targets[cid] if cid not in reports else None)
                 if cid in reports:  # the whole step's effort, over all sweeps
@@ -200,13 +213,18 @@ class Harness:
                     report.substeps += earlier.substeps
                     report.solve_ms += earlier.solve_ms
                 reports[cid] = report
-                r = 0.5 * session.model.cable.diameter
-                moved = max(moved, float(np.abs(session.state.positions - before).max()) / r)
-            if moved < SWEEP_TOLERANCE:
+                seen[cid] = {oid: other.state.positions.copy() for oid, other in self.cables.items() if oid != cid}
+            if not solved_any:
                 break
         for cid, session in self.cables.items():  # the final states, for contact reports and the next step
             session.interactions.obstacles = self.obstacles.with_capsules(*self._capsules_for(cid))
         return reports
+
+    def _others_moved(self, cable_id: str, then: dict) -> float:
+        """Largest move of another cable's node since ``then``, in radii of ``cable_id``."""
+        r = 0.5 * self.cables[cable_id].model.cable.diameter
+        return max((float(np.abs(self.cables[oid].state.positions - x).max()) for oid, x in then.items()),
+                   default=0.0) / r
 
     def cable_result(self, cable_id: str) -> dict:
         """The result document of one cable (case format, section Result)."""

@@ -203,12 +203,12 @@ class Interactions:
         kind, elem, prim = find_pairs(state.positions, self.radius, self.reach, obstacles, self.self_gap)
         n = len(kind)
         gap, t, normal, point = np.empty(n), np.empty(n), np.empty((n, 3)), np.empty((n, 3))
-        force = np.empty(n)
+        force = np.empty((n, 3))
         contact_energy(state.positions, kind, elem, prim, obstacles, self.radius, stiffness or self.stiffness,
                        self.node_lengths, self.model.rest_len, self.model.node_dof, np.zeros(1), np.zeros((1, 1)), 0,
                        0, gap, t, normal, point, np.empty(n), force, state.positions)
         return [(int(kind[p]), int(elem[p]), float(t[p]), point[p] + self.model.origin, normal[p].copy(),
-                 force[p] * normal[p], float(gap[p])) for p in range(n) if force[p] > 0.0]
+                 force[p].copy(), float(gap[p])) for p in range(n) if force[p].any()]
 
     def deepest_penetration(self, state: RodState) -> float:
         """Largest penetration of any contact pair (0 when clear), in metres."""
@@ -220,7 +220,7 @@ class Interactions:
         gap = np.empty(n)
         contact_energy(state.positions, kind, elem, prim, obstacles, self.radius, self.stiffness, self.node_lengths,
                        self.model.rest_len, self.model.node_dof, np.zeros(1), np.zeros((1, 1)), 0, 0, gap,
-                       np.empty(n), np.empty((n, 3)), np.empty((n, 3)), np.empty(n), np.empty(n), state.positions)
+                       np.empty(n), np.empty((n, 3)), np.empty((n, 3)), np.empty(n), np.empty((n, 3)), state.positions)
         finite = gap[np.isfinite(gap)]
         deepest = float(max(0.0, -finite.min())) if finite.size else 0.0
         return max(deepest, segment_penetration(state.positions, self.radius, obstacles))

@@ -118,7 +118,7 @@ def _extra_terms(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, sl_seg, 
     if kind.shape[0] > 0:
         energy += contact_energy(pos, kind, elem, prim, obstacles, cparams[0], cparams[1], node_len, seg_len, node_dof,
                                  grad, band, bw, mode, pair_gap, pair_t, pair_normal, pair_point, pair_u,
-                                 np.empty(kind.shape[0]), frozen)
+                                 np.empty((kind.shape[0], 3)), frozen)
     if fr_active.shape[0] > 0:
         energy += friction_energy(pos, node_dof, fr_active, fr_normal, fr_force, fr_anchor, fr_mu, cparams[4], grad,
                                   band, bw, mode)

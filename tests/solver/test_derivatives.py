@@ -157,7 +157,7 @@ def test_contact_gradient_and_hessian_match_finite_differences(rng):
     node_len = np.full(model.n_nodes, 0.05)
     kind, elem, prim = find_pairs(x, radius, 0.01, arrays, 3)
     n = len(kind)
-    scratch = lambda: (np.empty(n), np.empty(n), np.empty((n, 3)), np.empty((n, 3)), np.empty(n), np.empty(n), x)  # noqa: E731
+    scratch = lambda: (np.empty(n), np.empty(n), np.empty((n, 3)), np.empty((n, 3)), np.empty(n), np.empty((n, 3)), x)  # noqa: E731
 
     def energy(pos):
         return contact_energy(pos, kind, elem, prim, arrays, radius, stiffness, node_len, model.rest_len,
