@@ -595,8 +595,6 @@ def contact_energy(pos, kind, elem, prim, obstacles, radius, stiffness, node_len
     cq = np.empty(3)
     nrm = np.empty(3)
     Hc = np.empty((3, 3))
-    Ja = np.empty(3)
-    Jb = np.empty(3)
     for p in range(n_pairs):
         t, d, u = pair_geometry(pos, kind[p], elem[p], prim[p], obstacles, cp, cq, nrm, frozen)
         self_pair = kind[p] == SELF_NODE or kind[p] == SELF_SEG
@@ -606,11 +604,12 @@ def contact_energy(pos, kind, elem, prim, obstacles, radius, stiffness, node_len
         for k in range(3):
             pair_normal[p, k] = nrm[k]
             pair_point[p, k] = cp[k]
-    # A segment pair carries only the depth it reaches beyond the same kind of contact at its deeper
-    # node (an edge or a crossing cable between nodes): e = max(0, -gap_s) - max(0, -gap_n). Over a
-    # flat face the minimum sits at a node and e = 0; as a crossing slides towards a node, the node
-    # pair takes the load over continuously (switching the segment pair on and off instead made the
-    # energy jump there, and Newton crawl where cables cross).
+    # A segment pair carries only what it reaches beyond the same kind of contact at its deeper node
+    # (an edge or a crossing cable between nodes): E = k/2 (D_s^2 - D_n^2) with the depths D = max(0,
+    # -gap). Over a flat face the deepest point is a node and E = 0; as a crossing slides towards a
+    # node, node pair plus segment pair stay k/2 D_s^2, so the hand-over is seamless. (Switching
+    # segment pairs on and off made the energy jump; counting only the excess depth, (D_s - D_n)^2,
+    # made it dip half-way and pulled crossings towards those spots.)
     n_nodes = pos.shape[0]
     node_gap = np.full((3, n_nodes), np.inf)  # deepest node pair per node: triangles, capsules, self
     node_pair = np.full((3, n_nodes), -1, dtype=np.int64)
@@ -628,15 +627,15 @@ def contact_energy(pos, kind, elem, prim, obstacles, radius, stiffness, node_len
             continue
         is_node = kind[p] == PLANE or kind[p] == TRI_NODE or kind[p] == CAP_NODE or kind[p] == SELF_NODE
         depth = -gap
-        j, q = -1, -1  # the deeper node of a segment pair and its node pair, if that one is in contact
+        j, q, node_depth = -1, -1, 0.0  # a segment pair's deeper node, its node pair and depth
         if not is_node and kind[p] != SPHERE:
             c = 0 if kind[p] == TRI_SEG else (1 if kind[p] == CAP_SEG else 2)
             i = elem[p]
             j = i if node_gap[c, i] <= node_gap[c, i + 1] else i + 1
             if node_gap[c, j] < 0.0:
                 q = node_pair[c, j]
-                depth += node_gap[c, j]
-            if depth <= 0.0:
+                node_depth = -node_gap[c, j]
+            if depth <= node_depth:
                 continue
         nrm[0], nrm[1], nrm[2] = pair_normal[p, 0], pair_normal[p, 1], pair_normal[p, 2]
         t = pair_t[p]
@@ -644,12 +643,11 @@ def contact_energy(pos, kind, elem, prim, obstacles, radius, stiffness, node_len
         for k in range(3):
             pair_force[p, k] = k_pair * depth * nrm[k]
             if q >= 0:
-                pair_force[p, k] -= k_pair * depth * pair_normal[q, k]
-        energy += 0.5 * k_pair * depth * depth
+                pair_force[p, k] -= k_pair * node_depth * pair_normal[q, k]
+        energy += 0.5 * k_pair * (depth * depth - node_depth * node_depth)
         if mode == 0:
             continue
-        # d(depth)/dx = -normal of the pair (shared by the segment's nodes as (1 - t) and t) plus the
-        # deeper node's own normal where it is in contact
+        # d(depth)/dx = -normal, shared by a segment's nodes as (1 - t) and t
         if is_node:
             i0, w0, i1, w1 = elem[p], 1.0, elem[p], 0.0
         else:
@@ -659,7 +657,7 @@ def contact_energy(pos, kind, elem, prim, obstacles, radius, stiffness, node_len
             grad[node_dof[i0] + k] -= f * w0 * nrm[k]
             grad[node_dof[i1] + k] -= f * w1 * nrm[k]
             if q >= 0:
-                grad[node_dof[j] + k] += f * pair_normal[q, k]
+                grad[node_dof[j] + k] += k_pair * node_depth * pair_normal[q, k]
         if mode < 2:
             continue
         if mode == 2 and (kind[p] == TRI_NODE or kind[p] == CAP_NODE):
@@ -669,29 +667,22 @@ def contact_energy(pos, kind, elem, prim, obstacles, radius, stiffness, node_len
             for r in range(3):
                 for s in range(3):
                     _band_add(band, bw, node_dof[i0] + r, node_dof[i0] + s, -f * Hc[r, s])
-        # Gauss-Newton k J^T J with J = d(depth)/dx over (up to) the segment's two nodes
-        for r in range(3):
-            Ja[r] = -w0 * nrm[r]
-            Jb[r] = -w1 * nrm[r]
-        if q >= 0:
-            for r in range(3):
-                if j == i0:
-                    Ja[r] += pair_normal[q, r]
-                else:
-                    Jb[r] += pair_normal[q, r]
         for a in range(2):
-            ia = i0 if a == 0 else i1
-            Jx = Ja if a == 0 else Jb
-            if is_node and a == 1:
-                continue
+            ia, wa = (i0, w0) if a == 0 else (i1, w1)
             for b in range(2):
-                ib = i0 if b == 0 else i1
-                Jy = Ja if b == 0 else Jb
-                if is_node and b == 1:
+                ib, wb = (i0, w0) if b == 0 else (i1, w1)
+                if wa == 0.0 or wb == 0.0:
                     continue
                 for r in range(3):
                     for s in range(3):
-                        _band_add(band, bw, node_dof[ia] + r, node_dof[ib] + s, k_pair * Jx[r] * Jy[s])
+                        _band_add(band, bw, node_dof[ia] + r, node_dof[ib] + s, k_pair * wa * wb * nrm[r] * nrm[s])
+        if mode == 2 and q >= 0:
+            # - k grad(D_n) grad(D_n)^T: the node pair's own term is already counted with the node;
+            # left out of the Gauss-Newton matrix, which must stay positive semi-definite
+            for r in range(3):
+                for s in range(3):
+                    _band_add(band, bw, node_dof[j] + r, node_dof[j] + s,
+                              -k_pair * pair_normal[q, r] * pair_normal[q, s])
     return energy
 
 

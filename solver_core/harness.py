@@ -30,7 +30,7 @@ class CableSession:
     last_report: SolveReport | None = None
 
 
-SAG_BISECTIONS = 6  # how finely the initial sag is fitted above obstacles (1/64 of the slack)
+MAX_SAG_STEPS = 64  # the initial sag is lowered onto obstacles in at most this many steps
 MAX_SWEEPS = 12  # Gauss-Seidel sweeps over the cables when they touch each other
 # A cable is solved again in a sweep only if some other cable moved more than this fraction of its
 # radius since it was last solved. (Its own move is no criterion: a re-solve from a state within the
@@ -76,38 +76,36 @@ class Harness:
         self.cables[cable.id] = session
 
     def _choose_initial_state(self, cable_id: str, session: CableSession) -> None:
-        # Distances do not tell sides apart: a start inside an obstacle cannot be mended by contact.
-        # The sag is made as deep as it can be without entering an obstacle (bisection on the part of
-        # the slack it takes up); the solver pays out the rest onto whatever is below. Paying out a
-        # lot of length from a short route compresses the cable and is the hard way to an equilibrium.
+        # Distances do not tell sides apart: a start inside an obstacle, or on the far side of one the
+        # route passes, cannot be mended by contact. The route is lowered towards its full sag in
+        # steps of at most half a radius per node and stops before the first step that enters an
+        # obstacle (a sweep, so the sag cannot jump over a bar or a cable either); the solver pays
+        # out the rest onto whatever is below. Paying out a lot of length from a short route
+        # compresses the cable and is the hard way to an equilibrium.
         check = Interactions(session.model, self.obstacles, self.contact_settings)
         if self.contact_settings.cable_cable:
-            # nor through the cables placed before it: a cable that sags less than its neighbour
-            # (it met the floor sooner) would otherwise start threaded through it
+            # nor through, or past, the cables placed before it
             check.obstacles = self.obstacles.with_capsules(*self._capsules_for(cable_id))
-
-        def clear(fraction):
-            candidate = initial_state(session.model, session.boundary, sag=fraction)
-            return candidate if check.deepest_penetration(candidate) <= 0.0 else None
-
-        state = clear(1.0)
-        if state is None:
-            best, lo, hi = clear(0.0), 0.0, 1.0
-            if best is not None:
-                for _ in range(SAG_BISECTIONS):
-                    mid = 0.5 * (lo + hi)
-                    candidate = clear(mid)
-                    if candidate is None:
-                        hi = mid
-                    else:
-                        best, lo = candidate, mid
-            state = best
-            if state is None:
-                state = initial_state(session.model, session.boundary, sag=0.0)
-                warning = (f"cable {cable_id!r}: its route passes through an obstacle; draw the route around it "
-                           f"(the result may be on the wrong side)")
-                if warning not in self.warnings:
-                    self.warnings.append(warning)
+        route = initial_state(session.model, session.boundary, sag=0.0)
+        if check.deepest_penetration(route) > 0.0:
+            warning = (f"cable {cable_id!r}: its route passes through an obstacle; draw the route around it "
+                       f"(the result may be on the wrong side)")
+            if warning not in self.warnings:
+                self.warnings.append(warning)
+            session.state = route
+            return
+        state = route
+        if check.uses_contact:
+            full = initial_state(session.model, session.boundary, sag=1.0)
+            move = float(np.abs(full.positions - route.positions).max())
+            steps = int(min(MAX_SAG_STEPS, max(1, np.ceil(move / (0.5 * check.radius)))))
+            for k in range(1, steps + 1):
+                candidate = full if k == steps else initial_state(session.model, session.boundary, sag=k / steps)
+                if check.deepest_penetration(candidate) > 0.0:
+                    break
+                state = candidate
+        else:
+            state = initial_state(session.model, session.boundary, sag=1.0)
         session.state = state
 
     def set_contact(self, contact: dict) -> None:

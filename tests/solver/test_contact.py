@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 from helpers.cases import WIRE, cable, case, first, min_clearance, solve
 
+from solver_core import Harness, parse_case
+
 R = 0.002  # cable radius of the test cables (4 mm)
 LINEAR_DENSITY = 7958.0 * math.pi * 0.004**2 / 4  # the helpers' cable (Lv 2017: 30 g over 300 mm)
 TABLE = {"type": "plane", "point": [0.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}
@@ -145,6 +147,106 @@ def test_two_crossed_cables_pressed_together_touch_without_penetrating():
     # B's contact force and its connectors' reactions carry the load
     b_ends = sum(np.array(result["B"]["end_forces"][k]["force"]) for k in ("start", "end"))
     assert np.allclose(fb + b_ends, [0, 0, 3.0], atol=1e-5)
+
+
+def test_other_cables_segments_found_by_the_grid_are_those_brute_force_finds(rng):
+    from solver_core.contact import CAP_NODE, CAP_SEG, INTERIOR, ObstacleSet, find_pairs
+    from solver_core.contact_geometry import closest_point_on_segment, segment_segment
+
+    radius, reach = 0.002, 0.003
+    cq, cp = np.empty(3), np.empty(3)
+    for _ in range(4):
+        pos = np.cumsum(rng.normal(scale=0.005, size=(50, 3)), axis=0)
+        others = [np.cumsum(rng.normal(scale=0.005, size=(40, 3)), axis=0) + rng.normal(scale=0.01, size=3)
+                  for _ in range(4)]
+        a = np.concatenate([o[:-1] for o in others])
+        b = np.concatenate([o[1:] for o in others])
+        cap_r = rng.uniform(0.001, 0.004, size=len(a))
+        kind, elem, prim = find_pairs(pos, radius, reach, ObstacleSet().with_capsules(a, b, cap_r).kernel_arrays(), 0)
+
+        def continues(c):
+            return c + 1 < len(a) and (a[c + 1] == b[c]).all()
+
+        brute = set()
+        for c in range(len(a)):
+            for i in range(len(pos)):
+                u = closest_point_on_segment(a[c], b[c], pos[i], cq)
+                if not (u >= 1.0 and continues(c)) and np.linalg.norm(pos[i] - cq) < cap_r[c] + radius + reach:
+                    brute.add((CAP_NODE, i, c))
+            for i in range(len(pos) - 1):
+                s_, t_, d = segment_segment(pos[i], pos[i + 1], a[c], b[c], cp, cq)
+                if not (t_ >= 1.0 and continues(c)) and d < cap_r[c] + radius + reach and INTERIOR < s_ < 1 - INTERIOR:
+                    brute.add((CAP_SEG, i, c))
+        found = list(zip(kind.tolist(), elem.tolist(), prim.tolist()))
+        assert len(found) == len(set(found)) and set(found) == brute and brute
+
+
+def test_contact_energy_is_continuous_as_a_crossing_slides_past_a_node():
+    # A straight cable pressed 0.5 mm into a crossing capsule, slid along its own axis over two
+    # segments: the crossing passes from a segment's interior over a node into the next segment. The
+    # depth never changes, so neither may the penalty energy k l d^2 / 2: no jump where the node pair
+    # takes over from the segment pair, and no dip that would pull crossings to particular spots.
+    from solver_core.contact import ObstacleSet, contact_energy, find_pairs
+
+    radius, seg = 0.002, 0.01
+    base = np.column_stack((np.arange(-5, 6) * seg, np.zeros(11), np.zeros(11)))
+    obstacles = ObstacleSet().with_capsules([[0.0, -0.05, 0.0035]], [[0.0, 0.05, 0.0035]], [0.002]).kernel_arrays()
+    n = len(base)
+    node_len = np.full(n, seg)
+    energies = []
+    for shift in np.linspace(0.0, 2 * seg, 801):
+        pos = base + [shift, 0.0, 0.0]
+        kind, elem, prim = find_pairs(pos, radius, 0.005, obstacles, 0)
+        m = len(kind)
+        energies.append(contact_energy(pos, kind, elem, prim, obstacles, radius, 1e6, node_len, np.full(n - 1, seg),
+                                       np.arange(n) * 3, np.zeros(1), np.zeros((1, 1)), 0, 0, np.empty(m),
+                                       np.empty(m), np.empty((m, 3)), np.empty((m, 3)), np.empty(m),
+                                       np.empty((m, 3)), pos))
+    assert np.allclose(energies, 0.5 * 1e6 * seg * 0.0005**2, rtol=1e-9)
+
+
+def test_a_segment_cutting_a_box_corner_between_two_outside_nodes_is_a_contact():
+    # Both nodes lie within a radius of the box but outside it; the segment between them cuts through
+    # the box's top edge. The pair must exist and push the segment out (it once went unseen because
+    # the piercing point lies on a face, not on the sharp edge).
+    from solver_core.contact import TRI_SEG, ObstacleSet, contact_energy, find_pairs
+
+    corners = np.array([[x, y, z] for x in (0.05, 0.25) for y in (-0.1, 0.1) for z in (-0.3, -0.1)])
+    faces = np.array([[0, 1, 3], [0, 3, 2], [4, 6, 7], [4, 7, 5], [0, 4, 5], [0, 5, 1], [2, 3, 7], [2, 7, 6],
+                      [0, 2, 6], [0, 6, 4], [1, 5, 7], [1, 7, 3]])
+    obstacles = ObstacleSet(triangles=corners[faces], triangle_owner=np.zeros(12, dtype=np.int64)).kernel_arrays()
+    pos = np.array([[0.1, 0.091, -0.098], [0.1, 0.102, -0.108]])
+    kind, elem, prim = find_pairs(pos, R, 0.002, obstacles, 0)
+    assert TRI_SEG in kind.tolist()
+    m = len(kind)
+    grad = np.zeros(6)
+    gap, force = np.empty(m), np.empty((m, 3))
+    energy = contact_energy(pos, kind, elem, prim, obstacles, R, 1e6, np.full(2, 0.01), np.full(1, 0.015),
+                            np.array([0, 3]), grad, np.zeros((1, 1)), 0, 1, gap, np.empty(m), np.empty((m, 3)),
+                            np.empty((m, 3)), np.empty(m), force, pos)
+    assert energy > 0.0 and gap[kind == TRI_SEG].min() < -0.5 * R
+    push = -(grad[0:3] + grad[3:6])  # the net force on the segment points out of the corner (+y, +z)
+    assert push[1] > 0.0 and push[2] > 0.0
+
+
+def test_initial_guesses_do_not_pass_through_cables_placed_before():
+    # B's route crosses 10 mm above a taut A; its full sag would take it through A to the other side,
+    # where distances alone could never bring it back. With cable-cable contact its guess stays above.
+    a = cable(id="A", length=0.3, segments=30, start={"position": [-0.15, 0, 0], "tangent": [1, 0, 0]},
+              end={"position": [0.15, 0, 0], "tangent": [1, 0, 0]})
+    b = cable(id="B", length=0.4, segments=40, start={"position": [0.0, -0.15, 0.01], "tangent": [0, 1, 0]},
+              end={"position": [0.0, 0.15, 0.01], "tangent": [0, 1, 0]})
+    for contact, above in (({}, False), ({"cable_cable": True}, True)):
+        harness = Harness.from_case(parse_case(case(a, b, contact=contact)))
+        nodes = harness.cables["B"].state.positions + harness.cables["B"].model.origin
+        middle = nodes[np.abs(nodes[:, 1]).argmin()]
+        assert (middle[2] > 2 * R) == above
+        if above:
+            assert min_clearance(nodes, R, others=[(harness.cables["A"].state.positions
+                                                    + harness.cables["A"].model.origin, R)]) >= 0.0
+    result = solve(case(a, b, contact={"cable_cable": True}))["steps"][0]["cables"]
+    assert result["A"]["converged"] and result["B"]["converged"]
+    assert np.array(result["B"]["nodes"])[20, 2] > np.array(result["A"]["nodes"])[15, 2]  # B rests on A
 
 
 class TestFriction:
