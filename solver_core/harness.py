@@ -88,7 +88,9 @@ class Harness:
             check.obstacles = self.obstacles.with_capsules(*self._capsules_for(cable_id))
         route = initial_state(session.model, session.boundary, sag=0.0)
         if check.deepest_penetration(route) > 0.0:
-            warning = (f"cable {cable_id!r}: its route passes through an obstacle; draw the route around it "
+            static = Interactions(session.model, self.obstacles, ContactSettings())
+            what = "an obstacle" if static.deepest_penetration(route) > 0.0 else "another cable"
+            warning = (f"cable {cable_id!r}: its route passes through {what}; draw the route around it "
                        f"(the result may be on the wrong side)")
             if warning not in self.warnings:
                 self.warnings.append(warning)

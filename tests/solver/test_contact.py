@@ -247,6 +247,11 @@ def test_initial_guesses_do_not_pass_through_cables_placed_before():
     result = solve(case(a, b, contact={"cable_cable": True}))["steps"][0]["cables"]
     assert result["A"]["converged"] and result["B"]["converged"]
     assert np.array(result["B"]["nodes"])[20, 2] > np.array(result["A"]["nodes"])[15, 2]  # B rests on A
+    # a route drawn right through the other cable is reported as such
+    through = cable(id="B", length=0.4, segments=40, start={"position": [0.0, -0.15, 0.0], "tangent": [0, 1, 0]},
+                    end={"position": [0.0, 0.15, 0.0], "tangent": [0, 1, 0]})
+    warnings = Harness.from_case(parse_case(case(a, through, contact={"cable_cable": True}))).warnings
+    assert any("'B'" in w and "another cable" in w for w in warnings)
 
 
 class TestFriction:
