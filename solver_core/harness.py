@@ -206,7 +206,9 @@ class Harness:
                     continue
                 solved_any = True
                 session.interactions.obstacles = self.obstacles.with_capsules(*self._capsules_for(cid))
-                report = self.solve_cable(cid, targets[cid] if cid not in reports else None)
+                # always towards this step's frames: after a refused or failed attempt the session
+                # still holds the old ones, and solving towards those would report the step done
+                report = self.solve_cable(cid, targets[cid])
                 if cid in reports:  # the whole step's effort, over all sweeps
                     earlier = reports[cid]
                     report.iterations += earlier.iterations

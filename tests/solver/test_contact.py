@@ -392,6 +392,25 @@ def test_ultimate_length_refuses_a_step_and_keeps_the_last_valid_state():
     assert refused["max_strain"] < 0.01
 
 
+def test_a_refused_step_stays_refused_while_other_cables_are_swept():
+    # With cable-cable contact the cables of a step are swept until none moves; a cable whose own step
+    # was refused must not be "re-solved" in a later sweep against its old connectors and reported
+    # converged (the move it was asked for would silently be dropped).
+    material = {"E": 20e6, "nu": 0.4, "density": 1500}
+    a, b = (cable(id=name, length=0.3, segments=30, material=material,
+                  start={"position": [-0.12, y, 0], "tangent": [1, 0, 0]},
+                  end={"position": [0.12, y, 0], "tangent": [1, 0, 0]}) for name, y in (("A", 0.0), ("B", 0.2)))
+    doc = case(a, b, contact={"cable_cable": True}, solver={"ultimate_strain": 1e-4})
+    # pulled nearly straight under its own weight: the tension strains A beyond 0.01 %
+    doc["steps"] = [{"cables": {"A": {"end": {"position": [0.179, 0, 0], "tangent": [1, 0, 0]}},
+                                "B": {"end": {"position": [0.12, 0.2, 0.01], "tangent": [1, 0, 0]}}}}]
+    steps = solve(doc)["steps"]
+    moved = steps[-1]["cables"]
+    assert moved["B"]["converged"]
+    assert not moved["A"]["converged"] and "step refused" in moved["A"]["message"]
+    assert moved["A"]["nodes"][-1] == pytest.approx(steps[0]["cables"]["A"]["nodes"][-1])
+
+
 def test_obstacles_tree_finds_every_triangle_brute_force_finds(rng):
     from solver_core.bvh import build_triangle_tree, query_box
 
