@@ -2,8 +2,8 @@
 """Contact of a cable with obstacles and other cables, inside the energy minimisation.
 
 Obstacles: planes (the smooth-plane unilateral constraint of Jin 2016), spheres, triangles (meshes,
-open or closed, with a BVH) and capsules (segments of other cables, or of the same cable for
-self-contact, frozen while this cable is solved). The cable's centre line must keep a distance of
+open or closed, with a BVH) and capsules (segments of other cables, frozen while this cable is
+solved); self-contact pairs meet the cable's own segments, both sides moving. The cable's centre line must keep a distance of
 at least its radius (plus the primitive's radius and margin) from every primitive.
 
 Normal contact is a penalty E = k/2 max(0, r - d)^2 per pair. Pairs are nodes against primitives
@@ -36,6 +36,7 @@ from .rod_energy import _band_add
 # where a feature (a plate edge, a ridge, a crossing cable) reaches between two nodes.
 PLANE, SPHERE, TRI_NODE, TRI_SEG, CAP_NODE, CAP_SEG, SELF_NODE, SELF_SEG = 0, 1, 2, 3, 4, 5, 6, 7
 NODE_KINDS = (PLANE, TRI_NODE, CAP_NODE, SELF_NODE)
+SELF_KINDS = (SELF_NODE, SELF_SEG)
 INTERIOR = 1e-3  # a segment pair's closest point must lie this far inside the segment (parameter)
 
 
@@ -456,12 +457,10 @@ def _grow(kind, elem, prim, cap):
 
 
 @njit_inline
-def pair_geometry(pos, kind, elem, prim, obstacles, cp, cq, normal, frozen):
+def pair_geometry(pos, kind, elem, prim, obstacles, cp, cq, normal):
     """(t, distance to the primitive's surface, u) for one pair (u: parameter on the cable's own other
-    segment, for self pairs, taken from ``frozen``: the cable as it was at the start of the Newton
-    iteration, so that self-contact stays inside the band; their radius is the caller's); cp = point on the cable
-    centre line (t = 0 for node pairs), cq = closest point of the primitive, normal = unit vector from
-    cq towards cp."""
+    segment, for self pairs; their radius is the caller's); cp = point on the cable centre line (t = 0
+    for node pairs), cq = closest point of the primitive, normal = unit vector from cq towards cp."""
     (plane_p, plane_n, sph_c, sph_r, tris, _owner, _a, _b, _c, _d, _e, _f, _g, cap_a, cap_b, cap_r,
      _sharp) = obstacles
     i = elem
@@ -498,9 +497,9 @@ def pair_geometry(pos, kind, elem, prim, obstacles, cp, cq, normal, frozen):
     elif kind == SELF_NODE:
         for k in range(3):
             cp[k] = pos[i, k]
-        u = closest_point_on_segment(frozen[prim], frozen[prim + 1], pos[i], cq)
+        u = closest_point_on_segment(pos[prim], pos[prim + 1], pos[i], cq)
     else:  # SELF_SEG
-        t, u, _d = segment_segment(pos[i], pos[i + 1], frozen[prim], frozen[prim + 1], cp, cq)
+        t, u, _d = segment_segment(pos[i], pos[i + 1], pos[prim], pos[prim + 1], cp, cq)
     dx, dy, dz = cp[0] - cq[0], cp[1] - cq[1], cp[2] - cq[2]
     d = math.sqrt(dx * dx + dy * dy + dz * dz)
     if d > 1e-14:
@@ -577,7 +576,7 @@ def _curvature_hessian(kind, prim, obstacles, cp, cq, normal, H):
 
 @njit
 def contact_energy(pos, kind, elem, prim, obstacles, radius, stiffness, node_len, seg_len, node_dof, grad, band, bw,
-                   mode, pair_gap, pair_t, pair_normal, pair_point, pair_u, pair_force, frozen):
+                   mode, pair_gap, pair_t, pair_normal, pair_point, pair_u, pair_force):
     """Penalty energy of all pairs; mode 0: energy only, 1: + gradient, 2: + gradient and Hessian,
     3: + gradient and the Gauss-Newton part of the Hessian only (no curvature of the distance, which
     is negative where a cable presses on an edge and would keep the matrix indefinite).
@@ -596,7 +595,7 @@ def contact_energy(pos, kind, elem, prim, obstacles, radius, stiffness, node_len
     nrm = np.empty(3)
     Hc = np.empty((3, 3))
     for p in range(n_pairs):
-        t, d, u = pair_geometry(pos, kind[p], elem[p], prim[p], obstacles, cp, cq, nrm, frozen)
+        t, d, u = pair_geometry(pos, kind[p], elem[p], prim[p], obstacles, cp, cq, nrm)
         self_pair = kind[p] == SELF_NODE or kind[p] == SELF_SEG
         pair_gap[p] = d - radius - (radius if self_pair else 0.0)
         pair_t[p] = t
@@ -653,16 +652,42 @@ def contact_energy(pos, kind, elem, prim, obstacles, radius, stiffness, node_len
         else:
             i0, w0, i1, w1 = elem[p], 1.0 - t, elem[p] + 1, t
         f = k_pair * depth
+        self_pair = kind[p] == SELF_NODE or kind[p] == SELF_SEG
         for k in range(3):
             grad[node_dof[i0] + k] -= f * w0 * nrm[k]
             grad[node_dof[i1] + k] -= f * w1 * nrm[k]
             if q >= 0:
                 grad[node_dof[j] + k] += k_pair * node_depth * pair_normal[q, k]
+        if self_pair:
+            # both sides move: the cable's other segment (prim, at u) is pushed the opposite way
+            c, u = prim[p], pair_u[p]
+            for k in range(3):
+                grad[node_dof[c] + k] += f * (1.0 - u) * nrm[k]
+                grad[node_dof[c + 1] + k] += f * u * nrm[k]
+            if q >= 0:
+                cn, un = prim[q], pair_u[q]
+                for k in range(3):
+                    grad[node_dof[cn] + k] -= k_pair * node_depth * (1.0 - un) * pair_normal[q, k]
+                    grad[node_dof[cn + 1] + k] -= k_pair * node_depth * un * pair_normal[q, k]
         if mode < 2:
             continue
+        if self_pair:
+            # the other side's own block (its two nodes are neighbours, inside the band); the blocks
+            # coupling both sides lie outside it and enter the Newton step as a low-rank update
+            c, u = prim[p], pair_u[p]
+            for a in range(2):
+                wa = 1.0 - u if a == 0 else u
+                for b in range(2):
+                    wb = 1.0 - u if b == 0 else u
+                    if wa == 0.0 or wb == 0.0:
+                        continue
+                    for r in range(3):
+                        for s in range(3):
+                            _band_add(band, bw, node_dof[c + a] + r, node_dof[c + b] + s,
+                                      k_pair * wa * wb * nrm[r] * nrm[s])
         if mode == 2 and (kind[p] == TRI_NODE or kind[p] == CAP_NODE):
             # curvature of the distance: the normal turns as the node slides round an edge or a cable
-            pair_geometry(pos, kind[p], elem[p], prim[p], obstacles, cp, cq, nrm, frozen)
+            pair_geometry(pos, kind[p], elem[p], prim[p], obstacles, cp, cq, nrm)
             _curvature_hessian(kind[p], prim[p], obstacles, cp, cq, nrm, Hc)
             for r in range(3):
                 for s in range(3):

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .case import Case, CableChange, CableSpec
-from .contact import NODE_KINDS, ObstacleSet, obstacles_from_case
+from .contact import NODE_KINDS, SELF_KINDS, ObstacleSet, obstacles_from_case
 from .diagnostics import bend_radii, directors, elastic_and_load_energy, joint_arc_lengths, reactions, twist_rates
 from .equilibrium import SolveReport, centre_line_length, solve_equilibrium
 from .interactions import ContactSettings, Interactions
@@ -245,11 +245,18 @@ class Harness:
             return out
 
         contacts = []
-        for kind, elem, t, point, normal, force, gap in session.interactions.contacts(state):
+        for kind, elem, t, point, normal, force, gap, prim, u in session.interactions.contacts(state):
             s = model.node_s[elem] + (0.0 if kind in NODE_KINDS else t * model.rest_len[elem])
             surface = point - 0.5 * model.cable.diameter * normal
             contacts.append({"s": float(s), "point": surface.tolist(), "normal": normal.tolist(),
                              "force": force.tolist(), "gap": gap})
+            if kind in SELF_KINDS:
+                # the cable touching itself: the other leg takes the opposite force; both are listed
+                # (with the arc length they touch), so the contact forces still sum to the external ones
+                other_s = model.node_s[prim] + u * model.rest_len[prim]
+                contacts[-1]["other_s"] = float(other_s)
+                contacts.append({"s": float(other_s), "point": surface.tolist(), "normal": (-normal).tolist(),
+                                 "force": (-force).tolist(), "gap": gap, "other_s": float(s)})
         doc = {
             "nodes": (state.positions + model.origin).tolist(),
             "arc_lengths": model.node_s.tolist(),

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .contact import NODE_KINDS, ObstacleSet, contact_energy, find_pairs, segment_penetration
+from .contact import NODE_KINDS, SELF_KINDS, ObstacleSet, contact_energy, find_pairs, segment_penetration
 from .mounts import compliant_energy, sliding_crossings, sliding_energy
 from .rod_model import Boundary, RodModel, clip_stiffness_matrix
 from .rod_state import RodState
@@ -78,10 +78,9 @@ class Interactions:
     def uses_contact(self) -> bool:
         return not self.obstacles.empty or self.settings.cable_cable
 
-    # Self-contact (a cable against its own segments) is implemented in the kernels but does not yet
-    # converge reliably (two touching legs of one cable move together, which the banded Newton step
-    # cannot see); it stays off until it does. 0 turns it off.
-    SELF_CONTACT = False
+    # Self-contact (a cable against its own segments, both legs moving): the blocks coupling the two
+    # legs lie outside the band and enter each Newton step as a low-rank (Woodbury) update.
+    SELF_CONTACT = True
 
     @property
     def self_gap(self) -> int:
@@ -196,7 +195,8 @@ class Interactions:
     # -------------------------------------------------------------- back from the kernels
 
     def contacts(self, state: RodState, stiffness: float | None = None):
-        """Contacts carrying force: (node-or-segment kind, element, t, point, normal, force, gap)."""
+        """Contacts carrying force: (node-or-segment kind, element, t, point, normal, force, gap,
+        primitive, u); for self-contact the primitive is the cable's other segment, met at u."""
         if not self.uses_contact:
             return []
         obstacles = self._shifted_obstacles()
@@ -204,11 +204,12 @@ class Interactions:
         n = len(kind)
         gap, t, normal, point = np.empty(n), np.empty(n), np.empty((n, 3)), np.empty((n, 3))
         force = np.empty((n, 3))
+        u = np.empty(n)
         contact_energy(state.positions, kind, elem, prim, obstacles, self.radius, stiffness or self.stiffness,
                        self.node_lengths, self.model.rest_len, self.model.node_dof, np.zeros(1), np.zeros((1, 1)), 0,
-                       0, gap, t, normal, point, np.empty(n), force, state.positions)
+                       0, gap, t, normal, point, u, force)
         return [(int(kind[p]), int(elem[p]), float(t[p]), point[p] + self.model.origin, normal[p].copy(),
-                 force[p].copy(), float(gap[p])) for p in range(n) if force[p].any()]
+                 force[p].copy(), float(gap[p]), int(prim[p]), float(u[p])) for p in range(n) if force[p].any()]
 
     def deepest_penetration(self, state: RodState) -> float:
         """Largest penetration of any contact pair (0 when clear), in metres."""
@@ -220,7 +221,7 @@ class Interactions:
         gap = np.empty(n)
         contact_energy(state.positions, kind, elem, prim, obstacles, self.radius, self.stiffness, self.node_lengths,
                        self.model.rest_len, self.model.node_dof, np.zeros(1), np.zeros((1, 1)), 0, 0, gap,
-                       np.empty(n), np.empty((n, 3)), np.empty((n, 3)), np.empty(n), np.empty((n, 3)), state.positions)
+                       np.empty(n), np.empty((n, 3)), np.empty((n, 3)), np.empty(n), np.empty((n, 3)))
         finite = gap[np.isfinite(gap)]
         deepest = float(max(0.0, -finite.min())) if finite.size else 0.0
         return max(deepest, segment_penetration(state.positions, self.radius, obstacles))
@@ -280,7 +281,9 @@ class Interactions:
         model = self.model
         n_force = np.zeros(model.n_nodes)
         n_vec = np.zeros((model.n_nodes, 3))
-        for kind, elem, t, _point, normal, force, _gap in self.contacts(state):
+        for kind, elem, t, _point, normal, force, _gap, _prim, _u in self.contacts(state):
+            if kind in SELF_KINDS:
+                continue  # friction between two legs of one cable is not modelled (it would hold them to the world)
             mag = float(np.linalg.norm(force))
             shares = ((elem, 1.0),) if kind in NODE_KINDS else ((elem, 1.0 - t), (elem + 1, t))
             for node, w in shares:

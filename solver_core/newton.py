@@ -16,7 +16,7 @@ import numpy as np
 
 from ._jit import njit
 from .banded import band_cholesky, band_cholesky_solve, band_symmetric_matvec
-from .contact import approach_fraction, contact_energy, find_pairs, friction_energy
+from .contact import SELF_NODE, SELF_SEG, approach_fraction, contact_energy, find_pairs, friction_energy
 from .mounts import compliant_energy, sliding_crossings, sliding_energy
 from .rod_energy import rod_energy, rod_gradient_hessian, rod_strains, strain_jacobian_transpose
 from .rotations import quat_retract, quat_to_matrix
@@ -110,7 +110,7 @@ def _retract(pos, quat, node_dof, rot_dof, delta, scale, out_pos, out_quat, rot_
 
 @njit
 def _extra_terms(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, sl_seg, sl_t, grad, band, bw, mode, pair_gap,
-                 pair_t, pair_normal, pair_point, pair_u, frozen):
+                 pair_t, pair_normal, pair_point, pair_u, pair_force):
     """Energy (and in mode 1/2 gradient and Gauss-Newton Hessian) of contact, friction and mounts."""
     (obstacles, cparams, node_len, seg_len, fr_active, fr_normal, fr_force, fr_anchor, fr_mu, sl_point, sl_axis,
      sl_stiff, cc_node, cc_rot, cc_centre, cc_quat, cc_K) = extra
@@ -118,7 +118,7 @@ def _extra_terms(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, sl_seg, 
     if kind.shape[0] > 0:
         energy += contact_energy(pos, kind, elem, prim, obstacles, cparams[0], cparams[1], node_len, seg_len, node_dof,
                                  grad, band, bw, mode, pair_gap, pair_t, pair_normal, pair_point, pair_u,
-                                 np.empty((kind.shape[0], 3)), frozen)
+                                 pair_force)
     if fr_active.shape[0] > 0:
         energy += friction_energy(pos, node_dof, fr_active, fr_normal, fr_force, fr_anchor, fr_mu, cparams[4], grad,
                                   band, bw, mode)
@@ -136,16 +136,16 @@ def _extra_terms(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, sl_seg, 
 @njit
 def _assemble(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len, bend_stiff,
               node_force, rot_couple, load_factor, grad, band, bw, geometric, extra, kind, elem, prim, sl_seg, sl_t,
-              pair_gap, pair_t, pair_normal, pair_point, pair_u, frozen):
+              pair_gap, pair_t, pair_normal, pair_point, pair_u, pair_force):
     """Gradient and Hessian of everything; returns the energy of the terms beyond the rod's own."""
     rod_gradient_hessian(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len,
                          bend_stiff, node_force, rot_couple, load_factor, grad, band, bw, True, geometric)
     return _extra_terms(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, sl_seg, sl_t, grad, band, bw,
-                        2 if geometric > 0.0 else 3, pair_gap, pair_t, pair_normal, pair_point, pair_u, frozen)
+                        2 if geometric > 0.0 else 3, pair_gap, pair_t, pair_normal, pair_point, pair_u, pair_force)
 
 
 @njit
-def _trial_extra(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, sl_seg, sl_t, pair_gap, frozen, delta):
+def _trial_extra(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, sl_seg, sl_t, pair_gap, delta):
     """Energy beyond the rod's at a trial state pos = current + delta, over the pairs that can act there.
 
     A pair whose gap at the current state exceeds twice the largest node move of the step (both
@@ -174,7 +174,135 @@ def _trial_extra(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, sl_seg, 
             j += 1
     return _extra_terms(pos, quat, node_dof, rot_dof, extra, kind_l, elem_l, prim_l, sl_seg, sl_t, np.zeros(1),
                         np.zeros((1, 1)), 0, 0, np.empty(n_live), np.empty(n_live), np.empty((n_live, 3)),
-                        np.empty((n_live, 3)), np.empty(n_live), frozen)
+                        np.empty((n_live, 3)), np.empty(n_live), np.empty((n_live, 3)))
+
+
+@njit
+def _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, node_dof, fixed, stiffness, node_len,
+                   seg_len):
+    """Self-contact couples the two touching legs of a cable, far apart in the band. Per acting self
+    pair, the Gauss-Newton Hessian k J J^T with J = (a on this side, b on the other) has its blocks
+    k a a^T and k b b^T inside the band (contact_energy adds them); the rest, k (a b^T + b a^T), is
+    returned as rows of U^T (a, b per pair, fixed dofs zeroed) and the pair stiffness k."""
+    n_c = 0
+    for p in range(kind.shape[0]):
+        if (kind[p] == SELF_NODE or kind[p] == SELF_SEG) and (pair_force[p, 0] != 0.0 or pair_force[p, 1] != 0.0
+                                                              or pair_force[p, 2] != 0.0):
+            n_c += 1
+    Ut = np.zeros((2 * n_c, fixed.shape[0]))
+    k_c = np.empty(n_c)
+    j = 0
+    for p in range(kind.shape[0]):
+        if not ((kind[p] == SELF_NODE or kind[p] == SELF_SEG) and (pair_force[p, 0] != 0.0
+                                                                   or pair_force[p, 1] != 0.0
+                                                                   or pair_force[p, 2] != 0.0)):
+            continue
+        i, c, t, u = elem[p], prim[p], pair_t[p], pair_u[p]
+        node_pair = kind[p] == SELF_NODE
+        k_c[j] = stiffness * (node_len[i] if node_pair else seg_len[i])
+        for k in range(3):
+            nk = pair_normal[p, k]
+            if node_pair:
+                Ut[2 * j, node_dof[i] + k] = -nk
+            else:
+                Ut[2 * j, node_dof[i] + k] = -(1.0 - t) * nk
+                Ut[2 * j, node_dof[i + 1] + k] = -t * nk
+            Ut[2 * j + 1, node_dof[c] + k] = (1.0 - u) * nk
+            Ut[2 * j + 1, node_dof[c + 1] + k] = u * nk
+        for r in range(2):
+            for d in range(fixed.shape[0]):
+                if fixed[d]:
+                    Ut[2 * j + r, d] = 0.0
+        j += 1
+    return Ut, k_c
+
+
+@njit
+def _lu_factor(S, piv):
+    """LU with partial pivoting in place (the small dense capacitance matrix); False if singular."""
+    m = S.shape[0]
+    for col in range(m):
+        best = col
+        for r in range(col + 1, m):
+            if abs(S[r, col]) > abs(S[best, col]):
+                best = r
+        piv[col] = best
+        if S[best, col] == 0.0:
+            return False
+        if best != col:
+            for c in range(m):
+                S[col, c], S[best, c] = S[best, c], S[col, c]
+        for r in range(col + 1, m):
+            S[r, col] /= S[col, col]
+            for c in range(col + 1, m):
+                S[r, c] -= S[r, col] * S[col, c]
+    return True
+
+
+@njit
+def _lu_solve(S, piv, b):
+    m = S.shape[0]
+    for col in range(m):
+        if piv[col] != col:
+            b[col], b[piv[col]] = b[piv[col]], b[col]
+    for r in range(m):
+        for c in range(r):
+            b[r] -= S[r, c] * b[c]
+    for r in range(m - 1, -1, -1):
+        for c in range(r + 1, m):
+            b[r] -= S[r, c] * b[c]
+        b[r] /= S[r, r]
+
+
+@njit
+def _coupling_factor(work, bw, Ut, k_c, Z, S, piv):
+    """Woodbury for (B + U C U^T), C = k [[0, 1], [1, 0]] per pair, with B's band factor at hand:
+    Z = B^-1 U and the LU of S = C^-1 + U^T B^-1 U. False if S is singular."""
+    m = Ut.shape[0]
+    for a in range(m):
+        band_cholesky_solve(work, bw, Ut[a], Z[a])
+    for a in range(m):
+        for b in range(m):
+            acc = 0.0
+            for d in range(Ut.shape[1]):
+                acc += Ut[a, d] * Z[b, d]
+            S[a, b] = acc
+    for j in range(k_c.shape[0]):
+        S[2 * j, 2 * j + 1] += 1.0 / k_c[j]
+        S[2 * j + 1, 2 * j] += 1.0 / k_c[j]
+    return _lu_factor(S, piv)
+
+
+@njit
+def _coupled_solve(work, bw, rhs, out, Ut, Z, S, piv):
+    """out = (B + U C U^T)^-1 rhs = x - Z S^-1 U^T x with x = B^-1 rhs."""
+    band_cholesky_solve(work, bw, rhs, out)
+    m = Ut.shape[0]
+    if m == 0:
+        return
+    y = np.empty(m)
+    for a in range(m):
+        acc = 0.0
+        for d in range(out.shape[0]):
+            acc += Ut[a, d] * out[d]
+        y[a] = acc
+    _lu_solve(S, piv, y)
+    for a in range(m):
+        for d in range(out.shape[0]):
+            out[d] -= Z[a, d] * y[a]
+
+
+@njit
+def _coupling_matvec(Ut, k_c, x, out):
+    """out += k (a b^T + b a^T) x over the coupling pairs."""
+    for j in range(k_c.shape[0]):
+        alpha = 0.0
+        beta = 0.0
+        for d in range(x.shape[0]):
+            alpha += Ut[2 * j, d] * x[d]
+            beta += Ut[2 * j + 1, d] * x[d]
+        for d in range(x.shape[0]):
+            out[d] += k_c[j] * (Ut[2 * j, d] * beta + Ut[2 * j + 1, d] * alpha)
 
 
 @njit
@@ -221,9 +349,10 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
     ratio = np.inf
     energy = np.inf
     searched_at = np.full_like(pos, np.inf)
-    frozen = pos.copy()  # the cable as at the start of the iteration: the other side of self-contact
+    pair_force = np.zeros((0, 3))
+    Ut = np.zeros((0, n_dof))
+    k_c = np.zeros(0)
     for it in range(max_iterations + 1):
-        frozen[:, :] = pos
         moved_since_search = 0.0
         for n in range(pos.shape[0]):
             d2 = ((pos[n, 0] - searched_at[n, 0]) ** 2 + (pos[n, 1] - searched_at[n, 1]) ** 2
@@ -242,13 +371,14 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
             pair_normal = np.empty((n_pairs, 3))
             pair_point = np.empty((n_pairs, 3))
             pair_u = np.zeros(n_pairs)
+            pair_force = np.zeros((n_pairs, 3))
         if sl_point.shape[0] > 0:
             sliding_crossings(pos, sl_point, sl_axis, sl_seg, sl_t)  # held fixed within this iteration
         energy = rod_energy(pos, quat, rest_len, stretch_stiff, joint_a, joint_b, joint_len, bend_stiff, node_force,
                             load_factor)
         energy += _assemble(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len,
                             bend_stiff, node_force, rot_couple, load_factor, grad, band, bw, 1.0, extra, kind, elem,
-                            prim, sl_seg, sl_t, pair_gap, pair_t, pair_normal, pair_point, pair_u, frozen)
+                            prim, sl_seg, sl_t, pair_gap, pair_t, pair_normal, pair_point, pair_u, pair_force)
         if not math.isfinite(energy):
             return NOT_FINITE, it, ratio, energy
         ratio = _constrained_residual(grad, fixed, dof_tol)
@@ -261,6 +391,13 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
         _prepare_system(band, bw, fixed, damping)
         for i in range(n_dof):
             rhs[i] = -grad[i]
+        if self_gap > 0:
+            Ut, k_c = _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, node_dof, fixed,
+                                     cparams[1], extra[2], extra[3])
+        m_c = Ut.shape[0]
+        Z = np.empty((m_c, n_dof))
+        S = np.empty((m_c, m_c))
+        piv = np.empty(m_c, dtype=np.int64)
         rod_strains(pos, quat, rest_len, joint_a, joint_b, s_zero, b_zero)
         exact = True
         accepted = False
@@ -276,7 +413,7 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                     exact = False
                     _assemble(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len,
                               bend_stiff, node_force, rot_couple, load_factor, grad, band, bw, 0.0, extra, kind, elem,
-                              prim, sl_seg, sl_t, pair_gap, pair_t, pair_normal, pair_point, pair_u, frozen)
+                              prim, sl_seg, sl_t, pair_gap, pair_t, pair_normal, pair_point, pair_u, pair_force)
                     _prepare_system(band, bw, fixed, damping)
                     for i in range(n_dof):
                         if fixed[i]:
@@ -284,7 +421,10 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                 else:
                     lam = max(10.0 * lam, 1e-8)
                 continue
-            band_cholesky_solve(work, bw, rhs, delta)
+            if m_c > 0 and not _coupling_factor(work, bw, Ut, k_c, Z, S, piv):
+                lam = max(10.0 * lam, 1e-8)
+                continue
+            _coupled_solve(work, bw, rhs, delta, Ut, Z, S, piv)
             for i in range(n_dof):
                 if abs(delta[i]) < 1e-150:
                     delta[i] = 0.0  # keep subnormal numbers out of the state (see rotations._flush)
@@ -307,6 +447,8 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                 lam = max(4.0 * lam, 1e-6)
                 continue
             band_symmetric_matvec(band, bw, delta, hd)
+            if m_c > 0:
+                _coupling_matvec(Ut, k_c, delta, hd)
             predicted = 0.0
             for i in range(n_dof):
                 predicted -= grad[i] * delta[i] + 0.5 * delta[i] * hd[i]
@@ -314,7 +456,7 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
             trial_energy = rod_energy(trial_pos, trial_quat, rest_len, stretch_stiff, joint_a, joint_b, joint_len,
                                       bend_stiff, node_force, load_factor)
             trial_energy += _trial_extra(trial_pos, trial_quat, node_dof, rot_dof, extra, kind, elem, prim, sl_seg,
-                                         sl_t, pair_gap, frozen, delta)
+                                         sl_t, pair_gap, delta)
             if not math.isfinite(trial_energy):
                 lam = max(10.0 * lam, 1e-6)
                 continue
@@ -347,7 +489,7 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                                           joint_len, bend_stiff, s_plus, b_plus, rhs_trial)
                 for i in range(n_dof):
                     rhs_trial[i] = 0.0 if fixed[i] else -rhs_trial[i]
-                band_cholesky_solve(work, bw, rhs_trial, correction)
+                _coupled_solve(work, bw, rhs_trial, correction, Ut, Z, S, piv)
                 for i in range(n_dof):
                     correction[i] = delta[i] + 0.5 * correction[i]
                 within = True
@@ -359,7 +501,7 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                     corrected_energy = rod_energy(corrected_pos, corrected_quat, rest_len, stretch_stiff, joint_a,
                                                   joint_b, joint_len, bend_stiff, node_force, load_factor)
                     corrected_energy += _trial_extra(corrected_pos, corrected_quat, node_dof, rot_dof, extra, kind,
-                                                     elem, prim, sl_seg, sl_t, pair_gap, frozen, correction)
+                                                     elem, prim, sl_seg, sl_t, pair_gap, correction)
                     corrected_couple = _couple_work(quat, rot_dof, rot_couple, load_factor, correction, R)
                     corrected_rho = (energy - (corrected_energy - corrected_couple)) / predicted
                     if math.isfinite(corrected_energy) and corrected_rho > rho:

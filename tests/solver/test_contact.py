@@ -201,7 +201,7 @@ def test_contact_energy_is_continuous_as_a_crossing_slides_past_a_node():
         energies.append(contact_energy(pos, kind, elem, prim, obstacles, radius, 1e6, node_len, np.full(n - 1, seg),
                                        np.arange(n) * 3, np.zeros(1), np.zeros((1, 1)), 0, 0, np.empty(m),
                                        np.empty(m), np.empty((m, 3)), np.empty((m, 3)), np.empty(m),
-                                       np.empty((m, 3)), pos))
+                                       np.empty((m, 3))))
     assert np.allclose(energies, 0.5 * 1e6 * seg * 0.0005**2, rtol=1e-9)
 
 
@@ -223,7 +223,7 @@ def test_a_segment_cutting_a_box_corner_between_two_outside_nodes_is_a_contact()
     gap, force = np.empty(m), np.empty((m, 3))
     energy = contact_energy(pos, kind, elem, prim, obstacles, R, 1e6, np.full(2, 0.01), np.full(1, 0.015),
                             np.array([0, 3]), grad, np.zeros((1, 1)), 0, 1, gap, np.empty(m), np.empty((m, 3)),
-                            np.empty((m, 3)), np.empty(m), force, pos)
+                            np.empty((m, 3)), np.empty(m), force)
     assert energy > 0.0 and gap[kind == TRI_SEG].min() < -0.5 * R
     push = -(grad[0:3] + grad[3:6])  # the net force on the segment points out of the corner (+y, +z)
     assert push[1] > 0.0 and push[2] > 0.0
@@ -390,6 +390,47 @@ def test_ultimate_length_refuses_a_step_and_keeps_the_last_valid_state():
     assert not refused["converged"] and "step refused" in refused["message"] and "ultimate 1.00 %" in refused["message"]
     assert refused["nodes"] == steps[-2]["nodes"] or not steps[-2]["converged"]
     assert refused["max_strain"] < 0.01
+
+
+def _self_clearance(nodes, skip=4):
+    """Smallest surface gap between segments of one cable at least ``skip`` segments apart (sampled)."""
+    x = np.asarray(nodes, float)
+    u = np.linspace(0.0, 1.0, 9)[:, None]
+    best = np.inf
+    for i in range(len(x) - 1):
+        a = x[i] + u * (x[i + 1] - x[i])
+        for j in range(i + skip, len(x) - 1):
+            b = x[j] + u * (x[j + 1] - x[j])
+            best = min(best, float(np.linalg.norm(a[:, None] - b[None], axis=2).min()))
+    return best - 2 * R
+
+
+def test_a_cable_looped_over_itself_rests_on_its_own_lower_leg():
+    # An alpha loop on a table: the route runs out along x, turns and comes back over its own first
+    # leg 12 mm up. Under gravity the upper leg sinks onto the lower one. Without cable-cable contact
+    # it sinks through it; with it (self-contact) the legs touch, nothing penetrates, the two legs
+    # take equal and opposite forces and the table and connectors carry exactly the weight.
+    route = [[-0.15, 0, R], [0.05, 0, R], [0.1, 0.05, R], [0.05, 0.1, R], [0.0, 0.05, 6 * R], [0.0, 0.0, 6 * R],
+             [0.0, -0.05, 6 * R], [0.0, -0.15, R]]
+    length = 1.02 * float(np.linalg.norm(np.diff(np.array(route), axis=0), axis=1).sum())
+    looped = cable(length=round(length, 4), segments=80, start={"position": route[0], "tangent": [1, 0, 0]},
+                   end={"position": route[-1], "tangent": [0, -1, 0]}, route=route)
+    through = first(solve(case(looped, obstacles=[TABLE])))
+    assert through["converged"] and _self_clearance(through["nodes"]) < -R
+    doc = case(looped, obstacles=[TABLE], contact={"cable_cable": True})
+    result = first(solve(doc))
+    assert result["converged"], result.get("message")
+    assert -0.01 * 2 * R <= _self_clearance(result["nodes"]) < 0.01 * 2 * R  # touching
+    _no_penetration(result, doc)
+    own = [c for c in result["contacts"] if "other_s" in c]
+    assert own and all(c["force"][2] != 0.0 for c in own)
+    lower = [c for c in own if c["s"] < c["other_s"]]
+    assert lower and all(c["force"][2] < 0.0 for c in lower)  # the upper leg presses the lower one down
+    assert np.allclose(sum(np.array(c["force"]) for c in own), 0.0, atol=1e-12)
+    weight = WIRE["density"] * math.pi * 0.004**2 / 4 * looped["length"] * 9.81
+    vertical = (sum(c["force"][2] for c in result["contacts"]) + result["end_forces"]["start"]["force"][2]
+                + result["end_forces"]["end"]["force"][2])
+    assert vertical == pytest.approx(weight, rel=1e-6)
 
 
 def test_a_refused_step_stays_refused_while_other_cables_are_swept():
