@@ -251,6 +251,17 @@ def find_pairs(pos, radius, reach, obstacles, self_gap):
     cell = 2.0 * cap_margin
     cap_coords, cap_start, cap_items, cap_mask = capsule_grid(cap_a, cap_b, cell)
     near = np.empty(64, dtype=np.int64)
+    # the cable's own segments, for self-contact, through a grid of their own (a search over all of
+    # them for every node and segment grew with the square of the segment count)
+    self_margin = 0.0
+    if self_gap > 0:
+        for c in range(n_seg):
+            half = 0.5 * math.sqrt((pos[c + 1, 0] - pos[c, 0]) ** 2 + (pos[c + 1, 1] - pos[c, 1]) ** 2
+                                   + (pos[c + 1, 2] - pos[c, 2]) ** 2)
+            self_margin = max(self_margin, half)
+    self_margin += 2.0 * radius + reach
+    self_cell = 2.0 * self_margin
+    self_coords, self_start, self_items, self_mask = capsule_grid(pos[:-1], pos[1:], self_cell)
     for i in range(n_nodes):
         for p in range(plane_p.shape[0]):
             d = ((pos[i, 0] - plane_p[p, 0]) * plane_n[p, 0] + (pos[i, 1] - plane_p[p, 1]) * plane_n[p, 1]
@@ -274,7 +285,12 @@ def find_pairs(pos, radius, reach, obstacles, self_gap):
                     kind[n], elem[n], prim[n] = TRI_NODE, i, tri
                     n += 1
         if self_gap > 0:
-            for c in range(n_seg):
+            for k in range(3):
+                lo[k] = pos[i, k] - self_margin
+                hi[k] = pos[i, k] + self_margin
+            near, n_near = capsules_near(lo, hi, self_cell, self_coords, self_start, self_items, self_mask, near)
+            for h in range(n_near):
+                c = near[h]
                 if c + 1 > i - self_gap and c < i + self_gap:
                     continue
                 closest_point_on_segment(pos[c], pos[c + 1], pos[i], cq)
@@ -328,7 +344,17 @@ def find_pairs(pos, radius, reach, obstacles, self_gap):
                     kind[n], elem[n], prim[n] = TRI_SEG, i, tri
                     n += 1
         if self_gap > 0:
-            for c in range(i + self_gap, n_seg):
+            for k in range(3):
+                lo[k] = min(pos[i, k], pos[i + 1, k]) - self_margin
+                hi[k] = max(pos[i, k], pos[i + 1, k]) + self_margin
+            near, n_near = capsules_near(lo, hi, self_cell, self_coords, self_start, self_items, self_mask, near)
+            for k in range(3):
+                lo[k] = min(pos[i, k], pos[i + 1, k]) - radius - reach
+                hi[k] = max(pos[i, k], pos[i + 1, k]) + radius + reach
+            for h in range(n_near):
+                c = near[h]
+                if c < i + self_gap:
+                    continue
                 s_, t_, d = segment_segment(pos[i], pos[i + 1], pos[c], pos[c + 1], cp, cq)
                 if (d < 2.0 * radius + reach and INTERIOR < s_ < 1.0 - INTERIOR
                         and INTERIOR < t_ < 1.0 - INTERIOR):

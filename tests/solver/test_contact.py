@@ -181,6 +181,32 @@ def test_other_cables_segments_found_by_the_grid_are_those_brute_force_finds(rng
         assert len(found) == len(set(found)) and set(found) == brute and brute
 
 
+def test_self_contact_pairs_found_by_the_grid_are_those_brute_force_finds(rng):
+    from solver_core.contact import INTERIOR, SELF_NODE, SELF_SEG, ObstacleSet, find_pairs
+    from solver_core.contact_geometry import closest_point_on_segment, segment_segment
+
+    radius, reach, gap = 0.002, 0.003, 3
+    cq, cp = np.empty(3), np.empty(3)
+    for _ in range(3):
+        pos = np.cumsum(rng.normal(scale=0.004, size=(120, 3)), axis=0)  # a random walk that meets itself
+        kind, elem, prim = find_pairs(pos, radius, reach, ObstacleSet().kernel_arrays(), gap)
+        brute = set()
+        n_seg = len(pos) - 1
+        for i in range(len(pos)):
+            for c in range(n_seg):
+                if not (c + 1 > i - gap and c < i + gap):
+                    closest_point_on_segment(pos[c], pos[c + 1], pos[i], cq)
+                    if np.linalg.norm(pos[i] - cq) < 2 * radius + reach:
+                        brute.add((SELF_NODE, i, c))
+        for i in range(n_seg):
+            for c in range(i + gap, n_seg):
+                s_, t_, d = segment_segment(pos[i], pos[i + 1], pos[c], pos[c + 1], cp, cq)
+                if d < 2 * radius + reach and INTERIOR < s_ < 1 - INTERIOR and INTERIOR < t_ < 1 - INTERIOR:
+                    brute.add((SELF_SEG, i, c))
+        found = list(zip(kind.tolist(), elem.tolist(), prim.tolist()))
+        assert len(found) == len(set(found)) and set(found) == brute and brute
+
+
 def test_contact_energy_is_continuous_as_a_crossing_slides_past_a_node():
     # A straight cable pressed 0.5 mm into a crossing capsule, slid along its own axis over two
     # segments: the crossing passes from a segment's interior over a node into the next segment. The
