@@ -3,10 +3,13 @@
 
 Storage: the lower band by rows, ``band[i, bw - (i - j)] = A[i, j]`` for ``0 <= i - j <= bw``,
 so that the dot products of the factorisation run over contiguous memory. Entries that would
-fall before column 0 are ignored.
+fall before column 0 are ignored. A few couplings between distant parts of a band (a cable touching
+itself) are solved as a low-rank update of the band factor (Woodbury), with a small dense LU.
 """
 
 import math
+
+import numpy as np
 
 from ._jit import njit
 
@@ -65,3 +68,93 @@ def band_symmetric_matvec(band, bw, x, out):
             a = band[i, bw - (i - k)]
             out[i] += a * x[k]
             out[k] += a * x[i]
+
+
+@njit
+def lu_factor(S, piv):
+    """LU with partial pivoting in place (the small dense capacitance matrix); False if singular."""
+    m = S.shape[0]
+    for col in range(m):
+        best = col
+        for r in range(col + 1, m):
+            if abs(S[r, col]) > abs(S[best, col]):
+                best = r
+        piv[col] = best
+        if S[best, col] == 0.0:
+            return False
+        if best != col:
+            for c in range(m):
+                S[col, c], S[best, c] = S[best, c], S[col, c]
+        for r in range(col + 1, m):
+            S[r, col] /= S[col, col]
+            for c in range(col + 1, m):
+                S[r, c] -= S[r, col] * S[col, c]
+    return True
+
+
+@njit
+def lu_solve(S, piv, b):
+    m = S.shape[0]
+    for col in range(m):
+        if piv[col] != col:
+            b[col], b[piv[col]] = b[piv[col]], b[col]
+    for r in range(m):
+        for c in range(r):
+            b[r] -= S[r, c] * b[c]
+    for r in range(m - 1, -1, -1):
+        for c in range(r + 1, m):
+            b[r] -= S[r, c] * b[c]
+        b[r] /= S[r, r]
+
+
+@njit
+def low_rank_factor(work, bw, Ut, k_c, Z, S, piv):
+    """Woodbury for B + U C U^T with C = k_j [[0, 1], [1, 0]] per pair of columns (the coupling
+    k (a b^T + b a^T) of two parts of one band), given B's band factor ``work``: Z = B^-1 U and the LU
+    of the capacitance matrix S = C^-1 + U^T B^-1 U. U is passed transposed (rows contiguous).
+    False if S is singular."""
+    m = Ut.shape[0]
+    for a in range(m):
+        band_cholesky_solve(work, bw, Ut[a], Z[a])
+    for a in range(m):
+        for b in range(m):
+            acc = 0.0
+            for d in range(Ut.shape[1]):
+                acc += Ut[a, d] * Z[b, d]
+            S[a, b] = acc
+    for j in range(k_c.shape[0]):
+        S[2 * j, 2 * j + 1] += 1.0 / k_c[j]
+        S[2 * j + 1, 2 * j] += 1.0 / k_c[j]
+    return lu_factor(S, piv)
+
+
+@njit
+def low_rank_solve(work, bw, rhs, out, Ut, Z, S, piv):
+    """out = (B + U C U^T)^-1 rhs = x - Z S^-1 U^T x with x = B^-1 rhs."""
+    band_cholesky_solve(work, bw, rhs, out)
+    m = Ut.shape[0]
+    if m == 0:
+        return
+    y = np.empty(m)
+    for a in range(m):
+        acc = 0.0
+        for d in range(out.shape[0]):
+            acc += Ut[a, d] * out[d]
+        y[a] = acc
+    lu_solve(S, piv, y)
+    for a in range(m):
+        for d in range(out.shape[0]):
+            out[d] -= Z[a, d] * y[a]
+
+
+@njit
+def low_rank_matvec(Ut, k_c, x, out):
+    """out += k (a b^T + b a^T) x over the coupling pairs."""
+    for j in range(k_c.shape[0]):
+        alpha = 0.0
+        beta = 0.0
+        for d in range(x.shape[0]):
+            alpha += Ut[2 * j, d] * x[d]
+            beta += Ut[2 * j + 1, d] * x[d]
+        for d in range(x.shape[0]):
+            out[d] += k_c[j] * (Ut[2 * j, d] * beta + Ut[2 * j + 1, d] * alpha)

@@ -3,18 +3,19 @@
 
 Obstacles: planes (the smooth-plane unilateral constraint of Jin 2016), spheres, triangles (meshes,
 open or closed, with a BVH) and capsules (segments of other cables, frozen while this cable is
-solved); self-contact pairs meet the cable's own segments, both sides moving. The cable's centre line must keep a distance of
-at least its radius (plus the primitive's radius and margin) from every primitive.
+solved); self-contact pairs meet the cable's own segments, both sides moving. The cable's centre
+line must keep a distance of at least its radius (plus the primitive's radius) from every primitive.
 
 Normal contact is a penalty E = k/2 max(0, r - d)^2 per pair. Pairs are nodes against primitives
 (planes, triangles, other cables' segments), which carries faces smoothly, and segments against
-triangles and other cables' segments where their closest point lies inside the segment and deeper
-than at both its nodes: an edge or a crossing cable between two nodes, so that a cable cannot slip
-through a thin plate or over an edge between nodes. Over a flat face the distance is linear along a
-segment, its minimum sits at a node, and segment pairs never act there. Its force is
-compressive and vanishes with a gap, the complementarity conditions of Jin 2016, Eqs. 9-12; the
+triangles and other cables' segments where their closest point lies inside the segment: an edge or
+a crossing cable between two nodes, so that a cable cannot slip through a thin plate or over an
+edge between nodes. A segment pair carries only what it reaches beyond its deeper node,
+k/2 (D_s^2 - D_n^2); over a flat face the minimum sits at a node and it carries nothing. The force
+is compressive and vanishes with a gap, the complementarity conditions of Jin 2016, Eqs. 9-12; the
 stiffness k = E_c l (a line contact over the segment length l) is raised until the penetration is
-below a set fraction of the radius. The Hessian used is the Gauss-Newton part k J^T J.
+below a set fraction of the radius. The Hessian is k J^T J plus the curvature of node distances
+(left out of the Gauss-Newton matrix).
 
 Friction is lumped at nodes: E = mu N phi(|P (x - a)|) with the lagged normal force N and contact
 normal (P projects on the tangent plane), the anchor a where the node stuck, and phi the Huber

@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from ._jit import njit
-from .banded import band_cholesky, band_cholesky_solve, band_symmetric_matvec
+from .banded import band_cholesky, band_symmetric_matvec, low_rank_factor, low_rank_matvec, low_rank_solve
 from .contact import SELF_NODE, SELF_SEG, approach_fraction, contact_energy, find_pairs, friction_energy
 from .mounts import compliant_energy, sliding_crossings, sliding_energy
 from .rod_energy import rod_energy, rod_gradient_hessian, rod_strains, strain_jacobian_transpose
@@ -178,6 +178,12 @@ def _trial_extra(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, sl_seg, 
 
 
 @njit
+def _acting_self_pair(kind, pair_force, p):
+    return (kind[p] == SELF_NODE or kind[p] == SELF_SEG) and (pair_force[p, 0] != 0.0 or pair_force[p, 1] != 0.0
+                                                              or pair_force[p, 2] != 0.0)
+
+
+@njit
 def _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, node_dof, fixed, stiffness, node_len,
                    seg_len):
     """Self-contact couples the two touching legs of a cable, far apart in the band. Per acting self
@@ -186,16 +192,13 @@ def _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, no
     returned as rows of U^T (a, b per pair, fixed dofs zeroed) and the pair stiffness k."""
     n_c = 0
     for p in range(kind.shape[0]):
-        if (kind[p] == SELF_NODE or kind[p] == SELF_SEG) and (pair_force[p, 0] != 0.0 or pair_force[p, 1] != 0.0
-                                                              or pair_force[p, 2] != 0.0):
+        if _acting_self_pair(kind, pair_force, p):
             n_c += 1
     Ut = np.zeros((2 * n_c, fixed.shape[0]))
     k_c = np.empty(n_c)
     j = 0
     for p in range(kind.shape[0]):
-        if not ((kind[p] == SELF_NODE or kind[p] == SELF_SEG) and (pair_force[p, 0] != 0.0
-                                                                   or pair_force[p, 1] != 0.0
-                                                                   or pair_force[p, 2] != 0.0)):
+        if not _acting_self_pair(kind, pair_force, p):
             continue
         i, c, t, u = elem[p], prim[p], pair_t[p], pair_u[p]
         node_pair = kind[p] == SELF_NODE
@@ -215,94 +218,6 @@ def _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, no
                     Ut[2 * j + r, d] = 0.0
         j += 1
     return Ut, k_c
-
-
-@njit
-def _lu_factor(S, piv):
-    """LU with partial pivoting in place (the small dense capacitance matrix); False if singular."""
-    m = S.shape[0]
-    for col in range(m):
-        best = col
-        for r in range(col + 1, m):
-            if abs(S[r, col]) > abs(S[best, col]):
-                best = r
-        piv[col] = best
-        if S[best, col] == 0.0:
-            return False
-        if best != col:
-            for c in range(m):
-                S[col, c], S[best, c] = S[best, c], S[col, c]
-        for r in range(col + 1, m):
-            S[r, col] /= S[col, col]
-            for c in range(col + 1, m):
-                S[r, c] -= S[r, col] * S[col, c]
-    return True
-
-
-@njit
-def _lu_solve(S, piv, b):
-    m = S.shape[0]
-    for col in range(m):
-        if piv[col] != col:
-            b[col], b[piv[col]] = b[piv[col]], b[col]
-    for r in range(m):
-        for c in range(r):
-            b[r] -= S[r, c] * b[c]
-    for r in range(m - 1, -1, -1):
-        for c in range(r + 1, m):
-            b[r] -= S[r, c] * b[c]
-        b[r] /= S[r, r]
-
-
-@njit
-def _coupling_factor(work, bw, Ut, k_c, Z, S, piv):
-    """Woodbury for (B + U C U^T), C = k [[0, 1], [1, 0]] per pair, with B's band factor at hand:
-    Z = B^-1 U and the LU of S = C^-1 + U^T B^-1 U. False if S is singular."""
-    m = Ut.shape[0]
-    for a in range(m):
-        band_cholesky_solve(work, bw, Ut[a], Z[a])
-    for a in range(m):
-        for b in range(m):
-            acc = 0.0
-            for d in range(Ut.shape[1]):
-                acc += Ut[a, d] * Z[b, d]
-            S[a, b] = acc
-    for j in range(k_c.shape[0]):
-        S[2 * j, 2 * j + 1] += 1.0 / k_c[j]
-        S[2 * j + 1, 2 * j] += 1.0 / k_c[j]
-    return _lu_factor(S, piv)
-
-
-@njit
-def _coupled_solve(work, bw, rhs, out, Ut, Z, S, piv):
-    """out = (B + U C U^T)^-1 rhs = x - Z S^-1 U^T x with x = B^-1 rhs."""
-    band_cholesky_solve(work, bw, rhs, out)
-    m = Ut.shape[0]
-    if m == 0:
-        return
-    y = np.empty(m)
-    for a in range(m):
-        acc = 0.0
-        for d in range(out.shape[0]):
-            acc += Ut[a, d] * out[d]
-        y[a] = acc
-    _lu_solve(S, piv, y)
-    for a in range(m):
-        for d in range(out.shape[0]):
-            out[d] -= Z[a, d] * y[a]
-
-
-@njit
-def _coupling_matvec(Ut, k_c, x, out):
-    """out += k (a b^T + b a^T) x over the coupling pairs."""
-    for j in range(k_c.shape[0]):
-        alpha = 0.0
-        beta = 0.0
-        for d in range(x.shape[0]):
-            alpha += Ut[2 * j, d] * x[d]
-            beta += Ut[2 * j + 1, d] * x[d]
-        for d in range(x.shape[0]):
-            out[d] += k_c[j] * (Ut[2 * j, d] * beta + Ut[2 * j + 1, d] * alpha)
 
 
 @njit
@@ -421,10 +336,10 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                 else:
                     lam = max(10.0 * lam, 1e-8)
                 continue
-            if m_c > 0 and not _coupling_factor(work, bw, Ut, k_c, Z, S, piv):
+            if m_c > 0 and not low_rank_factor(work, bw, Ut, k_c, Z, S, piv):
                 lam = max(10.0 * lam, 1e-8)
                 continue
-            _coupled_solve(work, bw, rhs, delta, Ut, Z, S, piv)
+            low_rank_solve(work, bw, rhs, delta, Ut, Z, S, piv)
             for i in range(n_dof):
                 if abs(delta[i]) < 1e-150:
                     delta[i] = 0.0  # keep subnormal numbers out of the state (see rotations._flush)
@@ -448,7 +363,7 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                 continue
             band_symmetric_matvec(band, bw, delta, hd)
             if m_c > 0:
-                _coupling_matvec(Ut, k_c, delta, hd)
+                low_rank_matvec(Ut, k_c, delta, hd)
             predicted = 0.0
             for i in range(n_dof):
                 predicted -= grad[i] * delta[i] + 0.5 * delta[i] * hd[i]
@@ -489,7 +404,7 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                                           joint_len, bend_stiff, s_plus, b_plus, rhs_trial)
                 for i in range(n_dof):
                     rhs_trial[i] = 0.0 if fixed[i] else -rhs_trial[i]
-                _coupled_solve(work, bw, rhs_trial, correction, Ut, Z, S, piv)
+                low_rank_solve(work, bw, rhs_trial, correction, Ut, Z, S, piv)
                 for i in range(n_dof):
                     correction[i] = delta[i] + 0.5 * correction[i]
                 within = True

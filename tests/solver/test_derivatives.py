@@ -157,7 +157,9 @@ def test_contact_gradient_and_hessian_match_finite_differences(rng):
     node_len = np.full(model.n_nodes, 0.05)
     kind, elem, prim = find_pairs(x, radius, 0.01, arrays, 3)
     n = len(kind)
-    scratch = lambda: (np.empty(n), np.empty(n), np.empty((n, 3)), np.empty((n, 3)), np.empty(n), np.empty((n, 3)))  # noqa: E731
+
+    def scratch():
+        return np.empty(n), np.empty(n), np.empty((n, 3)), np.empty((n, 3)), np.empty(n), np.empty((n, 3))
 
     def energy(pos):
         return contact_energy(pos, kind, elem, prim, arrays, radius, stiffness, node_len, model.rest_len,
@@ -222,8 +224,7 @@ def test_self_contact_gradient_moves_both_legs_and_matches_finite_differences():
 def test_low_rank_coupling_solve_matches_a_dense_solve(rng):
     # The Newton step with self-contact: banded B plus k (a b^T + b a^T) per pair, solved through B's
     # band factor (Woodbury) and checked against numpy's dense solve of the assembled matrix.
-    from solver_core.banded import band_cholesky
-    from solver_core.newton import _coupled_solve, _coupling_factor, _coupling_matvec
+    from solver_core.banded import band_cholesky, low_rank_factor, low_rank_matvec, low_rank_solve
 
     n, bw = 60, 5
     dense = np.zeros((n, n))
@@ -247,11 +248,11 @@ def test_low_rank_coupling_solve_matches_a_dense_solve(rng):
         full += k[p] * (np.outer(a, b) + np.outer(b, a))
     assert band_cholesky(band, bw)
     Z, S, piv = np.empty((2 * pairs, n)), np.empty((2 * pairs, 2 * pairs)), np.empty(2 * pairs, dtype=np.int64)
-    assert _coupling_factor(band, bw, Ut, k, Z, S, piv)
+    assert low_rank_factor(band, bw, Ut, k, Z, S, piv)
     rhs = rng.normal(size=n)
     out = np.empty(n)
-    _coupled_solve(band, bw, rhs, out, Ut, Z, S, piv)
+    low_rank_solve(band, bw, rhs, out, Ut, Z, S, piv)
     assert np.allclose(out, np.linalg.solve(full, rhs), rtol=1e-10, atol=1e-12)
     product = dense @ out
-    _coupling_matvec(Ut, k, out, product)
+    low_rank_matvec(Ut, k, out, product)
     assert np.allclose(product, rhs, rtol=1e-10, atol=1e-12)
