@@ -10,11 +10,15 @@ import numpy as np
 from .baking import bake_cable, clear_bake
 from .ops_solve import _cables_in_context
 from .report import LOG_FORMAT
-from .scene_model import HarnessInputError, point_tilts
+from .scene_model import COLLIDER, HarnessInputError, harness_objects, point_tilts
 from .simulation import CLEARANCE_SEARCH_M, HarnessSimulation
 
 # the measurements of the last bake (read by Export Report), saved with the .blend
 BAKE_LOG_TEXT = "cable_harness_bake_log.json"
+# Distances do not tell sides apart: a collider moving more than part of a cable radius between two
+# solves can pass through the cable. Between frames where one does, the bake solves at sub-frames.
+SUBFRAME_MOVE = 0.4  # of the thinnest cable's radius, per sub-frame at most
+MAX_SUBFRAMES = 64
 
 
 def _holders(ob) -> list[dict]:
@@ -70,9 +74,39 @@ class _BakeRun:
     def done(self) -> bool:
         return self.index >= len(self.frames)
 
+    def _collider_corners(self, context) -> np.ndarray | None:
+        """World corners of every collider's (evaluated) bounding box, metres."""
+        depsgraph = context.evaluated_depsgraph_get()
+        corners = []
+        for ob in harness_objects(context.scene, COLLIDER):
+            evaluated = ob.evaluated_get(depsgraph)
+            M = np.array([list(r) for r in evaluated.matrix_world])
+            box = np.array([list(c) for c in evaluated.bound_box], dtype=np.float64)
+            corners.append(box @ M[:3, :3].T + M[:3, 3])
+        return np.concatenate(corners) * self.simulation.scale if corners else None
+
+    def _follow_colliders(self, context, previous: int, frame: int, before) -> None:
+        """Solve at sub-frames between ``previous`` and ``frame`` when a collider moves too far
+        between them for contact to push the cables along (it would pass through them)."""
+        after = self._collider_corners(context)
+        if before is None or after is None or before.shape != after.shape:
+            return
+        radius = 0.5 * min(c["diameter"] for c in self.log["cables"].values())
+        move = float(np.linalg.norm(after - before, axis=1).max())
+        count = int(min(MAX_SUBFRAMES, np.ceil(move / (SUBFRAME_MOVE * radius))))
+        for k in range(1, count):
+            t = previous + (frame - previous) * k / count
+            context.scene.frame_set(int(np.floor(t)), subframe=float(t - np.floor(t)))
+            self.simulation.tick(context, write=False)
+        if count > 1:
+            context.scene.frame_set(frame)
+
     def step(self, context) -> None:
         frame = self.frames[self.index]
+        before = self._collider_corners(context) if self.index > 0 else None
         context.scene.frame_set(frame)
+        if self.index > 0:
+            self._follow_colliders(context, self.frames[self.index - 1], frame, before)
         report = self.simulation.tick(context)
         for name, result in report.results.items():
             ob = bpy.data.objects.get(name)

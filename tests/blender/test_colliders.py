@@ -81,3 +81,29 @@ def test_a_deforming_collider_is_rebuilt_on_frame_change(extension):
     simulation.tick(bpy.context)
     assert simulation.colliders.builds == builds + 1  # rebuilt for the new frame
     assert floor.name not in colliders._dirty_geometry
+
+
+def test_bake_follows_a_collider_that_jumps_further_than_a_radius_per_frame(extension):
+    # A floor keyed to rise from below a hanging cable to half its sag in a single frame (several
+    # centimetres, ten cable radii): contact alone would let it pass through the cable, so the bake
+    # solves at sub-frames and the cable ends up lying on the floor.
+    *_, cable = simple_harness(with_clip=False)
+    bpy.ops.cable_harness.solve()
+    bottom = curve_world_points(cable)[:, 2].min()
+    floor = _floor(bottom - 0.01, 1.0)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 2
+    scene.frame_set(1)
+    floor.keyframe_insert("location", index=2, frame=1)
+    floor.location.z = 0.5 * bottom
+    floor.keyframe_insert("location", index=2, frame=2)
+    radius = 0.5 * cable.cable_harness.diameter
+    assert 0.5 * bottom - (bottom - 0.01) > 10 * radius
+    for ob in scene.objects:
+        ob.select_set(False)
+    assert bpy.ops.cable_harness.bake() == {"FINISHED"}
+    scene.frame_set(2)
+    bpy.context.view_layer.update()
+    lying = curve_world_points(cable)
+    assert lying[:, 2].min() >= 0.5 * bottom + 0.99 * radius
+    assert lying[:, 2].min() < 0.5 * bottom + 1.5 * radius
