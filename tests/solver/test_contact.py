@@ -459,6 +459,24 @@ def test_a_cable_looped_over_itself_rests_on_its_own_lower_leg():
     assert vertical == pytest.approx(weight, rel=1e-6)
 
 
+def test_sweeps_that_do_not_settle_say_so():
+    # Cable-cable contact is solved cable by cable against the others' last positions. Where one cable
+    # presses another that has to give way, the sweeps creep towards the shared equilibrium by a
+    # fraction (cable stiffness / contact stiffness) per sweep and do not get there: the harness must
+    # say so rather than present the result as settled. Cables that do not touch settle at once.
+    a = cable(id="A", length=0.3, segments=30, start={"position": [-0.15, 0, 0], "tangent": [1, 0, 0]},
+              end={"position": [0.15, 0, 0], "tangent": [1, 0, 0]})
+    b = cable(id="B", length=0.3, segments=30, loads=[{"s": 0.15, "force": [0, 0, -3.0]}],
+              start={"position": [0.0025, -0.15, 0.005], "tangent": [0, 1, 0]},
+              end={"position": [0.0025, 0.15, 0.005], "tangent": [0, 1, 0]})
+    apart = cable(id="B", length=0.3, segments=30, start={"position": [-0.15, 0.1, 0], "tangent": [1, 0, 0]},
+                  end={"position": [0.15, 0.1, 0], "tangent": [1, 0, 0]})
+    for other, settles in ((apart, True), (b, False)):
+        harness = Harness.from_case(parse_case(case(a, other, gravity=[0, 0, 0], contact={"cable_cable": True})))
+        harness.solve_step()
+        assert any("still moving against each other" in w for w in harness.warnings) != settles
+
+
 def test_a_refused_step_stays_refused_while_other_cables_are_swept():
     # With cable-cable contact the cables of a step are swept until none moves; a cable whose own step
     # was refused must not be "re-solved" in a later sweep against its old connectors and reported
