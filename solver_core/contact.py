@@ -221,6 +221,14 @@ def capsules_near(lo, hi, cell, coords, start, items, mask, out):
 
 
 @njit
+def _box(pos, i, j, margin, lo, hi):
+    """lo, hi = the box around nodes i..j (one node or a segment), widened by ``margin``."""
+    for k in range(3):
+        lo[k] = min(pos[i, k], pos[j, k]) - margin
+        hi[k] = max(pos[i, k], pos[j, k]) + margin
+
+
+@njit
 def find_pairs(pos, radius, reach, obstacles, self_gap):
     """Candidate contact pairs within ``reach`` of the cable surface: (kind, element, primitive),
     element a node for node kinds and a segment otherwise; pairs of one element are contiguous.
@@ -273,9 +281,7 @@ def find_pairs(pos, radius, reach, obstacles, self_gap):
                 kind[n], elem[n], prim[n] = PLANE, i, p
                 n += 1
         if tris.shape[0] > 0:
-            for k in range(3):
-                lo[k] = pos[i, k] - radius - reach
-                hi[k] = pos[i, k] + radius + reach
+            _box(pos, i, i, radius + reach, lo, hi)
             hits, count = _query(t_min, t_max, t_left, t_right, t_start, t_count, t_order, lo, hi, hits)
             for h in range(count):
                 tri = hits[h]
@@ -286,9 +292,7 @@ def find_pairs(pos, radius, reach, obstacles, self_gap):
                     kind[n], elem[n], prim[n] = TRI_NODE, i, tri
                     n += 1
         if self_gap > 0:
-            for k in range(3):
-                lo[k] = pos[i, k] - self_margin
-                hi[k] = pos[i, k] + self_margin
+            _box(pos, i, i, self_margin, lo, hi)
             near, n_near = capsules_near(lo, hi, self_cell, self_coords, self_start, self_items, self_mask, near)
             for h in range(n_near):
                 c = near[h]
@@ -303,9 +307,7 @@ def find_pairs(pos, radius, reach, obstacles, self_gap):
                     n += 1
         n_near = 0
         if n_cap > 0:
-            for k in range(3):
-                lo[k] = pos[i, k] - cap_margin
-                hi[k] = pos[i, k] + cap_margin
+            _box(pos, i, i, cap_margin, lo, hi)
             near, n_near = capsules_near(lo, hi, cell, cap_coords, cap_start, cap_items, cap_mask, near)
         for h in range(n_near):
             c = near[h]
@@ -319,9 +321,7 @@ def find_pairs(pos, radius, reach, obstacles, self_gap):
                 kind[n], elem[n], prim[n] = CAP_NODE, i, c
                 n += 1
     for i in range(n_seg):
-        for k in range(3):
-            lo[k] = min(pos[i, k], pos[i + 1, k]) - radius - reach
-            hi[k] = max(pos[i, k], pos[i + 1, k]) + radius + reach
+        _box(pos, i, i + 1, radius + reach, lo, hi)
         for s in range(sph_c.shape[0]):
             closest_point_on_segment(pos[i], pos[i + 1], sph_c[s], cp)
             d = math.sqrt((cp[0] - sph_c[s, 0]) ** 2 + (cp[1] - sph_c[s, 1]) ** 2 + (cp[2] - sph_c[s, 2]) ** 2)
@@ -345,13 +345,9 @@ def find_pairs(pos, radius, reach, obstacles, self_gap):
                     kind[n], elem[n], prim[n] = TRI_SEG, i, tri
                     n += 1
         if self_gap > 0:
-            for k in range(3):
-                lo[k] = min(pos[i, k], pos[i + 1, k]) - self_margin
-                hi[k] = max(pos[i, k], pos[i + 1, k]) + self_margin
+            _box(pos, i, i + 1, self_margin, lo, hi)
             near, n_near = capsules_near(lo, hi, self_cell, self_coords, self_start, self_items, self_mask, near)
-            for k in range(3):
-                lo[k] = min(pos[i, k], pos[i + 1, k]) - radius - reach
-                hi[k] = max(pos[i, k], pos[i + 1, k]) + radius + reach
+            _box(pos, i, i + 1, radius + reach, lo, hi)
             for h in range(n_near):
                 c = near[h]
                 if c < i + self_gap:
@@ -365,13 +361,9 @@ def find_pairs(pos, radius, reach, obstacles, self_gap):
                     n += 1
         n_near = 0
         if n_cap > 0:
-            for k in range(3):
-                lo[k] = min(pos[i, k], pos[i + 1, k]) - cap_margin
-                hi[k] = max(pos[i, k], pos[i + 1, k]) + cap_margin
+            _box(pos, i, i + 1, cap_margin, lo, hi)
             near, n_near = capsules_near(lo, hi, cell, cap_coords, cap_start, cap_items, cap_mask, near)
-            for k in range(3):
-                lo[k] = min(pos[i, k], pos[i + 1, k]) - radius - reach
-                hi[k] = max(pos[i, k], pos[i + 1, k]) + radius + reach
+            _box(pos, i, i + 1, radius + reach, lo, hi)
         for h in range(n_near):
             c = near[h]
             if (min(cap_a[c, 0], cap_b[c, 0]) > hi[0] + cap_r[c] or max(cap_a[c, 0], cap_b[c, 0]) < lo[0] - cap_r[c]
@@ -440,9 +432,7 @@ def segment_penetration(pos, radius, obstacles):
             d = math.sqrt((cq[0] - sph_c[s, 0]) ** 2 + (cq[1] - sph_c[s, 1]) ** 2 + (cq[2] - sph_c[s, 2]) ** 2)
             deepest = max(deepest, radius + sph_r[s] - d)
         if tris.shape[0] > 0:
-            for k in range(3):
-                lo[k] = min(pos[i, k], pos[i + 1, k]) - radius
-                hi[k] = max(pos[i, k], pos[i + 1, k]) + radius
+            _box(pos, i, i + 1, radius, lo, hi)
             hits, count = _query(t_min, t_max, t_left, t_right, t_start, t_count, t_order, lo, hi, hits)
             for h in range(count):
                 tri = hits[h]
