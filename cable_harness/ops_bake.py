@@ -59,6 +59,7 @@ class _BakeRun:
         self.index = 0
         self.original_frame = scene.frame_current
         self.samples = {name: ([], []) for name, _ in self.simulation.cables}
+        self.corners = None
         self.failures = []
         scale = self.simulation.scale
         self.log = {"format": LOG_FORMAT, "scene": scene.name, "frame_range": [self.frames[0], self.frames[-1]],
@@ -85,10 +86,10 @@ class _BakeRun:
             corners.append(box @ M[:3, :3].T + M[:3, 3])
         return np.concatenate(corners) * self.simulation.scale if corners else None
 
-    def _follow_colliders(self, context, previous: int, frame: int, before) -> None:
+    def _follow_colliders(self, context, previous: int, frame: int, before, after) -> None:
         """Solve at sub-frames between ``previous`` and ``frame`` when a collider moves too far
-        between them for contact to push the cables along (it would pass through them)."""
-        after = self._collider_corners(context)
+        between them (corners ``before`` and ``after``) for contact to push the cables along (it would
+        pass through them)."""
         if before is None or after is None or before.shape != after.shape:
             return
         radius = 0.5 * min(c["diameter"] for c in self.log["cables"].values())
@@ -103,10 +104,11 @@ class _BakeRun:
 
     def step(self, context) -> None:
         frame = self.frames[self.index]
-        before = self._collider_corners(context) if self.index > 0 else None
         context.scene.frame_set(frame)
+        corners = self._collider_corners(context)
         if self.index > 0:
-            self._follow_colliders(context, self.frames[self.index - 1], frame, before)
+            self._follow_colliders(context, self.frames[self.index - 1], frame, self.corners, corners)
+        self.corners = corners  # where the colliders were at the last solved frame
         report = self.simulation.tick(context)
         for name, result in report.results.items():
             ob = bpy.data.objects.get(name)
