@@ -229,11 +229,16 @@ def _box(pos, i, j, margin, lo, hi):
 
 
 @njit
-def find_pairs(pos, radius, reach, obstacles, self_gap):
+def find_pairs(pos, node_radius, node_part, reach, obstacles, self_gap):
     """Candidate contact pairs within ``reach`` of the cable surface: (kind, element, primitive),
     element a node for node kinds and a segment otherwise; pairs of one element are contiguous.
     With self_gap > 0 the cable also meets its own segments (primitive = segment index), those
-    closer than ``self_gap`` segments along it excepted."""
+    closer than ``self_gap`` segments along it excepted.
+
+    ``pos`` may hold several cables one after the other (a group solved together, rod_group.py):
+    ``node_part`` numbers the cable of each node, the "segment" between two cables is no segment
+    (it meets nothing), and segments of different cables always meet. ``node_radius`` is each
+    node's cable radius."""
     (plane_p, plane_n, sph_c, sph_r, tris, _owner, t_min, t_max, t_left, t_right, t_start, t_count, t_order,
      cap_a, cap_b, cap_r, tri_sharp) = obstacles
     n_nodes = pos.shape[0]
@@ -248,6 +253,9 @@ def find_pairs(pos, radius, reach, obstacles, self_gap):
     hi = np.empty(3)
     cp = np.empty(3)
     cq = np.empty(3)
+    r_max = 0.0
+    for i in range(n_nodes):
+        r_max = max(r_max, node_radius[i])
     # other cables' segments: a capsule whose midpoint lies more than half its length and its radius
     # beyond a query box cannot touch anything in it
     n_cap = cap_a.shape[0]
@@ -256,22 +264,28 @@ def find_pairs(pos, radius, reach, obstacles, self_gap):
         half = 0.5 * math.sqrt((cap_b[c, 0] - cap_a[c, 0]) ** 2 + (cap_b[c, 1] - cap_a[c, 1]) ** 2
                                + (cap_b[c, 2] - cap_a[c, 2]) ** 2)
         cap_margin = max(cap_margin, half + cap_r[c])
-    cap_margin += radius + reach
+    cap_margin += r_max + reach
     cell = 2.0 * cap_margin
     cap_coords, cap_start, cap_items, cap_mask = capsule_grid(cap_a, cap_b, cell)
     near = np.empty(64, dtype=np.int64)
     # the cable's own segments, for self-contact, through a grid of their own (a search over all of
-    # them for every node and segment grew with the square of the segment count)
+    # them for every node and segment grew with the square of the segment count); a link between two
+    # cables of a group is entered as a point and never met
     self_margin = 0.0
-    if self_gap > 0:
-        for c in range(n_seg):
+    seg_b = pos[1:].copy()
+    for c in range(n_seg):
+        if node_part[c] != node_part[c + 1]:
+            for k in range(3):
+                seg_b[c, k] = pos[c, k]
+        elif self_gap > 0:
             half = 0.5 * math.sqrt((pos[c + 1, 0] - pos[c, 0]) ** 2 + (pos[c + 1, 1] - pos[c, 1]) ** 2
                                    + (pos[c + 1, 2] - pos[c, 2]) ** 2)
             self_margin = max(self_margin, half)
-    self_margin += 2.0 * radius + reach
+    self_margin += 2.0 * r_max + reach
     self_cell = 2.0 * self_margin
-    self_coords, self_start, self_items, self_mask = capsule_grid(pos[:-1], pos[1:], self_cell)
+    self_coords, self_start, self_items, self_mask = capsule_grid(pos[:-1], seg_b, self_cell)
     for i in range(n_nodes):
+        radius = node_radius[i]
         for p in range(plane_p.shape[0]):
             d = ((pos[i, 0] - plane_p[p, 0]) * plane_n[p, 0] + (pos[i, 1] - plane_p[p, 1]) * plane_n[p, 1]
                  + (pos[i, 2] - plane_p[p, 2]) * plane_n[p, 2])
@@ -296,11 +310,13 @@ def find_pairs(pos, radius, reach, obstacles, self_gap):
             near, n_near = capsules_near(lo, hi, self_cell, self_coords, self_start, self_items, self_mask, near)
             for h in range(n_near):
                 c = near[h]
-                if c + 1 > i - self_gap and c < i + self_gap:
+                if node_part[c] != node_part[c + 1]:
+                    continue
+                if node_part[c] == node_part[i] and c + 1 > i - self_gap and c < i + self_gap:
                     continue
                 closest_point_on_segment(pos[c], pos[c + 1], pos[i], cq)
                 d = math.sqrt((pos[i, 0] - cq[0]) ** 2 + (pos[i, 1] - cq[1]) ** 2 + (pos[i, 2] - cq[2]) ** 2)
-                if d < 2.0 * radius + reach:
+                if d < radius + node_radius[c] + reach:
                     if n >= cap:
                         kind, elem, prim, cap = _grow(kind, elem, prim, cap)
                     kind[n], elem[n], prim[n] = SELF_NODE, i, c
@@ -321,6 +337,9 @@ def find_pairs(pos, radius, reach, obstacles, self_gap):
                 kind[n], elem[n], prim[n] = CAP_NODE, i, c
                 n += 1
     for i in range(n_seg):
+        if node_part[i] != node_part[i + 1]:
+            continue  # the link between two cables of a group
+        radius = node_radius[i]
         _box(pos, i, i + 1, radius + reach, lo, hi)
         for s in range(sph_c.shape[0]):
             closest_point_on_segment(pos[i], pos[i + 1], sph_c[s], cp)
@@ -347,13 +366,13 @@ def find_pairs(pos, radius, reach, obstacles, self_gap):
         if self_gap > 0:
             _box(pos, i, i + 1, self_margin, lo, hi)
             near, n_near = capsules_near(lo, hi, self_cell, self_coords, self_start, self_items, self_mask, near)
-            _box(pos, i, i + 1, radius + reach, lo, hi)
             for h in range(n_near):
                 c = near[h]
-                if c < i + self_gap:
+                # each pair of segments once (the later one is the primitive)
+                if node_part[c] != node_part[c + 1] or c <= i or (node_part[c] == node_part[i] and c < i + self_gap):
                     continue
                 s_, t_, d = segment_segment(pos[i], pos[i + 1], pos[c], pos[c + 1], cp, cq)
-                if (d < 2.0 * radius + reach and INTERIOR < s_ < 1.0 - INTERIOR
+                if (d < radius + node_radius[c] + reach and INTERIOR < s_ < 1.0 - INTERIOR
                         and INTERIOR < t_ < 1.0 - INTERIOR):
                     if n >= cap:
                         kind, elem, prim, cap = _grow(kind, elem, prim, cap)
@@ -408,7 +427,7 @@ def _on_sharp_edge(q, tris, tri, sharp):
 
 
 @njit
-def segment_penetration(pos, radius, obstacles):
+def segment_penetration(pos, node_radius, node_part, obstacles):
     """Deepest penetration of any segment (not only node) into planes, spheres and triangles, in
     metres (0 when clear): catches a whole segment passing through a face between two nodes that
     are each far from it, which node-based contact pairs cannot see."""
@@ -421,6 +440,9 @@ def segment_penetration(pos, radius, obstacles):
     cp = np.empty(3)
     cq = np.empty(3)
     for i in range(pos.shape[0] - 1):
+        if node_part[i] != node_part[i + 1]:
+            continue
+        radius = node_radius[i]
         for p in range(plane_p.shape[0]):
             for end in range(2):
                 q = pos[i + end]
@@ -592,8 +614,8 @@ def _curvature_hessian(kind, prim, obstacles, cp, cq, normal, H):
 
 
 @njit
-def contact_energy(pos, kind, elem, prim, obstacles, radius, stiffness, node_len, seg_len, node_dof, grad, band, bw,
-                   mode, pair_gap, pair_t, pair_normal, pair_point, pair_u, pair_force):
+def contact_energy(pos, kind, elem, prim, obstacles, node_radius, stiffness, node_len, seg_len, node_dof, grad, band,
+                   bw, mode, pair_gap, pair_t, pair_normal, pair_point, pair_u, pair_force):
     """Penalty energy of all pairs; mode 0: energy only, 1: + gradient, 2: + gradient and Hessian,
     3: + gradient and the Gauss-Newton part of the Hessian only (no curvature of the distance, which
     is negative where a cable presses on an edge and would keep the matrix indefinite).
@@ -614,7 +636,7 @@ def contact_energy(pos, kind, elem, prim, obstacles, radius, stiffness, node_len
     for p in range(n_pairs):
         t, d, u = pair_geometry(pos, kind[p], elem[p], prim[p], obstacles, cp, cq, nrm)
         self_pair = kind[p] == SELF_NODE or kind[p] == SELF_SEG
-        pair_gap[p] = d - radius - (radius if self_pair else 0.0)
+        pair_gap[p] = d - node_radius[elem[p]] - (node_radius[prim[p]] if self_pair else 0.0)
         pair_t[p] = t
         pair_u[p] = u
         for k in range(3):
@@ -765,8 +787,29 @@ def friction_energy(pos, node_dof, active, normal, normal_force, anchor, mu, eps
     return energy
 
 
+@njit_inline
+def _approach(delta, node_dof, kind, elem, prim, pair_t, pair_u, pair_normal, p):
+    """How far a step ``delta`` carries pair p's contact point towards its primitive (linearised, along
+    the pair's normal; both sides for a pair within the cable or between cables of a group)."""
+    i = elem[p]
+    if kind[p] == PLANE or kind[p] == TRI_NODE or kind[p] == CAP_NODE or kind[p] == SELF_NODE:
+        w0, w1 = 1.0, 0.0
+    else:
+        w0, w1 = 1.0 - pair_t[p], pair_t[p]
+    j = i + 1 if w1 != 0.0 else i
+    move = 0.0
+    for k in range(3):
+        move -= (w0 * delta[node_dof[i] + k] + w1 * delta[node_dof[j] + k]) * pair_normal[p, k]
+    if kind[p] == SELF_NODE or kind[p] == SELF_SEG:
+        # the other side may come the other way in the same step: both share the gap
+        c, u = prim[p], pair_u[p]
+        for k in range(3):
+            move += ((1.0 - u) * delta[node_dof[c] + k] + u * delta[node_dof[c + 1] + k]) * pair_normal[p, k]
+    return move
+
+
 @njit
-def approach_fraction(delta, node_dof, kind, elem, prim, pair_gap, pair_t, pair_u, pair_normal, radius, reach):
+def approach_fraction(delta, node_dof, kind, elem, prim, pair_gap, pair_t, pair_u, pair_normal, node_radius, reach):
     """The largest fraction (at most 1) of a step that carries no node farther than ``reach`` (beyond
     the pairs searched) and no contact point farther towards its primitive than its gap (at least
     half a radius): sliding along a surface is free, approaching it is not, so no step can jump
@@ -781,21 +824,8 @@ def approach_fraction(delta, node_dof, kind, elem, prim, pair_gap, pair_t, pair_
         if not (move2 <= reach * reach):
             fraction = min(fraction, reach / math.sqrt(move2))
     for p in range(kind.shape[0]):
-        allowed = max(pair_gap[p], 0.5 * radius)
-        i = elem[p]
-        if kind[p] == PLANE or kind[p] == TRI_NODE or kind[p] == CAP_NODE or kind[p] == SELF_NODE:
-            w0, w1 = 1.0, 0.0
-        else:
-            w0, w1 = 1.0 - pair_t[p], pair_t[p]
-        j = i + 1 if w1 != 0.0 else i
-        move = 0.0
-        for k in range(3):
-            move -= (w0 * delta[node_dof[i] + k] + w1 * delta[node_dof[j] + k]) * pair_normal[p, k]
-        if kind[p] == SELF_NODE or kind[p] == SELF_SEG:
-            # the other side may come the other way in the same step: both share the gap
-            c, u = prim[p], pair_u[p]
-            for k in range(3):
-                move += ((1.0 - u) * delta[node_dof[c] + k] + u * delta[node_dof[c + 1] + k]) * pair_normal[p, k]
+        allowed = max(pair_gap[p], 0.5 * node_radius[elem[p]])
+        move = _approach(delta, node_dof, kind, elem, prim, pair_t, pair_u, pair_normal, p)
         if not (move <= allowed):
             fraction = min(fraction, allowed / move) if move > 0.0 else 0.0
     return fraction

@@ -15,6 +15,7 @@ import numpy as np
 from .contact import ObstacleSet
 from .interactions import PENETRATION_TOLERANCE, Interactions
 from .newton import CONVERGED, MAX_ITERATIONS, STATUS_TEXT, minimise_rod_energy
+from .rod_group import RodGroup
 from .rod_model import Boundary, RodModel
 from .rod_state import RodState, apply_boundary, carry_boundary_motion, interpolate_boundary
 
@@ -76,7 +77,7 @@ def _minimise_with_interactions(model, interactions, state, boundary, load_facto
             depth = max((-c[6] for c in contacts), default=0.0)
             if depth <= PENETRATION_TOLERANCE * interactions.radius:
                 break
-            interactions.stiffness *= 10.0
+            interactions.stiffen(10.0)
         if status != CONVERGED or not (interactions.settings.friction and interactions.uses_contact):
             break
         if interactions.update_friction(state, settle=False) < 1e-3:
@@ -124,6 +125,8 @@ def solve_equilibrium(model: RodModel, state: RodState, boundary: Boundary, prev
             b = boundary
         elif t <= 0.0:
             b = previous
+        elif isinstance(model, RodGroup):
+            b = previous.interpolate(boundary, t)
         else:
             b = interpolate_boundary(previous, boundary, t)
         if not cold:
@@ -134,7 +137,12 @@ def solve_equilibrium(model: RodModel, state: RodState, boundary: Boundary, prev
         trial = start.copy()
         b_a, _, _ = configure(ta)
         b_b, load_factor, rest_len = configure(tb)
-        if previous is boundary:
+        if isinstance(model, RodGroup):
+            if previous is boundary:
+                model.apply_boundary(trial, b_b)
+            else:
+                model.carry_boundary_motion(trial, b_a, b_b)
+        elif previous is boundary:
             apply_boundary(model, trial, b_b)
         else:
             carry_boundary_motion(model, trial, b_a, b_b)

@@ -14,6 +14,7 @@ from .contact import NODE_KINDS, SELF_KINDS, ObstacleSet, obstacles_from_case
 from .diagnostics import bend_radii, directors, elastic_and_load_energy, joint_arc_lengths, reactions, twist_rates
 from .equilibrium import SolveReport, centre_line_length, solve_equilibrium
 from .interactions import ContactSettings, Interactions
+from .rod_group import GroupBoundary, GroupInteractions, RodGroup, join_models
 from .rod_model import Boundary, RodModel, build_rod_model
 from .rod_state import RodState, initial_state
 
@@ -28,15 +29,15 @@ class CableSession:
     interactions: Interactions
     solved: bool = False
     last_report: SolveReport | None = None
+    group_contacts: list | None = None  # contact documents of its last solve together with others
 
 
 MAX_SAG_STEPS = 64  # the initial sag is lowered onto obstacles in at most this many steps
-MAX_SWEEPS = 12  # Gauss-Seidel sweeps over the cables when they touch each other
-# A cable is solved again in a sweep only if some other cable moved more than this fraction of its
-# radius since it was last solved. (Its own move is no criterion: a re-solve from a state within the
-# residual tolerance still slides a little along the flat, frictionless directions of a pile, and
-# those slides never stopped the sweeps although no other cable noticed them.)
-SWEEP_TOLERANCE = 1e-3
+# Cables are solved together when they come this close (in reaches, see Interactions.reach, beyond
+# their surfaces); groups are formed again after a solve, at most this often per step, when cables
+# solved apart have met.
+GROUP_MARGIN = 2.0
+MAX_REGROUPINGS = 4
 
 
 @dataclass
@@ -82,7 +83,7 @@ class Harness:
         check = Interactions(session.model, self.obstacles, self.contact_settings)
         if self.contact_settings.cable_cable:
             # nor through, or past, the cables placed before it
-            check.obstacles = self.obstacles.with_capsules(*self._capsules_for(cable_id))
+            check.obstacles = self.obstacles.with_capsules(*self._capsules_for((cable_id,)))
         route = initial_state(session.model, session.boundary, sag=0.0)
         if check.deepest_penetration(route) > 0.0:
             static = Interactions(session.model, self.obstacles, ContactSettings())
@@ -152,6 +153,7 @@ class Harness:
         friction_before = session.interactions.friction_state.copy()
         report = solve_equilibrium(session.model, session.state, target, previous,
                                    self.case.solver.max_iterations, session.interactions)
+        session.group_contacts = None
         if report.converged:
             strain = max_axial_strain(session.model, report.state)
             limit = self.case.solver.ultimate_strain
@@ -169,18 +171,6 @@ class Harness:
             session.solved = True
         return report
 
-    def _capsules_for(self, cable_id: str):
-        """Segments of the other cables as capsules, world frame (self-contact is the kernel's)."""
-        a, b, radius = [np.zeros((0, 3))], [np.zeros((0, 3))], [np.zeros(0)]
-        for cid, session in self.cables.items():
-            if cid == cable_id:
-                continue
-            x = session.state.positions + session.model.origin
-            a.append(x[:-1])
-            b.append(x[1:])
-            radius.append(np.full(len(x) - 1, 0.5 * session.model.cable.diameter))
-        return np.concatenate(a), np.concatenate(b), np.concatenate(radius)
-
     def solve_step(self, changes: dict | None = None, cable_ids=None) -> dict:
         """Solve every cable, or those in ``cable_ids`` (the others stay as they are and are met as
         obstacles), with the frames in ``changes`` moved; returns {id: SolveReport}."""
@@ -189,50 +179,138 @@ class Harness:
         targets = {cid: (self.changed_boundary(cid, changes[cid]) if cid in changes else None) for cid in ids}
         if not self.contact_settings.cable_cable:
             return {cid: self.solve_cable(cid, targets[cid]) for cid in ids}
-        # Cable-cable and self contact: each cable is solved against the others (and a frozen copy of
-        # itself) as capsules, sweeping until no cable moves any more (block Gauss-Seidel). No cable
-        # ever moves without seeing the others: distances do not tell sides apart, so cables that were
-        # let through each other could not be told apart again. Routes must not cross each other.
+        # Cable-cable and self contact. Cables that touch (or nearly) are solved together as one system
+        # (rod_group.py), so that they share their loads; a cable alone is solved against the others as
+        # capsules. No cable ever moves without seeing the others: distances do not tell sides apart,
+        # so cables let through each other could not be told apart again. Routes must not cross.
         reports = {}
-        seen = {}  # per cable: every cable's nodes when it was last solved
-        for _sweep in range(MAX_SWEEPS):
-            solved_any = False
-            for cid in ids:
-                session = self.cables[cid]
-                if cid in seen and self._others_moved(cid, seen[cid]) < SWEEP_TOLERANCE:
-                    continue
-                solved_any = True
-                session.interactions.obstacles = self.obstacles.with_capsules(*self._capsules_for(cid))
-                # always towards this step's frames: after a refused or failed attempt the session
-                # still holds the old ones, and solving towards those would report the step done
-                report = self.solve_cable(cid, targets[cid])
-                if cid in reports:  # the whole step's effort, over all sweeps
-                    earlier = reports[cid]
-                    report.iterations += earlier.iterations
-                    report.substeps += earlier.substeps
-                    report.solve_ms += earlier.solve_ms
-                reports[cid] = report
-                seen[cid] = {oid: other.state.positions.copy() for oid, other in self.cables.items() if oid != cid}
-            if not solved_any:
+        solved_together = []
+        for _round in range(MAX_REGROUPINGS):
+            pending = [group for group in self.touching_groups(ids)
+                       if not any(set(group) <= set(done) for done in solved_together)]
+            if not pending:
                 break
+            for group in pending:
+                for cid, report in self._solve_together(group, targets).items():
+                    if cid in reports:  # the whole step's effort
+                        earlier = reports[cid]
+                        report.iterations += earlier.iterations
+                        report.substeps += earlier.substeps
+                        report.solve_ms += earlier.solve_ms
+                    reports[cid] = report
+                solved_together.append(group)
         else:
-            unsettled = [cid for cid in ids if self._others_moved(cid, seen[cid]) >= SWEEP_TOLERANCE]
-            if unsettled:
-                # each of these is in equilibrium against where the others were when it was solved,
-                # not where they are now: say so (the next step carries on from here)
-                warning = (f"cables {', '.join(unsettled)} were still moving against each other after "
-                           f"{MAX_SWEEPS} sweeps; their contact forces are approximate")
+            if any(not any(set(g) <= set(done) for done in solved_together) for g in self.touching_groups(ids)):
+                warning = (f"cables kept meeting new cables after {MAX_REGROUPINGS} regroupings in one step; "
+                           f"contact between the last ones met is approximate (use smaller steps)")
                 if warning not in self.warnings:
                     self.warnings.append(warning)
         for cid, session in self.cables.items():  # the final states, for contact reports and the next step
-            session.interactions.obstacles = self.obstacles.with_capsules(*self._capsules_for(cid))
+            session.interactions.obstacles = self.obstacles.with_capsules(*self._capsules_for((cid,)))
         return reports
 
-    def _others_moved(self, cable_id: str, then: dict) -> float:
-        """Largest move of another cable's node since ``then``, in radii of ``cable_id``."""
-        r = 0.5 * self.cables[cable_id].model.cable.diameter
-        return max((float(np.abs(self.cables[oid].state.positions - x).max()) for oid, x in then.items()),
-                   default=0.0) / r
+    def touching_groups(self, ids) -> list:
+        """The cables among ``ids`` that touch, or nearly, as groups (connected components; lists
+        in harness order). Near means within GROUP_MARGIN reaches beyond both surfaces at some node."""
+        ids = list(ids)
+        points, reach, radius = {}, {}, {}
+        for cid in ids:
+            session = self.cables[cid]
+            points[cid] = session.state.positions + session.model.origin
+            reach[cid] = session.interactions.reach
+            radius[cid] = session.interactions.radius
+        parent = {cid: cid for cid in ids}
+
+        def root(c):
+            while parent[c] != c:
+                c = parent[c]
+            return c
+
+        for i, a in enumerate(ids):
+            for b in ids[i + 1:]:
+                near = radius[a] + radius[b] + GROUP_MARGIN * max(reach[a], reach[b])
+                pa, pb = points[a], points[b]
+                if (pa.min(axis=0) > pb.max(axis=0) + near).any() or (pb.min(axis=0) > pa.max(axis=0) + near).any():
+                    continue
+                if _closest_node_distance(pa, pb) < near:
+                    parent[root(a)] = root(b)
+        groups = {}
+        for cid in ids:
+            groups.setdefault(root(cid), []).append(cid)
+        return list(groups.values())
+
+    def _solve_together(self, ids, targets) -> dict:
+        """Solve the cables ``ids`` as one system (one cable: on its own) against the others as
+        capsules. A step refused for one cable (ultimate length) is refused for all of them."""
+        capsules = self._capsules_for(ids)
+        for cid in ids:
+            self.cables[cid].interactions.obstacles = self.obstacles.with_capsules(*capsules)
+        if len(ids) == 1:
+            return {ids[0]: self.solve_cable(ids[0], targets.get(ids[0]))}
+        sessions = [self.cables[cid] for cid in ids]
+        cold = [s for s in sessions if not s.solved]
+        if cold and len(cold) < len(sessions):
+            # cables new to a solved group first find their own equilibrium against the others
+            for cid, s in zip(ids, sessions):
+                if not s.solved:
+                    self.solve_cable(cid, targets.get(cid))
+            cold = []
+            sessions_ok = [s.solved for s in sessions]
+            if not all(sessions_ok):
+                ids = [cid for cid, ok in zip(ids, sessions_ok) if ok]
+                sessions = [self.cables[cid] for cid in ids]
+                if len(ids) < 2:
+                    return {cid: self.cables[cid].last_report for cid in ids}
+        group = join_models([s.model for s in sessions], [s.state for s in sessions])
+        obstacles = self.obstacles.with_capsules(*capsules)
+        interactions = GroupInteractions(group, obstacles, self.contact_settings,
+                                         members=tuple(s.interactions for s in sessions))
+        target = GroupBoundary(tuple(targets.get(cid) or s.boundary for cid, s in zip(ids, sessions)))
+        previous = None if cold else GroupBoundary(tuple(s.boundary for s in sessions))
+        report = solve_equilibrium(group, group.join_states([s.state for s in sessions]), target, previous,
+                                   self.case.solver.max_iterations, interactions)
+        states = group.split_state(report.state)
+        message, refused = report.message, False
+        moved = report.converged
+        if report.converged:
+            limit = self.case.solver.ultimate_strain
+            over = [(cid, max_axial_strain(s.model, st)) for cid, s, st in zip(ids, sessions, states)
+                    if s.solved and max_axial_strain(s.model, st) > limit]
+            if over:
+                # Lv 2017, Sec. 2.4, for cables that share their loads: none of them moves
+                refused = True
+                moved = False
+                message = ("step refused: " + ", ".join(f"cable {cid!r} would stretch {strain * 100:.2f} %"
+                                                         for cid, strain in over)
+                           + f" (ultimate {limit * 100:.2f} %); the last valid state is kept")
+        out = {}
+        friction = interactions.split_friction()
+        joined = group.join_states([s.state if not moved else st for s, st in zip(sessions, states)])
+        contacts = _contact_documents(interactions.contacts(joined), group, ids)
+        for cid, s in zip(ids, sessions):
+            s.group_contacts = contacts[cid]
+        for k, (cid, s) in enumerate(zip(ids, sessions)):
+            if moved:
+                s.state, s.boundary, s.solved = states[k], target.parts[k], True
+                s.interactions.friction_state = friction[k]
+            own = SolveReport(s.state.copy(), moved, report.iterations, report.residual, report.substeps,
+                              report.solve_ms, "converged" if moved else message)
+            own.refused = refused
+            s.last_report = own
+            out[cid] = own
+        return out
+
+    def _capsules_for(self, cable_ids):
+        """Segments of the cables not in ``cable_ids`` as capsules, world frame."""
+        a, b, radius = [np.zeros((0, 3))], [np.zeros((0, 3))], [np.zeros(0)]
+        for cid, session in self.cables.items():
+            if cid in cable_ids:
+                continue
+            x = session.state.positions + session.model.origin
+            a.append(x[:-1])
+            b.append(x[1:])
+            radius.append(np.full(len(x) - 1, 0.5 * session.model.cable.diameter))
+        return np.concatenate(a), np.concatenate(b), np.concatenate(radius)
 
     def cable_result(self, cable_id: str) -> dict:
         """The result document of one cable (case format, section Result)."""
@@ -250,19 +328,9 @@ class Harness:
                 out["deflection"] = d["deflection"]
             return out
 
-        contacts = []
-        for kind, elem, t, point, normal, force, gap, prim, u in session.interactions.contacts(state):
-            s = model.node_s[elem] + (0.0 if kind in NODE_KINDS else t * model.rest_len[elem])
-            surface = point - 0.5 * model.cable.diameter * normal
-            contacts.append({"s": float(s), "point": surface.tolist(), "normal": normal.tolist(),
-                             "force": force.tolist(), "gap": gap})
-            if kind in SELF_KINDS:
-                # the cable touching itself: the other leg takes the opposite force; both are listed
-                # (with the arc length they touch), so the contact forces still sum to the external ones
-                other_s = model.node_s[prim] + u * model.rest_len[prim]
-                contacts[-1]["other_s"] = float(other_s)
-                contacts.append({"s": float(other_s), "point": surface.tolist(), "normal": (-normal).tolist(),
-                                 "force": (-force).tolist(), "gap": gap, "other_s": float(s)})
+        contacts = session.group_contacts
+        if contacts is None:
+            contacts = _contact_documents(session.interactions.contacts(state), session.model, [cable_id])[cable_id]
         doc = {
             "nodes": (state.positions + model.origin).tolist(),
             "arc_lengths": model.node_s.tolist(),
@@ -292,6 +360,48 @@ class Harness:
 def max_axial_strain(model: RodModel, state: RodState) -> float:
     lengths = np.linalg.norm(np.diff(state.positions, axis=0), axis=1)
     return float((lengths / model.rest_len - 1.0).max())
+
+
+def _contact_documents(contacts, model, ids) -> dict:
+    """Contact documents (case format, section Result) per cable from the interactions' contacts of a
+    cable (``model`` a RodModel) or of a group (a RodGroup of the cables ``ids``). A contact between
+    two cables of a group, or between two legs of one cable, is listed for both with opposite forces
+    and the other's arc length (and cable), so each cable's contact forces sum to what it carries."""
+    parts = model.parts if isinstance(model, RodGroup) else (model,)
+    starts = model.node_start if isinstance(model, RodGroup) else (0,)
+    out = {cid: [] for cid in ids}
+
+    def locate(node):
+        k = int(np.searchsorted(starts, node, side="right")) - 1
+        return k, node - starts[k]
+
+    for kind, elem, t, point, normal, force, gap, prim, u in contacts:
+        k, e = locate(elem)
+        part = parts[k]
+        s = part.node_s[e] + (0.0 if kind in NODE_KINDS else t * part.rest_len[e])
+        surface = point - 0.5 * part.cable.diameter * normal
+        entry = {"s": float(s), "point": surface.tolist(), "normal": normal.tolist(), "force": force.tolist(),
+                 "gap": gap}
+        out[ids[k]].append(entry)
+        if kind in SELF_KINDS:
+            j, c = locate(prim)
+            other_s = float(parts[j].node_s[c] + u * parts[j].rest_len[c])
+            entry["other_s"] = other_s
+            mirror = {"s": other_s, "point": surface.tolist(), "normal": (-normal).tolist(),
+                      "force": (-force).tolist(), "gap": gap, "other_s": float(s)}
+            if j != k:
+                entry["other_cable"], mirror["other_cable"] = ids[j], ids[k]
+            out[ids[j]].append(mirror)
+    return out
+
+
+def _closest_node_distance(a: np.ndarray, b: np.ndarray) -> float:
+    """Smallest distance between a node of ``a`` and a node of ``b`` (blocks keep memory small)."""
+    best = np.inf
+    for k in range(0, len(a), 256):
+        d2 = ((a[k:k + 256, None, :] - b[None, :, :]) ** 2).sum(axis=2)
+        best = min(best, float(d2.min()))
+    return float(np.sqrt(best))
 
 
 def solve_case(case: Case) -> dict:

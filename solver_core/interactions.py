@@ -74,6 +74,18 @@ class Interactions:
     def radius(self) -> float:
         return 0.5 * self.model.cable.diameter
 
+    def stiffen(self, factor: float) -> None:
+        self.stiffness *= factor
+
+    @property
+    def node_radius(self) -> np.ndarray:
+        return np.full(self.model.n_nodes, self.radius)
+
+    @property
+    def node_part(self) -> np.ndarray:
+        """The cable of each node (all 0 here; a group of cables numbers them, rod_group.py)."""
+        return np.zeros(self.model.n_nodes, dtype=np.int64)
+
     @property
     def uses_contact(self) -> bool:
         return not self.obstacles.empty or self.settings.cable_cable
@@ -130,7 +142,7 @@ class Interactions:
         return (np.array(sl_point, dtype=np.float64).reshape(-1, 3), np.array(sl_axis, dtype=np.float64).reshape(-1, 3),
                 np.full(len(sl_point), k_slide), np.array(cc_node, dtype=np.int64), np.array(cc_rot, dtype=np.int64),
                 np.array(cc_centre, dtype=np.float64).reshape(-1, 3), np.array(cc_quat, dtype=np.float64).reshape(-1, 4),
-                np.array(cc_K, dtype=np.float64).reshape(-1, 6, 6))
+                np.array(cc_K, dtype=np.float64).reshape(-1, 6, 6), np.zeros(len(sl_point), dtype=np.int64))
 
     def kernel_tuple(self, boundary: Boundary) -> tuple:
         model = self.model
@@ -142,7 +154,8 @@ class Interactions:
                     (np.zeros(0, dtype=np.uint8), np.zeros((0, 3)), np.zeros(0), np.zeros((0, 3)), np.zeros(0)))
         cparams = np.array([self.radius, self.stiffness, self.reach, float(self.self_gap), self.stick_width,
                             1.0 if self.uses_contact else 0.0])
-        return (obstacles, cparams, self.node_lengths, model.rest_len.copy()) + friction + self._mounts(boundary)
+        return ((obstacles, cparams, self.node_lengths, model.rest_len.copy()) + friction + self._mounts(boundary)
+                + (self.node_radius, self.node_part))
 
     def _shifted_obstacles(self) -> tuple:
         """Obstacle arrays relative to the model origin, as the rod's positions are (kept while the
@@ -194,44 +207,46 @@ class Interactions:
 
     # -------------------------------------------------------------- back from the kernels
 
+    def _evaluate_pairs(self, state: RodState, stiffness: float | None = None):
+        """Every candidate pair at ``state``: kind, element, primitive, gap, t, normal, point, u, force."""
+        obstacles = self._shifted_obstacles()
+        kind, elem, prim = find_pairs(state.positions, self.node_radius, self.node_part, self.reach, obstacles,
+                                      self.self_gap)
+        n = len(kind)
+        gap, t, normal, point = np.empty(n), np.empty(n), np.empty((n, 3)), np.empty((n, 3))
+        force = np.empty((n, 3))
+        u = np.empty(n)
+        contact_energy(state.positions, kind, elem, prim, obstacles, self.node_radius, stiffness or self.stiffness,
+                       self.node_lengths, self.model.rest_len, self.model.node_dof, np.zeros(1), np.zeros((1, 1)), 0,
+                       0, gap, t, normal, point, u, force)
+        return kind, elem, prim, gap, t, normal, point, u, force
+
     def contacts(self, state: RodState, stiffness: float | None = None):
         """Contacts carrying force: (node-or-segment kind, element, t, point, normal, force, gap,
         primitive, u); for self-contact the primitive is the cable's other segment, met at u."""
         if not self.uses_contact:
             return []
-        obstacles = self._shifted_obstacles()
-        kind, elem, prim = find_pairs(state.positions, self.radius, self.reach, obstacles, self.self_gap)
-        n = len(kind)
-        gap, t, normal, point = np.empty(n), np.empty(n), np.empty((n, 3)), np.empty((n, 3))
-        force = np.empty((n, 3))
-        u = np.empty(n)
-        contact_energy(state.positions, kind, elem, prim, obstacles, self.radius, stiffness or self.stiffness,
-                       self.node_lengths, self.model.rest_len, self.model.node_dof, np.zeros(1), np.zeros((1, 1)), 0,
-                       0, gap, t, normal, point, u, force)
+        kind, elem, prim, gap, t, normal, point, u, force = self._evaluate_pairs(state, stiffness)
         return [(int(kind[p]), int(elem[p]), float(t[p]), point[p] + self.model.origin, normal[p].copy(),
-                 force[p].copy(), float(gap[p]), int(prim[p]), float(u[p])) for p in range(n) if force[p].any()]
+                 force[p].copy(), float(gap[p]), int(prim[p]), float(u[p])) for p in range(len(kind))
+                if force[p].any()]
 
     def deepest_penetration(self, state: RodState) -> float:
-        """Largest penetration of any contact pair (0 when clear), in metres."""
+        """Largest penetration of any contact pair or segment (0 when clear), in metres."""
         if not self.uses_contact:
             return 0.0
-        obstacles = self._shifted_obstacles()
-        kind, elem, prim = find_pairs(state.positions, self.radius, self.reach, obstacles, self.self_gap)
-        n = len(kind)
-        gap = np.empty(n)
-        contact_energy(state.positions, kind, elem, prim, obstacles, self.radius, self.stiffness, self.node_lengths,
-                       self.model.rest_len, self.model.node_dof, np.zeros(1), np.zeros((1, 1)), 0, 0, gap,
-                       np.empty(n), np.empty((n, 3)), np.empty((n, 3)), np.empty(n), np.empty((n, 3)))
+        gap = self._evaluate_pairs(state)[3]
         finite = gap[np.isfinite(gap)]
         deepest = float(max(0.0, -finite.min())) if finite.size else 0.0
-        return max(deepest, segment_penetration(state.positions, self.radius, obstacles))
+        return max(deepest, segment_penetration(state.positions, self.node_radius, self.node_part,
+                                                self._shifted_obstacles()))
 
     def mount_reactions(self, state: RodState, boundary: Boundary) -> dict:
         """Force and moment each sliding or compliant clip exerts on the cable, and compliant deflections."""
         model = self.model
         out = {}
         mounts = self._mounts(boundary)
-        sl_point, sl_axis, sl_k, cc_node, cc_rot, cc_centre, cc_quat, cc_K = mounts
+        sl_point, sl_axis, sl_k, cc_node, cc_rot, cc_centre, cc_quat, cc_K, _sl_part = mounts
         plane = 0
         comp = 0
         for index, (clip, frame) in enumerate(zip(model.cable.clips, boundary.clips)):
@@ -240,7 +255,8 @@ class Interactions:
                 crossing = np.empty(2, dtype=np.int64)
                 tpar = np.empty(2)
                 offset = np.empty(2)
-                sliding_crossings(state.positions, sl_point[plane:plane + 2], sl_axis[plane:plane + 2], crossing, tpar)
+                sliding_crossings(state.positions, self.node_part, sl_point[plane:plane + 2], sl_axis[plane:plane + 2],
+                                  np.zeros(2, dtype=np.int64), crossing, tpar)
                 sliding_energy(state.positions, model.node_dof, sl_point[plane:plane + 2], sl_axis[plane:plane + 2],
                                sl_k[plane:plane + 2], crossing, tpar, grad, np.zeros((1, 1)), 0, 1, offset)
                 plane += 2
@@ -298,7 +314,8 @@ class Interactions:
         fs = self.friction_state
         model = self.model
         obstacles = self._shifted_obstacles()
-        kind, elem, prim = find_pairs(state.positions, self.radius, 0.02 * self.radius, obstacles, self.self_gap)
+        kind, elem, prim = find_pairs(state.positions, self.node_radius, self.node_part, 0.02 * self.radius,
+                                      obstacles, self.self_gap)
         for k, e in zip(kind, elem):
             for node in ((e,) if k in NODE_KINDS else (e, e + 1)):
                 if not fs.active[node]:

@@ -25,9 +25,10 @@ from .rotations import quat_conj_mul, quat_to_matrix
 
 
 @njit
-def sliding_crossings(pos, plane_point, plane_axis, seg, tpar):
+def sliding_crossings(pos, node_part, plane_point, plane_axis, plane_part, seg, tpar):
     """For every sliding-clip plane: the segment crossing it nearest to the axis and the parameter of
-    the crossing (seg = -1 where the cable does not cross the plane)."""
+    the crossing (seg = -1 where the cable does not cross the plane). Only segments of the plane's
+    own cable count (``node_part`` / ``plane_part`` number the cables of a group)."""
     n_nodes = pos.shape[0]
     for m in range(plane_point.shape[0]):
         a0, a1, a2 = plane_axis[m, 0], plane_axis[m, 1], plane_axis[m, 2]
@@ -38,7 +39,8 @@ def sliding_crossings(pos, plane_point, plane_axis, seg, tpar):
         xi_prev = (pos[0, 0] - c[0]) * a0 + (pos[0, 1] - c[1]) * a1 + (pos[0, 2] - c[2]) * a2
         for i in range(n_nodes - 1):
             xi_next = (pos[i + 1, 0] - c[0]) * a0 + (pos[i + 1, 1] - c[1]) * a1 + (pos[i + 1, 2] - c[2]) * a2
-            if (xi_prev <= 0.0 < xi_next) or (xi_next <= 0.0 < xi_prev):
+            own = node_part[i] == plane_part[m] and node_part[i + 1] == plane_part[m]
+            if own and ((xi_prev <= 0.0 < xi_next) or (xi_next <= 0.0 < xi_prev)):
                 t = xi_prev / (xi_prev - xi_next)
                 off = 0.0
                 for k in range(3):

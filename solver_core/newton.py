@@ -113,11 +113,11 @@ def _extra_terms(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, sl_seg, 
                  pair_t, pair_normal, pair_point, pair_u, pair_force):
     """Energy (and in mode 1/2 gradient and Gauss-Newton Hessian) of contact, friction and mounts."""
     (obstacles, cparams, node_len, seg_len, fr_active, fr_normal, fr_force, fr_anchor, fr_mu, sl_point, sl_axis,
-     sl_stiff, cc_node, cc_rot, cc_centre, cc_quat, cc_K) = extra
+     sl_stiff, cc_node, cc_rot, cc_centre, cc_quat, cc_K, _sl_part, node_radius, _node_part) = extra
     energy = 0.0
     if kind.shape[0] > 0:
-        energy += contact_energy(pos, kind, elem, prim, obstacles, cparams[0], cparams[1], node_len, seg_len, node_dof,
-                                 grad, band, bw, mode, pair_gap, pair_t, pair_normal, pair_point, pair_u,
+        energy += contact_energy(pos, kind, elem, prim, obstacles, node_radius, cparams[1], node_len, seg_len,
+                                 node_dof, grad, band, bw, mode, pair_gap, pair_t, pair_normal, pair_point, pair_u,
                                  pair_force)
     if fr_active.shape[0] > 0:
         energy += friction_energy(pos, node_dof, fr_active, fr_normal, fr_force, fr_anchor, fr_mu, cparams[4], grad,
@@ -248,7 +248,8 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
     b_minus = np.empty_like(b_zero)
     obstacles, cparams = extra[0], extra[1]
     use_contact = cparams[5] > 0.0
-    radius, reach, self_gap = cparams[0], cparams[2], int(cparams[3])
+    reach, self_gap = cparams[2], int(cparams[3])
+    sl_part, node_radius, node_part = extra[17], extra[18], extra[19]
     kind = np.zeros(0, dtype=np.int64)
     elem = np.zeros(0, dtype=np.int64)
     prim = np.zeros(0, dtype=np.int64)
@@ -267,6 +268,9 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
     pair_force = np.zeros((0, 3))
     Ut = np.zeros((0, n_dof))
     k_c = np.zeros(0)
+    Z = np.empty((0, n_dof))
+    S = np.empty((0, 0))
+    piv = np.empty(0, dtype=np.int64)
     for it in range(max_iterations + 1):
         moved_since_search = 0.0
         for n in range(pos.shape[0]):
@@ -278,7 +282,7 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
             # Candidate pairs within twice the reach, searched again once some node has moved a
             # reach since: with steps no longer than a reach, they hold everything a step can touch,
             # and no step may carry a contact point through its gap, so nothing is missed or tunnelled.
-            kind, elem, prim = find_pairs(pos, radius, 2.0 * reach, obstacles, self_gap)
+            kind, elem, prim = find_pairs(pos, node_radius, node_part, 2.0 * reach, obstacles, self_gap)
             searched_at[:, :] = pos
             n_pairs = kind.shape[0]
             pair_gap = np.empty(n_pairs)
@@ -288,7 +292,8 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
             pair_u = np.zeros(n_pairs)
             pair_force = np.zeros((n_pairs, 3))
         if sl_point.shape[0] > 0:
-            sliding_crossings(pos, sl_point, sl_axis, sl_seg, sl_t)  # held fixed within this iteration
+            # held fixed within this iteration
+            sliding_crossings(pos, node_part, sl_point, sl_axis, sl_part, sl_seg, sl_t)
         energy = rod_energy(pos, quat, rest_len, stretch_stiff, joint_a, joint_b, joint_len, bend_stiff, node_force,
                             load_factor)
         energy += _assemble(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len,
@@ -307,16 +312,32 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
         for i in range(n_dof):
             rhs[i] = -grad[i]
         if self_gap > 0:
-            Ut, k_c = _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, node_dof, fixed,
-                                     cparams[1], extra[2], extra[3])
-        m_c = Ut.shape[0]
-        Z = np.empty((m_c, n_dof))
-        S = np.empty((m_c, m_c))
-        piv = np.empty(m_c, dtype=np.int64)
+            Ut, k_c = _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, node_dof,
+                                     fixed, cparams[1], extra[2], extra[3])
         rod_strains(pos, quat, rest_len, joint_a, joint_b, s_zero, b_zero)
         exact = True
         accepted = False
+        rebuild = False
         for attempt in range(60):
+            if rebuild:
+                # the Gauss-Newton matrix
+                _assemble(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len,
+                          bend_stiff, node_force, rot_couple, load_factor, grad, band, bw, 1.0 if exact else 0.0,
+                          extra, kind, elem, prim, sl_seg, sl_t, pair_gap, pair_t, pair_normal, pair_point, pair_u,
+                          pair_force)
+                _prepare_system(band, bw, fixed, damping)
+                for i in range(n_dof):
+                    if fixed[i]:
+                        grad[i] = 0.0
+                if self_gap > 0:
+                    Ut, k_c = _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, node_dof,
+                                             fixed, cparams[1], extra[2], extra[3])
+                rebuild = False
+            m_c = Ut.shape[0]
+            if Z.shape[0] != m_c:
+                Z = np.empty((m_c, n_dof))
+                S = np.empty((m_c, m_c))
+                piv = np.empty(m_c, dtype=np.int64)
             for i in range(n_dof):
                 for c in range(bw + 1):
                     work[i, c] = band[i, c]
@@ -326,13 +347,7 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                     # Indefinite exact Hessian (compression, buckling): take this iteration's
                     # step from the Gauss-Newton matrix J^T C J instead of damping it away.
                     exact = False
-                    _assemble(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len,
-                              bend_stiff, node_force, rot_couple, load_factor, grad, band, bw, 0.0, extra, kind, elem,
-                              prim, sl_seg, sl_t, pair_gap, pair_t, pair_normal, pair_point, pair_u, pair_force)
-                    _prepare_system(band, bw, fixed, damping)
-                    for i in range(n_dof):
-                        if fixed[i]:
-                            grad[i] = 0.0
+                    rebuild = True
                 else:
                     lam = max(10.0 * lam, 1e-8)
                 continue
@@ -352,7 +367,7 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                     break
             if use_contact and not too_far:
                 fraction = approach_fraction(delta, node_dof, kind, elem, prim, pair_gap, pair_t, pair_u, pair_normal,
-                                             radius, reach)
+                                             node_radius, reach)
                 if fraction < MIN_STEP_FRACTION:
                     too_far = True
                 elif fraction < 1.0:
@@ -410,7 +425,7 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                 within = True
                 if use_contact:
                     within = approach_fraction(correction, node_dof, kind, elem, prim, pair_gap, pair_t, pair_u,
-                                               pair_normal, radius, reach) >= 1.0
+                                               pair_normal, node_radius, reach) >= 1.0
                 if within:
                     _retract(pos, quat, node_dof, rot_dof, correction, 1.0, corrected_pos, corrected_quat, rot_step)
                     corrected_energy = rod_energy(corrected_pos, corrected_quat, rest_len, stretch_stiff, joint_a,

@@ -154,20 +154,21 @@ def test_contact_gradient_and_hessian_match_finite_differences(rng):
         caps_a, caps_b, np.array([0.0015]))
     arrays = obstacles.kernel_arrays()
     radius, stiffness = 0.002, 1e6
+    radii, parts = np.full(len(x), radius), np.zeros(len(x), dtype=np.int64)
     node_len = np.full(model.n_nodes, 0.05)
-    kind, elem, prim = find_pairs(x, radius, 0.01, arrays, 3)
+    kind, elem, prim = find_pairs(x, radii, parts, 0.01, arrays, 3)
     n = len(kind)
 
     def scratch():
         return np.empty(n), np.empty(n), np.empty((n, 3)), np.empty((n, 3)), np.empty(n), np.empty((n, 3))
 
     def energy(pos):
-        return contact_energy(pos, kind, elem, prim, arrays, radius, stiffness, node_len, model.rest_len,
+        return contact_energy(pos, kind, elem, prim, arrays, radii, stiffness, node_len, model.rest_len,
                               model.node_dof, np.zeros(1), np.zeros((1, 1)), 0, 0, *scratch())
 
     grad = np.zeros(model.n_dof)
     band = np.zeros((model.n_dof, model.bw + 1))
-    contact_energy(x, kind, elem, prim, arrays, radius, stiffness, node_len, model.rest_len, model.node_dof, grad,
+    contact_energy(x, kind, elem, prim, arrays, radii, stiffness, node_len, model.rest_len, model.node_dof, grad,
                    band, model.bw, 2, *scratch())
     assert energy(x) > 0.0  # some pairs really are in contact
     h = 1e-7
@@ -178,9 +179,9 @@ def test_contact_gradient_and_hessian_match_finite_differences(rng):
         e.flat[list(node_dofs).index(i)] = h
         gp = np.zeros(model.n_dof)
         gm = np.zeros(model.n_dof)
-        contact_energy(x + e, kind, elem, prim, arrays, radius, stiffness, node_len, model.rest_len, model.node_dof,
+        contact_energy(x + e, kind, elem, prim, arrays, radii, stiffness, node_len, model.rest_len, model.node_dof,
                        gp, np.zeros((1, 1)), 0, 1, *scratch())
-        contact_energy(x - e, kind, elem, prim, arrays, radius, stiffness, node_len, model.rest_len, model.node_dof,
+        contact_energy(x - e, kind, elem, prim, arrays, radii, stiffness, node_len, model.rest_len, model.node_dof,
                        gm, np.zeros((1, 1)), 0, 1, *scratch())
         assert abs((energy(x + e) - energy(x - e)) / (2 * h) - grad[i]) <= 1e-6 * np.abs(grad).max()
         column = (gp - gm) / (2 * h)
@@ -199,13 +200,14 @@ def test_self_contact_gradient_moves_both_legs_and_matches_finite_differences():
     n = len(x)
     arrays = ObstacleSet().kernel_arrays()
     radius, stiffness = 0.002, 1e6
+    radii, parts = np.full(len(x), radius), np.zeros(len(x), dtype=np.int64)
     node_len, seg_len = np.full(n, 0.01), np.linalg.norm(np.diff(x, axis=0), axis=1)
-    kind, elem, prim = find_pairs(x, radius, 0.004, arrays, 3)
+    kind, elem, prim = find_pairs(x, radii, parts, 0.004, arrays, 3)
     m = len(kind)
     node_dof = np.arange(n) * 3
 
     def evaluate(pos, grad, mode):
-        return contact_energy(pos, kind, elem, prim, arrays, radius, stiffness, node_len, seg_len, node_dof, grad,
+        return contact_energy(pos, kind, elem, prim, arrays, radii, stiffness, node_len, seg_len, node_dof, grad,
                               np.zeros((1, 1)), 0, mode, np.empty(m), np.empty(m), np.empty((m, 3)),
                               np.empty((m, 3)), np.empty(m), np.empty((m, 3)))
 
