@@ -516,6 +516,22 @@ def test_cables_that_meet_during_a_step_are_solved_together():
     assert min_clearance(a["nodes"], R, (), [(b["nodes"], R)]) >= -0.01 * R
 
 
+def test_a_step_refused_for_one_cable_of_a_touching_group_is_refused_for_all():
+    # A and B share their loads: pressing B's ends down onto A stretches A (by 0.028 %, beyond the
+    # 0.02 % allowed here), so the step is refused for both, neither moves, and both say that A
+    # would stretch, although only B was moved.
+    doc = _crossed_pair(0.05, 2 * R)
+    doc["solver"] = {"ultimate_strain": 2e-4}
+    doc["steps"] = [{"cables": {"B": {"start": {"position": [0, -0.15, 0], "tangent": [0, 1, 0]},
+                                      "end": {"position": [0, 0.15, 0], "tangent": [0, 1, 0]}}}}]
+    before, after = (s["cables"] for s in solve(doc)["steps"])
+    assert before["A"]["converged"] and before["B"]["converged"] and before["A"]["max_strain"] < 2e-4
+    for cid in "AB":
+        assert not after[cid]["converged"] and "step refused" in after[cid]["message"]
+        assert "cable 'A' would stretch" in after[cid]["message"]
+        assert after[cid]["nodes"] == before[cid]["nodes"]
+
+
 def test_a_refused_step_stays_refused_while_other_cables_are_solved():
     # With cable-cable contact the cables of a step are solved in groups, and groups again when they
     # meet; a cable whose own step was refused must not be "re-solved" in a later round against its
