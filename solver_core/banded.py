@@ -108,20 +108,42 @@ def lu_solve(S, piv, b):
 
 
 @njit
+def _row_spans(Ut):
+    """First and one-past-last nonzero column of every row of U^T (a contact touches two nodes: the
+    products below need only those few columns, not the whole length)."""
+    m = Ut.shape[0]
+    spans = np.zeros((m, 2), dtype=np.int64)
+    for a in range(m):
+        lo, hi = Ut.shape[1], 0
+        for d in range(Ut.shape[1]):
+            if Ut[a, d] != 0.0:
+                lo = min(lo, d)
+                hi = d + 1
+        spans[a, 0], spans[a, 1] = lo, max(lo, hi)
+    return spans
+
+
+@njit
+def _row_dot(Ut, a, spans, x):
+    acc = 0.0
+    for d in range(spans[a, 0], spans[a, 1]):
+        acc += Ut[a, d] * x[d]
+    return acc
+
+
+@njit
 def low_rank_factor(work, bw, Ut, k_c, Z, S, piv):
     """Woodbury for B + U C U^T with C = k_j [[0, 1], [1, 0]] per pair of columns (the coupling
     k (a b^T + b a^T) of two parts of one band), given B's band factor ``work``: Z = B^-1 U and the LU
     of the capacitance matrix S = C^-1 + U^T B^-1 U. U is passed transposed (rows contiguous).
     False if S is singular."""
     m = Ut.shape[0]
+    spans = _row_spans(Ut)
     for a in range(m):
         band_cholesky_solve(work, bw, Ut[a], Z[a])
     for a in range(m):
         for b in range(m):
-            acc = 0.0
-            for d in range(Ut.shape[1]):
-                acc += Ut[a, d] * Z[b, d]
-            S[a, b] = acc
+            S[a, b] = _row_dot(Ut, a, spans, Z[b])
     for j in range(k_c.shape[0]):
         S[2 * j, 2 * j + 1] += 1.0 / k_c[j]
         S[2 * j + 1, 2 * j] += 1.0 / k_c[j]
@@ -136,11 +158,9 @@ def low_rank_solve(work, bw, rhs, out, Ut, Z, S, piv):
     if m == 0:
         return
     y = np.empty(m)
+    spans = _row_spans(Ut)
     for a in range(m):
-        acc = 0.0
-        for d in range(out.shape[0]):
-            acc += Ut[a, d] * out[d]
-        y[a] = acc
+        y[a] = _row_dot(Ut, a, spans, out)
     lu_solve(S, piv, y)
     for a in range(m):
         for d in range(out.shape[0]):
@@ -150,11 +170,12 @@ def low_rank_solve(work, bw, rhs, out, Ut, Z, S, piv):
 @njit
 def low_rank_matvec(Ut, k_c, x, out):
     """out += k (a b^T + b a^T) x over the coupling pairs."""
+    spans = _row_spans(Ut)
     for j in range(k_c.shape[0]):
-        alpha = 0.0
-        beta = 0.0
-        for d in range(x.shape[0]):
-            alpha += Ut[2 * j, d] * x[d]
-            beta += Ut[2 * j + 1, d] * x[d]
-        for d in range(x.shape[0]):
-            out[d] += k_c[j] * (Ut[2 * j, d] * beta + Ut[2 * j + 1, d] * alpha)
+        a, b = 2 * j, 2 * j + 1
+        alpha = _row_dot(Ut, a, spans, x)
+        beta = _row_dot(Ut, b, spans, x)
+        for d in range(spans[a, 0], spans[a, 1]):
+            out[d] += k_c[j] * Ut[a, d] * beta
+        for d in range(spans[b, 0], spans[b, 1]):
+            out[d] += k_c[j] * Ut[b, d] * alpha

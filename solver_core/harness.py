@@ -247,26 +247,25 @@ class Harness:
             self.cables[cid].interactions.obstacles = self.obstacles.with_capsules(*capsules)
         if len(ids) == 1:
             return {ids[0]: self.solve_cable(ids[0], targets.get(ids[0]))}
+        # Cables not solved yet first find their own equilibrium against the others (the cold
+        # continuation of one cable is the robust one); one that finds none stays out of the group.
+        out = {}
+        fresh = {cid for cid in ids if not self.cables[cid].solved}
+        for cid in ids:
+            if cid in fresh:
+                self.cables[cid].interactions.obstacles = self.obstacles.with_capsules(*self._capsules_for((cid,)))
+                if not self.solve_cable(cid, targets.get(cid)).converged:
+                    out[cid] = self.cables[cid].last_report
+        ids = [cid for cid in ids if cid not in out]
         sessions = [self.cables[cid] for cid in ids]
-        cold = [s for s in sessions if not s.solved]
-        if cold and len(cold) < len(sessions):
-            # cables new to a solved group first find their own equilibrium against the others
-            for cid, s in zip(ids, sessions):
-                if not s.solved:
-                    self.solve_cable(cid, targets.get(cid))
-            cold = []
-            sessions_ok = [s.solved for s in sessions]
-            if not all(sessions_ok):
-                ids = [cid for cid, ok in zip(ids, sessions_ok) if ok]
-                sessions = [self.cables[cid] for cid in ids]
-                if len(ids) < 2:
-                    return {cid: self.cables[cid].last_report for cid in ids}
+        if len(ids) < 2:
+            return {**out, **{cid: self.cables[cid].last_report for cid in ids}}
         group = join_models([s.model for s in sessions], [s.state for s in sessions])
         obstacles = self.obstacles.with_capsules(*capsules)
         interactions = GroupInteractions(group, obstacles, self.contact_settings,
                                          members=tuple(s.interactions for s in sessions))
         target = GroupBoundary(tuple(targets.get(cid) or s.boundary for cid, s in zip(ids, sessions)))
-        previous = None if cold else GroupBoundary(tuple(s.boundary for s in sessions))
+        previous = GroupBoundary(tuple(s.boundary for s in sessions))
         report = solve_equilibrium(group, group.join_states([s.state for s in sessions]), target, previous,
                                    self.case.solver.max_iterations, interactions)
         states = group.split_state(report.state)
@@ -274,8 +273,8 @@ class Harness:
         moved = report.converged
         if report.converged:
             limit = self.case.solver.ultimate_strain
-            over = [(cid, max_axial_strain(s.model, st)) for cid, s, st in zip(ids, sessions, states)
-                    if s.solved and max_axial_strain(s.model, st) > limit]
+            strains = [max_axial_strain(s.model, st) for s, st in zip(sessions, states)]
+            over = [(cid, strain) for cid, strain in zip(ids, strains) if cid not in fresh and strain > limit]
             if over:
                 # Lv 2017, Sec. 2.4, for cables that share their loads: none of them moves
                 refused = True
@@ -283,7 +282,8 @@ class Harness:
                 message = ("step refused: " + ", ".join(f"cable {cid!r} would stretch {strain * 100:.2f} %"
                                                          for cid, strain in over)
                            + f" (ultimate {limit * 100:.2f} %); the last valid state is kept")
-        out = {}
+        if not report.converged:
+            return {**out, **self._solve_one_by_one(ids, targets)}
         friction = interactions.split_friction()
         joined = group.join_states([s.state if not moved else st for s, st in zip(sessions, states)])
         contacts = _contact_documents(interactions.contacts(joined), group, ids)
@@ -298,6 +298,20 @@ class Harness:
             own.refused = refused
             s.last_report = own
             out[cid] = own
+        return out
+
+    def _solve_one_by_one(self, ids, targets) -> dict:
+        """The fallback where cables could not be solved together: each against the others where they
+        are (block Gauss-Seidel, one sweep), said as such: where one presses another that has to give
+        way, the shared loads are then approximate."""
+        out = {}
+        for cid in ids:
+            self.cables[cid].interactions.obstacles = self.obstacles.with_capsules(*self._capsules_for((cid,)))
+            out[cid] = self.solve_cable(cid, targets.get(cid))
+        warning = (f"cables {', '.join(ids)} could not be solved together; each was solved against the "
+                   f"others as they lay, so the loads they share are approximate")
+        if warning not in self.warnings:
+            self.warnings.append(warning)
         return out
 
     def _capsules_for(self, cable_ids):
