@@ -787,27 +787,6 @@ def friction_energy(pos, node_dof, active, normal, normal_force, anchor, mu, eps
     return energy
 
 
-@njit_inline
-def _approach(delta, node_dof, kind, elem, prim, pair_t, pair_u, pair_normal, p):
-    """How far a step ``delta`` carries pair p's contact point towards its primitive (linearised, along
-    the pair's normal; both sides for a pair within the cable or between cables of a group)."""
-    i = elem[p]
-    if kind[p] == PLANE or kind[p] == TRI_NODE or kind[p] == CAP_NODE or kind[p] == SELF_NODE:
-        w0, w1 = 1.0, 0.0
-    else:
-        w0, w1 = 1.0 - pair_t[p], pair_t[p]
-    j = i + 1 if w1 != 0.0 else i
-    move = 0.0
-    for k in range(3):
-        move -= (w0 * delta[node_dof[i] + k] + w1 * delta[node_dof[j] + k]) * pair_normal[p, k]
-    if kind[p] == SELF_NODE or kind[p] == SELF_SEG:
-        # the other side may come the other way in the same step: both share the gap
-        c, u = prim[p], pair_u[p]
-        for k in range(3):
-            move += ((1.0 - u) * delta[node_dof[c] + k] + u * delta[node_dof[c + 1] + k]) * pair_normal[p, k]
-    return move
-
-
 @njit
 def approach_fraction(delta, node_dof, kind, elem, prim, pair_gap, pair_t, pair_u, pair_normal, node_radius, reach):
     """The largest fraction (at most 1) of a step that carries no node farther than ``reach`` (beyond
@@ -825,7 +804,20 @@ def approach_fraction(delta, node_dof, kind, elem, prim, pair_gap, pair_t, pair_
             fraction = min(fraction, reach / math.sqrt(move2))
     for p in range(kind.shape[0]):
         allowed = max(pair_gap[p], 0.5 * node_radius[elem[p]])
-        move = _approach(delta, node_dof, kind, elem, prim, pair_t, pair_u, pair_normal, p)
+        i = elem[p]
+        if kind[p] == PLANE or kind[p] == TRI_NODE or kind[p] == CAP_NODE or kind[p] == SELF_NODE:
+            w0, w1 = 1.0, 0.0
+        else:
+            w0, w1 = 1.0 - pair_t[p], pair_t[p]
+        j = i + 1 if w1 != 0.0 else i
+        move = 0.0
+        for k in range(3):
+            move -= (w0 * delta[node_dof[i] + k] + w1 * delta[node_dof[j] + k]) * pair_normal[p, k]
+        if kind[p] == SELF_NODE or kind[p] == SELF_SEG:
+            # the other side may come the other way in the same step: both share the gap
+            c, u = prim[p], pair_u[p]
+            for k in range(3):
+                move += ((1.0 - u) * delta[node_dof[c] + k] + u * delta[node_dof[c + 1] + k]) * pair_normal[p, k]
         if not (move <= allowed):
             fraction = min(fraction, allowed / move) if move > 0.0 else 0.0
     return fraction
