@@ -39,6 +39,9 @@ MAX_ROTATION_STEP = 1.0
 # A step cut short by contact (contact.approach_fraction) to less than this fraction is refused and the
 # trust region shrinks instead: a direction that runs into an obstacle at once is a poor one.
 MIN_STEP_FRACTION = 0.1
+# A Gauss-Newton step whose actual gain exceeds this multiple of the predicted one makes the next
+# iteration with an indefinite Hessian damp the exact Hessian rather than fall back to Gauss-Newton.
+GN_OVERESTIMATE = 1.9
 
 
 @njit
@@ -262,6 +265,7 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
     sl_seg = np.full(sl_point.shape[0], -1, dtype=np.int64)
     sl_t = np.zeros(sl_point.shape[0])
     lam = 0.0
+    gn_overestimates = False
     ratio = np.inf
     energy = np.inf
     searched_at = np.full_like(pos, np.inf)
@@ -343,7 +347,12 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                     work[i, c] = band[i, c]
                 work[i, bw] += lam * damping[i]
             if not band_cholesky(work, bw):
-                if exact:
+                if exact and gn_overestimates and lam < 1.0:
+                    # the last Gauss-Newton steps were half as long as they could be (rho ~ 2: the
+                    # model's curvature twice the true one along them, the cable slowly sliding or
+                    # rolling over into a compressed shape): damp the exact Hessian instead
+                    lam = max(10.0 * lam, 1e-6)
+                elif exact:
                     # Indefinite exact Hessian (compression, buckling): take this iteration's
                     # step from the Gauss-Newton matrix J^T C J instead of damping it away.
                     exact = False
@@ -440,6 +449,8 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                         trial_energy = corrected_energy
                         rho = corrected_rho
             if predicted <= noise or rho > 1e-4:
+                if not exact:
+                    gn_overestimates = rho > GN_OVERESTIMATE
                 if predicted <= noise or rho > 0.75:
                     # a model this good: back towards a pure Newton step at once. On faceted meshes
                     # the model breaks at every facet crossing, and a slow return of lambda after
