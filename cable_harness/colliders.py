@@ -85,16 +85,18 @@ class ColliderCache:
         self.builds += 1
         return entry
 
-    def nearby_triangles(self, colliders, depsgraph, points_units: np.ndarray, reach_units: float):
+    def nearby_triangles(self, colliders, depsgraph, points_units: np.ndarray, reach_units: float, poses=None):
         """World-space triangles (n, 3, 3) in Blender units within reach of any of the points, and their
-        sharp-edge bits (computed once per mesh)."""
+        sharp-edge bits (computed once per mesh). ``poses`` may place colliders (by name) elsewhere
+        than their world matrix (part-way through a move)."""
         found = []
         flags = []
         for ob in colliders:
             entry = self.tree(ob, depsgraph)
             if entry is None:
                 continue
-            M = np.array([list(row) for row in ob.matrix_world])
+            pose = poses.get(ob.name) if poses else None
+            M = np.array([list(row) for row in (ob.matrix_world if pose is None else pose)])
             inverse = np.linalg.inv(M)
             local = points_units @ inverse[:3, :3].T + inverse[:3, 3]
             # a conservative local reach under non-uniform scale, margin included

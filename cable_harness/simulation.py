@@ -6,7 +6,9 @@ per timer event), the one-shot Solve, Bake (one call per frame) and the tick ben
 object names (and session ids, to follow renames), never Blender objects, so undo, deletion and
 file loads cannot leave it holding freed data. A cable whose settings change (length, diameter,
 clips, ...) is rebuilt from its route; a cable whose connectors or clips merely moved is
-warm-started from its last equilibrium.
+warm-started from its last equilibrium. A collider dragged further than a fraction of a cable
+radius since the last tick is followed in sub-steps (interpolated poses), as Bake does with
+sub-frames: contact pushes a cable along only where the collider moves less than its radius per solve.
 """
 
 import json
@@ -15,11 +17,13 @@ from dataclasses import dataclass, field
 
 import bpy
 import numpy as np
+from mathutils import Matrix
 
 from ..solver_core import CableChange, Harness
 from ..solver_core.contact import ObstacleSet
 from ..solver_core.case import parse_frame
 from ..solver_core.clearance import clearance
+from ..solver_core.rod_state import interpolate_boundary
 from .colliders import ColliderCache
 from .scene_model import (CABLE, COLLIDER, HarnessInputError, case_document, cable_document, harness_objects,
                           metres_per_unit, parse_scene_case, write_cable_result)
@@ -29,6 +33,11 @@ from .scene_model import (CABLE, COLLIDER, HarnessInputError, case_document, cab
 BROAD_PHASE_ROUNDS = 4
 # how far from a cable the clearance read-out looks for collider triangles
 CLEARANCE_SEARCH_M = 0.05
+# A collider moved by hand between two ticks further than this fraction of the thinnest cable's
+# radius (at any corner of its box) is followed in sub-steps (at most MAX_SUBSTEPS per tick): contact
+# only pushes a cable along where the collider moves less than the cable's radius per solve.
+SUBSTEP_MOVE = 0.4
+MAX_SUBSTEPS = 64
 
 
 @dataclass
@@ -96,6 +105,7 @@ class HarnessSimulation:
         self.signatures = {c["id"]: _static_signature(c) for c in doc["cables"]}
         self.reported_warnings = set()
         self.colliders = ColliderCache()
+        self.collider_poses = {}  # collider name -> world matrix (4 x 4 nested tuples) at the last tick
 
     # ------------------------------------------------------------ one tick
 
@@ -105,31 +115,14 @@ class HarnessSimulation:
         t0 = time.perf_counter()
         targets = self._read(scene, report)
         t1 = time.perf_counter()
-        covered = {n: [p] for n, p in self._positions(targets).items()}  # where triangles were fetched
-        reach = self._collide(scene, context, targets, report, covered)
-        t2 = time.perf_counter()
-        checkpoint = self.harness.checkpoint(targets)
+        poses = self._collider_poses(scene, context)
         solve_ms = 0.0
-        for _ in range(BROAD_PHASE_ROUNDS):
-            t_solve = time.perf_counter()
-            # all cables of the tick together: with cable-cable contact they are swept until they agree
-            reports = self.harness.solve_step(targets, cable_ids=list(targets))
-            solve_ms += (time.perf_counter() - t_solve) * 1e3
-            after = self._positions(targets)
-            # how far each node ended from the nearest place (of the same node) triangles were fetched at
-            outside = max((float(np.min([np.linalg.norm(after[n] - p, axis=1) for p in covered[n]], axis=0).max())
-                           for n in targets), default=0.0)
-            if outside <= 0.5 * reach:
-                break
-            # The cables moved further than the fetched triangles reach (a first solve, a big drag):
-            # what lies where they went was not in the solve. Solve again from the same start with
-            # the triangles around both places.
-            t_collide = time.perf_counter()
-            self.harness.restore(checkpoint)
-            for n in targets:
-                covered[n].append(after[n])
-            reach = self._collide(scene, context, targets, report, covered)
-            report.collide_ms += (time.perf_counter() - t_collide) * 1e3
+        for sub_targets, sub_poses in self._substeps(scene, context, targets, poses):
+            solve_ms += self._solve(scene, context, sub_targets, report, sub_poses)[0]
+        self.collider_poses = poses
+        ms, reports = self._solve(scene, context, targets, report, None)
+        solve_ms += ms
+        t2 = time.perf_counter()
         for name, cable_report in reports.items():
             report.results[name] = self.harness.cable_result(name)
             if cable_report.converged:
@@ -147,9 +140,76 @@ class HarnessSimulation:
         if write:
             self.write(report)
         t4 = time.perf_counter()
-        report.read_ms, report.collide_ms = (t1 - t0) * 1e3, report.collide_ms + (t2 - t1) * 1e3
+        # what is not solving between reading the scene and the results is fetching collider triangles
+        report.read_ms, report.collide_ms = (t1 - t0) * 1e3, max(0.0, (t2 - t1) * 1e3 - solve_ms)
         report.solve_ms, report.write_ms = solve_ms, (t4 - t3) * 1e3
         return report
+
+    def _collider_poses(self, scene, context) -> dict:
+        depsgraph = context.evaluated_depsgraph_get()
+        return {ob.name: tuple(tuple(row) for row in ob.evaluated_get(depsgraph).matrix_world)
+                for ob in harness_objects(scene, COLLIDER)}
+
+    def _substeps(self, scene, context, targets, poses):
+        """(targets, collider poses) part-way from the last tick to this one, when a collider moved too
+        far since for contact to push the cables along (a fast drag): the colliders' matrices and the
+        holders' frames are interpolated (matrices by polar decomposition, frames along the rotation
+        geodesic), as Bake does with sub-frames."""
+        if not self.collider_poses or not targets:
+            return
+        radius = 0.5 * min(self.harness.cables[n].model.cable.diameter for n in targets)
+        depsgraph = context.evaluated_depsgraph_get()
+        move = 0.0
+        moved = {}
+        for ob in harness_objects(scene, COLLIDER):
+            before = self.collider_poses.get(ob.name)
+            if before is None or before == poses[ob.name]:
+                continue
+            box = np.array([list(c) for c in ob.evaluated_get(depsgraph).bound_box], dtype=np.float64)
+            a, b = np.array(before), np.array(poses[ob.name])
+            shift = (box @ b[:3, :3].T + b[:3, 3]) - (box @ a[:3, :3].T + a[:3, 3])
+            move = max(move, float(np.linalg.norm(shift, axis=1).max()) * self.scale)
+            moved[ob.name] = (Matrix(before), Matrix(poses[ob.name]))
+        count = int(min(MAX_SUBSTEPS, np.ceil(move / (SUBSTEP_MOVE * radius)))) if move > 0.0 else 1
+        for k in range(1, count):
+            t = k / count
+            sub_targets = {}
+            for name, change in targets.items():
+                session = self.harness.cables[name]
+                if not session.solved:
+                    sub_targets[name] = change
+                    continue
+                part = interpolate_boundary(session.boundary, self.harness.changed_boundary(name, change), t)
+                sub_targets[name] = CableChange(start=part.start, end=part.end, clips=dict(enumerate(part.clips)))
+            yield sub_targets, {name: a.lerp(b, t) for name, (a, b) in moved.items()}
+
+    def _solve(self, scene, context, targets, report, poses):
+        """Fetch the collider triangles around the cables (colliders at ``poses`` where given) and solve
+        the cables towards ``targets``; returns (solve ms, {name: SolveReport})."""
+        covered = {n: [p] for n, p in self._positions(targets).items()}  # where triangles were fetched
+        reach = self._collide(scene, context, targets, report, covered, poses)
+        checkpoint = self.harness.checkpoint(targets)
+        solve_ms = 0.0
+        reports = {}
+        for _ in range(BROAD_PHASE_ROUNDS):
+            t_solve = time.perf_counter()
+            # all cables of the tick together: with cable-cable contact they are swept until they agree
+            reports = self.harness.solve_step(targets, cable_ids=list(targets))
+            solve_ms += (time.perf_counter() - t_solve) * 1e3
+            after = self._positions(targets)
+            # how far each node ended from the nearest place (of the same node) triangles were fetched at
+            outside = max((float(np.min([np.linalg.norm(after[n] - p, axis=1) for p in covered[n]], axis=0).max())
+                           for n in targets), default=0.0)
+            if outside <= 0.5 * reach:
+                break
+            # The cables moved further than the fetched triangles reach (a first solve, a big drag):
+            # what lies where they went was not in the solve. Solve again from the same start with
+            # the triangles around both places.
+            self.harness.restore(checkpoint)
+            for n in targets:
+                covered[n].append(after[n])
+            reach = self._collide(scene, context, targets, report, covered, poses)
+        return solve_ms, reports
 
     def _read(self, scene, report) -> dict:
         """Frames of every live cable's holders; rebuild cables whose settings changed."""
@@ -193,7 +253,7 @@ class HarnessSimulation:
     def _positions(self, targets) -> dict:
         return {n: self.harness.cables[n].state.positions + self.harness.cables[n].model.origin for n in targets}
 
-    def _collide(self, scene, context, targets, report, points: dict) -> float:
+    def _collide(self, scene, context, targets, report, points: dict, poses=None) -> float:
         """Broad phase: triangles of collider meshes within reach of ``points`` (per cable, a list of
         node arrays, world, m), handed to
         the solver as one mesh obstacle; its narrow phase (exact distances, contact forces) is the same
@@ -210,7 +270,8 @@ class HarnessSimulation:
             return np.inf
         depsgraph = context.evaluated_depsgraph_get()
         points_units = np.concatenate([p for n in targets for p in points[n]]) / self.scale
-        triangles, sharp = self.colliders.nearby_triangles(colliders, depsgraph, points_units, reach / self.scale)
+        triangles, sharp = self.colliders.nearby_triangles(colliders, depsgraph, points_units, reach / self.scale,
+                                                           poses)
         report.candidate_triangles = len(triangles)
         self.harness.set_obstacles(ObstacleSet().with_triangles(triangles * self.scale, 0, sharp))
         return reach

@@ -107,3 +107,25 @@ def test_bake_follows_a_collider_that_jumps_further_than_a_radius_per_frame(exte
     lying = curve_world_points(cable)
     assert lying[:, 2].min() >= 0.5 * bottom + 0.99 * radius
     assert lying[:, 2].min() < 0.5 * bottom + 1.5 * radius
+
+
+def test_a_collider_dragged_further_than_a_radius_in_one_tick_pushes_the_cable_along(extension):
+    # Simulate: a floor under a hanging cable is lifted to half the cable's sag between two ticks (a
+    # fast drag, ten cable radii at once). Contact alone would let it pass through the cable; the tick
+    # follows the collider in sub-steps, so the cable ends up lying on the floor.
+    simulation_module = sys.modules[f"{extension.__name__}.cable_harness.simulation"]
+    *_, cable = simple_harness(with_clip=False)
+    bpy.ops.cable_harness.solve()
+    bottom = curve_world_points(cable)[:, 2].min()
+    floor = _floor(bottom - 0.01, 1.0)
+    simulation = simulation_module.HarnessSimulation(bpy.context.scene)
+    assert not simulation.tick(bpy.context).failed
+    radius = 0.5 * cable.cable_harness.diameter
+    assert 0.5 * bottom - (bottom - 0.01) > 10 * radius
+    floor.location.z = 0.5 * bottom
+    bpy.context.view_layer.update()
+    report = simulation.tick(bpy.context)
+    assert not report.failed, report.failed
+    lying = curve_world_points(cable)
+    assert lying[:, 2].min() >= 0.5 * bottom + 0.99 * radius
+    assert lying[:, 2].min() < 0.5 * bottom + 1.5 * radius
