@@ -15,7 +15,7 @@ import numpy as np
 from .contact import ObstacleSet
 from .interactions import PENETRATION_TOLERANCE, Interactions
 from .newton import CONVERGED, MAX_ITERATIONS, STATUS_TEXT, minimise_rod_energy
-from .rod_group import RodGroup
+from .rod_group import GroupBoundary, RodGroup
 from .rod_model import Boundary, RodModel
 from .rod_state import RodState, apply_boundary, carry_boundary_motion, interpolate_boundary
 
@@ -114,6 +114,10 @@ def solve_equilibrium(model: RodModel, state: RodState, boundary: Boundary, prev
     if previous is None:
         interactions.place_anchors(state)
     cold = previous is None
+    # A warm solve whose frames do not move has nothing to split: every half of the path is the same
+    # problem from the same start, and failing it 2^depth times over only costs time.
+    still = not cold and same_hold(previous, boundary)
+    stiffness_before = interactions.stiffness
     guess_len = np.linalg.norm(np.diff(state.positions, axis=0), axis=1)
     start_strain = float(np.max(np.abs(guess_len / model.rest_len - 1.0))) if cold else 0.0
     if cold:
@@ -168,7 +172,7 @@ def solve_equilibrium(model: RodModel, state: RodState, boundary: Boundary, prev
         counters["status"], counters["ratio"] = status, ratio
         if status == CONVERGED and trial.is_finite():
             return trial
-        if depth >= MAX_CONTINUATION_DEPTH:
+        if depth >= MAX_CONTINUATION_DEPTH or still:
             return None
         tm = 0.5 * (ta + tb)
         middle = attempt(start, ta, tm, depth + 1)
@@ -190,9 +194,34 @@ def solve_equilibrium(model: RodModel, state: RodState, boundary: Boundary, prev
             interactions.update_friction(result, settle=True)
         return SolveReport(result, True, counters["iterations"], residual, counters["substeps"], elapsed, "converged")
     interactions.friction_state = friction_before
+    # contact stiffened on the way to a failure stays as it was (stiffer contact only makes the next
+    # try harder)
+    interactions.stiffen(stiffness_before / interactions.stiffness)
     reason = STATUS_TEXT[counters["status"]]
     return SolveReport(state.copy(), False, counters["iterations"], residual, counters["substeps"], elapsed,
                        f"no equilibrium found ({reason}, {counters['substeps']} substeps); the last good state is kept")
+
+
+def _held_frames(boundary) -> list:
+    if isinstance(boundary, GroupBoundary):
+        return [f for part in boundary.parts for f in _held_frames(part)]
+    return [boundary.start, boundary.end, *boundary.clips]
+
+
+def same_hold(a, b) -> bool:
+    """Whether two boundaries hold the cable(s) at exactly the same frames."""
+    fa, fb = _held_frames(a), _held_frames(b)
+    if len(fa) != len(fb):
+        return False
+    for x, y in zip(fa, fb):
+        if x is y:
+            continue
+        if x is None or y is None or (x.normal is None) != (y.normal is None):
+            return False
+        if not (np.array_equal(x.position, y.position) and np.array_equal(x.tangent, y.tangent)
+                and (x.normal is None or np.array_equal(x.normal, y.normal))):
+            return False
+    return True
 
 
 def centre_line_length(state: RodState) -> float:

@@ -756,3 +756,35 @@ def test_cable_paid_out_onto_a_box_slides_off_its_edge_and_its_weight_is_carried
                 + result["end_forces"]["end"]["force"][2])
     assert vertical == pytest.approx(weight, rel=1e-6)
     _no_penetration(result, doc)
+
+
+def test_contact_stiffened_on_the_way_to_a_failed_solve_is_put_back(monkeypatch):
+    # A clamped cable pressed into a table by a 40 N load sinks deeper than the penetration tolerance
+    # at the first stiffness, so contact is stiffened and minimised again. When that second
+    # minimisation fails, the solve fails and the stiffer contact (which only makes the next try
+    # harder) must not outlive it.
+    from solver_core import equilibrium
+    from solver_core.newton import MAX_ITERATIONS
+
+    doc = case(cable(start={"position": [0, 0, R], "tangent": [1, 0, 0], "normal": [0, 0, 1]},
+                     end={"position": [0.3, 0, R], "tangent": [1, 0, 0], "normal": [0, 0, 1]},
+                     loads=[{"s": 0.15, "force": [0, 0, -40.0]}]), obstacles=[TABLE])
+    h = Harness.from_case(parse_case(doc))
+    session = h.cables["W1"]
+    before = session.interactions.stiffness
+    real = equilibrium._minimise
+    calls = []
+
+    def first_call_only(*args):
+        calls.append(args[5][1][1])  # the contact stiffness this minimisation ran with
+        status, iterations, ratio, energy = real(*args)
+        return (status, iterations, ratio, energy) if len(calls) == 1 else (MAX_ITERATIONS, iterations, ratio, energy)
+
+    monkeypatch.setattr(equilibrium, "_minimise", first_call_only)
+    report = h.solve_step()["W1"]
+    assert not report.converged and max(calls) > before  # it was stiffened on the way
+    assert session.interactions.stiffness == before
+    monkeypatch.setattr(equilibrium, "_minimise", real)
+    report = h.solve_step()["W1"]  # the same solve, unhindered: stiffened to meet the tolerance
+    assert report.converged and session.interactions.stiffness > before
+    _no_penetration(h.cable_result("W1"), doc)

@@ -8,6 +8,7 @@ import pytest
 from helpers.cases import cable, case, first, harness, rotation, solve
 
 from solver_core import CableChange, Frame, parse_case
+from solver_core.rod_model import Boundary
 from solver_core.rotations import matrix_from_quat
 
 HARNESS_CABLE = cable(
@@ -179,6 +180,25 @@ class TestWarmStartAndContinuation:
         assert result["converged"] is False
         assert np.isfinite(np.array(result["nodes"])).all()
         assert np.isfinite(result["energy"])
+
+
+def test_a_failed_solve_with_the_frames_still_is_tried_once_not_split():
+    # With nothing moving, every half of the path is the same problem from the same start: splitting
+    # it (as a moving step is split) would fail it 2^depth times over. A moving step is still split.
+    from solver_core.equilibrium import MAX_CONTINUATION_DEPTH, solve_equilibrium
+
+    h = harness(case(HARNESS_CABLE))
+    h.solve_step()
+    session = h.cables["W1"]
+    model, state, held = session.model, session.state, session.boundary
+    model.node_force[30] += [0.0, 0.0, -2.0]  # a new load, too few iterations to carry it
+    still = solve_equilibrium(model, state, held, held, 2)
+    assert not still.converged and still.substeps == 1
+    assert np.array_equal(still.state.positions, state.positions)  # the last good state
+    moved = Boundary(held.start, Frame(held.end.position + [0.0, 0.0, 0.01], held.end.tangent, held.end.normal),
+                     held.clips)
+    split = solve_equilibrium(model, state, moved, held, 2)
+    assert not split.converged and split.substeps == MAX_CONTINUATION_DEPTH + 1
 
 
 def test_roll_free_start_is_a_swivel_the_cable_turns_about():
