@@ -23,6 +23,7 @@ function (quadratic below the stick width eps, linear beyond): the Coulomb force
 slides (Lv 2017, Eqs. 32-36: static mu_s while sticking, dynamic mu_d once sliding).
 """
 
+import hashlib
 import math
 from dataclasses import dataclass, field
 
@@ -56,6 +57,18 @@ class ObstacleSet:
     capsule_b: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
     capsule_radius: np.ndarray = field(default_factory=lambda: np.zeros(0))
     triangle_sharp: np.ndarray = None  # per triangle, bit k: edge k (ab, bc, ca) is sharp or open
+
+    def fingerprint(self) -> bytes:
+        """A digest of the geometry (kept: an ObstacleSet is not changed once made, with_* make new ones)."""
+        digest = self.__dict__.get("_fingerprint")
+        if digest is None:
+            h = hashlib.blake2b(digest_size=16)
+            for a in (self.plane_point, self.plane_normal, self.sphere_centre, self.sphere_radius, self.triangles,
+                      self.capsule_a, self.capsule_b, self.capsule_radius):
+                h.update(np.ascontiguousarray(a, dtype=np.float64).tobytes())
+                h.update(b"|")
+            digest = self.__dict__["_fingerprint"] = h.digest()
+        return digest
 
     @property
     def empty(self) -> bool:

@@ -96,15 +96,16 @@ MAX_START_STRAIN = 0.2
 
 
 def solve_equilibrium(model: RodModel, state: RodState, boundary: Boundary, previous: Boundary | None = None,
-                      max_iterations: int = 200, interactions: Interactions | None = None) -> SolveReport:
+                      max_iterations: int = 200, interactions: Interactions | None = None,
+                      max_depth: int = MAX_CONTINUATION_DEPTH) -> SolveReport:
     """Solve for the equilibrium with ``boundary`` held, starting from ``state``.
 
     ``state`` must be an equilibrium for ``previous`` (a warm start) or, when ``previous`` is
     None, a guess that already satisfies ``boundary`` (a cold start). The path from start to
     target is parametrised by t in [0, 1]: boundary frames move from ``previous`` to
     ``boundary``; on a cold start the loads ramp up from zero and the rest lengths from those of
-    the guess. A failed piece of the path is split in halves, recursively. The input state is
-    never modified.
+    the guess. A failed piece of the path is split in halves, recursively (``max_depth`` times at
+    most). The input state is never modified.
     """
     t0 = time.perf_counter()
     counters = {"iterations": 0, "substeps": 0, "status": CONVERGED, "ratio": 0.0}
@@ -172,7 +173,7 @@ def solve_equilibrium(model: RodModel, state: RodState, boundary: Boundary, prev
         counters["status"], counters["ratio"] = status, ratio
         if status == CONVERGED and trial.is_finite():
             return trial
-        if depth >= MAX_CONTINUATION_DEPTH or still:
+        if depth >= max_depth or still:
             return None
         tm = 0.5 * (ta + tb)
         middle = attempt(start, ta, tm, depth + 1)
@@ -202,15 +203,16 @@ def solve_equilibrium(model: RodModel, state: RodState, boundary: Boundary, prev
                        f"no equilibrium found ({reason}, {counters['substeps']} substeps); the last good state is kept")
 
 
-def _held_frames(boundary) -> list:
+def held_frames(boundary) -> list:
+    """The frames a boundary (or a group's) holds its cable(s) at, in order (None: a free end)."""
     if isinstance(boundary, GroupBoundary):
-        return [f for part in boundary.parts for f in _held_frames(part)]
+        return [f for part in boundary.parts for f in held_frames(part)]
     return [boundary.start, boundary.end, *boundary.clips]
 
 
 def same_hold(a, b) -> bool:
     """Whether two boundaries hold the cable(s) at exactly the same frames."""
-    fa, fb = _held_frames(a), _held_frames(b)
+    fa, fb = held_frames(a), held_frames(b)
     if len(fa) != len(fb):
         return False
     for x, y in zip(fa, fb):

@@ -5,6 +5,7 @@ This is the object both the CLI and the Blender layer drive: build it from a cas
 ``solve_step`` with changed frames (or none), read ``cable_result`` documents back.
 """
 
+import hashlib
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -12,7 +13,7 @@ import numpy as np
 from .case import Case, CableChange, CableSpec
 from .contact import NODE_KINDS, SELF_KINDS, ObstacleSet, obstacles_from_case
 from .diagnostics import bend_radii, directors, elastic_and_load_energy, joint_arc_lengths, reactions, twist_rates
-from .equilibrium import SolveReport, centre_line_length, solve_equilibrium
+from .equilibrium import MAX_CONTINUATION_DEPTH, SolveReport, centre_line_length, held_frames, solve_equilibrium
 from .interactions import ContactSettings, Interactions
 from .rod_group import GroupBoundary, GroupInteractions, RodGroup, join_models
 from .rod_model import Boundary, RodModel, build_rod_model
@@ -46,6 +47,9 @@ class Harness:
     cables: dict = field(default_factory=dict)
     warnings: list = field(default_factory=list)
     obstacles: ObstacleSet = field(default_factory=ObstacleSet)
+    # (digest of a step's input, its reports) of the last step that failed and changed nothing
+    unchanged_failure: tuple | None = field(default=None, repr=False)
+    failed_groups: set = field(default_factory=set)  # cables (tuples) whose last joint solve failed
 
     @classmethod
     def from_case(cls, case: Case, extra_triangles=None) -> "Harness":
@@ -177,6 +181,37 @@ class Harness:
         changes = changes or {}
         ids = list(self.cables) if cable_ids is None else [cid for cid in self.cables if cid in set(cable_ids)]
         targets = {cid: (self.changed_boundary(cid, changes[cid]) if cid in changes else None) for cid in ids}
+        # The solver is deterministic: a step that failed and left everything as it was fails again
+        # from the same input, and an interactive session asks for the same step on every tick while
+        # nothing moves. Such a step is answered from the last try until something changes.
+        digest = self._input_digest(ids, targets)
+        if self.unchanged_failure is not None and self.unchanged_failure[0] == digest:
+            return {cid: replace(report, iterations=0, substeps=0, solve_ms=0.0,
+                                 message=f"{report.message} (nothing has changed since; not tried again)")
+                    for cid, report in self.unchanged_failure[1].items()}
+        reports = self._solve_step(ids, targets)
+        failed = not all(report.converged for report in reports.values())
+        self.unchanged_failure = (digest, reports) if failed and self._input_digest(ids, targets) == digest else None
+        return reports
+
+    def _input_digest(self, ids, targets) -> bytes:
+        """A digest of everything a step's outcome depends on."""
+        h = hashlib.blake2b(digest_size=16)
+        h.update(repr((ids, self.case.solver, self.contact_settings)).encode())
+        h.update(self.obstacles.fingerprint())
+        for cid, session in self.cables.items():
+            friction = session.interactions.friction_state
+            h.update(repr((cid, session.solved, session.interactions.stiffness)).encode())
+            for a in (session.state.positions, session.state.quats, session.model.node_force, friction.active,
+                      friction.normal, friction.force, friction.anchor, friction.sliding):
+                h.update(np.ascontiguousarray(a).tobytes())
+            for frame in held_frames(targets.get(cid) or session.boundary):
+                for a in (() if frame is None else (frame.position, frame.tangent, frame.normal)):
+                    h.update(b"-" if a is None else np.ascontiguousarray(a, dtype=np.float64).tobytes())
+                h.update(b"|")
+        return h.digest()
+
+    def _solve_step(self, ids, targets) -> dict:
         if not self.contact_settings.cable_cable:
             return {cid: self.solve_cable(cid, targets[cid]) for cid in ids}
         # Cable-cable and self contact. Cables that touch (or nearly) are solved together as one system
@@ -266,8 +301,17 @@ class Harness:
                                          members=tuple(s.interactions for s in sessions))
         target = GroupBoundary(tuple(targets.get(cid) or s.boundary for cid, s in zip(ids, sessions)))
         previous = GroupBoundary(tuple(s.boundary for s in sessions))
+        # A group whose joint solve failed last time (its cables were then solved one by one) is tried
+        # together once, not along a path split 2^7 times: splitting helps where a step is too large,
+        # and from a start that is no joint equilibrium it was not the step that failed.
+        key = tuple(ids)
+        depth = 0 if key in self.failed_groups else MAX_CONTINUATION_DEPTH
         report = solve_equilibrium(group, group.join_states([s.state for s in sessions]), target, previous,
-                                   self.case.solver.max_iterations, interactions)
+                                   self.case.solver.max_iterations, interactions, max_depth=depth)
+        if report.converged:
+            self.failed_groups.discard(key)
+        else:
+            self.failed_groups.add(key)
         states = group.split_state(report.state)
         message, refused = report.message, False
         moved = report.converged

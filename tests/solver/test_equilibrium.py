@@ -296,3 +296,28 @@ def test_case_parses_once_and_solves_twice_identically():
     a = solve_case(c)["steps"][0]["cables"]["W1"]["nodes"]
     b = solve_case(c)["steps"][0]["cables"]["W1"]["nodes"]
     assert a == b
+
+
+def test_a_failed_step_is_not_tried_again_until_something_changes(monkeypatch):
+    # An interactive session asks for the same step on every tick while nothing moves; a step that
+    # failed and changed nothing would fail the same way again (the solver is deterministic).
+    from solver_core import harness as harness_module
+
+    h = harness(case(HARNESS_CABLE, solver={"max_iterations": 1}))
+    calls = []
+    real = harness_module.solve_equilibrium
+    monkeypatch.setattr(harness_module, "solve_equilibrium", lambda *a, **k: calls.append(1) or real(*a, **k))
+    first_try = h.solve_step()["W1"]
+    assert not first_try.converged and len(calls) == 1
+    again = h.solve_step()["W1"]
+    assert len(calls) == 1 and not again.converged and again.iterations == 0
+    assert first_try.message in again.message and "not tried again" in again.message
+    # anything that changes the input is tried: a moved connector, other obstacles
+    end = h.cables["W1"].boundary.end
+    h.solve_step({"W1": CableChange(end=Frame(end.position + [0.0, 0.0, 0.001], end.tangent, end.normal))})
+    assert len(calls) == 2
+    from solver_core.contact import ObstacleSet
+
+    h.set_obstacles(ObstacleSet(plane_point=np.array([[0.0, 0.0, -1.0]]), plane_normal=np.array([[0.0, 0.0, 1.0]])))
+    h.solve_step()
+    assert len(calls) == 3
