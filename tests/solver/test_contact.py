@@ -797,3 +797,20 @@ def test_contact_stiffened_on_the_way_to_a_failed_solve_is_put_back(monkeypatch)
     report = h.solve_step()["W1"]  # the same solve, unhindered: stiffened to meet the tolerance
     assert report.converged and session.interactions.stiffness > before
     _no_penetration(h.cable_result("W1"), doc)
+
+
+@pytest.mark.parametrize("kind_name, allowed", [("CAP_NODE", 0.5), ("CAP_SEG", 0.1), ("SELF_SEG", 0.1)])
+def test_a_step_is_cut_where_it_would_carry_a_segment_across_another_cable(kind_name, allowed):
+    # A step moving a free segment 0.8 radii straight at something it does not touch yet (gap
+    # 0.01 radii): a node may go half a radius in before the step is cut, a segment crossing another
+    # cable's segment between nodes only a tenth (Newton could not lift it out again).
+    from solver_core import contact
+
+    kind = np.array([getattr(contact, kind_name)])
+    move, gap = 0.8 * R, 0.01 * R
+    delta = np.array([0.0, 0.0, -move, 0.0, 0.0, -move, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+    node_dof = np.array([0, 3, 6, 9])  # the other side (self pairs: nodes 2 and 3) stays put
+    fraction = contact.approach_fraction(delta, node_dof, kind, np.array([0]), np.array([2]), np.array([gap]),
+                                         np.array([0.5]), np.array([0.5]), np.array([[0.0, 0.0, 1.0]]),
+                                         np.full(4, R), 10 * R)
+    assert fraction == pytest.approx(allowed * R / move, rel=1e-12)
