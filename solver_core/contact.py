@@ -72,6 +72,16 @@ class ObstacleSet:
         return digest
 
     @property
+    def has_sharp_edges(self) -> bool:
+        """Whether a triangle has a sharp or open edge (where segment pairs are searched for)."""
+        sharp = self.__dict__.get("_has_sharp_edges")
+        if sharp is None:
+            if self.triangle_sharp is None:
+                self.triangle_sharp = sharp_edges(self.triangles)
+            sharp = self.__dict__["_has_sharp_edges"] = bool(np.any(self.triangle_sharp))
+        return sharp
+
+    @property
     def empty(self) -> bool:
         return (len(self.plane_point) + len(self.sphere_centre) + len(self.triangles) + len(self.capsule_a)) == 0
 
@@ -630,9 +640,66 @@ def _curvature_hessian(kind, prim, obstacles, cp, cq, normal, H):
 @njit
 def contact_energy(pos, kind, elem, prim, obstacles, node_radius, stiffness, node_len, seg_len, node_dof, grad, band,
                    bw, mode, pair_gap, pair_t, pair_normal, pair_point, pair_u, pair_force):
-    """Penalty energy of all pairs; mode 0: energy only, 1: + gradient, 2: + gradient and Hessian,
-    3: + gradient and the Gauss-Newton part of the Hessian only (no curvature of the distance, which
-    is negative where a cable presses on an edge and would keep the matrix indefinite).
+    """Penalty energy of every pair (``contact_energy_of`` with all pairs live)."""
+    return contact_energy_of(np.arange(kind.shape[0]), pos, kind, elem, prim, obstacles, node_radius, stiffness,
+                             node_len, seg_len, node_dof, grad, band, bw, mode, pair_gap, pair_t, pair_normal,
+                             pair_point, pair_u, pair_force)
+
+
+@njit
+def pair_gaps(live, pos, kind, elem, prim, obstacles, node_radius, pair_gap, pair_t, pair_normal, pair_point, pair_u):
+    """Geometry of the pairs ``live``: gap d - r (negative: penetration), segment parameter, normal,
+    contact point on the cable and the parameter on the other segment (self pairs)."""
+    cp = np.empty(3)
+    cq = np.empty(3)
+    nrm = np.empty(3)
+    for idx in range(live.shape[0]):
+        p = live[idx]
+        t, d, u = pair_geometry(pos, kind[p], elem[p], prim[p], obstacles, cp, cq, nrm)
+        self_pair = kind[p] == SELF_NODE or kind[p] == SELF_SEG
+        pair_gap[p] = d - node_radius[elem[p]] - (node_radius[prim[p]] if self_pair else 0.0)
+        pair_t[p] = t
+        pair_u[p] = u
+        for k in range(3):
+            pair_normal[p, k] = nrm[k]
+            pair_point[p, k] = cp[k]
+
+
+@njit
+def live_pairs(pos, kind, elem, prim, obstacles, node_radius, margin, pair_gap, pair_t, pair_normal, pair_point,
+               pair_u, pair_force):
+    """Evaluates every pair at ``pos`` and returns those with a gap below ``margin``.
+
+    The others are open and stay open while no node has moved margin/2 (both sides of a pair may
+    move): each gap is 1-Lipschitz in the node positions. The minimiser evaluates only the live
+    pairs between these refreshes; a cable resting on a fine mesh has some 50 triangles within the
+    search reach of a node and a handful within a fraction of its radius."""
+    n_pairs = kind.shape[0]
+    pair_gaps(np.arange(n_pairs), pos, kind, elem, prim, obstacles, node_radius, pair_gap, pair_t, pair_normal,
+              pair_point, pair_u)
+    n_live = 0
+    for p in range(n_pairs):
+        if pair_gap[p] < margin:
+            n_live += 1
+        if not (pair_gap[p] < 0.0):
+            for k in range(3):
+                pair_force[p, k] = 0.0
+    live = np.empty(n_live, dtype=np.int64)
+    j = 0
+    for p in range(n_pairs):
+        if pair_gap[p] < margin:
+            live[j] = p
+            j += 1
+    return live
+
+
+@njit
+def contact_energy_of(live, pos, kind, elem, prim, obstacles, node_radius, stiffness, node_len, seg_len, node_dof,
+                      grad, band, bw, mode, pair_gap, pair_t, pair_normal, pair_point, pair_u, pair_force):
+    """Penalty energy of the pairs ``live`` (indices; the others must be open); mode 0: energy only,
+    1: + gradient, 2: + gradient and Hessian, 3: + gradient and the Gauss-Newton part of the Hessian
+    only (no curvature of the distance, which is negative where a cable presses on an edge and would
+    keep the matrix indefinite).
 
     Per pair, records the gap d - r (negative: penetration), the segment parameter, normal and the
     contact point on the cable. Every pair acts: each term is C1, so the energy stays C1 where a cable
@@ -642,20 +709,11 @@ def contact_energy(pos, kind, elem, prim, obstacles, node_radius, stiffness, nod
     pairs that do not act (the step filter needs it: a segment must not sweep over an edge its nodes
     hide); ``pair_force`` is the force a pair exerts on the cable (0 where it is open or does not act).
     """
-    n_pairs = kind.shape[0]
     cp = np.empty(3)
     cq = np.empty(3)
     nrm = np.empty(3)
     Hc = np.empty((3, 3))
-    for p in range(n_pairs):
-        t, d, u = pair_geometry(pos, kind[p], elem[p], prim[p], obstacles, cp, cq, nrm)
-        self_pair = kind[p] == SELF_NODE or kind[p] == SELF_SEG
-        pair_gap[p] = d - node_radius[elem[p]] - (node_radius[prim[p]] if self_pair else 0.0)
-        pair_t[p] = t
-        pair_u[p] = u
-        for k in range(3):
-            pair_normal[p, k] = nrm[k]
-            pair_point[p, k] = cp[k]
+    pair_gaps(live, pos, kind, elem, prim, obstacles, node_radius, pair_gap, pair_t, pair_normal, pair_point, pair_u)
     # A segment pair carries only what it reaches beyond the same kind of contact at its deeper node
     # (an edge or a crossing cable between nodes): E = k/2 (D_s^2 - D_n^2) with the depths D = max(0,
     # -gap). Over a flat face the deepest point is a node and E = 0; as a crossing slides towards a
@@ -665,13 +723,15 @@ def contact_energy(pos, kind, elem, prim, obstacles, node_radius, stiffness, nod
     n_nodes = pos.shape[0]
     node_gap = np.full((3, n_nodes), np.inf)  # deepest node pair per node: triangles, capsules, self
     node_pair = np.full((3, n_nodes), -1, dtype=np.int64)
-    for p in range(n_pairs):
+    for idx in range(live.shape[0]):
+        p = live[idx]
         c = 0 if kind[p] == TRI_NODE else (1 if kind[p] == CAP_NODE else (2 if kind[p] == SELF_NODE else -1))
         if c >= 0 and pair_gap[p] < node_gap[c, elem[p]]:
             node_gap[c, elem[p]] = pair_gap[p]
             node_pair[c, elem[p]] = p
     energy = 0.0
-    for p in range(n_pairs):
+    for idx in range(live.shape[0]):
+        p = live[idx]
         gap = pair_gap[p]
         for k in range(3):
             pair_force[p, k] = 0.0

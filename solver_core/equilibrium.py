@@ -38,7 +38,7 @@ class SolveReport:
 
 def _minimise(model: RodModel, state: RodState, load_factor: float, rest_len: np.ndarray, max_iterations: int,
               extra: tuple, dof_tol: np.ndarray):
-    """Returns (status, iterations, residual ratio, energy at the last iterate)."""
+    """Returns (status, iterations, residual ratio, energy at the last iterate, deepest penetration)."""
     return minimise_rod_energy(
         state.positions, state.quats, model.node_dof, model.rot_dof, model.fixed, dof_tol, model.bw,
         rest_len, model.stretch_stiff, model.joint_a, model.joint_b, model.joint_len, model.bend_stiff,
@@ -59,22 +59,22 @@ def _minimise_with_interactions(model, interactions, state, boundary, load_facto
         probe = state.copy()
         saved = interactions.friction_state
         interactions.friction_state = type(saved).empty(model.n_nodes)
-        status, iterations, ratio, energy = _minimise(model, probe, load_factor, rest_len, max_iterations,
-                                                      interactions.kernel_tuple(boundary),
-                                                      interactions.dof_tolerance(boundary))
+        status, iterations, ratio, energy, _depth = _minimise(model, probe, load_factor, rest_len, max_iterations,
+                                                              interactions.kernel_tuple(boundary),
+                                                              interactions.dof_tolerance(boundary))
         total += iterations
         interactions.friction_state = saved
         interactions.set_normal_forces(probe)
     for _round in range(MAX_FRICTION_ROUNDS):
         for _stiffen in range(MAX_STIFFENING + 1):
-            status, iterations, ratio, energy = _minimise(model, state, load_factor, rest_len, max_iterations,
-                                                          interactions.kernel_tuple(boundary),
-                                                          interactions.dof_tolerance(boundary))
+            status, iterations, ratio, energy, depth = _minimise(model, state, load_factor, rest_len, max_iterations,
+                                                                 interactions.kernel_tuple(boundary),
+                                                                 interactions.dof_tolerance(boundary))
             total += iterations
             if status != CONVERGED or not interactions.uses_contact:
                 break
-            contacts = interactions.contacts(state)
-            depth = max((-c[6] for c in contacts), default=0.0)
+            if interactions.pairs_depend_on_search:
+                depth = interactions.deepest_pair_penetration(state)
             if depth <= PENETRATION_TOLERANCE * interactions.radius:
                 break
             interactions.stiffen(10.0)

@@ -231,6 +231,17 @@ class Interactions:
                  force[p].copy(), float(gap[p]), int(prim[p]), float(u[p])) for p in range(len(kind))
                 if force[p].any()]
 
+    @property
+    def pairs_depend_on_search(self) -> bool:
+        """Whether some contact pairs (segment pairs against other segments or at sharp edges) are
+        found only where their closest points lie at the search (newton.minimise_rod_energy)."""
+        return self.self_gap > 0 or len(self.obstacles.capsule_radius) > 0 or self.obstacles.has_sharp_edges
+
+    def deepest_pair_penetration(self, state: RodState) -> float:
+        """Largest penetration of any contact pair at ``state``, from a fresh search (0 when clear)."""
+        gap = self._evaluate_pairs(state)[3]
+        return float(max(0.0, -gap.min())) if len(gap) else 0.0
+
     def deepest_penetration(self, state: RodState) -> float:
         """Largest penetration of any contact pair or segment (0 when clear), in metres."""
         if not self.uses_contact:

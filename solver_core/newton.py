@@ -16,7 +16,8 @@ import numpy as np
 
 from ._jit import njit
 from .banded import band_cholesky, band_symmetric_matvec, low_rank_factor, low_rank_matvec, low_rank_solve
-from .contact import SELF_NODE, SELF_SEG, approach_fraction, contact_energy, find_pairs, friction_energy
+from .contact import (CAP_NODE, PLANE, SELF_NODE, SELF_SEG, TRI_NODE, approach_fraction, contact_energy_of, find_pairs,
+                      friction_energy, live_pairs)
 from .mounts import compliant_energy, sliding_crossings, sliding_energy
 from .rod_energy import rod_energy, rod_gradient_hessian, rod_strains, strain_jacobian_transpose
 from .rotations import quat_retract, quat_to_matrix
@@ -112,16 +113,17 @@ def _retract(pos, quat, node_dof, rot_dof, delta, scale, out_pos, out_quat, rot_
 
 
 @njit
-def _extra_terms(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, sl_seg, sl_t, grad, band, bw, mode, pair_gap,
-                 pair_t, pair_normal, pair_point, pair_u, pair_force):
-    """Energy (and in mode 1/2 gradient and Gauss-Newton Hessian) of contact, friction and mounts."""
+def _extra_terms(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, live, sl_seg, sl_t, grad, band, bw, mode,
+                 pair_gap, pair_t, pair_normal, pair_point, pair_u, pair_force):
+    """Energy (and in mode 1/2 gradient and Gauss-Newton Hessian) of contact (the pairs ``live``),
+    friction and mounts."""
     (obstacles, cparams, node_len, seg_len, fr_active, fr_normal, fr_force, fr_anchor, fr_mu, sl_point, sl_axis,
      sl_stiff, cc_node, cc_rot, cc_centre, cc_quat, cc_K, _sl_part, node_radius, _node_part) = extra
     energy = 0.0
-    if kind.shape[0] > 0:
-        energy += contact_energy(pos, kind, elem, prim, obstacles, node_radius, cparams[1], node_len, seg_len,
-                                 node_dof, grad, band, bw, mode, pair_gap, pair_t, pair_normal, pair_point, pair_u,
-                                 pair_force)
+    if live.shape[0] > 0:
+        energy += contact_energy_of(live, pos, kind, elem, prim, obstacles, node_radius, cparams[1], node_len,
+                                    seg_len, node_dof, grad, band, bw, mode, pair_gap, pair_t, pair_normal, pair_point,
+                                    pair_u, pair_force)
     if fr_active.shape[0] > 0:
         energy += friction_energy(pos, node_dof, fr_active, fr_normal, fr_force, fr_anchor, fr_mu, cparams[4], grad,
                                   band, bw, mode)
@@ -138,12 +140,12 @@ def _extra_terms(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, sl_seg, 
 
 @njit
 def _assemble(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len, bend_stiff,
-              node_force, rot_couple, load_factor, grad, band, bw, geometric, extra, kind, elem, prim, sl_seg, sl_t,
-              pair_gap, pair_t, pair_normal, pair_point, pair_u, pair_force):
+              node_force, rot_couple, load_factor, grad, band, bw, geometric, extra, kind, elem, prim, live, sl_seg,
+              sl_t, pair_gap, pair_t, pair_normal, pair_point, pair_u, pair_force):
     """Gradient and Hessian of everything; returns the energy of the terms beyond the rod's own."""
     rod_gradient_hessian(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len,
                          bend_stiff, node_force, rot_couple, load_factor, grad, band, bw, True, geometric)
-    return _extra_terms(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, sl_seg, sl_t, grad, band, bw,
+    return _extra_terms(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, live, sl_seg, sl_t, grad, band, bw,
                         2 if geometric > 0.0 else 3, pair_gap, pair_t, pair_normal, pair_point, pair_u, pair_force)
 
 
@@ -151,33 +153,40 @@ def _assemble(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, jo
 def _trial_extra(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, sl_seg, sl_t, pair_gap, delta):
     """Energy beyond the rod's at a trial state pos = current + delta, over the pairs that can act there.
 
-    A pair whose gap at the current state exceeds twice the largest node move of the step (both
-    sides may move for self-contact) is still open at the trial state and adds nothing, so only the
-    others are evaluated: near convergence the step is tiny and that is a few pairs per node instead
-    of every triangle within the search reach.
+    A pair whose gap at the current state exceeds the move of its nodes in the step (of both sides'
+    nodes for self-contact) is still open at the trial state and adds nothing, so only the others
+    are evaluated: near convergence the step is tiny and that is a few pairs per node instead of
+    every triangle within the search reach. (Pairs outside the minimiser's live set hold the gap of
+    their last evaluation, at least the live margin; the minimiser evaluates every pair afresh before
+    a step that could close one of them.)
     """
-    move2 = 0.0
+    node_move = np.empty(node_dof.shape[0])
     for n in range(node_dof.shape[0]):
         a = node_dof[n]
-        m2 = delta[a] ** 2 + delta[a + 1] ** 2 + delta[a + 2] ** 2
-        if m2 > move2:
-            move2 = m2
-    limit = 2.0 * math.sqrt(move2)
+        node_move[n] = math.sqrt(delta[a] ** 2 + delta[a + 1] ** 2 + delta[a + 2] ** 2)
+    acts = np.zeros(kind.shape[0], dtype=np.bool_)
     n_live = 0
     for p in range(kind.shape[0]):
-        if not (pair_gap[p] >= limit):
+        i = elem[p]
+        move = node_move[i]
+        if not (kind[p] == PLANE or kind[p] == TRI_NODE or kind[p] == CAP_NODE or kind[p] == SELF_NODE):
+            move = max(move, node_move[i + 1])
+        if kind[p] == SELF_NODE or kind[p] == SELF_SEG:
+            move += max(node_move[prim[p]], node_move[prim[p] + 1])
+        if not (pair_gap[p] >= move):
+            acts[p] = True
             n_live += 1
     kind_l = np.empty(n_live, dtype=np.int64)
     elem_l = np.empty(n_live, dtype=np.int64)
     prim_l = np.empty(n_live, dtype=np.int64)
     j = 0
     for p in range(kind.shape[0]):
-        if not (pair_gap[p] >= limit):
+        if acts[p]:
             kind_l[j], elem_l[j], prim_l[j] = kind[p], elem[p], prim[p]
             j += 1
-    return _extra_terms(pos, quat, node_dof, rot_dof, extra, kind_l, elem_l, prim_l, sl_seg, sl_t, np.zeros(1),
-                        np.zeros((1, 1)), 0, 0, np.empty(n_live), np.empty(n_live), np.empty((n_live, 3)),
-                        np.empty((n_live, 3)), np.empty(n_live), np.empty((n_live, 3)))
+    return _extra_terms(pos, quat, node_dof, rot_dof, extra, kind_l, elem_l, prim_l, np.arange(n_live), sl_seg, sl_t,
+                        np.zeros(1), np.zeros((1, 1)), 0, 0, np.empty(n_live), np.empty(n_live),
+                        np.empty((n_live, 3)), np.empty((n_live, 3)), np.empty(n_live), np.empty((n_live, 3)))
 
 
 @njit
@@ -224,9 +233,52 @@ def _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, no
 
 
 @njit
+def _largest_move(pos, searched_at):
+    move2 = 0.0
+    for n in range(pos.shape[0]):
+        d2 = ((pos[n, 0] - searched_at[n, 0]) ** 2 + (pos[n, 1] - searched_at[n, 1]) ** 2
+              + (pos[n, 2] - searched_at[n, 2]) ** 2)
+        if not (d2 <= move2):
+            move2 = d2
+    return math.sqrt(move2)
+
+
+@njit
+def _largest_step(delta, node_dof):
+    move2 = 0.0
+    for n in range(node_dof.shape[0]):
+        a = node_dof[n]
+        m2 = delta[a] ** 2 + delta[a + 1] ** 2 + delta[a + 2] ** 2
+        if not (m2 <= move2):
+            move2 = m2
+    return math.sqrt(move2)
+
+
+@njit
+def _deepest(pair_gap, live):
+    depth = 0.0
+    for idx in range(live.shape[0]):
+        if -pair_gap[live[idx]] > depth:
+            depth = -pair_gap[live[idx]]
+    return depth
+
+
+# Pairs farther open than this (in radii) are left out of the Newton iterations until some node has
+# moved a quarter of it (contact.live_pairs).
+LIVE_MARGIN = 0.5
+
+
+@njit
 def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_len, stretch_stiff, joint_a, joint_b,
                         joint_len, bend_stiff, node_force, rot_couple, load_factor, max_iterations, extra):
-    """Newton-minimise in place. Returns (status, iterations, residual / tolerance, energy)."""
+    """Newton-minimise in place. Returns (status, iterations, residual / tolerance, energy, deepest
+    penetration of a candidate contact pair).
+
+    The candidates are searched again once a node has moved a reach. Between searches every pair
+    within reach of a node or a plain face is among them, but a segment pair is found only where
+    its closest points lie inside both segments (or on a sharp edge) at the search, and may have got
+    there since: the deepest penetration is then not the whole story (see
+    ``Interactions.pairs_depend_on_search``)."""
     n_dof = fixed.shape[0]
     grad = np.zeros(n_dof)
     band = np.zeros((n_dof, bw + 1))
@@ -261,6 +313,13 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
     pair_normal = np.zeros((0, 3))
     pair_point = np.zeros((0, 3))
     pair_u = np.zeros(0)
+    pair_force = np.zeros((0, 3))
+    searched_at = np.full_like(pos, np.inf)
+    live = np.zeros(0, dtype=np.int64)
+    live_margin = np.inf
+    for n in range(pos.shape[0]):
+        live_margin = min(live_margin, LIVE_MARGIN * node_radius[n])
+    evaluated_at = np.full_like(pos, np.inf)
     sl_point, sl_axis = extra[9], extra[10]
     sl_seg = np.full(sl_point.shape[0], -1, dtype=np.int64)
     sl_t = np.zeros(sl_point.shape[0])
@@ -268,21 +327,13 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
     gn_overestimates = False
     ratio = np.inf
     energy = np.inf
-    searched_at = np.full_like(pos, np.inf)
-    pair_force = np.zeros((0, 3))
     Ut = np.zeros((0, n_dof))
     k_c = np.zeros(0)
     Z = np.empty((0, n_dof))
     S = np.empty((0, 0))
     piv = np.empty(0, dtype=np.int64)
     for it in range(max_iterations + 1):
-        moved_since_search = 0.0
-        for n in range(pos.shape[0]):
-            d2 = ((pos[n, 0] - searched_at[n, 0]) ** 2 + (pos[n, 1] - searched_at[n, 1]) ** 2
-                  + (pos[n, 2] - searched_at[n, 2]) ** 2)
-            if not (d2 <= moved_since_search):
-                moved_since_search = d2
-        if use_contact and not (moved_since_search <= reach * reach):
+        if use_contact and not (_largest_move(pos, searched_at) <= reach):
             # Candidate pairs within twice the reach, searched again once some node has moved a
             # reach since: with steps no longer than a reach, they hold everything a step can touch,
             # and no step may carry a contact point through its gap, so nothing is missed or tunnelled.
@@ -295,6 +346,13 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
             pair_point = np.empty((n_pairs, 3))
             pair_u = np.zeros(n_pairs)
             pair_force = np.zeros((n_pairs, 3))
+            evaluated_at[:, :] = np.inf
+        moved_since_evaluation = _largest_move(pos, evaluated_at) if use_contact else 0.0
+        if use_contact and not (moved_since_evaluation <= 0.25 * live_margin):
+            live = live_pairs(pos, kind, elem, prim, obstacles, node_radius, live_margin, pair_gap, pair_t,
+                              pair_normal, pair_point, pair_u, pair_force)
+            evaluated_at[:, :] = pos
+            moved_since_evaluation = 0.0
         if sl_point.shape[0] > 0:
             # held fixed within this iteration
             sliding_crossings(pos, node_part, sl_point, sl_axis, sl_part, sl_seg, sl_t)
@@ -302,14 +360,14 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                             load_factor)
         energy += _assemble(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len,
                             bend_stiff, node_force, rot_couple, load_factor, grad, band, bw, 1.0, extra, kind, elem,
-                            prim, sl_seg, sl_t, pair_gap, pair_t, pair_normal, pair_point, pair_u, pair_force)
+                            prim, live, sl_seg, sl_t, pair_gap, pair_t, pair_normal, pair_point, pair_u, pair_force)
         if not math.isfinite(energy):
-            return NOT_FINITE, it, ratio, energy
+            return NOT_FINITE, it, ratio, energy, _deepest(pair_gap, live)
         ratio = _constrained_residual(grad, fixed, dof_tol)
         if not math.isfinite(ratio):
-            return NOT_FINITE, it, ratio, energy
+            return NOT_FINITE, it, ratio, energy, _deepest(pair_gap, live)
         if ratio <= 1.0:
-            return CONVERGED, it, ratio, energy
+            return CONVERGED, it, ratio, energy, _deepest(pair_gap, live)
         if it == max_iterations:
             break
         _prepare_system(band, bw, fixed, damping)
@@ -327,8 +385,8 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                 # the Gauss-Newton matrix
                 _assemble(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len,
                           bend_stiff, node_force, rot_couple, load_factor, grad, band, bw, 1.0 if exact else 0.0,
-                          extra, kind, elem, prim, sl_seg, sl_t, pair_gap, pair_t, pair_normal, pair_point, pair_u,
-                          pair_force)
+                          extra, kind, elem, prim, live, sl_seg, sl_t, pair_gap, pair_t, pair_normal, pair_point,
+                          pair_u, pair_force)
                 _prepare_system(band, bw, fixed, damping)
                 for i in range(n_dof):
                     if fixed[i]:
@@ -375,6 +433,13 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                     too_far = True
                     break
             if use_contact and not too_far:
+                if moved_since_evaluation > 0.0 and not (
+                        2.0 * (moved_since_evaluation + _largest_step(delta, node_dof)) < live_margin):
+                    # the step could close pairs outside the live set: bring every pair up to date
+                    live = live_pairs(pos, kind, elem, prim, obstacles, node_radius, live_margin, pair_gap, pair_t,
+                                      pair_normal, pair_point, pair_u, pair_force)
+                    evaluated_at[:, :] = pos
+                    moved_since_evaluation = 0.0
                 fraction = approach_fraction(delta, node_dof, kind, elem, prim, pair_gap, pair_t, pair_u, pair_normal,
                                              node_radius, reach)
                 if fraction < MIN_STEP_FRACTION:
@@ -433,6 +498,12 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                     correction[i] = delta[i] + 0.5 * correction[i]
                 within = True
                 if use_contact:
+                    if moved_since_evaluation > 0.0 and not (
+                            2.0 * (moved_since_evaluation + _largest_step(correction, node_dof)) < live_margin):
+                        live = live_pairs(pos, kind, elem, prim, obstacles, node_radius, live_margin, pair_gap,
+                                          pair_t, pair_normal, pair_point, pair_u, pair_force)
+                        evaluated_at[:, :] = pos
+                        moved_since_evaluation = 0.0
                     within = approach_fraction(correction, node_dof, kind, elem, prim, pair_gap, pair_t, pair_u,
                                                pair_normal, node_radius, reach) >= 1.0
                 if within:
@@ -464,8 +535,8 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                 break
             lam = max(4.0 * lam, 1e-8)
         if not accepted:
-            return STALLED, it, ratio, energy
-    return MAX_ITERATIONS, max_iterations, ratio, energy
+            return STALLED, it, ratio, energy, _deepest(pair_gap, live)
+    return MAX_ITERATIONS, max_iterations, ratio, energy, _deepest(pair_gap, live)
 
 
 @njit

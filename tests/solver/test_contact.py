@@ -785,8 +785,9 @@ def test_contact_stiffened_on_the_way_to_a_failed_solve_is_put_back(monkeypatch)
 
     def first_call_only(*args):
         calls.append(args[5][1][1])  # the contact stiffness this minimisation ran with
-        status, iterations, ratio, energy = real(*args)
-        return (status, iterations, ratio, energy) if len(calls) == 1 else (MAX_ITERATIONS, iterations, ratio, energy)
+        status, iterations, ratio, energy, depth = real(*args)
+        return ((status, iterations, ratio, energy, depth) if len(calls) == 1
+                else (MAX_ITERATIONS, iterations, ratio, energy, depth))
 
     monkeypatch.setattr(equilibrium, "_minimise", first_call_only)
     report = h.solve_step()["W1"]
@@ -814,3 +815,56 @@ def test_a_step_is_cut_where_it_would_carry_a_segment_across_another_cable(kind_
                                          np.array([0.5]), np.array([0.5]), np.array([[0.0, 0.0, 1.0]]),
                                          np.full(4, R), 10 * R)
     assert fraction == pytest.approx(allowed * R / move, rel=1e-12)
+
+
+def test_pairs_outside_the_live_set_stay_open_until_a_node_has_moved_a_quarter_of_the_margin():
+    # The minimiser evaluates only the pairs within the live margin of contact and brings the list up
+    # to date once a node has moved a quarter of that margin (pairs of one cable with itself close at
+    # most twice as fast as a node moves). Over every such move the live pairs must give the energy and
+    # gradient of all candidate pairs: a crumpled mesh, a crossing cable and a loop onto itself.
+    from solver_core.contact import ObstacleSet, contact_energy, contact_energy_of, find_pairs, live_pairs
+
+    rng = np.random.default_rng(7)
+    n_grid = 15
+    x, y = np.meshgrid(np.linspace(-0.05, 0.15, n_grid), np.linspace(-0.1, 0.1, n_grid))
+    z = rng.uniform(-0.6, 0.6, x.shape) * R
+    verts = np.column_stack((x.ravel(), y.ravel(), z.ravel()))
+    i = np.arange(n_grid - 1)
+    a = (i[:, None] * n_grid + i[None, :]).ravel()
+    tris = np.concatenate((np.column_stack((a, a + 1, a + n_grid + 1)),
+                           np.column_stack((a, a + n_grid + 1, a + n_grid))))
+    obstacles = (ObstacleSet(triangles=verts[tris], triangle_owner=np.zeros(len(tris), dtype=np.int64))
+                 .with_capsules([[0.1, -0.1, 0.6 * R]], [[0.1, 0.1, 0.6 * R]], [R]).kernel_arrays())
+    # a loop: out along x, round, and back across its own first leg 1.8 radii up
+    s = np.linspace(0.0, 1.0, 61)
+    loop = np.column_stack((0.12 * s - 0.04 * np.sin(2 * np.pi * s), 0.04 * np.sin(2 * np.pi * s),
+                            0.9 * R + 1.8 * R * s))
+    n = len(loop)
+    radius, part = np.full(n, R), np.zeros(n, dtype=np.int64)
+    seg = float(np.linalg.norm(np.diff(loop, axis=0), axis=1).max())
+    reach, self_gap, margin, k = max(R, 0.5 * seg), 4, 0.5 * R, 1e8
+    kind, elem, prim = find_pairs(loop, radius, part, 2 * reach, obstacles, self_gap)
+    m = len(kind)
+
+    def arrays():
+        return np.empty(m), np.empty(m), np.empty((m, 3)), np.empty((m, 3)), np.zeros(m), np.zeros((m, 3))
+
+    live = live_pairs(loop, kind, elem, prim, obstacles, radius, margin, *arrays())
+    assert 0 < len(live) < m
+    node_len, seg_len, node_dof = np.full(n, seg), np.full(n - 1, seg), np.arange(n) * 3
+    touching = 0
+    for _ in range(20):
+        step = rng.normal(size=(n, 3))
+        step *= rng.uniform(0.0, 0.25 * margin, (n, 1)) / np.linalg.norm(step, axis=1, keepdims=True)
+        pos = loop + step
+        grad_all, grad_live = np.zeros(3 * n), np.zeros(3 * n)
+        gap_all = arrays()
+        energy_all = contact_energy(pos, kind, elem, prim, obstacles, radius, k, node_len, seg_len, node_dof,
+                                    grad_all, np.zeros((1, 1)), 0, 1, *gap_all)
+        energy_live = contact_energy_of(live, pos, kind, elem, prim, obstacles, radius, k, node_len, seg_len,
+                                        node_dof, grad_live, np.zeros((1, 1)), 0, 1, *arrays())
+        outside = np.setdiff1d(np.arange(m), live)
+        assert gap_all[0][outside].min() > 0.0
+        assert energy_live == pytest.approx(energy_all, rel=1e-12) and np.allclose(grad_live, grad_all, rtol=1e-12)
+        touching += int((gap_all[0] < 0.0).sum())
+    assert touching > 0
