@@ -666,28 +666,75 @@ def pair_gaps(live, pos, kind, elem, prim, obstacles, node_radius, pair_gap, pai
 
 
 @njit
-def live_pairs(pos, kind, elem, prim, obstacles, node_radius, margin, pair_gap, pair_t, pair_normal, pair_point,
-               pair_u, pair_force):
-    """Evaluates every pair at ``pos`` and returns those with a gap below ``margin``.
+def pair_nodes(kind, elem, prim):
+    """The nodes each pair's gap depends on: (a, b) on the cable's side, (c, d) on the other side for
+    a cable's own segments (-1 where there is none)."""
+    nodes = np.full((kind.shape[0], 4), -1, dtype=np.int64)
+    for p in range(kind.shape[0]):
+        i = elem[p]
+        nodes[p, 0] = i
+        is_node = kind[p] == PLANE or kind[p] == TRI_NODE or kind[p] == CAP_NODE or kind[p] == SELF_NODE
+        nodes[p, 1] = i if is_node else i + 1
+        if kind[p] == SELF_NODE or kind[p] == SELF_SEG:
+            nodes[p, 2] = prim[p]
+            nodes[p, 3] = prim[p] + 1
+    return nodes
 
-    The others are open and stay open while no node has moved margin/2 (both sides of a pair may
-    move): each gap is 1-Lipschitz in the node positions. The minimiser evaluates only the live
-    pairs between these refreshes; a cable resting on a fine mesh has some 50 triangles within the
-    search reach of a node and a handful within a fraction of its radius."""
-    n_pairs = kind.shape[0]
-    pair_gaps(np.arange(n_pairs), pos, kind, elem, prim, obstacles, node_radius, pair_gap, pair_t, pair_normal,
-              pair_point, pair_u)
-    n_live = 0
-    for p in range(n_pairs):
-        if pair_gap[p] < margin:
-            n_live += 1
-        if not (pair_gap[p] < 0.0):
-            for k in range(3):
-                pair_force[p, k] = 0.0
-    live = np.empty(n_live, dtype=np.int64)
+
+@njit
+def pair_moves(nodes, node_move, out):
+    """How far each pair's gap can shrink when node n moves ``node_move[n]``: a gap is 1-Lipschitz in
+    the positions of the nodes it depends on (pair_nodes)."""
+    for p in range(nodes.shape[0]):
+        move = max(node_move[nodes[p, 0]], node_move[nodes[p, 1]])
+        if nodes[p, 2] >= 0:
+            move += max(node_move[nodes[p, 2]], node_move[nodes[p, 3]])
+        out[p] = move
+
+
+@njit
+def evaluate_reachable(pos, kind, elem, prim, obstacles, node_radius, moves, pair_gap, pair_t, pair_normal,
+                       pair_point, pair_u, fresh):
+    """Evaluates at ``pos`` the pairs not evaluated there yet whose gap bound a step moving each pair by
+    ``moves`` (pair_moves) could close: the step filter needs their true normal (the others cannot
+    be reached)."""
+    n = 0
+    for p in range(kind.shape[0]):
+        if not fresh[p] and not (pair_gap[p] >= moves[p]):
+            n += 1
+    if n == 0:
+        return
+    reachable = np.empty(n, dtype=np.int64)
     j = 0
-    for p in range(n_pairs):
-        if pair_gap[p] < margin:
+    for p in range(kind.shape[0]):
+        if not fresh[p] and not (pair_gap[p] >= moves[p]):
+            reachable[j] = p
+            fresh[p] = True
+            j += 1
+    pair_gaps(reachable, pos, kind, elem, prim, obstacles, node_radius, pair_gap, pair_t, pair_normal, pair_point,
+              pair_u)
+
+
+@njit
+def lower_gaps(moves, pair_gap, fresh):
+    """After a step moving each pair by ``moves`` (pair_moves): every gap becomes a lower bound of the
+    new gap, and no pair is evaluated at the new positions yet."""
+    for p in range(pair_gap.shape[0]):
+        pair_gap[p] -= moves[p]
+        fresh[p] = False
+
+
+@njit
+def pairs_that_may_touch(pair_gap):
+    """The pairs whose gap (or lower bound of it) is not positive: all others are open."""
+    n = 0
+    for p in range(pair_gap.shape[0]):
+        if not (pair_gap[p] > 0.0):
+            n += 1
+    live = np.empty(n, dtype=np.int64)
+    j = 0
+    for p in range(pair_gap.shape[0]):
+        if not (pair_gap[p] > 0.0):
             live[j] = p
             j += 1
     return live

@@ -16,8 +16,8 @@ import numpy as np
 
 from ._jit import njit
 from .banded import band_cholesky, band_symmetric_matvec, low_rank_factor, low_rank_matvec, low_rank_solve
-from .contact import (CAP_NODE, PLANE, SELF_NODE, SELF_SEG, TRI_NODE, approach_fraction, contact_energy_of, find_pairs,
-                      friction_energy, live_pairs)
+from .contact import (SELF_NODE, SELF_SEG, approach_fraction, contact_energy_of, evaluate_reachable, find_pairs,
+                      friction_energy, lower_gaps, pair_gaps, pair_moves, pair_nodes, pairs_that_may_touch)
 from .mounts import compliant_energy, sliding_crossings, sliding_energy
 from .rod_energy import rod_energy, rod_gradient_hessian, rod_strains, strain_jacobian_transpose
 from .rotations import quat_retract, quat_to_matrix
@@ -150,30 +150,30 @@ def _assemble(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, jo
 
 
 @njit
-def _trial_extra(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, sl_seg, sl_t, pair_gap, delta):
+def _node_moves(delta, node_dof):
+    node_move = np.empty(node_dof.shape[0])
+    for n in range(node_dof.shape[0]):
+        a = node_dof[n]
+        node_move[n] = math.sqrt(delta[a] ** 2 + delta[a + 1] ** 2 + delta[a + 2] ** 2)
+    return node_move
+
+
+@njit
+def _trial_extra(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, nodes, sl_seg, sl_t, pair_gap, delta):
     """Energy beyond the rod's at a trial state pos = current + delta, over the pairs that can act there.
 
     A pair whose gap at the current state exceeds the move of its nodes in the step (of both sides'
     nodes for self-contact) is still open at the trial state and adds nothing, so only the others
     are evaluated: near convergence the step is tiny and that is a few pairs per node instead of
-    every triangle within the search reach. (Pairs outside the minimiser's live set hold the gap of
-    their last evaluation, at least the live margin; the minimiser evaluates every pair afresh before
-    a step that could close one of them.)
+    every triangle within the search reach. (``pair_gap`` may hold lower bounds of gaps: see
+    minimise_rod_energy.)
     """
-    node_move = np.empty(node_dof.shape[0])
-    for n in range(node_dof.shape[0]):
-        a = node_dof[n]
-        node_move[n] = math.sqrt(delta[a] ** 2 + delta[a + 1] ** 2 + delta[a + 2] ** 2)
+    moves = np.empty(kind.shape[0])
+    pair_moves(nodes, _node_moves(delta, node_dof), moves)
     acts = np.zeros(kind.shape[0], dtype=np.bool_)
     n_live = 0
     for p in range(kind.shape[0]):
-        i = elem[p]
-        move = node_move[i]
-        if not (kind[p] == PLANE or kind[p] == TRI_NODE or kind[p] == CAP_NODE or kind[p] == SELF_NODE):
-            move = max(move, node_move[i + 1])
-        if kind[p] == SELF_NODE or kind[p] == SELF_SEG:
-            move += max(node_move[prim[p]], node_move[prim[p] + 1])
-        if not (pair_gap[p] >= move):
+        if not (pair_gap[p] >= moves[p]):
             acts[p] = True
             n_live += 1
     kind_l = np.empty(n_live, dtype=np.int64)
@@ -244,28 +244,12 @@ def _largest_move(pos, searched_at):
 
 
 @njit
-def _largest_step(delta, node_dof):
-    move2 = 0.0
-    for n in range(node_dof.shape[0]):
-        a = node_dof[n]
-        m2 = delta[a] ** 2 + delta[a + 1] ** 2 + delta[a + 2] ** 2
-        if not (m2 <= move2):
-            move2 = m2
-    return math.sqrt(move2)
-
-
-@njit
 def _deepest(pair_gap, live):
     depth = 0.0
     for idx in range(live.shape[0]):
         if -pair_gap[live[idx]] > depth:
             depth = -pair_gap[live[idx]]
     return depth
-
-
-# Pairs farther open than this (in radii) are left out of the Newton iterations until some node has
-# moved a quarter of it (contact.live_pairs).
-LIVE_MARGIN = 0.5
 
 
 @njit
@@ -316,10 +300,10 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
     pair_force = np.zeros((0, 3))
     searched_at = np.full_like(pos, np.inf)
     live = np.zeros(0, dtype=np.int64)
-    live_margin = np.inf
-    for n in range(pos.shape[0]):
-        live_margin = min(live_margin, LIVE_MARGIN * node_radius[n])
-    evaluated_at = np.full_like(pos, np.inf)
+    fresh = np.zeros(0, dtype=np.bool_)  # pairs evaluated at the current positions
+    nodes = np.zeros((0, 4), dtype=np.int64)
+    moves = np.zeros(0)
+    node_move = np.empty(pos.shape[0])
     sl_point, sl_axis = extra[9], extra[10]
     sl_seg = np.full(sl_point.shape[0], -1, dtype=np.int64)
     sl_t = np.zeros(sl_point.shape[0])
@@ -346,13 +330,18 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
             pair_point = np.empty((n_pairs, 3))
             pair_u = np.zeros(n_pairs)
             pair_force = np.zeros((n_pairs, 3))
-            evaluated_at[:, :] = np.inf
-        moved_since_evaluation = _largest_move(pos, evaluated_at) if use_contact else 0.0
-        if use_contact and not (moved_since_evaluation <= 0.25 * live_margin):
-            live = live_pairs(pos, kind, elem, prim, obstacles, node_radius, live_margin, pair_gap, pair_t,
-                              pair_normal, pair_point, pair_u, pair_force)
-            evaluated_at[:, :] = pos
-            moved_since_evaluation = 0.0
+            pair_gaps(np.arange(n_pairs), pos, kind, elem, prim, obstacles, node_radius, pair_gap, pair_t,
+                      pair_normal, pair_point, pair_u)
+            fresh = np.ones(n_pairs, dtype=np.bool_)
+            nodes = pair_nodes(kind, elem, prim)
+            moves = np.empty(n_pairs)
+        # Only pairs that may touch are evaluated: every other gap is known to be positive, from a
+        # lower bound carried along the steps since it was last evaluated (a gap shrinks at most as
+        # fast as its nodes move). A cable resting on a fine mesh has some 50 triangles within the
+        # search reach of a node, and a handful touching it.
+        live = pairs_that_may_touch(pair_gap)
+        for idx in range(live.shape[0]):
+            fresh[live[idx]] = True
         if sl_point.shape[0] > 0:
             # held fixed within this iteration
             sliding_crossings(pos, node_part, sl_point, sl_axis, sl_part, sl_seg, sl_t)
@@ -433,13 +422,10 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                     too_far = True
                     break
             if use_contact and not too_far:
-                if moved_since_evaluation > 0.0 and not (
-                        2.0 * (moved_since_evaluation + _largest_step(delta, node_dof)) < live_margin):
-                    # the step could close pairs outside the live set: bring every pair up to date
-                    live = live_pairs(pos, kind, elem, prim, obstacles, node_radius, live_margin, pair_gap, pair_t,
-                                      pair_normal, pair_point, pair_u, pair_force)
-                    evaluated_at[:, :] = pos
-                    moved_since_evaluation = 0.0
+                # the pairs this step could reach must have their true normal for the filter
+                pair_moves(nodes, _node_moves(delta, node_dof), moves)
+                evaluate_reachable(pos, kind, elem, prim, obstacles, node_radius, moves, pair_gap, pair_t, pair_normal,
+                                   pair_point, pair_u, fresh)
                 fraction = approach_fraction(delta, node_dof, kind, elem, prim, pair_gap, pair_t, pair_u, pair_normal,
                                              node_radius, reach)
                 if fraction < MIN_STEP_FRACTION:
@@ -459,8 +445,8 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
             _retract(pos, quat, node_dof, rot_dof, delta, 1.0, trial_pos, trial_quat, rot_step)
             trial_energy = rod_energy(trial_pos, trial_quat, rest_len, stretch_stiff, joint_a, joint_b, joint_len,
                                       bend_stiff, node_force, load_factor)
-            trial_energy += _trial_extra(trial_pos, trial_quat, node_dof, rot_dof, extra, kind, elem, prim, sl_seg,
-                                         sl_t, pair_gap, delta)
+            trial_energy += _trial_extra(trial_pos, trial_quat, node_dof, rot_dof, extra, kind, elem, prim, nodes,
+                                         sl_seg, sl_t, pair_gap, delta)
             if not math.isfinite(trial_energy):
                 lam = max(10.0 * lam, 1e-6)
                 continue
@@ -498,12 +484,9 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                     correction[i] = delta[i] + 0.5 * correction[i]
                 within = True
                 if use_contact:
-                    if moved_since_evaluation > 0.0 and not (
-                            2.0 * (moved_since_evaluation + _largest_step(correction, node_dof)) < live_margin):
-                        live = live_pairs(pos, kind, elem, prim, obstacles, node_radius, live_margin, pair_gap,
-                                          pair_t, pair_normal, pair_point, pair_u, pair_force)
-                        evaluated_at[:, :] = pos
-                        moved_since_evaluation = 0.0
+                    pair_moves(nodes, _node_moves(correction, node_dof), moves)
+                    evaluate_reachable(pos, kind, elem, prim, obstacles, node_radius, moves, pair_gap, pair_t,
+                                       pair_normal, pair_point, pair_u, fresh)
                     within = approach_fraction(correction, node_dof, kind, elem, prim, pair_gap, pair_t, pair_u,
                                                pair_normal, node_radius, reach) >= 1.0
                 if within:
@@ -511,7 +494,7 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                     corrected_energy = rod_energy(corrected_pos, corrected_quat, rest_len, stretch_stiff, joint_a,
                                                   joint_b, joint_len, bend_stiff, node_force, load_factor)
                     corrected_energy += _trial_extra(corrected_pos, corrected_quat, node_dof, rot_dof, extra, kind,
-                                                     elem, prim, sl_seg, sl_t, pair_gap, correction)
+                                                     elem, prim, nodes, sl_seg, sl_t, pair_gap, correction)
                     corrected_couple = _couple_work(quat, rot_dof, rot_couple, load_factor, correction, R)
                     corrected_rho = (energy - (corrected_energy - corrected_couple)) / predicted
                     if math.isfinite(corrected_energy) and corrected_rho > rho:
@@ -529,6 +512,13 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                     lam = lam / 100.0 if lam > 1e-6 else 0.0
                 elif rho < 0.25:
                     lam = max(3.0 * lam, 1e-8)
+                if use_contact:
+                    for n in range(pos.shape[0]):
+                        node_move[n] = math.sqrt((trial_pos[n, 0] - pos[n, 0]) ** 2
+                                                 + (trial_pos[n, 1] - pos[n, 1]) ** 2
+                                                 + (trial_pos[n, 2] - pos[n, 2]) ** 2)
+                    pair_moves(nodes, node_move, moves)
+                    lower_gaps(moves, pair_gap, fresh)
                 pos[:, :] = trial_pos
                 quat[:, :] = trial_quat
                 accepted = True
