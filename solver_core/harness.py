@@ -39,6 +39,10 @@ MAX_SAG_STEPS = 64  # the initial sag is lowered onto obstacles in at most this 
 # solved apart have met.
 GROUP_MARGIN = 2.0
 MAX_REGROUPINGS = 4
+# After the n-th joint solve of a group failing in a row, its cables are solved one by one for the next
+# min(2^(n-1), this) steps before they are tried together again: a failing joint solve of ten cables
+# takes seconds, and Simulate asks for a step on every tick while a connector is dragged.
+MAX_JOINT_RETRY_WAIT = 8
 
 
 @dataclass
@@ -49,7 +53,8 @@ class Harness:
     obstacles: ObstacleSet = field(default_factory=ObstacleSet)
     # (digest of a step's input, its reports) of the last step that failed and changed nothing
     unchanged_failure: tuple | None = field(default=None, repr=False)
-    failed_groups: set = field(default_factory=set)  # cables (tuples) whose last joint solve failed
+    # cables (tuples) whose last joint solve failed: (failures in a row, steps still to solve one by one)
+    failed_groups: dict = field(default_factory=dict)
 
     @classmethod
     def from_case(cls, case: Case, extra_triangles=None) -> "Harness":
@@ -305,13 +310,17 @@ class Harness:
         # together once, not along a path split 2^7 times: splitting helps where a step is too large,
         # and from a start that is no joint equilibrium it was not the step that failed.
         key = tuple(ids)
-        depth = 0 if key in self.failed_groups else MAX_CONTINUATION_DEPTH
+        failures, wait = self.failed_groups.get(key, (0, 0))
+        if wait > 0:
+            self.failed_groups[key] = (failures, wait - 1)
+            return {**out, **self._solve_one_by_one(ids, targets)}
+        depth = 0 if failures else MAX_CONTINUATION_DEPTH
         report = solve_equilibrium(group, group.join_states([s.state for s in sessions]), target, previous,
                                    self.case.solver.max_iterations, interactions, max_depth=depth)
         if report.converged:
-            self.failed_groups.discard(key)
+            self.failed_groups.pop(key, None)
         else:
-            self.failed_groups.add(key)
+            self.failed_groups[key] = (failures + 1, min(2 ** failures, MAX_JOINT_RETRY_WAIT))
         states = group.split_state(report.state)
         message, refused = report.message, False
         moved = report.converged
@@ -353,7 +362,8 @@ class Harness:
             self.cables[cid].interactions.obstacles = self.obstacles.with_capsules(*self._capsules_for((cid,)))
             out[cid] = self.solve_cable(cid, targets.get(cid))
         warning = (f"cables {', '.join(ids)} could not be solved together; each was solved against the "
-                   f"others as they lay, so the loads they share are approximate")
+                   f"others as they lay, so the loads they share are approximate (they are tried together "
+                   f"again after 1, 2, 4 ... {MAX_JOINT_RETRY_WAIT} steps)")
         if warning not in self.warnings:
             self.warnings.append(warning)
         return out
