@@ -162,7 +162,7 @@ def initial_centerline(model: RodModel, boundary: Boundary, sag: float = 1.0) ->
         curve = _curve_of_length(p0, t0, p1, t1, s1 - s0, _sag_direction(model), sag=sag)
         pts[sel] = _resample_polyline(curve, (s[sel] - s0) / max(s1 - s0, 1e-300))
     s_last, p_last, t_last = anchors[-1]
-    tail = s > s_last + 1e-12
+    tail = s >= s_last - 1e-12  # the last anchor's own node too (a free end's only anchor is its start)
     pts[tail] = p_last + (s[tail] - s_last)[:, None] * t_last
     return pts
 

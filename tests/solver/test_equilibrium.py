@@ -214,6 +214,24 @@ def test_roll_free_start_is_a_swivel_the_cable_turns_about():
     assert abs(moment[0]) <= 1e-7
 
 
+def test_the_first_guess_of_a_free_end_cable_starts_at_its_connector(monkeypatch):
+    # A cable held at its start only: the first centre line runs straight out of the start connector.
+    # Its first node was once left unset (np.empty): the first frames followed whatever the memory
+    # held, NaN at times. Made visible here by filling new arrays with a huge number.
+    from solver_core.rod_model import build_rod_model
+    from solver_core.rod_state import initial_centerline, initial_state
+
+    monkeypatch.setattr(np, "empty", lambda shape, *args, **kwargs: np.full(shape, 1e300, *args, **kwargs))
+    doc = parse_case(case(cable(start={"position": [0.1, 0.2, 0.3], "tangent": [0, 1, 0]})))
+    model = build_rod_model(doc.cables[0], doc.gravity, doc.solver.tolerance)
+    boundary = Boundary.of(doc.cables[0])
+    line = initial_centerline(model, boundary, sag=1.0)
+    assert np.allclose(line[0], [0.1, 0.2, 0.3]) and np.allclose(line[-1] - line[0], [0, doc.cables[0].length, 0])
+    state = initial_state(model, boundary, sag=1.0)
+    tangents = np.array([matrix_from_quat(q)[:, 2] for q in state.quats[:model.n_segments]])
+    assert np.allclose(tangents, [0.0, 1.0, 0.0])
+
+
 def test_several_cables_are_solved_independently():
     a = cable(id="A")
     b = cable(id="B", start={"position": [0, 0.1, 0], "tangent": [1, 0, 0], "normal": [0, 0, 1]})
