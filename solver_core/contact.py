@@ -71,15 +71,21 @@ class ObstacleSet:
             digest = self.__dict__["_fingerprint"] = h.digest()
         return digest
 
-    @property
-    def has_sharp_edges(self) -> bool:
-        """Whether a triangle has a sharp or open edge (where segment pairs are searched for)."""
-        sharp = self.__dict__.get("_has_sharp_edges")
-        if sharp is None:
+    def sharp_triangle_boxes(self) -> tuple:
+        """(lo, hi): bounding boxes of the triangles with a sharp or open edge, where segment pairs are
+        searched for (kept, as the fingerprint)."""
+        boxes = self.__dict__.get("_sharp_boxes")
+        if boxes is None:
             if self.triangle_sharp is None:
                 self.triangle_sharp = sharp_edges(self.triangles)
-            sharp = self.__dict__["_has_sharp_edges"] = bool(np.any(self.triangle_sharp))
-        return sharp
+            tris = self.triangles[np.asarray(self.triangle_sharp) != 0]
+            boxes = self.__dict__["_sharp_boxes"] = (tris.min(axis=1), tris.max(axis=1))
+        return boxes
+
+    def sharp_edges_near(self, lo: np.ndarray, hi: np.ndarray) -> bool:
+        """Whether a triangle with a sharp or open edge reaches into the box from lo to hi."""
+        t_lo, t_hi = self.sharp_triangle_boxes()
+        return bool(np.any(np.all((t_lo <= hi) & (t_hi >= lo), axis=1)))
 
     @property
     def empty(self) -> bool:

@@ -231,11 +231,15 @@ class Interactions:
                  force[p].copy(), float(gap[p]), int(prim[p]), float(u[p])) for p in range(len(kind))
                 if force[p].any()]
 
-    @property
-    def pairs_depend_on_search(self) -> bool:
-        """Whether some contact pairs (segment pairs against other segments or at sharp edges) are
-        found only where their closest points lie at the search (newton.minimise_rod_energy)."""
-        return self.self_gap > 0 or len(self.obstacles.capsule_radius) > 0 or self.obstacles.has_sharp_edges
+    def pairs_depend_on_search(self, state: RodState, margin: float) -> bool:
+        """Whether some contact pairs within ``margin`` of the cable at ``state`` are found only where
+        their closest points lie at the search (newton.minimise_rod_energy): segment pairs against
+        the cable's own or other cables' segments, or at sharp edges."""
+        if self.self_gap > 0 or len(self.obstacles.capsule_radius) > 0:
+            return True
+        x = state.positions + self.model.origin
+        reach = margin + float(self.node_radius.max())
+        return self.obstacles.sharp_edges_near(x.min(axis=0) - reach, x.max(axis=0) + reach)
 
     def deepest_pair_penetration(self, state: RodState) -> float:
         """Largest penetration of any contact pair at ``state``, from a fresh search (0 when clear)."""

@@ -254,9 +254,15 @@ def _deepest(pair_gap, live):
 
 @njit
 def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_len, stretch_stiff, joint_a, joint_b,
-                        joint_len, bend_stiff, node_force, rot_couple, load_factor, max_iterations, extra):
+                        joint_len, bend_stiff, node_force, rot_couple, load_factor, max_iterations, extra, searched_from,
+                        kind_from, elem_from, prim_from):
     """Newton-minimise in place. Returns (status, iterations, residual / tolerance, energy, deepest
-    penetration of a candidate contact pair).
+    penetration of a candidate contact pair, and the candidate pairs with where they were searched).
+
+    ``searched_from``, ``kind_from``, ``elem_from``, ``prim_from``: candidate pairs from an earlier call
+    with the same obstacles (find_pairs within twice the reach at ``searched_from``), used until a
+    node has moved a reach from there; searched_from = inf searches at once. (Copied: numba's
+    reference counting went wrong for an argument rebound to a new array and returned.)
 
     The candidates are searched again once a node has moved a reach. Between searches every pair
     within reach of a node or a plain face is among them, but a segment pair is found only where
@@ -289,20 +295,22 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
     use_contact = cparams[5] > 0.0
     reach, self_gap = cparams[2], int(cparams[3])
     sl_part, node_radius, node_part = extra[17], extra[18], extra[19]
-    kind = np.zeros(0, dtype=np.int64)
-    elem = np.zeros(0, dtype=np.int64)
-    prim = np.zeros(0, dtype=np.int64)
-    pair_gap = np.zeros(0)
-    pair_t = np.zeros(0)
-    pair_normal = np.zeros((0, 3))
-    pair_point = np.zeros((0, 3))
-    pair_u = np.zeros(0)
-    pair_force = np.zeros((0, 3))
-    searched_at = np.full_like(pos, np.inf)
+    searched_at = searched_from.copy()
+    kind, elem, prim = kind_from.copy(), elem_from.copy(), prim_from.copy()
+    n_pairs = kind.shape[0]
+    pair_gap = np.empty(n_pairs)
+    pair_t = np.empty(n_pairs)
+    pair_normal = np.empty((n_pairs, 3))
+    pair_point = np.empty((n_pairs, 3))
+    pair_u = np.zeros(n_pairs)
+    pair_force = np.zeros((n_pairs, 3))
     live = np.zeros(0, dtype=np.int64)
-    fresh = np.zeros(0, dtype=np.bool_)  # pairs evaluated at the current positions
-    nodes = np.zeros((0, 4), dtype=np.int64)
-    moves = np.zeros(0)
+    fresh = np.ones(n_pairs, dtype=np.bool_)  # pairs evaluated at the current positions
+    nodes = pair_nodes(kind, elem, prim)
+    moves = np.empty(n_pairs)
+    if use_contact and _largest_move(pos, searched_at) <= reach:
+        pair_gaps(np.arange(n_pairs), pos, kind, elem, prim, obstacles, node_radius, pair_gap, pair_t, pair_normal,
+                  pair_point, pair_u)
     node_move = np.empty(pos.shape[0])
     sl_point, sl_axis = extra[9], extra[10]
     sl_seg = np.full(sl_point.shape[0], -1, dtype=np.int64)
@@ -351,12 +359,12 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                             bend_stiff, node_force, rot_couple, load_factor, grad, band, bw, 1.0, extra, kind, elem,
                             prim, live, sl_seg, sl_t, pair_gap, pair_t, pair_normal, pair_point, pair_u, pair_force)
         if not math.isfinite(energy):
-            return NOT_FINITE, it, ratio, energy, _deepest(pair_gap, live)
+            return NOT_FINITE, it, ratio, energy, _deepest(pair_gap, live), searched_at, kind, elem, prim
         ratio = _constrained_residual(grad, fixed, dof_tol)
         if not math.isfinite(ratio):
-            return NOT_FINITE, it, ratio, energy, _deepest(pair_gap, live)
+            return NOT_FINITE, it, ratio, energy, _deepest(pair_gap, live), searched_at, kind, elem, prim
         if ratio <= 1.0:
-            return CONVERGED, it, ratio, energy, _deepest(pair_gap, live)
+            return CONVERGED, it, ratio, energy, _deepest(pair_gap, live), searched_at, kind, elem, prim
         if it == max_iterations:
             break
         _prepare_system(band, bw, fixed, damping)
@@ -525,8 +533,8 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                 break
             lam = max(4.0 * lam, 1e-8)
         if not accepted:
-            return STALLED, it, ratio, energy, _deepest(pair_gap, live)
-    return MAX_ITERATIONS, max_iterations, ratio, energy, _deepest(pair_gap, live)
+            return STALLED, it, ratio, energy, _deepest(pair_gap, live), searched_at, kind, elem, prim
+    return MAX_ITERATIONS, max_iterations, ratio, energy, _deepest(pair_gap, live), searched_at, kind, elem, prim
 
 
 @njit
