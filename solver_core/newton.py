@@ -255,14 +255,13 @@ def _deepest(pair_gap, live):
 @njit
 def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_len, stretch_stiff, joint_a, joint_b,
                         joint_len, bend_stiff, node_force, rot_couple, load_factor, max_iterations, extra, searched_from,
-                        kind_from, elem_from, prim_from):
+                        kind, elem, prim):
     """Newton-minimise in place. Returns (status, iterations, residual / tolerance, energy, deepest
     penetration of a candidate contact pair, and the candidate pairs with where they were searched).
 
-    ``searched_from``, ``kind_from``, ``elem_from``, ``prim_from``: candidate pairs from an earlier call
-    with the same obstacles (find_pairs within twice the reach at ``searched_from``), used until a
-    node has moved a reach from there; searched_from = inf searches at once. (Copied: numba's
-    reference counting went wrong for an argument rebound to a new array and returned.)
+    ``searched_from``, ``kind``, ``elem``, ``prim``: candidate pairs from an earlier call with the same
+    obstacles (find_pairs within twice the reach at ``searched_from``), used until a node has moved a
+    reach from there; searched_from = inf searches at once.
 
     The candidates are searched again once a node has moved a reach. Between searches every pair
     within reach of a node or a plain face is among them, but a segment pair is found only where
@@ -296,7 +295,6 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
     reach, self_gap = cparams[2], int(cparams[3])
     sl_part, node_radius, node_part = extra[17], extra[18], extra[19]
     searched_at = searched_from.copy()
-    kind, elem, prim = kind_from.copy(), elem_from.copy(), prim_from.copy()
     n_pairs = kind.shape[0]
     pair_gap = np.empty(n_pairs)
     pair_t = np.empty(n_pairs)
