@@ -43,18 +43,20 @@ def _minimise(model: RodModel, state: RodState, load_factor: float, rest_len: np
     With ``interactions``, the candidate contact pairs of the last call against the same obstacles
     are handed on (a warm step moves a cable less than the search reach, and on a fine mesh the
     search costs a tenth of the step), except where pairs depend on where the search saw them."""
-    searched_at = np.full_like(state.positions, np.inf)
+    searched_at, gaps_at, gap_from = np.full_like(state.positions, np.inf), np.zeros((0, 3)), np.zeros(0)
     kind, elem, prim = (np.zeros(0, dtype=np.int64) for _ in range(3))
     kept = interactions.__dict__.get("_candidates") if interactions is not None else None
     if (kept is not None and kept[0] is extra[0] and kept[1].shape == state.positions.shape
             and not interactions.pairs_depend_on_search(state, 3.0 * interactions.reach)):
-        searched_at, kind, elem, prim = kept[1:]
-    status, iterations, ratio, energy, depth, searched_at, kind, elem, prim = minimise_rod_energy(
+        searched_at, kind, elem, prim, gap_from, gaps_at = kept[1:]
+    status, iterations, ratio, energy, depth, searched_at, kind, elem, prim, gap_from = minimise_rod_energy(
         state.positions, state.quats, model.node_dof, model.rot_dof, model.fixed, dof_tol, model.bw,
         rest_len, model.stretch_stiff, model.joint_a, model.joint_b, model.joint_len, model.bend_stiff,
-        model.node_force, model.rot_couple, load_factor, max_iterations, extra, searched_at, kind, elem, prim)
+        model.node_force, model.rot_couple, load_factor, max_iterations, extra, searched_at, kind, elem, prim,
+        gap_from, gaps_at)
     if interactions is not None:
-        interactions.__dict__["_candidates"] = (extra[0], searched_at, kind, elem, prim)
+        interactions.__dict__["_candidates"] = (extra[0], searched_at, kind, elem, prim, gap_from,
+                                                state.positions.copy())
     return status, iterations, ratio, energy, depth
 
 

@@ -254,14 +254,16 @@ def _deepest(pair_gap, live):
 
 @njit
 def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_len, stretch_stiff, joint_a, joint_b,
-                        joint_len, bend_stiff, node_force, rot_couple, load_factor, max_iterations, extra, searched_from,
-                        kind, elem, prim):
+                        joint_len, bend_stiff, node_force, rot_couple, load_factor, max_iterations, extra,
+                        searched_from, kind, elem, prim, gap_from, gaps_at):
     """Newton-minimise in place. Returns (status, iterations, residual / tolerance, energy, deepest
-    penetration of a candidate contact pair, and the candidate pairs with where they were searched).
+    penetration of a candidate contact pair, and the candidate pairs with where they were searched
+    and lower bounds of their gaps at the final positions).
 
     ``searched_from``, ``kind``, ``elem``, ``prim``: candidate pairs from an earlier call with the same
     obstacles (find_pairs within twice the reach at ``searched_from``), used until a node has moved a
-    reach from there; searched_from = inf searches at once.
+    reach from there; searched_from = inf searches at once. ``gap_from``: lower bounds of their gaps
+    at the positions ``gaps_at`` (empty: none), carried to the start as along the steps.
 
     The candidates are searched again once a node has moved a reach. Between searches every pair
     within reach of a node or a plain face is among them, but a segment pair is found only where
@@ -297,19 +299,30 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
     searched_at = searched_from.copy()
     n_pairs = kind.shape[0]
     pair_gap = np.empty(n_pairs)
-    pair_t = np.empty(n_pairs)
-    pair_normal = np.empty((n_pairs, 3))
-    pair_point = np.empty((n_pairs, 3))
+    # pairs handed on with a gap bound are evaluated once they may touch or a step could reach them;
+    # until then the step filter sees a zero normal (no approach), which is all it may conclude
+    pair_t = np.zeros(n_pairs)
+    pair_normal = np.zeros((n_pairs, 3))
+    pair_point = np.zeros((n_pairs, 3))
     pair_u = np.zeros(n_pairs)
     pair_force = np.zeros((n_pairs, 3))
     live = np.zeros(0, dtype=np.int64)
     fresh = np.ones(n_pairs, dtype=np.bool_)  # pairs evaluated at the current positions
     nodes = pair_nodes(kind, elem, prim)
     moves = np.empty(n_pairs)
-    if use_contact and _largest_move(pos, searched_at) <= reach:
-        pair_gaps(np.arange(n_pairs), pos, kind, elem, prim, obstacles, node_radius, pair_gap, pair_t, pair_normal,
-                  pair_point, pair_u)
     node_move = np.empty(pos.shape[0])
+    if use_contact and _largest_move(pos, searched_at) <= reach:
+        if gap_from.shape[0] == n_pairs and gaps_at.shape[0] == pos.shape[0]:
+            for n in range(pos.shape[0]):
+                node_move[n] = math.sqrt((pos[n, 0] - gaps_at[n, 0]) ** 2 + (pos[n, 1] - gaps_at[n, 1]) ** 2
+                                         + (pos[n, 2] - gaps_at[n, 2]) ** 2)
+            pair_moves(nodes, node_move, moves)
+            for p in range(n_pairs):
+                pair_gap[p] = gap_from[p] - moves[p]
+                fresh[p] = False
+        else:
+            pair_gaps(np.arange(n_pairs), pos, kind, elem, prim, obstacles, node_radius, pair_gap, pair_t,
+                      pair_normal, pair_point, pair_u)
     sl_point, sl_axis = extra[9], extra[10]
     sl_seg = np.full(sl_point.shape[0], -1, dtype=np.int64)
     sl_t = np.zeros(sl_point.shape[0])
@@ -357,12 +370,12 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                             bend_stiff, node_force, rot_couple, load_factor, grad, band, bw, 1.0, extra, kind, elem,
                             prim, live, sl_seg, sl_t, pair_gap, pair_t, pair_normal, pair_point, pair_u, pair_force)
         if not math.isfinite(energy):
-            return NOT_FINITE, it, ratio, energy, _deepest(pair_gap, live), searched_at, kind, elem, prim
+            return NOT_FINITE, it, ratio, energy, _deepest(pair_gap, live), searched_at, kind, elem, prim, pair_gap
         ratio = _constrained_residual(grad, fixed, dof_tol)
         if not math.isfinite(ratio):
-            return NOT_FINITE, it, ratio, energy, _deepest(pair_gap, live), searched_at, kind, elem, prim
+            return NOT_FINITE, it, ratio, energy, _deepest(pair_gap, live), searched_at, kind, elem, prim, pair_gap
         if ratio <= 1.0:
-            return CONVERGED, it, ratio, energy, _deepest(pair_gap, live), searched_at, kind, elem, prim
+            return CONVERGED, it, ratio, energy, _deepest(pair_gap, live), searched_at, kind, elem, prim, pair_gap
         if it == max_iterations:
             break
         _prepare_system(band, bw, fixed, damping)
@@ -531,8 +544,9 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                 break
             lam = max(4.0 * lam, 1e-8)
         if not accepted:
-            return STALLED, it, ratio, energy, _deepest(pair_gap, live), searched_at, kind, elem, prim
-    return MAX_ITERATIONS, max_iterations, ratio, energy, _deepest(pair_gap, live), searched_at, kind, elem, prim
+            return STALLED, it, ratio, energy, _deepest(pair_gap, live), searched_at, kind, elem, prim, pair_gap
+    return (MAX_ITERATIONS, max_iterations, ratio, energy, _deepest(pair_gap, live), searched_at, kind, elem, prim,
+            pair_gap)
 
 
 @njit

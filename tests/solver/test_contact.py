@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from helpers.cases import WIRE, cable, case, first, min_clearance, solve
 
-from solver_core import Harness, parse_case
+from solver_core import CableChange, Frame, Harness, parse_case
 
 R = 0.002  # cable radius of the test cables (4 mm)
 LINEAR_DENSITY = 7958.0 * math.pi * 0.004**2 / 4  # the helpers' cable (Lv 2017: 30 g over 300 mm)
@@ -889,3 +889,39 @@ def test_gap_bounds_carried_along_steps_stay_below_the_true_gaps_and_leave_out_o
         kept.append(len(live))
         touching += int((true[0] < 0.0).sum())
     assert touching > 0 and min(kept) < m  # some pairs touch, and some are left out
+
+
+def test_a_step_from_pairs_handed_on_by_the_last_solve_ends_where_a_fresh_search_does():
+    # Between solves a cable keeps its candidate contact pairs and lower bounds of their gaps (a warm
+    # step moves it less than the search reach). The handed-on step must reach the equilibrium that a
+    # step from a fresh search reaches: a cable lying across a ribbed mesh, its end moved sideways.
+    x = np.linspace(-0.1, 0.4, 11)  # the open border far from the cable (no segment pairs depend on the search)
+    y = np.linspace(-0.1, 0.1, 5)
+    X, Y = np.meshgrid(x, y)
+    Z = 0.0002 * np.sin(40.0 * X)  # gentle: a segment over curved facets may cut them by its sagitta
+    verts = np.column_stack((X.ravel(), Y.ravel(), Z.ravel()))
+    n = len(x)
+    i, j = np.meshgrid(np.arange(len(y) - 1), np.arange(n - 1), indexing="ij")
+    a = (i * n + j).ravel()
+    tris = np.concatenate((np.column_stack((a, a + 1, a + n + 1)), np.column_stack((a, a + n + 1, a + n))))
+    mesh = {"type": "mesh", "vertices": verts.tolist(), "triangles": tris.tolist()}
+    doc = case(cable(length=0.31, start={"position": [0.0, 0.0, 0.003], "tangent": [1, 0, 0], "normal": [0, 0, 1]},
+                     end={"position": [0.3, 0.0, 0.003], "tangent": [1, 0, 0], "normal": [0, 0, 1]}),
+               obstacles=[mesh])
+    results = []
+    for handed_on in (True, False):
+        h = Harness.from_case(parse_case(doc))
+        assert h.solve_step()["W1"].converged
+        session = h.cables["W1"]
+        for _ in range(4):  # small moves: within the search reach of the last search
+            if not handed_on:
+                session.interactions.__dict__.pop("_candidates")
+            end = session.boundary.end
+            moved = Frame(end.position + [0.0, 0.0005, 0.0], end.tangent, end.normal)
+            assert h.solve_step({"W1": CableChange(end=moved)})["W1"].converged
+        results.append(h.cable_result("W1"))
+    kept, fresh = (np.array(r["nodes"]) for r in results)
+    assert np.abs(kept - fresh).max() < 1e-3 * R  # the same equilibrium (within the solver's tolerance)
+    assert np.abs(kept[:, 1]).max() > 0.0015  # and the cable did move sideways
+    for r in results:
+        _no_penetration(r, doc)
