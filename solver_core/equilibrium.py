@@ -45,6 +45,8 @@ def _minimise(model: RodModel, state: RodState, load_factor: float, rest_len: np
     search costs a tenth of the step), except where pairs depend on where the search saw them."""
     searched_at, gaps_at, gap_from = np.full_like(state.positions, np.inf), np.zeros((0, 3)), np.zeros(0)
     kind, elem, prim = (np.zeros(0, dtype=np.int64) for _ in range(3))
+    if interactions is not None and not interactions.uses_contact:
+        interactions = None  # nothing to hand on
     kept = interactions.__dict__.get("_candidates") if interactions is not None else None
     if (kept is not None and kept[0] is extra[0] and kept[1].shape == state.positions.shape
             and not interactions.pairs_depend_on_search(state, 3.0 * interactions.reach)):
