@@ -244,6 +244,16 @@ def _largest_move(pos, searched_at):
 
 
 @njit
+def _pair_arrays(n_pairs):
+    """Per candidate pair: gap (or a lower bound of it), t, normal, point, u, force, whether it is
+    evaluated at the current positions, and a work array. Pairs handed on with a gap bound are
+    evaluated once they may touch or a step could reach them; until then the step filter sees a
+    zero normal (no approach), which is all it may conclude."""
+    return (np.zeros(n_pairs), np.zeros(n_pairs), np.zeros((n_pairs, 3)), np.zeros((n_pairs, 3)), np.zeros(n_pairs),
+            np.zeros((n_pairs, 3)), np.ones(n_pairs, dtype=np.bool_), np.zeros(n_pairs))
+
+
+@njit
 def _deepest(pair_gap, live):
     depth = 0.0
     for idx in range(live.shape[0]):
@@ -298,18 +308,9 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
     sl_part, node_radius, node_part = extra[17], extra[18], extra[19]
     searched_at = searched_from.copy()
     n_pairs = kind.shape[0]
-    pair_gap = np.empty(n_pairs)
-    # pairs handed on with a gap bound are evaluated once they may touch or a step could reach them;
-    # until then the step filter sees a zero normal (no approach), which is all it may conclude
-    pair_t = np.zeros(n_pairs)
-    pair_normal = np.zeros((n_pairs, 3))
-    pair_point = np.zeros((n_pairs, 3))
-    pair_u = np.zeros(n_pairs)
-    pair_force = np.zeros((n_pairs, 3))
+    pair_gap, pair_t, pair_normal, pair_point, pair_u, pair_force, fresh, moves = _pair_arrays(n_pairs)
     live = np.zeros(0, dtype=np.int64)
-    fresh = np.ones(n_pairs, dtype=np.bool_)  # pairs evaluated at the current positions
     nodes = pair_nodes(kind, elem, prim)
-    moves = np.empty(n_pairs)
     node_move = np.empty(pos.shape[0])
     if use_contact and _largest_move(pos, searched_at) <= reach:
         if gap_from.shape[0] == n_pairs and gaps_at.shape[0] == pos.shape[0]:
@@ -343,17 +344,10 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
             kind, elem, prim = find_pairs(pos, node_radius, node_part, 2.0 * reach, obstacles, self_gap)
             searched_at[:, :] = pos
             n_pairs = kind.shape[0]
-            pair_gap = np.empty(n_pairs)
-            pair_t = np.empty(n_pairs)
-            pair_normal = np.empty((n_pairs, 3))
-            pair_point = np.empty((n_pairs, 3))
-            pair_u = np.zeros(n_pairs)
-            pair_force = np.zeros((n_pairs, 3))
+            pair_gap, pair_t, pair_normal, pair_point, pair_u, pair_force, fresh, moves = _pair_arrays(n_pairs)
             pair_gaps(np.arange(n_pairs), pos, kind, elem, prim, obstacles, node_radius, pair_gap, pair_t,
                       pair_normal, pair_point, pair_u)
-            fresh = np.ones(n_pairs, dtype=np.bool_)
             nodes = pair_nodes(kind, elem, prim)
-            moves = np.empty(n_pairs)
         # Only pairs that may touch are evaluated: every other gap is known to be positive, from a
         # lower bound carried along the steps since it was last evaluated (a gap shrinks at most as
         # fast as its nodes move). A cable resting on a fine mesh has some 50 triangles within the
