@@ -244,6 +244,12 @@ def _largest_move(pos, searched_at):
 
 
 @njit
+def _node_distances(a, b, out):
+    for n in range(a.shape[0]):
+        out[n] = math.sqrt((a[n, 0] - b[n, 0]) ** 2 + (a[n, 1] - b[n, 1]) ** 2 + (a[n, 2] - b[n, 2]) ** 2)
+
+
+@njit
 def _pair_arrays(n_pairs):
     """Per candidate pair: gap (or a lower bound of it), t, normal, point, u, force, whether it is
     evaluated at the current positions, and a work array. Pairs handed on with a gap bound are
@@ -314,9 +320,7 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
     node_move = np.empty(pos.shape[0])
     if use_contact and _largest_move(pos, searched_at) <= reach:
         if gap_from.shape[0] == n_pairs and gaps_at.shape[0] == pos.shape[0]:
-            for n in range(pos.shape[0]):
-                node_move[n] = math.sqrt((pos[n, 0] - gaps_at[n, 0]) ** 2 + (pos[n, 1] - gaps_at[n, 1]) ** 2
-                                         + (pos[n, 2] - gaps_at[n, 2]) ** 2)
+            _node_distances(pos, gaps_at, node_move)
             pair_moves(nodes, node_move, moves)
             for p in range(n_pairs):
                 pair_gap[p] = gap_from[p] - moves[p]
@@ -526,10 +530,7 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                 elif rho < 0.25:
                     lam = max(3.0 * lam, 1e-8)
                 if use_contact:
-                    for n in range(pos.shape[0]):
-                        node_move[n] = math.sqrt((trial_pos[n, 0] - pos[n, 0]) ** 2
-                                                 + (trial_pos[n, 1] - pos[n, 1]) ** 2
-                                                 + (trial_pos[n, 2] - pos[n, 2]) ** 2)
+                    _node_distances(trial_pos, pos, node_move)
                     pair_moves(nodes, node_move, moves)
                     lower_gaps(moves, pair_gap, fresh)
                 pos[:, :] = trial_pos
