@@ -930,12 +930,21 @@ def approach_fraction(delta, node_dof, kind, elem, prim, pair_gap, pair_t, pair_
     58 um deep with 38 N on it, the node pairs at both its ends open)."""
     fraction = 1.0
     n_nodes = node_dof.shape[0]
+    largest2 = 0.0
     for i in range(n_nodes):
         a = node_dof[i]
         move2 = delta[a] ** 2 + delta[a + 1] ** 2 + delta[a + 2] ** 2
         if not (move2 <= reach * reach):
             fraction = min(fraction, reach / math.sqrt(move2))
+        if not (move2 <= largest2):
+            largest2 = move2
+    # A contact point moves at most as far as the farther of its nodes (both sides together for a
+    # cable's own segments): a pair whose gap is at least twice the largest node move cannot be
+    # approached beyond its gap, and is passed over (most of the candidates near convergence).
+    unreachable = 2.0 * math.sqrt(largest2)
     for p in range(kind.shape[0]):
+        if pair_gap[p] >= unreachable:
+            continue
         slack = CABLE_SEGMENT_APPROACH if (kind[p] == CAP_SEG or kind[p] == SELF_SEG) else 0.5
         allowed = max(pair_gap[p], slack * node_radius[elem[p]])
         i = elem[p]

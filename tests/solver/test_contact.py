@@ -831,16 +831,12 @@ def test_a_step_is_cut_where_it_would_carry_a_segment_across_another_cable(kind_
     assert fraction == pytest.approx(allowed * R / move, rel=1e-12)
 
 
-def test_gap_bounds_carried_along_steps_stay_below_the_true_gaps_and_leave_out_only_open_pairs():
-    # Between evaluations the minimiser keeps, per pair, a lower bound of its gap: the last evaluated
-    # gap less the moves of the pair's nodes since (both sides' for a cable's own segments), and
-    # evaluates only the pairs whose bound is not positive. Over a chain of random steps of every node,
-    # against a crumpled mesh, a crossing cable and a loop onto itself, the bounds must never exceed
-    # the true gaps, and the pairs kept must give the energy and gradient of all candidate pairs.
-    from solver_core.contact import (ObstacleSet, contact_energy, contact_energy_of, find_pairs, lower_gaps,
-                                     pair_gaps, pair_moves, pair_nodes, pairs_that_may_touch)
+def _crumpled_mesh_crossing_cable_and_loop(rng):
+    """Candidate contact pairs of every kind: a loop of cable (out along x, round, and back across its
+    own first leg 1.8 radii up) over a crumpled mesh, with another cable's segment across it.
+    Returns (obstacle arrays, positions, radii, reach, self gap, kind, elem, prim)."""
+    from solver_core.contact import ObstacleSet, find_pairs
 
-    rng = np.random.default_rng(7)
     n_grid = 15
     x, y = np.meshgrid(np.linspace(-0.05, 0.15, n_grid), np.linspace(-0.1, 0.1, n_grid))
     z = rng.uniform(-0.6, 0.6, x.shape) * R
@@ -851,16 +847,29 @@ def test_gap_bounds_carried_along_steps_stay_below_the_true_gaps_and_leave_out_o
                            np.column_stack((a, a + n_grid + 1, a + n_grid))))
     obstacles = (ObstacleSet(triangles=verts[tris], triangle_owner=np.zeros(len(tris), dtype=np.int64))
                  .with_capsules([[0.1, -0.1, 0.6 * R]], [[0.1, 0.1, 0.6 * R]], [R]).kernel_arrays())
-    # a loop: out along x, round, and back across its own first leg 1.8 radii up
     s = np.linspace(0.0, 1.0, 61)
     pos = np.column_stack((0.12 * s - 0.04 * np.sin(2 * np.pi * s), 0.04 * np.sin(2 * np.pi * s),
                            0.9 * R + 1.8 * R * s))
-    n = len(pos)
-    radius, part = np.full(n, R), np.zeros(n, dtype=np.int64)
+    radius, part = np.full(len(pos), R), np.zeros(len(pos), dtype=np.int64)
     seg = float(np.linalg.norm(np.diff(pos, axis=0), axis=1).max())
-    reach, self_gap, k = max(R, 0.5 * seg), 4, 1e8
+    reach, self_gap = max(R, 0.5 * seg), 4
     kind, elem, prim = find_pairs(pos, radius, part, 2 * reach, obstacles, self_gap)
-    m = len(kind)
+    return obstacles, pos, radius, reach, self_gap, kind, elem, prim
+
+
+def test_gap_bounds_carried_along_steps_stay_below_the_true_gaps_and_leave_out_only_open_pairs():
+    # Between evaluations the minimiser keeps, per pair, a lower bound of its gap: the last evaluated
+    # gap less the moves of the pair's nodes since (both sides' for a cable's own segments), and
+    # evaluates only the pairs whose bound is not positive. Over a chain of random steps of every node,
+    # against a crumpled mesh, a crossing cable and a loop onto itself, the bounds must never exceed
+    # the true gaps, and the pairs kept must give the energy and gradient of all candidate pairs.
+    from solver_core.contact import (contact_energy, contact_energy_of, lower_gaps, pair_gaps, pair_moves,
+                                     pair_nodes, pairs_that_may_touch)
+
+    rng = np.random.default_rng(7)
+    obstacles, pos, radius, reach, self_gap, kind, elem, prim = _crumpled_mesh_crossing_cable_and_loop(rng)
+    n, m, k = len(pos), len(kind), 1e8
+    seg = float(np.linalg.norm(np.diff(pos, axis=0), axis=1).max())
 
     def arrays():
         return np.empty(m), np.empty(m), np.empty((m, 3)), np.empty((m, 3)), np.zeros(m)
@@ -889,6 +898,52 @@ def test_gap_bounds_carried_along_steps_stay_below_the_true_gaps_and_leave_out_o
         kept.append(len(live))
         touching += int((true[0] < 0.0).sum())
     assert touching > 0 and min(kept) < m  # some pairs touch, and some are left out
+
+
+def test_the_step_filter_is_the_documented_rule_over_every_pair():
+    # approach_fraction passes over pairs whose gap is at least twice the largest node move of the
+    # step (they cannot be approached beyond their gap). The fraction must still be the rule written
+    # out over every pair and node: min(1, reach / |step of a node|, allowed / approach of a pair),
+    # with allowed = max(gap, half a radius; a tenth for segments crossing cables) and the approach
+    # the step of the pair's contact point (both sides' for a cable's own segments) against its normal.
+    from solver_core.contact import (CAP_NODE, CAP_SEG, PLANE, SELF_NODE, SELF_SEG, TRI_NODE, approach_fraction,
+                                     pair_gaps)
+
+    rng = np.random.default_rng(11)
+    obstacles, pos, radius, reach, _self_gap, kind, elem, prim = _crumpled_mesh_crossing_cable_and_loop(rng)
+    n, m = len(pos), len(kind)
+    gap, t, normal, _point, u = np.empty(m), np.empty(m), np.empty((m, 3)), np.empty((m, 3)), np.zeros(m)
+    pair_gaps(np.arange(m), pos, kind, elem, prim, obstacles, radius, gap, t, normal, _point, u)
+    node_dof = np.arange(n) * 3
+    node_kind = np.isin(kind, [PLANE, TRI_NODE, CAP_NODE, SELF_NODE])
+    cut_by_pairs = 0
+    for size in (1e-3 * R, 1e-2 * R, 0.1 * R, 0.5 * R, 2.0 * R, 20.0 * R):
+        for trial in range(6):
+            step = rng.normal(size=(n, 3))
+            if trial % 2:
+                # every node the whole size, mostly down (at the mesh, and the upper leg at the lower
+                # one): pairs whose gaps are a good part of the step decide the fraction
+                step = 0.1 * step / np.linalg.norm(step, axis=1, keepdims=True) - [0.0, 0.0, 1.0]
+                step *= size / np.linalg.norm(step, axis=1, keepdims=True)
+            else:
+                step *= rng.uniform(0.0, size, (n, 1)) / np.linalg.norm(step, axis=1, keepdims=True)
+            expected = min(1.0, float(np.min(reach / np.maximum(np.linalg.norm(step, axis=1), 1e-300))))
+            by_pairs = 1.0
+            for p in range(m):
+                i = elem[p]
+                w = 0.0 if node_kind[p] else t[p]
+                approach = -((1.0 - w) * step[i] + w * step[min(i + 1, n - 1)]) @ normal[p]
+                if kind[p] in (SELF_NODE, SELF_SEG):
+                    approach += ((1.0 - u[p]) * step[prim[p]] + u[p] * step[prim[p] + 1]) @ normal[p]
+                slack = 0.1 if kind[p] in (CAP_SEG, SELF_SEG) else 0.5
+                allowed = max(gap[p], slack * R)
+                if approach > allowed:
+                    by_pairs = min(by_pairs, allowed / approach)
+            cut_by_pairs += by_pairs < expected
+            expected = min(expected, by_pairs)
+            fraction = approach_fraction(step.ravel(), node_dof, kind, elem, prim, gap, t, u, normal, radius, reach)
+            assert fraction == pytest.approx(expected, rel=1e-12, abs=1e-300)
+    assert cut_by_pairs > 0  # the pairs, not only the reach, decided some of the steps
 
 
 def test_a_step_from_pairs_handed_on_by_the_last_solve_ends_where_a_fresh_search_does():
