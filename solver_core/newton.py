@@ -17,7 +17,8 @@ import numpy as np
 from ._jit import njit
 from .banded import band_cholesky, band_symmetric_matvec, low_rank_factor, low_rank_matvec, low_rank_solve
 from .contact import (SELF_NODE, SELF_SEG, approach_fraction, contact_energy_of, evaluate_reachable, find_pairs,
-                      friction_energy, lower_gaps, pair_gaps, pair_moves, pair_nodes, pairs_that_may_touch)
+                      friction_energy, lower_gaps, pair_gaps, pair_moves, pair_nodes, pairs_that_may_touch,
+                      plunge_step_length)
 from .mounts import compliant_energy, sliding_crossings, sliding_energy
 from .rod_energy import rod_energy, rod_gradient_hessian, rod_strains, strain_jacobian_transpose
 from .rotations import quat_retract, quat_to_matrix
@@ -339,6 +340,8 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
     ratio = np.inf
     energy = np.inf
     Ut = np.zeros((0, n_dof))
+    approach = np.empty(n_pairs)  # per pair, how far a step carries it towards its primitive
+    fraction = 1.0
     k_c = np.zeros(0)
     Z = np.empty((0, n_dof))
     S = np.empty((0, 0))
@@ -448,40 +451,63 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                 pair_moves(nodes, _node_moves(delta, node_dof), moves)
                 evaluate_reachable(pos, kind, elem, prim, obstacles, node_radius, moves, pair_gap, pair_t, pair_normal,
                                    pair_point, pair_u, fresh)
+                if approach.shape[0] != n_pairs:
+                    approach = np.empty(n_pairs)
                 fraction = approach_fraction(delta, node_dof, kind, elem, prim, pair_gap, pair_t, pair_u, pair_normal,
-                                             node_radius, reach)
+                                             node_radius, reach, approach)
                 if fraction < MIN_STEP_FRACTION:
                     too_far = True
                 elif fraction < 1.0:
                     for i in range(n_dof):
                         delta[i] *= fraction
+                else:
+                    fraction = 1.0
             if too_far:
                 lam = max(4.0 * lam, 1e-6)
                 continue
             band_symmetric_matvec(band, bw, delta, hd)
             if m_c > 0:
                 low_rank_matvec(Ut, k_c, delta, hd)
-            predicted = 0.0
+            slope = 0.0
+            curvature = 0.0
             for i in range(n_dof):
-                predicted -= grad[i] * delta[i] + 0.5 * delta[i] * hd[i]
-            _retract(pos, quat, node_dof, rot_dof, delta, 1.0, trial_pos, trial_quat, rot_step)
-            trial_extra_energy = _trial_extra(trial_pos, trial_quat, node_dof, rot_dof, extra, kind, elem, prim,
-                                              nodes, sl_seg, sl_t, pair_gap, delta)
-            trial_energy = trial_extra_energy + rod_energy(trial_pos, trial_quat, rest_len, stretch_stiff, joint_a,
-                                                           joint_b, joint_len, bend_stiff, node_force, load_factor)
+                slope -= grad[i] * delta[i]
+                curvature += delta[i] * hd[i]
+            predicted = slope - 0.5 * curvature
+            shortened = False
+            for _length in range(2):
+                _retract(pos, quat, node_dof, rot_dof, delta, 1.0, trial_pos, trial_quat, rot_step)
+                trial_extra_energy = _trial_extra(trial_pos, trial_quat, node_dof, rot_dof, extra, kind, elem, prim,
+                                                  nodes, sl_seg, sl_t, pair_gap, delta)
+                trial_energy = trial_extra_energy + rod_energy(trial_pos, trial_quat, rest_len, stretch_stiff,
+                                                               joint_a, joint_b, joint_len, bend_stiff, node_force,
+                                                               load_factor)
+                couple = _couple_work(quat, rot_dof, rot_couple, load_factor, delta, R)
+                actual = energy - (trial_energy - couple)
+                # In the last digits the energy difference is noise; a step whose predicted gain is
+                # below that noise is a pure Newton refinement and is taken (the residual decides).
+                noise = 1e-13 * (abs(energy) + abs(trial_energy))
+                rho = actual / predicted if predicted > 0.0 else -1.0
+                # A step that plunged nodes into facets they did not touch (open pairs are not in the
+                # model) fails on contact energy: the correction below mends stretch and cannot help it,
+                # so it is not paid for (a tenth of a step's time on a faceted mesh) ...
+                plunged = trial_extra_energy - extra_energy > CONTACT_RISE * predicted
+                if shortened or not (use_contact and plunged and predicted > noise and rho <= 1e-4):
+                    break
+                # ... and instead of damping and factorising again (several times per iteration on a
+                # faceted mesh), the step is shortened to where the facet pairs it closes balance the
+                # model (contact.plunge_step_length)
+                alpha, penalty = plunge_step_length(approach, fraction, kind, elem, pair_gap, fresh, cparams[1],
+                                                    extra[2], slope, curvature)
+                if not (alpha < 1.0):
+                    break
+                for i in range(n_dof):
+                    delta[i] *= alpha
+                predicted = alpha * slope - 0.5 * alpha * alpha * curvature - penalty
+                shortened = True
             if not math.isfinite(trial_energy):
                 lam = max(10.0 * lam, 1e-6)
                 continue
-            couple = _couple_work(quat, rot_dof, rot_couple, load_factor, delta, R)
-            actual = energy - (trial_energy - couple)
-            # In the last digits the energy difference is noise; a step whose predicted gain is
-            # below that noise is a pure Newton refinement and is taken (the residual decides).
-            noise = 1e-13 * (abs(energy) + abs(trial_energy))
-            rho = actual / predicted if predicted > 0.0 else -1.0
-            # A step that plunged nodes into facets they did not touch (open pairs are not in the model)
-            # fails on contact energy; the correction below mends stretch and cannot help it, so it is
-            # not paid for (a tenth of a step's time on a faceted mesh).
-            plunged = trial_extra_energy - extra_energy > CONTACT_RISE * predicted
             if predicted > noise and rho < 0.25 and not plunged:
                 # Geodesic acceleration (Transtrum & Sethna 2012): a rotation step moves nodes along
                 # tangents of circles, which stretches stiff segments by O(step^2) and spoils the
@@ -514,7 +540,7 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                     evaluate_reachable(pos, kind, elem, prim, obstacles, node_radius, moves, pair_gap, pair_t,
                                        pair_normal, pair_point, pair_u, fresh)
                     within = approach_fraction(correction, node_dof, kind, elem, prim, pair_gap, pair_t, pair_u,
-                                               pair_normal, node_radius, reach) >= 1.0
+                                               pair_normal, node_radius, reach, approach) >= 1.0
                 if within:
                     _retract(pos, quat, node_dof, rot_dof, correction, 1.0, corrected_pos, corrected_quat, rot_step)
                     corrected_energy = rod_energy(corrected_pos, corrected_quat, rest_len, stretch_stiff, joint_a,
@@ -531,7 +557,11 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
             if predicted <= noise or rho > 1e-4:
                 if not exact:
                     gn_overestimates = rho > GN_OVERESTIMATE
-                if predicted <= noise or rho > 0.75:
+                if shortened:
+                    # the model held for a part of the step only: the trust region shrinks as for a
+                    # rejected step, so that the next direction turns away from what it ran into
+                    lam = max(4.0 * lam, 1e-8)
+                elif predicted <= noise or rho > 0.75:
                     # a model this good: back towards a pure Newton step at once. On faceted meshes
                     # the model breaks at every facet crossing, and a slow return of lambda after
                     # each break made the re-settling of a cable dozens of damped steps long.

@@ -827,7 +827,7 @@ def test_a_step_is_cut_where_it_would_carry_a_segment_across_another_cable(kind_
     node_dof = np.array([0, 3, 6, 9])  # the other side (self pairs: nodes 2 and 3) stays put
     fraction = contact.approach_fraction(delta, node_dof, kind, np.array([0]), np.array([2]), np.array([gap]),
                                          np.array([0.5]), np.array([0.5]), np.array([[0.0, 0.0, 1.0]]),
-                                         np.full(4, R), 10 * R)
+                                         np.full(4, R), 10 * R, np.empty(1))
     assert fraction == pytest.approx(allowed * R / move, rel=1e-12)
 
 
@@ -855,6 +855,52 @@ def _crumpled_mesh_crossing_cable_and_loop(rng):
     reach, self_gap = max(R, 0.5 * seg), 4
     kind, elem, prim = find_pairs(pos, radius, part, 2 * reach, obstacles, self_gap)
     return obstacles, pos, radius, reach, self_gap, kind, elem, prim
+
+
+def test_a_step_closing_open_pairs_stops_at_the_minimum_of_model_plus_their_penalty():
+    # plunge_step_length minimises, along a Newton step, the quadratic model -G a + C a^2 / 2 plus the
+    # penalty k/2 (a s_p - g_p)_+^2 of each open node-facet pair the step closes (s_p: its approach over
+    # the whole step). Reference: the same function minimised numerically by scipy; touching pairs,
+    # pairs not evaluated at the current state and other kinds of pair must not count, and a step
+    # that closes no open facet pair is left whole.
+    from scipy.optimize import minimize_scalar
+
+    from solver_core.contact import PLANE, SELF_NODE, TRI_NODE, TRI_SEG, plunge_step_length
+
+    rng = np.random.default_rng(5)
+    stiffness, seg = 1.26e8, 0.005
+    closes = 0
+    for trial in range(20):
+        m = 30
+        kind = rng.choice([TRI_NODE, TRI_NODE, TRI_NODE, TRI_SEG, PLANE, SELF_NODE], m)
+        elem = rng.integers(0, 10, m)
+        node_len = rng.uniform(0.5, 1.0, 10) * seg
+        gap = rng.uniform(-0.2, 1.0, m) * 1e-5
+        fresh = rng.random(m) < 0.9
+        approach = rng.uniform(-1.0, 1.0, m) * 4e-5
+        scale = 1.0 if trial % 2 else 0.6  # the step was cut by the filter to this much of its length
+        slope, curvature = rng.uniform(0.2, 2.0) * 1e-4, rng.uniform(0.1, 2.0) * 1e-4
+        counts = (kind == TRI_NODE) & fresh & (gap > 0.0)
+        k = stiffness * node_len[elem]
+
+        def phi(a):
+            closing = np.maximum(0.0, a * scale * approach - gap)[counts]
+            return -slope * a + 0.5 * curvature * a * a + 0.5 * (k[counts] * closing ** 2).sum()
+
+        alpha, penalty = plunge_step_length(approach, scale, kind, elem, gap, fresh, stiffness, node_len, slope,
+                                            curvature)
+        if not np.any((scale * approach > gap)[counts]):
+            assert (alpha, penalty) == (1.0, 0.0)
+            continue
+        closes += 1
+        best = minimize_scalar(phi, bounds=(0.0, 1.0), method="bounded", options={"xatol": 1e-13})
+        assert alpha == pytest.approx(best.x, rel=1e-6, abs=1e-9)
+        closing = np.maximum(0.0, alpha * scale * approach - gap)[counts]
+        assert penalty == pytest.approx(0.5 * (k[counts] * closing ** 2).sum(), rel=1e-9, abs=1e-30)
+    assert closes >= 10
+    # nothing closed: the whole step
+    assert plunge_step_length(np.zeros(3), 1.0, np.full(3, TRI_NODE), np.zeros(3, dtype=np.int64), np.ones(3),
+                              np.ones(3, dtype=np.bool_), stiffness, np.full(1, seg), 1e-4, 1e-4) == (1.0, 0.0)
 
 
 def test_gap_bounds_carried_along_steps_stay_below_the_true_gaps_and_leave_out_only_open_pairs():
@@ -929,20 +975,26 @@ def test_the_step_filter_is_the_documented_rule_over_every_pair():
                 step *= rng.uniform(0.0, size, (n, 1)) / np.linalg.norm(step, axis=1, keepdims=True)
             expected = min(1.0, float(np.min(reach / np.maximum(np.linalg.norm(step, axis=1), 1e-300))))
             by_pairs = 1.0
+            approaches = np.empty(m)
             for p in range(m):
                 i = elem[p]
                 w = 0.0 if node_kind[p] else t[p]
                 approach = -((1.0 - w) * step[i] + w * step[min(i + 1, n - 1)]) @ normal[p]
                 if kind[p] in (SELF_NODE, SELF_SEG):
                     approach += ((1.0 - u[p]) * step[prim[p]] + u[p] * step[prim[p] + 1]) @ normal[p]
+                approaches[p] = approach
                 slack = 0.1 if kind[p] in (CAP_SEG, SELF_SEG) else 0.5
                 allowed = max(gap[p], slack * R)
                 if approach > allowed:
                     by_pairs = min(by_pairs, allowed / approach)
             cut_by_pairs += by_pairs < expected
             expected = min(expected, by_pairs)
-            fraction = approach_fraction(step.ravel(), node_dof, kind, elem, prim, gap, t, u, normal, radius, reach)
+            approach = np.empty(m)
+            fraction = approach_fraction(step.ravel(), node_dof, kind, elem, prim, gap, t, u, normal, radius, reach,
+                                         approach)
             assert fraction == pytest.approx(expected, rel=1e-12, abs=1e-300)
+            # the approaches handed on: each pair's own, or 0 where it cannot reach its gap
+            assert np.all((np.abs(approach - approaches) <= 1e-12 * R) | ((approach == 0.0) & (approaches <= gap)))
     assert cut_by_pairs > 0  # the pairs, not only the reach, decided some of the steps
 
 
