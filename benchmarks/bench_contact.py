@@ -21,7 +21,10 @@ MATERIAL = {"preset": "lv2017_harness"}
 # Interactive accuracy: force residual 1e-5 of the cable's force scale. On faceted meshes the
 # residual stalls near there (the contact force's derivative jumps at facet edges).
 TOLERANCE = 1e-5
-STEPS = 5  # moving-end steps measured (each can take seconds while mesh contact does not converge)
+STEPS = 5  # moving steps of the ten cables (a step that tries them together again takes seconds)
+# moving-end steps of the cable on the mesh: the later ones along the end's circle slide the cable
+# further over the facets and take more iterations, so a median over the first five flatters
+MESH_STEPS = 12
 
 
 def wavy_mesh(n: int, extent=(-0.2, 0.8, -0.4, 0.4), depth=-0.0, amplitude=0.004):
@@ -65,7 +68,7 @@ def single_cable_on_mesh():
     end = harness.cables["W"].boundary.end
     times = []
     failed = 0
-    for k in range(1, STEPS + 1):
+    for k in range(1, MESH_STEPS + 1):
         # the end connector travels round a circle of 2 cm radius, 3 mm above the surface
         a = 2 * math.pi * k / 60
         p = end.position + np.array([0.02 * (math.cos(a) - 1), 0.02 * math.sin(a), 0.0])
@@ -127,7 +130,7 @@ def main():
     n_tris, cold, contacts, median, worst, failed = single_cable_on_mesh()
     print(f"1 cable x 100 segments on a {n_tris}-triangle mesh: cold solve incl. tree {cold * 1e3:.0f} ms, "
           f"{contacts} contacts; moving end: median {median:.2f} ms/step, worst {worst:.2f} ms (target 5 ms), "
-          f"{failed} of {STEPS} steps not converged")
+          f"{failed} of {MESH_STEPS} steps not converged")
     cold, touching, median, worst, failed = ten_touching_cables()
     print(f"10 cables x 100 segments with cable-cable contact: cold {cold * 1e3:.0f} ms, {touching} contacts; "
           f"moving one end: median {median:.1f} ms/step, worst {worst:.1f} ms (target 25 ms), "
