@@ -460,8 +460,6 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                 elif fraction < 1.0:
                     for i in range(n_dof):
                         delta[i] *= fraction
-                else:
-                    fraction = 1.0
             if too_far:
                 lam = max(4.0 * lam, 1e-6)
                 continue
