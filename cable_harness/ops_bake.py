@@ -16,7 +16,9 @@ from .simulation import CLEARANCE_SEARCH_M, HarnessSimulation
 # the measurements of the last bake (read by Export Report), saved with the .blend
 BAKE_LOG_TEXT = "cable_harness_bake_log.json"
 # Distances do not tell sides apart: a collider moving more than part of a cable radius between two
-# solves can pass through the cable. Between frames where one does, the bake solves at sub-frames.
+# solves can pass through the cable. Between frames where one does, the bake solves at sub-frames; a
+# move too long for them is followed further by each tick's own sub-steps (simulation.py), and a frame
+# is recorded once the solver has caught up with it.
 SUBFRAME_MOVE = 0.4  # of the thinnest cable's radius, per sub-frame at most
 MAX_SUBFRAMES = 64
 
@@ -110,6 +112,8 @@ class _BakeRun:
             self._follow_colliders(context, self.frames[self.index - 1], frame, self.corners, corners)
         self.corners = corners  # where the colliders were at the last solved frame
         report = self.simulation.tick(context)
+        while report.to_follow > 0.0:  # each tick follows the rest of the move MAX_SUBSTEPS sub-steps further
+            report = self.simulation.tick(context)
         for name, result in report.results.items():
             ob = bpy.data.objects.get(name)
             if ob is None or name not in self.samples:

@@ -9,6 +9,8 @@ clips, ...) is rebuilt from its route; a cable whose connectors or clips merely 
 warm-started from its last equilibrium. A collider dragged further than a fraction of a cable
 radius since the last tick is followed in sub-steps (interpolated poses), as Bake does with
 sub-frames: contact pushes a cable along only where the collider moves less than its radius per solve.
+A drag too far for one tick's sub-steps is followed over the next ticks: the solver's colliders and
+holders lag behind the scene's until they catch up, rather than let a collider pass through a cable.
 """
 
 import json
@@ -34,8 +36,9 @@ BROAD_PHASE_ROUNDS = 4
 # how far from a cable the clearance read-out looks for collider triangles
 CLEARANCE_SEARCH_M = 0.05
 # A collider moved by hand between two ticks further than this fraction of the thinnest cable's
-# radius (at any corner of its box) is followed in sub-steps (at most MAX_SUBSTEPS per tick): contact
-# only pushes a cable along where the collider moves less than the cable's radius per solve.
+# radius (at any corner of its box) is followed in sub-steps: contact only pushes a cable along where
+# the collider moves less than the cable's radius per solve. At most MAX_SUBSTEPS per tick (a tick
+# must stay short); the rest of a longer drag is followed in the next ticks.
 SUBSTEP_MOVE = 0.4
 MAX_SUBSTEPS = 64
 
@@ -51,6 +54,7 @@ class TickReport:
     results: dict = field(default_factory=dict)  # cable name -> result document entry
     warnings: list = field(default_factory=list)  # solver warnings new in this tick (e.g. a route inside a collider)
     candidate_triangles: int = 0
+    to_follow: float = 0.0  # part of a fast collider drag the solver has still to follow (0: caught up)
 
     @property
     def total_ms(self) -> float:
@@ -63,6 +67,8 @@ class TickReport:
             text += "; " + "; ".join(f"{k}: {v}" for k, v in self.failed.items())
         if self.warnings:
             text += "; " + "; ".join(self.warnings)
+        if self.to_follow > 0.0:
+            text += f"; following a fast-moved collider ({100.0 * self.to_follow:.0f} % of its move to go)"
         return text
 
     @property
@@ -117,10 +123,15 @@ class HarnessSimulation:
         t1 = time.perf_counter()
         poses = self._collider_poses(scene, context)
         solve_ms = 0.0
-        for sub_targets, sub_poses in self._substeps(scene, context, targets, poses):
+        *substeps, (reached, tick_targets, tick_poses) = self._substeps(scene, context, targets, poses)
+        for _t, sub_targets, sub_poses in substeps:
             solve_ms += self._solve(scene, context, sub_targets, report, sub_poses)[0]
-        self.collider_poses = poses
-        ms, reports = self._solve(scene, context, targets, report, None)
+        if tick_poses is None:
+            self.collider_poses = poses
+        else:  # the drag is followed as far as this tick's sub-steps reach; the next tick goes on from there
+            self.collider_poses = {**poses, **{name: tuple(tuple(row) for row in m) for name, m in tick_poses.items()}}
+            report.to_follow = 1.0 - reached
+        ms, reports = self._solve(scene, context, tick_targets, report, tick_poses)
         solve_ms += ms
         t2 = time.perf_counter()
         for name, cable_report in reports.items():
@@ -150,13 +161,16 @@ class HarnessSimulation:
         return {ob.name: tuple(tuple(row) for row in ob.evaluated_get(depsgraph).matrix_world)
                 for ob in harness_objects(scene, COLLIDER)}
 
-    def _substeps(self, scene, context, targets, poses):
-        """(targets, collider poses) part-way from the last tick to this one, when a collider moved too
-        far since for contact to push the cables along (a fast drag): the colliders' matrices and the
-        holders' frames are interpolated (matrices by polar decomposition, frames along the rotation
-        geodesic), as Bake does with sub-frames."""
+    def _substeps(self, scene, context, targets, poses) -> list:
+        """The tick's solves as [(t, targets, collider poses)], t part of the way from the last tick's
+        colliders to this one's: one solve at t = 1 (poses None: as in the scene) unless a collider moved
+        too far since for contact to push the cables along (a fast drag). Then the colliders' matrices and
+        the holders' frames are interpolated (matrices by polar decomposition, frames along the rotation
+        geodesic), as Bake does with sub-frames, in steps of SUBSTEP_MOVE radii, MAX_SUBSTEPS at most:
+        the last solve may stop short of t = 1, and the next tick follows on."""
+        whole = [(1.0, targets, None)]
         if not self.collider_poses or not targets:
-            return
+            return whole
         radius = 0.5 * min(self.harness.cables[n].model.cable.diameter for n in targets)
         depsgraph = context.evaluated_depsgraph_get()
         move = 0.0
@@ -170,9 +184,13 @@ class HarnessSimulation:
             shift = (box @ b[:3, :3].T + b[:3, 3]) - (box @ a[:3, :3].T + a[:3, 3])
             move = max(move, float(np.linalg.norm(shift, axis=1).max()) * self.scale)
             moved[ob.name] = (Matrix(before), Matrix(poses[ob.name]))
-        count = int(min(MAX_SUBSTEPS, np.ceil(move / (SUBSTEP_MOVE * radius)))) if move > 0.0 else 1
-        for k in range(1, count):
-            t = k / count
+        needed = int(np.ceil(move / (SUBSTEP_MOVE * radius))) if move > 0.0 else 1
+        steps = []
+        for k in range(1, min(needed, MAX_SUBSTEPS) + 1):
+            t = k / needed
+            if t >= 1.0:
+                steps.append(whole[0])
+                break
             sub_targets = {}
             for name, change in targets.items():
                 session = self.harness.cables[name]
@@ -181,7 +199,8 @@ class HarnessSimulation:
                     continue
                 part = interpolate_boundary(session.boundary, self.harness.changed_boundary(name, change), t)
                 sub_targets[name] = CableChange(start=part.start, end=part.end, clips=dict(enumerate(part.clips)))
-            yield sub_targets, {name: a.lerp(b, t) for name, (a, b) in moved.items()}
+            steps.append((t, sub_targets, {name: a.lerp(b, t) for name, (a, b) in moved.items()}))
+        return steps
 
     def _solve(self, scene, context, targets, report, poses):
         """Fetch the collider triangles around the cables (colliders at ``poses`` where given) and solve
