@@ -114,7 +114,7 @@ MAX_START_STRAIN = 0.2
 
 def solve_equilibrium(model: RodModel, state: RodState, boundary: Boundary, previous: Boundary | None = None,
                       max_iterations: int = 200, interactions: Interactions | None = None,
-                      max_depth: int = MAX_CONTINUATION_DEPTH) -> SolveReport:
+                      max_depth: int = MAX_CONTINUATION_DEPTH, predictor: np.ndarray | None = None) -> SolveReport:
     """Solve for the equilibrium with ``boundary`` held, starting from ``state``.
 
     ``state`` must be an equilibrium for ``previous`` (a warm start) or, when ``previous`` is
@@ -123,6 +123,10 @@ def solve_equilibrium(model: RodModel, state: RodState, boundary: Boundary, prev
     ``boundary``; on a cold start the loads ramp up from zero and the rest lengths from those of
     the guess. A failed piece of the path is split in halves, recursively (``max_depth`` times at
     most). The input state is never modified.
+
+    ``predictor``: per-node displacement to start a warm step from (predictor.secant_displacement)
+    instead of carrying the free span along with the holders; used for the whole step only, the
+    halves of a failed one start as before.
     """
     t0 = time.perf_counter()
     counters = {"iterations": 0, "substeps": 0, "status": CONVERGED, "ratio": 0.0}
@@ -165,6 +169,9 @@ def solve_equilibrium(model: RodModel, state: RodState, boundary: Boundary, prev
             else:
                 model.carry_boundary_motion(trial, b_a, b_b)
         elif previous is boundary:
+            apply_boundary(model, trial, b_b)
+        elif predictor is not None and depth == 0 and ta == 0.0 and tb == 1.0:
+            trial.positions += predictor
             apply_boundary(model, trial, b_b)
         else:
             carry_boundary_motion(model, trial, b_a, b_b)

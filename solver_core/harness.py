@@ -15,6 +15,7 @@ from .contact import NODE_KINDS, SELF_KINDS, ObstacleSet, obstacles_from_case
 from .diagnostics import bend_radii, directors, elastic_and_load_energy, joint_arc_lengths, reactions, twist_rates
 from .equilibrium import MAX_CONTINUATION_DEPTH, SolveReport, centre_line_length, held_frames, solve_equilibrium
 from .interactions import ContactSettings, Interactions
+from .predictor import StepMemory, hold_vector, secant_displacement
 from .rod_group import GroupBoundary, GroupInteractions, RodGroup, join_models
 from .rod_model import Boundary, RodModel, build_rod_model
 from .rod_state import RodState, initial_state
@@ -31,6 +32,7 @@ class CableSession:
     solved: bool = False
     last_report: SolveReport | None = None
     group_contacts: list | None = None  # contact documents of its last solve together with others
+    last_step: StepMemory | None = None  # its last converged warm step alone, for the secant predictor
 
 
 MAX_SAG_STEPS = 64  # the initial sag is lowered onto obstacles in at most this many steps
@@ -160,8 +162,15 @@ class Harness:
         target = session.boundary if boundary is None else boundary
         previous = session.boundary if session.solved else None
         friction_before = session.interactions.friction_state.copy()
+        predictor = hold_now = hold_next = None
+        if previous is not None:
+            # Friction makes the equilibrium depend on the path: there the cable starts as before.
+            length = float(session.model.rest_len.min())
+            hold_now, hold_next = hold_vector(previous, length), hold_vector(target, length)
+            if not session.interactions.settings.friction:
+                predictor = secant_displacement(session.last_step, session.state.positions, hold_now, hold_next)
         report = solve_equilibrium(session.model, session.state, target, previous,
-                                   self.case.solver.max_iterations, session.interactions)
+                                   self.case.solver.max_iterations, session.interactions, predictor=predictor)
         session.group_contacts = None
         if report.converged:
             strain = max_axial_strain(session.model, report.state)
@@ -174,7 +183,11 @@ class Harness:
                                      f"(ultimate {limit * 100:.2f} %); the last valid state is kept")
                 report.refused = True
         session.last_report = report
+        session.last_step = None
         if report.converged:
+            if previous is not None and not np.array_equal(hold_now, hold_next):
+                session.last_step = StepMemory(hold_now, hold_next, session.state.positions.copy(),
+                                               report.state.positions.copy())
             session.state = report.state
             session.boundary = target
             session.solved = True
