@@ -168,9 +168,9 @@ class HarnessSimulation:
         the holders' frames are interpolated (matrices by polar decomposition, frames along the rotation
         geodesic), as Bake does with sub-frames, in steps of SUBSTEP_MOVE radii, MAX_SUBSTEPS at most:
         the last solve may stop short of t = 1, and the next tick follows on."""
-        whole = [(1.0, targets, None)]
+        whole = (1.0, targets, None)
         if not self.collider_poses or not targets:
-            return whole
+            return [whole]
         radius = 0.5 * min(self.harness.cables[n].model.cable.diameter for n in targets)
         depsgraph = context.evaluated_depsgraph_get()
         move = 0.0
@@ -189,7 +189,7 @@ class HarnessSimulation:
         for k in range(1, min(needed, MAX_SUBSTEPS) + 1):
             t = k / needed
             if t >= 1.0:
-                steps.append(whole[0])
+                steps.append(whole)
                 break
             sub_targets = {}
             for name, change in targets.items():
