@@ -132,18 +132,87 @@ def _row_dot(Ut, a, spans, x):
 
 
 @njit
-def low_rank_factor(work, bw, Ut, k_c, Z, S, piv):
+def independent_blocks(factor, bw):
+    """Per row of a band factor, the rows [start, end) of the independent diagonal block it lies in.
+
+    Cables solved together (rod_group.py) share one band but nothing in it couples them: their
+    Cholesky factor is block diagonal, and B^-1 u for a u on one cable lives on that cable alone.
+    A block starts at row b where no row from b on has a nonzero left of column b."""
+    n = factor.shape[0]
+    boundary = np.zeros(n + 1, dtype=np.bool_)
+    boundary[n] = True
+    leftmost = n
+    for i in range(n - 1, -1, -1):
+        first = i
+        for c in range(bw):
+            if i - bw + c >= 0 and factor[i, c] != 0.0:
+                first = i - bw + c
+                break
+        leftmost = min(leftmost, first)
+        boundary[i] = leftmost >= i
+    start = np.empty(n, dtype=np.int64)
+    end = np.empty(n, dtype=np.int64)
+    s = 0
+    for i in range(n):
+        if boundary[i]:
+            s = i
+        start[i] = s
+    e = n
+    for i in range(n - 1, -1, -1):
+        if boundary[i + 1]:
+            e = i + 1
+        end[i] = e
+    return start, end
+
+
+@njit
+def _band_solve_within(factor, bw, rhs, out, lo, start, end):
+    """band_cholesky_solve for a right-hand side that is zero outside [lo, end) and a factor that is
+    block diagonal with [start, end) one of its blocks (start <= lo): the solution lives on [start, end)."""
+    for i in range(lo, end):
+        s = rhs[i]
+        k0 = i - bw if i - bw > lo else lo
+        for k in range(k0, i):
+            s -= factor[i, bw - (i - k)] * out[k]
+        out[i] = s / factor[i, bw]
+    for i in range(start, lo):
+        out[i] = 0.0
+    for i in range(end - 1, start - 1, -1):
+        s = out[i]
+        k1 = i + bw if i + bw < end - 1 else end - 1
+        for k in range(i + 1, k1 + 1):
+            s -= factor[k, bw - (k - i)] * out[k]
+        out[i] = s / factor[i, bw]
+
+
+@njit
+def low_rank_factor(work, bw, Ut, k_c, Z, S, piv, spans):
     """Woodbury for B + U C U^T with C = k_j [[0, 1], [1, 0]] per pair of columns (the coupling
     k (a b^T + b a^T) of two parts of one band), given B's band factor ``work``: Z = B^-1 U and the LU
     of the capacitance matrix S = C^-1 + U^T B^-1 U. U is passed transposed (rows contiguous).
-    False if S is singular."""
+    ``spans`` (m, 4) receives per row of U^T its nonzero columns [0, 1) and those of Z [2, 3) (the
+    independent block of B it lies in; Z is not written outside). False if S is singular."""
     m = Ut.shape[0]
-    spans = _row_spans(Ut)
+    spans[:, :2] = _row_spans(Ut)
+    if m > 0:
+        start, end = independent_blocks(work, bw)
     for a in range(m):
-        band_cholesky_solve(work, bw, Ut[a], Z[a])
+        lo, hi = spans[a, 0], spans[a, 1]
+        if hi <= lo:
+            spans[a, 2], spans[a, 3] = lo, lo
+            continue
+        spans[a, 2], spans[a, 3] = start[lo], end[hi - 1]
+        if start[lo] != start[hi - 1]:  # not within one block: solve over the whole band
+            spans[a, 2], spans[a, 3] = 0, Ut.shape[1]
+        _band_solve_within(work, bw, Ut[a], Z[a], lo, spans[a, 2], spans[a, 3])
     for a in range(m):
         for b in range(m):
-            S[a, b] = _row_dot(Ut, a, spans, Z[b])
+            lo = max(spans[a, 0], spans[b, 2])
+            hi = min(spans[a, 1], spans[b, 3])
+            acc = 0.0
+            for d in range(lo, hi):
+                acc += Ut[a, d] * Z[b, d]
+            S[a, b] = acc
     for j in range(k_c.shape[0]):
         S[2 * j, 2 * j + 1] += 1.0 / k_c[j]
         S[2 * j + 1, 2 * j] += 1.0 / k_c[j]
@@ -151,19 +220,18 @@ def low_rank_factor(work, bw, Ut, k_c, Z, S, piv):
 
 
 @njit
-def low_rank_solve(work, bw, rhs, out, Ut, Z, S, piv):
-    """out = (B + U C U^T)^-1 rhs = x - Z S^-1 U^T x with x = B^-1 rhs."""
+def low_rank_solve(work, bw, rhs, out, Ut, Z, S, piv, spans):
+    """out = (B + U C U^T)^-1 rhs = x - Z S^-1 U^T x with x = B^-1 rhs (``spans`` from low_rank_factor)."""
     band_cholesky_solve(work, bw, rhs, out)
     m = Ut.shape[0]
     if m == 0:
         return
     y = np.empty(m)
-    spans = _row_spans(Ut)
     for a in range(m):
         y[a] = _row_dot(Ut, a, spans, out)
     lu_solve(S, piv, y)
     for a in range(m):
-        for d in range(out.shape[0]):
+        for d in range(spans[a, 2], spans[a, 3]):
             out[d] -= Z[a, d] * y[a]
 
 

@@ -228,10 +228,11 @@ def _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, no
                 Ut[2 * j, node_dof[i + 1] + k] = -t * nk
             Ut[2 * j + 1, node_dof[c] + k] = (1.0 - u) * nk
             Ut[2 * j + 1, node_dof[c + 1] + k] = u * nk
-        for r in range(2):
-            for d in range(fixed.shape[0]):
-                if fixed[d]:
-                    Ut[2 * j + r, d] = 0.0
+        for n in (i, i + 1, c, c + 1):
+            for k in range(3):
+                if n < node_dof.shape[0] and fixed[node_dof[n] + k]:
+                    Ut[2 * j, node_dof[n] + k] = 0.0
+                    Ut[2 * j + 1, node_dof[n] + k] = 0.0
         j += 1
     return Ut, k_c
 
@@ -346,6 +347,7 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
     Z = np.empty((0, n_dof))
     S = np.empty((0, 0))
     piv = np.empty(0, dtype=np.int64)
+    spans = np.empty((0, 4), dtype=np.int64)
     for it in range(max_iterations + 1):
         if use_contact and not (_largest_move(pos, searched_at) <= reach):
             # Candidate pairs within twice the reach, searched again once some node has moved a
@@ -414,6 +416,7 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                 Z = np.empty((m_c, n_dof))
                 S = np.empty((m_c, m_c))
                 piv = np.empty(m_c, dtype=np.int64)
+                spans = np.empty((m_c, 4), dtype=np.int64)
             for i in range(n_dof):
                 for c in range(bw + 1):
                     work[i, c] = band[i, c]
@@ -432,10 +435,10 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                 else:
                     lam = max(10.0 * lam, 1e-8)
                 continue
-            if m_c > 0 and not low_rank_factor(work, bw, Ut, k_c, Z, S, piv):
+            if m_c > 0 and not low_rank_factor(work, bw, Ut, k_c, Z, S, piv, spans):
                 lam = max(10.0 * lam, 1e-8)
                 continue
-            low_rank_solve(work, bw, rhs, delta, Ut, Z, S, piv)
+            low_rank_solve(work, bw, rhs, delta, Ut, Z, S, piv, spans)
             for i in range(n_dof):
                 if abs(delta[i]) < 1e-150:
                     delta[i] = 0.0  # keep subnormal numbers out of the state (see rotations._flush)
@@ -529,7 +532,7 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                                           joint_len, bend_stiff, s_plus, b_plus, rhs_trial)
                 for i in range(n_dof):
                     rhs_trial[i] = 0.0 if fixed[i] else -rhs_trial[i]
-                low_rank_solve(work, bw, rhs_trial, correction, Ut, Z, S, piv)
+                low_rank_solve(work, bw, rhs_trial, correction, Ut, Z, S, piv, spans)
                 for i in range(n_dof):
                     correction[i] = delta[i] + 0.5 * correction[i]
                 within = True

@@ -223,15 +223,19 @@ def test_self_contact_gradient_moves_both_legs_and_matches_finite_differences():
         assert abs(fd / (2 * h) - grad[i]) <= 1e-6 * np.abs(grad).max()
 
 
-def test_low_rank_coupling_solve_matches_a_dense_solve(rng):
+@pytest.mark.parametrize("blocks", [(60,), (25, 20, 15)])
+def test_low_rank_coupling_solve_matches_a_dense_solve(rng, blocks):
     # The Newton step with self-contact: banded B plus k (a b^T + b a^T) per pair, solved through B's
-    # band factor (Woodbury) and checked against numpy's dense solve of the assembled matrix.
-    from solver_core.banded import band_cholesky, low_rank_factor, low_rank_matvec, low_rank_solve
+    # band factor (Woodbury) and checked against numpy's dense solve of the assembled matrix. With
+    # several blocks B is block diagonal (cables solved together, nothing in the band couples them)
+    # and the pairs couple different blocks, as between two cables of a group.
+    from solver_core.banded import band_cholesky, independent_blocks, low_rank_factor, low_rank_matvec, low_rank_solve
 
-    n, bw = 60, 5
+    n, bw = sum(blocks), 5
+    first = np.repeat(np.cumsum((0,) + blocks[:-1]), blocks)  # each row's block start
     dense = np.zeros((n, n))
     for i in range(n):
-        for j in range(max(0, i - bw), i + 1):
+        for j in range(max(first[i], i - bw), i + 1):
             dense[i, j] = dense[j, i] = rng.normal() * 0.1
     dense += np.eye(n) * (2.0 + np.abs(dense).sum(axis=1).max())
     band = np.zeros((n, bw + 1))
@@ -249,11 +253,15 @@ def test_low_rank_coupling_solve_matches_a_dense_solve(rng):
         a, b = Ut[2 * p], Ut[2 * p + 1]
         full += k[p] * (np.outer(a, b) + np.outer(b, a))
     assert band_cholesky(band, bw)
+    start, end = independent_blocks(band, bw)
+    assert np.array_equal(start, first)
+    assert np.array_equal(end, first + np.repeat(blocks, blocks))
     Z, S, piv = np.empty((2 * pairs, n)), np.empty((2 * pairs, 2 * pairs)), np.empty(2 * pairs, dtype=np.int64)
-    assert low_rank_factor(band, bw, Ut, k, Z, S, piv)
+    spans = np.empty((2 * pairs, 4), dtype=np.int64)
+    assert low_rank_factor(band, bw, Ut, k, Z, S, piv, spans)
     rhs = rng.normal(size=n)
     out = np.empty(n)
-    low_rank_solve(band, bw, rhs, out, Ut, Z, S, piv)
+    low_rank_solve(band, bw, rhs, out, Ut, Z, S, piv, spans)
     assert np.allclose(out, np.linalg.solve(full, rhs), rtol=1e-10, atol=1e-12)
     product = dense @ out
     low_rank_matvec(Ut, k, out, product)
