@@ -62,13 +62,17 @@ class Interactions:
     friction_state: FrictionState | None = None
 
     def __post_init__(self):
-        sec = self.model.cable.section
-        area = np.pi * self.model.cable.diameter**2 / 4.0
         if self.stiffness <= 0.0:
-            # a line contact over the segment: stiffness ~ E l, the cable's own modulus
-            self.stiffness = sec.stretch_stiffness / area
+            self.stiffness = self.base_stiffness
         if self.friction_state is None:
             self.friction_state = FrictionState.empty(self.model.n_nodes)
+
+    @property
+    def base_stiffness(self) -> float:
+        """The contact stiffness before any stiffening: a line contact over the segment, stiffness
+        ~ E l, the cable's own modulus."""
+        area = np.pi * self.model.cable.diameter**2 / 4.0
+        return self.model.cable.section.stretch_stiffness / area
 
     @property
     def radius(self) -> float:

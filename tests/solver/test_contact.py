@@ -562,6 +562,23 @@ def test_cables_that_cannot_be_solved_together_are_solved_one_by_one_and_say_so(
     assert step_of == [0, 2, 5] and [d for _, d in depths] == [MAX_CONTINUATION_DEPTH, 0, 0]
 
 
+def test_a_group_starts_from_the_unstiffened_contact_stiffness():
+    # A cable solved alone against frozen neighbours may have had its contact stiffened (a hundredfold
+    # was seen); the group it then joins starts from the base stiffness, the cables' modulus per unit
+    # length (Young's modulus of the material), and stiffens itself only where its own penetration
+    # needs it. (Inherited hundredfold springs left Newton without progress on a pile of ten cables.)
+    from solver_core.rod_group import GroupInteractions, join_models
+
+    harness = Harness.from_case(parse_case(_crossed_pair(0.002, 2 * R)))
+    a, b = harness.cables["A"], harness.cables["B"]
+    a.interactions.stiffen(100.0)
+    group = join_models([a.model, b.model], [a.state, b.state])
+    joined = GroupInteractions(group, harness.obstacles, harness.contact_settings,
+                               members=(a.interactions, b.interactions))
+    assert joined.stiffness == pytest.approx(WIRE["E"], rel=1e-12)
+    assert a.interactions.stiffness == pytest.approx(100.0 * WIRE["E"], rel=1e-12)  # its own is its own
+
+
 def test_a_step_refused_for_one_cable_of_a_touching_group_is_refused_for_all():
     # A and B share their loads: pressing B's ends down onto A stretches A (by 0.028 %, beyond the
     # 0.02 % allowed here), so the step is refused for both, neither moves, and both say that A
