@@ -143,10 +143,12 @@ class Interactions:
                 cc_quat.append(matrix_to_quat(frame_from_tangent(frame.tangent, frame.normal)))
                 cc_K.append(clip_stiffness_matrix(clip))
         k_slide = SLIDING_STIFFNESS_FACTOR * self.stiffness * float(model.rest_len.mean())
-        return (np.array(sl_point, dtype=np.float64).reshape(-1, 3), np.array(sl_axis, dtype=np.float64).reshape(-1, 3),
-                np.full(len(sl_point), k_slide), np.array(cc_node, dtype=np.int64), np.array(cc_rot, dtype=np.int64),
-                np.array(cc_centre, dtype=np.float64).reshape(-1, 3), np.array(cc_quat, dtype=np.float64).reshape(-1, 4),
-                np.array(cc_K, dtype=np.float64).reshape(-1, 6, 6), np.zeros(len(sl_point), dtype=np.int64))
+        points = np.array(sl_point, dtype=np.float64).reshape(-1, 3)
+        return (points, np.array(sl_axis, dtype=np.float64).reshape(-1, 3), np.full(len(sl_point), k_slide),
+                np.array(cc_node, dtype=np.int64), np.array(cc_rot, dtype=np.int64),
+                np.array(cc_centre, dtype=np.float64).reshape(-1, 3),
+                np.array(cc_quat, dtype=np.float64).reshape(-1, 4), np.array(cc_K, dtype=np.float64).reshape(-1, 6, 6),
+                np.zeros(len(sl_point), dtype=np.int64))
 
     def kernel_tuple(self, boundary: Boundary) -> tuple:
         model = self.model

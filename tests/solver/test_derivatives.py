@@ -68,7 +68,8 @@ def test_gradient_and_hessian_match_finite_differences(rng, layout, geometric):
     for i in range(model.n_dof):
         e = np.zeros(model.n_dof)
         e[i] = h
-        fd_grad[i] = (_energy_along(model, state, e, node_force) - _energy_along(model, state, -e, node_force)) / (2 * h)
+        fd_grad[i] = (_energy_along(model, state, e, node_force)
+                      - _energy_along(model, state, -e, node_force)) / (2 * h)
     assert np.abs(grad - fd_grad).max() <= 1e-7 * np.abs(grad).max()
 
     H = _dense(band, model.bw)
