@@ -773,15 +773,27 @@ def contact_energy_of(live, pos, kind, elem, prim, obstacles, node_radius, stiff
     # node, node pair plus segment pair stay k/2 D_s^2, so the hand-over is seamless. (Switching
     # segment pairs on and off made the energy jump; counting only the excess depth, (D_s - D_n)^2,
     # made it dip half-way and pulled crossings towards those spots.)
+    #
+    # Against a cable (capsules, or a cable of the group) "the same contact" is the node's pair with the
+    # same cable at the crossing: its segment or a neighbour of it (a node's closest point on the
+    # other cable moves from one segment to the next through their shared node, where both pairs agree,
+    # so the choice stays C1). The deepest pair of the node against anything, as for triangles, took a
+    # node pressed from below by one cable for the crossing of another from above: in a pile of crossed
+    # cables the upper contact cancelled against the lower one, and Newton stalled on the kink where
+    # the two depths were equal.
     n_nodes = pos.shape[0]
-    node_gap = np.full((3, n_nodes), np.inf)  # deepest node pair per node: triangles, capsules, self
-    node_pair = np.full((3, n_nodes), -1, dtype=np.int64)
+    node_gap = np.full(n_nodes, np.inf)  # deepest triangle pair per node
+    node_pair = np.full(n_nodes, -1, dtype=np.int64)
+    first_pair = np.full(n_nodes, -1, dtype=np.int64)  # per node, its live capsule and self node pairs
+    next_pair = np.full(kind.shape[0], -1, dtype=np.int64)
     for idx in range(live.shape[0]):
         p = live[idx]
-        c = 0 if kind[p] == TRI_NODE else (1 if kind[p] == CAP_NODE else (2 if kind[p] == SELF_NODE else -1))
-        if c >= 0 and pair_gap[p] < node_gap[c, elem[p]]:
-            node_gap[c, elem[p]] = pair_gap[p]
-            node_pair[c, elem[p]] = p
+        if kind[p] == TRI_NODE and pair_gap[p] < node_gap[elem[p]]:
+            node_gap[elem[p]] = pair_gap[p]
+            node_pair[elem[p]] = p
+        elif kind[p] == CAP_NODE or kind[p] == SELF_NODE:
+            next_pair[p] = first_pair[elem[p]]
+            first_pair[elem[p]] = p
     energy = 0.0
     for idx in range(live.shape[0]):
         p = live[idx]
@@ -793,15 +805,22 @@ def contact_energy_of(live, pos, kind, elem, prim, obstacles, node_radius, stiff
         is_node = kind[p] == PLANE or kind[p] == TRI_NODE or kind[p] == CAP_NODE or kind[p] == SELF_NODE
         depth = -gap
         j, q, node_depth = -1, -1, 0.0  # a segment pair's deeper node, its node pair and depth
-        if not is_node and kind[p] != SPHERE:
-            c = 0 if kind[p] == TRI_SEG else (1 if kind[p] == CAP_SEG else 2)
+        if kind[p] == TRI_SEG:
             i = elem[p]
-            j = i if node_gap[c, i] <= node_gap[c, i + 1] else i + 1
-            if node_gap[c, j] < 0.0:
-                q = node_pair[c, j]
-                node_depth = -node_gap[c, j]
-            if depth <= node_depth:
-                continue
+            j = i if node_gap[i] <= node_gap[i + 1] else i + 1
+            if node_gap[j] < 0.0:
+                q = node_pair[j]
+                node_depth = -node_gap[j]
+        elif kind[p] == CAP_SEG or kind[p] == SELF_SEG:
+            node_kind = CAP_NODE if kind[p] == CAP_SEG else SELF_NODE
+            for j_candidate in (elem[p], elem[p] + 1):
+                r = first_pair[j_candidate]
+                while r >= 0:
+                    if kind[r] == node_kind and abs(prim[r] - prim[p]) <= 1 and -pair_gap[r] > node_depth:
+                        j, q, node_depth = j_candidate, r, -pair_gap[r]
+                    r = next_pair[r]
+        if not is_node and depth <= node_depth:
+            continue
         nrm[0], nrm[1], nrm[2] = pair_normal[p, 0], pair_normal[p, 1], pair_normal[p, 2]
         t = pair_t[p]
         k_pair = stiffness * (node_len[elem[p]] if is_node else seg_len[elem[p]])

@@ -874,6 +874,34 @@ def _crumpled_mesh_crossing_cable_and_loop(rng):
     return obstacles, pos, radius, reach, self_gap, kind, elem, prim
 
 
+def test_a_cable_pressed_from_below_and_crossed_from_above_carries_both_contacts_in_full():
+    # A segment pair (a crossing between nodes) carries only the depth beyond the node pair of the
+    # same crossing. Here the middle cable M rests with its node on cable B below (depth d1) and is
+    # crossed between its nodes by cable T above (depth d2 > d1): two different contacts, so the
+    # energy is k l (d1^2 + d2^2) / 2. (The node's deepest pair against anything was subtracted
+    # before: the crossing above carried k l (d2^2 - d1^2) / 2, the contacts of a pile cancelled.)
+    from solver_core.contact import ObstacleSet, contact_energy, find_pairs
+
+    s, d1, d2, k = 0.01, 0.02 * R, 0.05 * R, 1.26e8
+    ys = np.array([-1.5, -0.5, 0.5, 1.5]) * s
+    middle = [[-s, 0, 0], [0, 0, 0], [s, 0, 0]]
+    top = [[0.5 * s, y, 2 * R - d2] for y in ys]  # along y over the middle of M's second segment
+    bottom = [[0.0, y, -(2 * R - d1)] for y in ys]  # along y under M's middle node
+    pos = np.array(middle + top + bottom, dtype=float)
+    part = np.repeat([0, 1, 2], [3, 4, 4])
+    n = len(pos)
+    obstacles = ObstacleSet().kernel_arrays()
+    kind, elem, prim = find_pairs(pos, np.full(n, R), part, 2 * R, obstacles, 2)
+    m = len(kind)
+    grad = np.zeros(3 * n)
+    pair = np.zeros(m), np.zeros(m), np.zeros((m, 3)), np.zeros((m, 3)), np.zeros(m), np.zeros((m, 3))
+    energy = contact_energy(pos, kind, elem, prim, obstacles, np.full(n, R), k, np.full(n, s), np.full(n - 1, s),
+                            np.arange(n) * 3, grad, np.zeros((1, 1)), 0, 1, *pair)
+    assert energy == pytest.approx(0.5 * k * s * (d1**2 + d2**2), rel=1e-9)
+    # only forces between the cables: they sum to zero
+    assert np.allclose(grad.reshape(n, 3).sum(axis=0), 0.0, atol=1e-12 * np.abs(grad).max())
+
+
 def test_a_step_closing_open_pairs_stops_at_the_minimum_of_model_plus_their_penalty():
     # plunge_step_length minimises, along a Newton step, the quadratic model -G a + C a^2 / 2 plus the
     # penalty k/2 (a s_p - g_p)_+^2 of each open node-facet pair the step closes (s_p: its approach over
