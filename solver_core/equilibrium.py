@@ -114,7 +114,8 @@ MAX_START_STRAIN = 0.2
 
 def solve_equilibrium(model: RodModel, state: RodState, boundary: Boundary, previous: Boundary | None = None,
                       max_iterations: int = 200, interactions: Interactions | None = None,
-                      max_depth: int = MAX_CONTINUATION_DEPTH, predictor: np.ndarray | None = None) -> SolveReport:
+                      max_depth: int = MAX_CONTINUATION_DEPTH, predictor: np.ndarray | None = None,
+                      snap_through_rounds: int = SNAP_THROUGH_ROUNDS) -> SolveReport:
     """Solve for the equilibrium with ``boundary`` held, starting from ``state``.
 
     ``state`` must be an equilibrium for ``previous`` (a warm start) or, when ``previous`` is
@@ -127,6 +128,9 @@ def solve_equilibrium(model: RodModel, state: RodState, boundary: Boundary, prev
     ``predictor``: per-node displacement to start a warm step from (predictor.secant_displacement)
     instead of carrying the free span along with the holders; used for the whole step only, the
     halves of a failed one start as before.
+
+    ``snap_through_rounds``: how many more rounds of ``max_iterations`` a piece whose energy keeps
+    falling may take (see below).
     """
     t0 = time.perf_counter()
     counters = {"iterations": 0, "substeps": 0, "status": CONVERGED, "ratio": 0.0}
@@ -183,7 +187,7 @@ def solve_equilibrium(model: RodModel, state: RodState, boundary: Boundary, prev
             # avoids: keep descending while each round still lowers the energy noticeably.
             before = _minimise(model, first, load_factor, rest_len, 0, interactions.kernel_tuple(b_b),
                                interactions.dof_tolerance(b_b), interactions)[3]
-            for _round in range(SNAP_THROUGH_ROUNDS):
+            for _round in range(snap_through_rounds):
                 if not (energy < before - SNAP_THROUGH_DECREASE * abs(before)):
                     break
                 before = energy

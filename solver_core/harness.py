@@ -13,7 +13,8 @@ import numpy as np
 from .case import Case, CableChange, CableSpec
 from .contact import NODE_KINDS, SELF_KINDS, ObstacleSet, obstacles_from_case
 from .diagnostics import bend_radii, directors, elastic_and_load_energy, joint_arc_lengths, reactions, twist_rates
-from .equilibrium import MAX_CONTINUATION_DEPTH, SolveReport, centre_line_length, held_frames, solve_equilibrium
+from .equilibrium import (MAX_CONTINUATION_DEPTH, SNAP_THROUGH_ROUNDS, SolveReport, centre_line_length, held_frames,
+                          solve_equilibrium)
 from .interactions import ContactSettings, Interactions
 from .predictor import StepMemory, hold_vector, secant_displacement
 from .rod_group import GroupBoundary, GroupInteractions, RodGroup, join_models
@@ -321,15 +322,18 @@ class Harness:
         previous = GroupBoundary(tuple(s.boundary for s in sessions))
         # A group whose joint solve failed last time (its cables were then solved one by one) is tried
         # together once, not along a path split 2^7 times: splitting helps where a step is too large,
-        # and from a start that is no joint equilibrium it was not the step that failed.
+        # and from a start that is no joint equilibrium it was not the step that failed. Nor is it
+        # given the extra rounds of a slow descent: that try is a hope, and Simulate waits for it (a
+        # pile of ten crossed cables descended for ten rounds, 11 s, and still failed).
         key = tuple(ids)
         failures, wait = self.failed_groups.get(key, (0, 0))
         if wait > 0:
             self.failed_groups[key] = (failures, wait - 1)
             return {**out, **self._solve_one_by_one(ids, targets)}
-        depth = 0 if failures else MAX_CONTINUATION_DEPTH
+        depth, rounds = (0, 0) if failures else (MAX_CONTINUATION_DEPTH, SNAP_THROUGH_ROUNDS)
         report = solve_equilibrium(group, group.join_states([s.state for s in sessions]), target, previous,
-                                   self.case.solver.max_iterations, interactions, max_depth=depth)
+                                   self.case.solver.max_iterations, interactions, max_depth=depth,
+                                   snap_through_rounds=rounds)
         if report.converged:
             self.failed_groups.pop(key, None)
         else:
