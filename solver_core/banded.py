@@ -41,19 +41,7 @@ def band_cholesky(band, bw):
 @njit
 def band_cholesky_solve(factor, bw, rhs, out):
     """Solve A x = rhs with the factor from band_cholesky."""
-    n = factor.shape[0]
-    for i in range(n):
-        s = rhs[i]
-        k0 = i - bw if i > bw else 0
-        for k in range(k0, i):
-            s -= factor[i, bw - (i - k)] * out[k]
-        out[i] = s / factor[i, bw]
-    for i in range(n - 1, -1, -1):
-        s = out[i]
-        k1 = i + bw if i + bw < n - 1 else n - 1
-        for k in range(i + 1, k1 + 1):
-            s -= factor[k, bw - (k - i)] * out[k]
-        out[i] = s / factor[i, bw]
+    _band_solve_within(factor, bw, rhs, out, 0, 0, factor.shape[0])
 
 
 @njit
