@@ -776,11 +776,13 @@ def contact_energy_of(live, pos, kind, elem, prim, obstacles, node_radius, stiff
     #
     # Against a cable (capsules, or a cable of the group) "the same contact" is the node's pair with the
     # same cable at the crossing: its segment or a neighbour of it (a node's closest point on the
-    # other cable moves from one segment to the next through their shared node, where both pairs agree,
-    # so the choice stays C1). The deepest pair of the node against anything, as for triangles, took a
-    # node pressed from below by one cable for the crossing of another from above: in a pile of crossed
-    # cables the upper contact cancelled against the lower one, and Newton stalled on the kink where
-    # the two depths were equal.
+    # other cable moves from one segment to the next through their shared node, where both pairs
+    # agree). The deepest pair of the node against anything, as for triangles, took a node pressed
+    # from below by one cable for the crossing of another from above: in a pile of crossed cables the
+    # upper contact cancelled against the lower one, and Newton stalled on the kink where the two
+    # depths were equal. Kinks remain where the deeper of the segment's two nodes changes, or a
+    # neighbour's pair is deeper than the crossing, both only where nearly parallel cables press
+    # on each other over several nodes (README, Benchmarks).
     n_nodes = pos.shape[0]
     node_gap = np.full(n_nodes, np.inf)  # deepest triangle pair per node
     node_pair = np.full(n_nodes, -1, dtype=np.int64)
