@@ -39,6 +39,7 @@ from .rod_energy import _band_add
 PLANE, SPHERE, TRI_NODE, TRI_SEG, CAP_NODE, CAP_SEG, SELF_NODE, SELF_SEG = 0, 1, 2, 3, 4, 5, 6, 7
 NODE_KINDS = (PLANE, TRI_NODE, CAP_NODE, SELF_NODE)
 SELF_KINDS = (SELF_NODE, SELF_SEG)
+END_POWER = 32.0  # the power mean of a segment pair's end depths: within 4 % below their maximum
 INTERIOR = 1e-3  # a segment pair's closest point must lie this far inside the segment (parameter)
 CABLE_SEGMENT_APPROACH = 0.1  # radii a step may carry a segment across another cable's (approach_fraction)
 
@@ -401,9 +402,12 @@ def find_pairs(pos, node_radius, node_part, reach, obstacles, self_gap):
                 # each pair of segments once (the later one is the primitive)
                 if node_part[c] != node_part[c + 1] or c <= i or (node_part[c] == node_part[i] and c < i + self_gap):
                     continue
+                # every segment pair within reach, also where the closest points are at a node now
+                # (a crossing between cables at a shallow angle slides along them several times as
+                # fast as their nodes move, and one unseen at the search crossed by 5 % of a radius);
+                # at a node the pair carries nothing beyond that node's pair (contact_energy_of)
                 s_, t_, d = segment_segment(pos[i], pos[i + 1], pos[c], pos[c + 1], cp, cq)
-                if (d < radius + node_radius[c] + reach and INTERIOR < s_ < 1.0 - INTERIOR
-                        and INTERIOR < t_ < 1.0 - INTERIOR):
+                if d < radius + node_radius[c] + reach:
                     if n >= cap:
                         kind, elem, prim, cap = _grow(kind, elem, prim, cap)
                     kind[n], elem[n], prim[n] = SELF_SEG, i, c
@@ -774,19 +778,23 @@ def contact_energy_of(live, pos, kind, elem, prim, obstacles, node_radius, stiff
     # segment pairs on and off made the energy jump; counting only the excess depth, (D_s - D_n)^2,
     # made it dip half-way and pulled crossings towards those spots.)
     #
-    # Against a cable (capsules, or a cable of the group) "the same contact" is the node's pair with the
-    # same cable at the crossing: its segment or a neighbour of it (a node's closest point on the
-    # other cable moves from one segment to the next through their shared node, where both pairs
-    # agree). The deepest pair of the node against anything, as for triangles, took a node pressed
-    # from below by one cable for the crossing of another from above: in a pile of crossed cables the
-    # upper contact cancelled against the lower one, and Newton stalled on the kink where the two
-    # depths were equal. Kinks remain where the deeper of the segment's two nodes changes, or a
-    # neighbour's pair is deeper than the crossing, both only where nearly parallel cables press
-    # on each other over several nodes (README, Benchmarks).
+    # Against another cable "the same contact" is the crossing's own: the deepest pair of the node
+    # against anything, as for triangles, took a node pressed from below by one cable for the crossing
+    # of another from above (in a pile of crossed cables the upper contact cancelled against the lower
+    # one, and Newton stalled on the kink where the two depths were equal). Between two cables of a
+    # group it is the four ends of the two segments, each against the other segment, as a power mean
+    # (see SELF_SEG below); against capsules (cables solved one at a time) the node's pair with the
+    # capsule or a neighbour of it, whose hand-over still has kinks where nearly parallel cables press
+    # on each other over several nodes.
     n_nodes = pos.shape[0]
     node_gap = np.full(n_nodes, np.inf)  # deepest triangle pair per node
     node_pair = np.full(n_nodes, -1, dtype=np.int64)
     first_pair = np.full(n_nodes, -1, dtype=np.int64)  # per node, its live capsule and self node pairs
+    end_pair = np.empty(4, dtype=np.int64)  # a segment pair's end pairs: each end against the other segment
+    end_node = np.empty(4, dtype=np.int64)
+    end_own = np.empty(4, dtype=np.bool_)
+    end_weight = np.empty(4)
+    n_ends = 0
     next_pair = np.full(kind.shape[0], -1, dtype=np.int64)
     for idx in range(live.shape[0]):
         p = live[idx]
@@ -813,14 +821,43 @@ def contact_energy_of(live, pos, kind, elem, prim, obstacles, node_radius, stiff
             if node_gap[j] < 0.0:
                 q = node_pair[j]
                 node_depth = -node_gap[j]
-        elif kind[p] == CAP_SEG or kind[p] == SELF_SEG:
-            node_kind = CAP_NODE if kind[p] == CAP_SEG else SELF_NODE
+        elif kind[p] == CAP_SEG:
             for j_candidate in (elem[p], elem[p] + 1):
                 r = first_pair[j_candidate]
                 while r >= 0:
-                    if kind[r] == node_kind and abs(prim[r] - prim[p]) <= 1 and -pair_gap[r] > node_depth:
+                    if kind[r] == CAP_NODE and abs(prim[r] - prim[p]) <= 1 and -pair_gap[r] > node_depth:
                         j, q, node_depth = j_candidate, r, -pair_gap[r]
                     r = next_pair[r]
+        elif kind[p] == SELF_SEG:
+            # the four ends of the two segments, each against the other segment: none is deeper than
+            # the segments' own closest approach, which is one of them wherever it lies at an end (two
+            # nearly parallel segments). Their maximum switches between ends with different gradients
+            # where two tie (a crossing at a node of both cables): a power mean just below it instead.
+            n_ends = 0
+            for side in range(2):
+                near_node = elem[p] if side == 0 else prim[p]
+                near_prim = prim[p] if side == 0 else elem[p]
+                for j_candidate in (near_node, near_node + 1):
+                    r = first_pair[j_candidate]
+                    while r >= 0:
+                        if kind[r] == SELF_NODE and prim[r] == near_prim and pair_gap[r] < 0.0 and n_ends < 4:
+                            end_pair[n_ends] = r
+                            end_node[n_ends] = j_candidate
+                            end_own[n_ends] = side == 0
+                            n_ends += 1
+                        r = next_pair[r]
+            deepest = 0.0
+            for e in range(n_ends):
+                deepest = max(deepest, -pair_gap[end_pair[e]])
+            if n_ends > 0:
+                # in units of the deepest, or D^p underflows
+                total = 0.0
+                for e in range(n_ends):
+                    total += (-pair_gap[end_pair[e]] / deepest) ** END_POWER
+                node_depth = deepest * (total / 4.0) ** (1.0 / END_POWER)
+                for e in range(n_ends):
+                    # dM/dD_e of the power mean M = (sum D^p / 4)^(1/p)
+                    end_weight[e] = (-pair_gap[end_pair[e]] / node_depth) ** (END_POWER - 1.0) / 4.0
         if not is_node and depth <= node_depth:
             continue
         nrm[0], nrm[1], nrm[2] = pair_normal[p, 0], pair_normal[p, 1], pair_normal[p, 2]
@@ -830,9 +867,24 @@ def contact_energy_of(live, pos, kind, elem, prim, obstacles, node_radius, stiff
             pair_force[p, k] = k_pair * depth * nrm[k]
             if q >= 0:
                 pair_force[p, k] -= k_pair * node_depth * pair_normal[q, k]
+        if kind[p] == SELF_SEG:
+            for e in range(n_ends):
+                # each end pair pushes its node away from the other side: this cable when it is its own
+                r, g_e = end_pair[e], k_pair * node_depth * end_weight[e]
+                for k in range(3):
+                    pair_force[p, k] -= (g_e if end_own[e] else -g_e) * pair_normal[r, k]
         energy += 0.5 * k_pair * (depth * depth - node_depth * node_depth)
         if mode == 0:
             continue
+        if kind[p] == SELF_SEG:
+            # - k M dM/dD_e grad(D_e) per end pair (both its sides move)
+            for e in range(n_ends):
+                r, g_e = end_pair[e], k_pair * node_depth * end_weight[e]
+                cn, un = prim[r], pair_u[r]
+                for k in range(3):
+                    grad[node_dof[end_node[e]] + k] += g_e * pair_normal[r, k]
+                    grad[node_dof[cn] + k] -= g_e * (1.0 - un) * pair_normal[r, k]
+                    grad[node_dof[cn + 1] + k] -= g_e * un * pair_normal[r, k]
         # d(depth)/dx = -normal, shared by a segment's nodes as (1 - t) and t
         if is_node:
             i0, w0, i1, w1 = elem[p], 1.0, elem[p], 0.0
