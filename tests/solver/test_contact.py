@@ -906,6 +906,43 @@ def test_a_cable_pressed_from_below_and_crossed_from_above_carries_both_contacts
     assert np.allclose(grad.reshape(n, 3).sum(axis=0), 0.0, atol=1e-12 * np.abs(grad).max())
 
 
+def test_crossing_cables_contact_gradient_matches_finite_differences():
+    # Two cables pressed together at shallow to steep random angles, the crossing anywhere near a
+    # node: the segment pairs then carry their depth beyond the power mean of their four ends, whose
+    # gradient spreads over the ends by their weights. Central differences of the energy are the
+    # reference for every coordinate.
+    from solver_core.contact import SELF_SEG, ObstacleSet, contact_energy, find_pairs
+
+    rng = np.random.default_rng(3)
+    s, k, seg_pairs = 0.01, 1.26e8, 0
+    obstacles = ObstacleSet().kernel_arrays()
+    ts = np.array([-1.5, -0.5, 0.5, 1.5]) * s
+    for _ in range(20):
+        angle, offset = rng.uniform(0.05, 1.5), rng.uniform(-0.5, 0.5) * s
+        along = np.array([np.cos(angle), np.sin(angle), 0.0])
+        a = np.column_stack((ts, np.zeros(4), np.zeros(4)))
+        b = [offset, 0.0, 2 * R - rng.uniform(1e-6, 5e-5)] + ts[:, None] * along
+        pos = np.vstack((a, b)) + rng.normal(scale=1e-5, size=(8, 3))
+        kind, elem, prim = find_pairs(pos, np.full(8, R), np.repeat([0, 1], 4), 2 * R, obstacles, 2)
+        m = len(kind)
+        seg_pairs += int((kind == SELF_SEG).sum())
+
+        def energy(x, grad, mode):
+            return contact_energy(x, kind, elem, prim, obstacles, np.full(8, R), k, np.full(8, s), np.full(7, s),
+                                  np.arange(8) * 3, grad, np.zeros((1, 1)), 0, mode, np.zeros(m), np.zeros(m),
+                                  np.zeros((m, 3)), np.zeros((m, 3)), np.zeros(m), np.zeros((m, 3)))
+
+        grad = np.zeros(24)
+        energy(pos, grad, 1)
+        h = 1e-9
+        for i in range(24):
+            e = np.zeros(24)
+            e[i] = h
+            fd = (energy(pos + e.reshape(8, 3), np.zeros(24), 0) - energy(pos - e.reshape(8, 3), np.zeros(24), 0))
+            assert fd / (2 * h) == pytest.approx(grad[i], abs=1e-7 * np.abs(grad).max())
+    assert seg_pairs > 20
+
+
 def test_a_step_closing_open_pairs_stops_at_the_minimum_of_model_plus_their_penalty():
     # plunge_step_length minimises, along a Newton step, the quadratic model -G a + C a^2 / 2 plus the
     # penalty k/2 (a s_p - g_p)_+^2 of each open node-facet pair the step closes (s_p: its approach over
