@@ -40,7 +40,7 @@ PLANE, SPHERE, TRI_NODE, TRI_SEG, CAP_NODE, CAP_SEG, SELF_NODE, SELF_SEG = 0, 1,
 NODE_KINDS = (PLANE, TRI_NODE, CAP_NODE, SELF_NODE)
 SELF_KINDS = (SELF_NODE, SELF_SEG)
 END_POWER = 32.0  # the power mean of a segment pair's end depths: within 4 % below their maximum
-INTERIOR = 1e-3  # a segment pair's closest point must lie this far inside the segment (parameter)
+INTERIOR = 1e-3  # a facet or capsule segment pair's closest point must lie this far inside the segment
 CABLE_SEGMENT_APPROACH = 0.1  # radii a step may carry a segment across another cable's (approach_fraction)
 
 

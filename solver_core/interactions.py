@@ -240,7 +240,8 @@ class Interactions:
     def pairs_depend_on_search(self, state: RodState, margin: float) -> bool:
         """Whether some contact pairs within ``margin`` of the cable at ``state`` are found only where
         their closest points lie at the search (newton.minimise_rod_energy): segment pairs against
-        the cable's own or other cables' segments, or at sharp edges."""
+        capsules, or at sharp edges. Self-contact still counts here, although its segment pairs are
+        all found within reach now: that costs a fresh check, not a missed contact."""
         if self.self_gap > 0 or len(self.obstacles.capsule_radius) > 0:
             return True
         x = state.positions + self.model.origin

@@ -287,10 +287,10 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
     at the positions ``gaps_at`` (empty: none), carried to the start as along the steps.
 
     The candidates are searched again once a node has moved a reach. Between searches every pair
-    within reach of a node or a plain face is among them, but a segment pair is found only where
-    its closest points lie inside both segments (or on a sharp edge) at the search, and may have got
-    there since: the deepest penetration is then not the whole story (see
-    ``Interactions.pairs_depend_on_search``)."""
+    within reach of a node or a plain face is among them (also every pair of two cables' segments),
+    but a segment pair against a capsule or a facet is found only where its closest point lies inside
+    the segment (or on a sharp edge) at the search, and may have got there since: the deepest
+    penetration is then not the whole story (see ``Interactions.pairs_depend_on_search``)."""
     n_dof = fixed.shape[0]
     grad = np.zeros(n_dof)
     band = np.zeros((n_dof, bw + 1))
