@@ -653,7 +653,7 @@ def contact_energy(pos, kind, elem, prim, obstacles, node_radius, stiffness, nod
     """Penalty energy of every pair (``contact_energy_of`` with all pairs live)."""
     return contact_energy_of(np.arange(kind.shape[0]), pos, kind, elem, prim, obstacles, node_radius, stiffness,
                              node_len, seg_len, node_dof, grad, band, bw, mode, pair_gap, pair_t, pair_normal,
-                             pair_point, pair_u, pair_force)
+                             pair_point, pair_u, pair_force, np.empty((0, 12)))
 
 
 @njit
@@ -752,7 +752,8 @@ def pairs_that_may_touch(pair_gap):
 
 @njit
 def contact_energy_of(live, pos, kind, elem, prim, obstacles, node_radius, stiffness, node_len, seg_len, node_dof,
-                      grad, band, bw, mode, pair_gap, pair_t, pair_normal, pair_point, pair_u, pair_force):
+                      grad, band, bw, mode, pair_gap, pair_t, pair_normal, pair_point, pair_u, pair_force,
+                      pair_end_grad):
     """Penalty energy of the pairs ``live`` (indices; the others must be open); mode 0: energy only,
     1: + gradient, 2: + gradient and Hessian, 3: + gradient and the Gauss-Newton part of the Hessian
     only (no curvature of the distance, which is negative where a cable presses on an edge and would
@@ -765,6 +766,9 @@ def contact_energy_of(live, pos, kind, elem, prim, obstacles, node_radius, stiff
     only the already tiny penetration. ``pair_gap`` is the geometric gap of every pair, also of segment
     pairs that do not act (the step filter needs it: a segment must not sweep over an edge its nodes
     hide); ``pair_force`` is the force a pair exerts on the cable (0 where it is open or does not act).
+    ``pair_end_grad`` (n_pairs, 12, or empty to skip): in mode 2, per acting segment pair between two
+    cables, the gradient of the power mean M of its ends over its own two nodes [0:6] and the other
+    segment's [6:12]; the newton module couples the two cables by it (its in-band blocks are added here).
     """
     cp = np.empty(3)
     cq = np.empty(3)
@@ -810,6 +814,9 @@ def contact_energy_of(live, pos, kind, elem, prim, obstacles, node_radius, stiff
         gap = pair_gap[p]
         for k in range(3):
             pair_force[p, k] = 0.0
+        if pair_end_grad.shape[0] == kind.shape[0]:
+            for k in range(12):
+                pair_end_grad[p, k] = 0.0
         if not (gap < 0.0):
             continue
         is_node = kind[p] == PLANE or kind[p] == TRI_NODE or kind[p] == CAP_NODE or kind[p] == SELF_NODE
@@ -940,6 +947,31 @@ def contact_energy_of(live, pos, kind, elem, prim, obstacles, node_radius, stiff
                 for r in range(3):
                     for s in range(3):
                         _band_add(band, bw, node_dof[ia] + r, node_dof[ib] + s, k_pair * wa * wb * nrm[r] * nrm[s])
+        if mode == 2 and kind[p] == SELF_SEG and n_ends > 0 and pair_end_grad.shape[0] == kind.shape[0]:
+            # - k grad(M) grad(M)^T of E = k/2 (D_s^2 - M^2): near a node the segment pair's own
+            # k grad(D_s) grad(D_s)^T is nearly cancelled by it, and without it the model counted a
+            # crossing at a node up to three times (node pair plus two segment pairs): Newton then
+            # crept towards a pile's equilibrium by a factor ~0.6 per iteration (rho ~ 1.4). The
+            # curvature of M (the power mean's rounding of the ends' maximum) is left out.
+            c = prim[p]
+            for e in range(n_ends):
+                r, w = end_pair[e], end_weight[e]
+                un = pair_u[r]
+                node_slot = (0 if end_own[e] else 6) + 3 * (end_node[e] - (elem[p] if end_own[e] else c))
+                other = 6 if end_own[e] else 0
+                for k in range(3):
+                    pair_end_grad[p, node_slot + k] -= w * pair_normal[r, k]
+                    pair_end_grad[p, other + k] += w * (1.0 - un) * pair_normal[r, k]
+                    pair_end_grad[p, other + 3 + k] += w * un * pair_normal[r, k]
+            for side in range(2):
+                base, off = (elem[p], 0) if side == 0 else (c, 6)
+                for a in range(2):
+                    for b in range(2):
+                        for r in range(3):
+                            for s in range(3):
+                                _band_add(band, bw, node_dof[base + a] + r, node_dof[base + b] + s,
+                                          -k_pair * pair_end_grad[p, off + 3 * a + r]
+                                          * pair_end_grad[p, off + 3 * b + s])
         if mode == 2 and q >= 0:
             # - k grad(D_n) grad(D_n)^T: the node pair's own term is already counted with the node;
             # left out of the Gauss-Newton matrix, which must stay positive semi-definite
@@ -1004,10 +1036,11 @@ def plunge_step_length(approach, scale, kind, elem, pair_gap, fresh, stiffness, 
     function's business: (1, 0), and the caller damps it as before. ``approach``: per pair, from
     approach_fraction for the step before it was cut to ``scale`` of its length.
 
-    Only node-facet pairs count. Planes and other cables have no facet edges, and there the damped
-    steps find better directions than shortened ones (measured: the ten crossing cables of the
-    contact benchmark converged in fewer steps without); segment pairs carry only what reaches
-    beyond a node and are left to the step filter and the trust region."""
+    Node-facet pairs and node pairs between cables count. A pile of crossed cables solved together
+    has the same trouble: near equilibrium a step slides cables over each other into pairs just
+    open (measured on the ten crossing cables of the contact benchmark: 55-64 iterations per step
+    with them, 55-98 without). Planes have no edges to slide into; segment pairs carry only what
+    reaches beyond a node and are left to the step filter and the trust region."""
     n = kind.shape[0]
     count = 0
     touch_at = np.empty(n)
@@ -1016,7 +1049,7 @@ def plunge_step_length(approach, scale, kind, elem, pair_gap, fresh, stiffness, 
     for p in range(n):
         if not fresh[p] or not (pair_gap[p] > 0.0):
             continue  # touching pairs are in the model; pairs not evaluated here cannot be reached
-        if kind[p] != TRI_NODE:
+        if kind[p] != TRI_NODE and kind[p] != SELF_NODE:
             continue
         a = scale * approach[p]
         if not (a > pair_gap[p]):

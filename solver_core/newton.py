@@ -118,7 +118,7 @@ def _retract(pos, quat, node_dof, rot_dof, delta, scale, out_pos, out_quat, rot_
 
 @njit
 def _extra_terms(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, live, sl_seg, sl_t, grad, band, bw, mode,
-                 pair_gap, pair_t, pair_normal, pair_point, pair_u, pair_force):
+                 pair_gap, pair_t, pair_normal, pair_point, pair_u, pair_force, pair_end_grad):
     """Energy (and in mode 1/2 gradient and Gauss-Newton Hessian) of contact (the pairs ``live``),
     friction and mounts."""
     (obstacles, cparams, node_len, seg_len, fr_active, fr_normal, fr_force, fr_anchor, fr_mu, sl_point, sl_axis,
@@ -127,7 +127,7 @@ def _extra_terms(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, live, sl
     if live.shape[0] > 0:
         energy += contact_energy_of(live, pos, kind, elem, prim, obstacles, node_radius, cparams[1], node_len,
                                     seg_len, node_dof, grad, band, bw, mode, pair_gap, pair_t, pair_normal, pair_point,
-                                    pair_u, pair_force)
+                                    pair_u, pair_force, pair_end_grad)
     if fr_active.shape[0] > 0:
         energy += friction_energy(pos, node_dof, fr_active, fr_normal, fr_force, fr_anchor, fr_mu, cparams[4], grad,
                                   band, bw, mode)
@@ -145,12 +145,13 @@ def _extra_terms(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, live, sl
 @njit
 def _assemble(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len, bend_stiff,
               node_force, rot_couple, load_factor, grad, band, bw, geometric, extra, kind, elem, prim, live, sl_seg,
-              sl_t, pair_gap, pair_t, pair_normal, pair_point, pair_u, pair_force):
+              sl_t, pair_gap, pair_t, pair_normal, pair_point, pair_u, pair_force, pair_end_grad):
     """Gradient and Hessian of everything; returns the energy of the terms beyond the rod's own."""
     rod_gradient_hessian(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len,
                          bend_stiff, node_force, rot_couple, load_factor, grad, band, bw, True, geometric)
+    mode = 2 if geometric > 0.0 else 3  # (a conditional among 30 arguments is more than numba can compile)
     return _extra_terms(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, live, sl_seg, sl_t, grad, band, bw,
-                        2 if geometric > 0.0 else 3, pair_gap, pair_t, pair_normal, pair_point, pair_u, pair_force)
+                        mode, pair_gap, pair_t, pair_normal, pair_point, pair_u, pair_force, pair_end_grad)
 
 
 @njit
@@ -190,7 +191,8 @@ def _trial_extra(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, nodes, s
             j += 1
     return _extra_terms(pos, quat, node_dof, rot_dof, extra, kind_l, elem_l, prim_l, np.arange(n_live), sl_seg, sl_t,
                         np.zeros(1), np.zeros((1, 1)), 0, 0, np.empty(n_live), np.empty(n_live),
-                        np.empty((n_live, 3)), np.empty((n_live, 3)), np.empty(n_live), np.empty((n_live, 3)))
+                        np.empty((n_live, 3)), np.empty((n_live, 3)), np.empty(n_live), np.empty((n_live, 3)),
+                        np.empty((0, 12)))
 
 
 @njit
@@ -200,16 +202,18 @@ def _acting_self_pair(kind, pair_force, p):
 
 
 @njit
-def _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, node_dof, fixed, stiffness, node_len,
-                   seg_len):
-    """Self-contact couples the two touching legs of a cable, far apart in the band. Per acting self
-    pair, the Gauss-Newton Hessian k J J^T with J = (a on this side, b on the other) has its blocks
-    k a a^T and k b b^T inside the band (contact_energy adds them); the rest, k (a b^T + b a^T), is
-    returned as rows of U^T (a, b per pair, fixed dofs zeroed) and the pair stiffness k."""
+def _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, pair_end_grad, node_dof, fixed,
+                   stiffness, node_len, seg_len):
+    """Self-contact couples the two touching legs of a cable (or two cables solved together), far
+    apart in the band. Per acting self pair, the Gauss-Newton Hessian k J J^T with J = (a on this
+    side, b on the other) has its blocks k a a^T and k b b^T inside the band (contact_energy adds
+    them); the rest, k (a b^T + b a^T), is returned as rows of U^T (a, b per pair, fixed dofs zeroed)
+    and the pair stiffness k. A segment pair between cables also subtracts the coupling of its ends'
+    power mean, -k (a_M b_M^T + b_M a_M^T) (``pair_end_grad``; zero outside the exact Hessian)."""
     n_c = 0
     for p in range(kind.shape[0]):
         if _acting_self_pair(kind, pair_force, p):
-            n_c += 1
+            n_c += 2 if _has_end_grad(pair_end_grad, p) else 1
     Ut = np.zeros((2 * n_c, fixed.shape[0]))
     k_c = np.empty(n_c)
     j = 0
@@ -228,13 +232,38 @@ def _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, no
                 Ut[2 * j, node_dof[i + 1] + k] = -t * nk
             Ut[2 * j + 1, node_dof[c] + k] = (1.0 - u) * nk
             Ut[2 * j + 1, node_dof[c + 1] + k] = u * nk
-        for n in (i, i + 1, c, c + 1):
-            for k in range(3):
-                if n < node_dof.shape[0] and fixed[node_dof[n] + k]:
-                    Ut[2 * j, node_dof[n] + k] = 0.0
-                    Ut[2 * j + 1, node_dof[n] + k] = 0.0
+        _zero_fixed(Ut, j, (i, i + 1, c, c + 1), node_dof, fixed)
         j += 1
+        if _has_end_grad(pair_end_grad, p):
+            k_c[j] = -stiffness * seg_len[i]
+            for k in range(3):
+                Ut[2 * j, node_dof[i] + k] = pair_end_grad[p, k]
+                Ut[2 * j, node_dof[i + 1] + k] = pair_end_grad[p, 3 + k]
+                Ut[2 * j + 1, node_dof[c] + k] = pair_end_grad[p, 6 + k]
+                Ut[2 * j + 1, node_dof[c + 1] + k] = pair_end_grad[p, 9 + k]
+            _zero_fixed(Ut, j, (i, i + 1, c, c + 1), node_dof, fixed)
+            j += 1
     return Ut, k_c
+
+
+@njit
+def _has_end_grad(pair_end_grad, p):
+    if pair_end_grad.shape[0] <= p:
+        return False
+    for k in range(12):
+        if pair_end_grad[p, k] != 0.0:
+            return True
+    return False
+
+
+@njit
+def _zero_fixed(Ut, j, nodes, node_dof, fixed):
+    """Fixed dofs out of the j-th coupling's rows of U^T (their rows and columns are Dirichlet)."""
+    for n in nodes:
+        for k in range(3):
+            if n < node_dof.shape[0] and fixed[node_dof[n] + k]:
+                Ut[2 * j, node_dof[n] + k] = 0.0
+                Ut[2 * j + 1, node_dof[n] + k] = 0.0
 
 
 @njit
@@ -257,11 +286,12 @@ def _node_distances(a, b, out):
 @njit
 def _pair_arrays(n_pairs):
     """Per candidate pair: gap (or a lower bound of it), t, normal, point, u, force, whether it is
-    evaluated at the current positions, and a work array. Pairs handed on with a gap bound are
+    evaluated at the current positions, a work array and the gradient of a crossing's ends
+    (contact_energy_of's ``pair_end_grad``). Pairs handed on with a gap bound are
     evaluated once they may touch or a step could reach them; until then the step filter sees a
     zero normal (no approach), which is all it may conclude."""
     return (np.zeros(n_pairs), np.zeros(n_pairs), np.zeros((n_pairs, 3)), np.zeros((n_pairs, 3)), np.zeros(n_pairs),
-            np.zeros((n_pairs, 3)), np.ones(n_pairs, dtype=np.bool_), np.zeros(n_pairs))
+            np.zeros((n_pairs, 3)), np.ones(n_pairs, dtype=np.bool_), np.zeros(n_pairs), np.zeros((n_pairs, 12)))
 
 
 @njit
@@ -319,7 +349,7 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
     sl_part, node_radius, node_part = extra[17], extra[18], extra[19]
     searched_at = searched_from.copy()
     n_pairs = kind.shape[0]
-    pair_gap, pair_t, pair_normal, pair_point, pair_u, pair_force, fresh, moves = _pair_arrays(n_pairs)
+    pair_gap, pair_t, pair_normal, pair_point, pair_u, pair_force, fresh, moves, end_grad = _pair_arrays(n_pairs)
     live = np.zeros(0, dtype=np.int64)
     nodes = pair_nodes(kind, elem, prim)
     node_move = np.empty(pos.shape[0])
@@ -356,7 +386,8 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
             kind, elem, prim = find_pairs(pos, node_radius, node_part, 2.0 * reach, obstacles, self_gap)
             searched_at[:, :] = pos
             n_pairs = kind.shape[0]
-            pair_gap, pair_t, pair_normal, pair_point, pair_u, pair_force, fresh, moves = _pair_arrays(n_pairs)
+            (pair_gap, pair_t, pair_normal, pair_point, pair_u, pair_force, fresh, moves,
+             end_grad) = _pair_arrays(n_pairs)
             pair_gaps(np.arange(n_pairs), pos, kind, elem, prim, obstacles, node_radius, pair_gap, pair_t,
                       pair_normal, pair_point, pair_u)
             nodes = pair_nodes(kind, elem, prim)
@@ -375,7 +406,7 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
         extra_energy = _assemble(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len,
                                  bend_stiff, node_force, rot_couple, load_factor, grad, band, bw, 1.0, extra, kind,
                                  elem, prim, live, sl_seg, sl_t, pair_gap, pair_t, pair_normal, pair_point, pair_u,
-                                 pair_force)
+                                 pair_force, end_grad)
         energy += extra_energy
         if not math.isfinite(energy):
             return NOT_FINITE, it, ratio, energy, _deepest(pair_gap, live), searched_at, kind, elem, prim, pair_gap
@@ -390,7 +421,7 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
         for i in range(n_dof):
             rhs[i] = -grad[i]
         if self_gap > 0:
-            Ut, k_c = _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, node_dof,
+            Ut, k_c = _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, end_grad, node_dof,
                                      fixed, cparams[1], extra[2], extra[3])
         rod_strains(pos, quat, rest_len, joint_a, joint_b, s_zero, b_zero)
         exact = True
@@ -399,17 +430,18 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
         for attempt in range(60):
             if rebuild:
                 # the Gauss-Newton matrix
+                geometric = 1.0 if exact else 0.0
                 _assemble(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len,
-                          bend_stiff, node_force, rot_couple, load_factor, grad, band, bw, 1.0 if exact else 0.0,
+                          bend_stiff, node_force, rot_couple, load_factor, grad, band, bw, geometric,
                           extra, kind, elem, prim, live, sl_seg, sl_t, pair_gap, pair_t, pair_normal, pair_point,
-                          pair_u, pair_force)
+                          pair_u, pair_force, end_grad)
                 _prepare_system(band, bw, fixed, damping)
                 for i in range(n_dof):
                     if fixed[i]:
                         grad[i] = 0.0
                 if self_gap > 0:
-                    Ut, k_c = _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, node_dof,
-                                             fixed, cparams[1], extra[2], extra[3])
+                    Ut, k_c = _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, end_grad,
+                                             node_dof, fixed, cparams[1], extra[2], extra[3])
                 rebuild = False
             m_c = Ut.shape[0]
             if Z.shape[0] != m_c:
