@@ -41,7 +41,14 @@ def band_cholesky(band, bw):
 @njit
 def band_cholesky_solve(factor, bw, rhs, out):
     """Solve A x = rhs with the factor from band_cholesky."""
-    _band_solve_within(factor, bw, rhs, out, 0, 0, factor.shape[0])
+    n = factor.shape[0]
+    _band_forward_within(factor, bw, rhs, out, 0, n)
+    for i in range(n - 1, -1, -1):
+        s = out[i]
+        k1 = i + bw if i + bw < n - 1 else n - 1
+        for k in range(i + 1, k1 + 1):
+            s -= factor[k, bw - (k - i)] * out[k]
+        out[i] = s / factor[i, bw]
 
 
 @njit
@@ -154,53 +161,46 @@ def independent_blocks(factor, bw):
 
 
 @njit
-def _band_solve_within(factor, bw, rhs, out, lo, start, end):
-    """band_cholesky_solve for a right-hand side that is zero outside [lo, end) and a factor that is
-    block diagonal with [start, end) one of its blocks (start <= lo): the solution lives on [start, end)."""
+def _band_forward_within(factor, bw, rhs, out, lo, end):
+    """out = L^-1 rhs on [lo, end) for a right-hand side that is zero before lo (L^-1 rhs is zero
+    there too, L being lower triangular) and zero beyond ``end`` in its result (end: the end of
+    the last independent block rhs touches)."""
     for i in range(lo, end):
         s = rhs[i]
         k0 = i - bw if i - bw > lo else lo
         for k in range(k0, i):
             s -= factor[i, bw - (i - k)] * out[k]
         out[i] = s / factor[i, bw]
-    for i in range(start, lo):
-        out[i] = 0.0
-    for i in range(end - 1, start - 1, -1):
-        s = out[i]
-        k1 = i + bw if i + bw < end - 1 else end - 1
-        for k in range(i + 1, k1 + 1):
-            s -= factor[k, bw - (k - i)] * out[k]
-        out[i] = s / factor[i, bw]
 
 
 @njit
 def low_rank_factor(work, bw, Ut, k_c, Z, S, piv, spans):
     """Woodbury for B + U C U^T with C = k_j [[0, 1], [1, 0]] per pair of columns (the coupling
-    k (a b^T + b a^T) of two parts of one band), given B's band factor ``work``: Z = B^-1 U and the LU
-    of the capacitance matrix S = C^-1 + U^T B^-1 U. U is passed transposed (rows contiguous).
-    ``spans`` (m, 4) receives per row of U^T its nonzero columns [0, 1) and those of Z [2, 3) (the
-    independent block of B it lies in; Z is not written outside). False if S is singular."""
+    k (a b^T + b a^T) of two parts of one band), given B's band factor L in ``work`` (B = L L^T):
+    Z = L^-1 U (forward substitutions only, each from its row's first nonzero to the end of the
+    independent block it ends in) and the LU of the capacitance matrix S = C^-1 + Z^T Z. U is passed
+    transposed (rows contiguous). ``spans`` (m, 4) receives per row of U^T its nonzero columns
+    [0, 1) and those of Z [2, 3) (Z is not written outside). False if S is singular."""
     m = Ut.shape[0]
     spans[:, :2] = _row_spans(Ut)
     if m > 0:
-        start, end = independent_blocks(work, bw)
+        _start, end = independent_blocks(work, bw)
     for a in range(m):
         lo, hi = spans[a, 0], spans[a, 1]
         if hi <= lo:
             spans[a, 2], spans[a, 3] = lo, lo
             continue
-        spans[a, 2], spans[a, 3] = start[lo], end[hi - 1]
-        if start[lo] != start[hi - 1]:  # not within one block: solve over the whole band
-            spans[a, 2], spans[a, 3] = 0, Ut.shape[1]
-        _band_solve_within(work, bw, Ut[a], Z[a], lo, spans[a, 2], spans[a, 3])
+        spans[a, 2], spans[a, 3] = lo, end[hi - 1]
+        _band_forward_within(work, bw, Ut[a], Z[a], lo, end[hi - 1])
     for a in range(m):
-        for b in range(m):
-            lo = max(spans[a, 0], spans[b, 2])
-            hi = min(spans[a, 1], spans[b, 3])
+        for b in range(a + 1):
+            lo = max(spans[a, 2], spans[b, 2])
+            hi = min(spans[a, 3], spans[b, 3])
             acc = 0.0
             for d in range(lo, hi):
-                acc += Ut[a, d] * Z[b, d]
+                acc += Z[a, d] * Z[b, d]
             S[a, b] = acc
+            S[b, a] = acc
     for j in range(k_c.shape[0]):
         S[2 * j, 2 * j + 1] += 1.0 / k_c[j]
         S[2 * j + 1, 2 * j] += 1.0 / k_c[j]
@@ -209,7 +209,8 @@ def low_rank_factor(work, bw, Ut, k_c, Z, S, piv, spans):
 
 @njit
 def low_rank_solve(work, bw, rhs, out, Ut, Z, S, piv, spans):
-    """out = (B + U C U^T)^-1 rhs = x - Z S^-1 U^T x with x = B^-1 rhs (``spans`` from low_rank_factor)."""
+    """out = (B + U C U^T)^-1 rhs = x - B^-1 U S^-1 U^T x with x = B^-1 rhs (``spans`` from
+    low_rank_factor; Z is not needed here: one more band solve costs less than keeping B^-1 U)."""
     band_cholesky_solve(work, bw, rhs, out)
     m = Ut.shape[0]
     if m == 0:
@@ -218,9 +219,14 @@ def low_rank_solve(work, bw, rhs, out, Ut, Z, S, piv, spans):
     for a in range(m):
         y[a] = _row_dot(Ut, a, spans, out)
     lu_solve(S, piv, y)
+    v = np.zeros(out.shape[0])
     for a in range(m):
-        for d in range(spans[a, 2], spans[a, 3]):
-            out[d] -= Z[a, d] * y[a]
+        for d in range(spans[a, 0], spans[a, 1]):
+            v[d] += Ut[a, d] * y[a]
+    correction = np.empty(out.shape[0])
+    band_cholesky_solve(work, bw, v, correction)
+    for d in range(out.shape[0]):
+        out[d] -= correction[d]
 
 
 @njit

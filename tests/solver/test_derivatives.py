@@ -243,11 +243,13 @@ def test_low_rank_coupling_solve_matches_a_dense_solve(rng, blocks):
     for i in range(n):
         for j in range(max(0, i - bw), i + 1):
             band[i, bw - (i - j)] = dense[i, j]
-    pairs = 3
+    pairs = 4
     Ut = np.zeros((2 * pairs, n))
-    for p in range(pairs):
+    for p in range(pairs - 1):
         Ut[2 * p, 3 * p:3 * p + 3] = rng.normal(size=3)
         Ut[2 * p + 1, 40 + 3 * p:43 + 3 * p] = rng.normal(size=3)
+    Ut[-2, 22:28] = rng.normal(size=6)  # across the boundary of the first two blocks
+    Ut[-1, 52:55] = rng.normal(size=3)
     k = rng.uniform(1.0, 5.0, size=pairs)
     full = dense.copy()
     for p in range(pairs):
