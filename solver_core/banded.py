@@ -230,9 +230,9 @@ def low_rank_solve(work, bw, rhs, out, Ut, Z, S, piv, spans):
 
 
 @njit
-def low_rank_matvec(Ut, k_c, x, out):
-    """out += k (a b^T + b a^T) x over the coupling pairs."""
-    spans = _row_spans(Ut)
+def low_rank_matvec(Ut, k_c, x, out, spans):
+    """out += k (a b^T + b a^T) x over the coupling pairs (``spans`` from low_rank_factor: each row's
+    nonzero columns, so that the product does not scan U^T)."""
     for j in range(k_c.shape[0]):
         a, b = 2 * j, 2 * j + 1
         alpha = _row_dot(Ut, a, spans, x)

@@ -500,7 +500,7 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                 continue
             band_symmetric_matvec(band, bw, delta, hd)
             if m_c > 0:
-                low_rank_matvec(Ut, k_c, delta, hd)
+                low_rank_matvec(Ut, k_c, delta, hd, spans)
             slope = 0.0
             curvature = 0.0
             for i in range(n_dof):

@@ -267,5 +267,5 @@ def test_low_rank_coupling_solve_matches_a_dense_solve(rng, blocks):
     low_rank_solve(band, bw, rhs, out, Ut, Z, S, piv, spans)
     assert np.allclose(out, np.linalg.solve(full, rhs), rtol=1e-10, atol=1e-12)
     product = dense @ out
-    low_rank_matvec(Ut, k, out, product)
+    low_rank_matvec(Ut, k, out, product, spans)
     assert np.allclose(product, rhs, rtol=1e-10, atol=1e-12)
