@@ -221,7 +221,10 @@ def test_the_first_guess_of_a_free_end_cable_starts_at_its_connector(monkeypatch
     from solver_core.rod_model import build_rod_model
     from solver_core.rod_state import initial_centerline, initial_state
 
-    monkeypatch.setattr(np, "empty", lambda shape, *args, **kwargs: np.full(shape, 1e300, *args, **kwargs))
+    def filled(shape, dtype=float, *args, **kwargs):  # integer arrays (indices) get a huge index instead
+        return np.full(shape, 1e300 if np.dtype(dtype).kind == "f" else 2 ** 62, dtype, *args, **kwargs)
+
+    monkeypatch.setattr(np, "empty", filled)
     doc = parse_case(case(cable(start={"position": [0.1, 0.2, 0.3], "tangent": [0, 1, 0]})))
     model = build_rod_model(doc.cables[0], doc.gravity, doc.solver.tolerance)
     boundary = Boundary.of(doc.cables[0])
