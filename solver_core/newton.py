@@ -528,10 +528,10 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                 if shortened or not (use_contact and plunged and predicted > noise and rho <= 1e-4):
                     break
                 # ... and instead of damping and factorising again (several times per iteration on a
-                # faceted mesh), the step is shortened to where the facet pairs it closes balance the
-                # model (contact.plunge_step_length)
+                # faceted mesh), the step is shortened to where the facet (or other cables') pairs
+                # it closes balance the model (contact.plunge_step_length)
                 alpha, penalty = plunge_step_length(approach, fraction, kind, elem, pair_gap, fresh, cparams[1],
-                                                    extra[2], slope, curvature)
+                                                    extra[2], extra[3], slope, curvature)
                 if not (alpha < 1.0):
                     break
                 for i in range(n_dof):

@@ -1005,36 +1005,38 @@ def test_the_newton_matrix_counts_a_crossing_at_a_node_once():
 
 def test_a_step_closing_open_pairs_stops_at_the_minimum_of_model_plus_their_penalty():
     # plunge_step_length minimises, along a Newton step, the quadratic model -G a + C a^2 / 2 plus the
-    # penalty k/2 (a s_p - g_p)_+^2 of each open node-facet or cable-cable node pair the step closes
-    # (s_p: its approach over the whole step). Reference: the same function minimised numerically by
+    # penalty k/2 (a s_p - g_p)_+^2 of each open node-facet pair or cable-cable node or segment pair the
+    # step closes (s_p: its approach over the whole step; k per node length, per segment length for a
+    # segment pair). Reference: the same function minimised numerically by
     # scipy; touching pairs, pairs not evaluated at the current state and other kinds of pair must
     # not count, and a step that closes no open facet pair is left whole.
     from scipy.optimize import minimize_scalar
 
-    from solver_core.contact import PLANE, SELF_NODE, TRI_NODE, TRI_SEG, plunge_step_length
+    from solver_core.contact import PLANE, SELF_NODE, SELF_SEG, TRI_NODE, TRI_SEG, plunge_step_length
 
     rng = np.random.default_rng(5)
     stiffness, seg = 1.26e8, 0.005
     closes = 0
     for trial in range(20):
         m = 30
-        kind = rng.choice([TRI_NODE, TRI_NODE, TRI_NODE, TRI_SEG, PLANE, SELF_NODE], m)
+        kind = rng.choice([TRI_NODE, TRI_NODE, TRI_NODE, TRI_SEG, PLANE, SELF_NODE, SELF_SEG], m)
         elem = rng.integers(0, 10, m)
         node_len = rng.uniform(0.5, 1.0, 10) * seg
+        seg_len = rng.uniform(0.8, 1.2, 10) * seg
         gap = rng.uniform(-0.2, 1.0, m) * 1e-5
         fresh = rng.random(m) < 0.9
         approach = rng.uniform(-1.0, 1.0, m) * 4e-5
         scale = 1.0 if trial % 2 else 0.6  # the step was cut by the filter to this much of its length
         slope, curvature = rng.uniform(0.2, 2.0) * 1e-4, rng.uniform(0.1, 2.0) * 1e-4
-        counts = ((kind == TRI_NODE) | (kind == SELF_NODE)) & fresh & (gap > 0.0)
-        k = stiffness * node_len[elem]
+        counts = ((kind == TRI_NODE) | (kind == SELF_NODE) | (kind == SELF_SEG)) & fresh & (gap > 0.0)
+        k = stiffness * np.where(kind == SELF_SEG, seg_len[elem], node_len[elem])
 
         def phi(a):
             closing = np.maximum(0.0, a * scale * approach - gap)[counts]
             return -slope * a + 0.5 * curvature * a * a + 0.5 * (k[counts] * closing ** 2).sum()
 
-        alpha, penalty = plunge_step_length(approach, scale, kind, elem, gap, fresh, stiffness, node_len, slope,
-                                            curvature)
+        alpha, penalty = plunge_step_length(approach, scale, kind, elem, gap, fresh, stiffness, node_len, seg_len,
+                                            slope, curvature)
         if not np.any((scale * approach > gap)[counts]):
             assert (alpha, penalty) == (1.0, 0.0)
             continue
@@ -1046,7 +1048,8 @@ def test_a_step_closing_open_pairs_stops_at_the_minimum_of_model_plus_their_pena
     assert closes >= 10
     # nothing closed: the whole step
     assert plunge_step_length(np.zeros(3), 1.0, np.full(3, TRI_NODE), np.zeros(3, dtype=np.int64), np.ones(3),
-                              np.ones(3, dtype=np.bool_), stiffness, np.full(1, seg), 1e-4, 1e-4) == (1.0, 0.0)
+                              np.ones(3, dtype=np.bool_), stiffness, np.full(1, seg), np.full(1, seg), 1e-4,
+                              1e-4) == (1.0, 0.0)
 
 
 def test_gap_bounds_carried_along_steps_stay_below_the_true_gaps_and_leave_out_only_open_pairs():
