@@ -208,9 +208,9 @@ def low_rank_factor(work, bw, Ut, k_c, Z, S, piv, spans):
 
 
 @njit
-def low_rank_solve(work, bw, rhs, out, Ut, Z, S, piv, spans):
+def low_rank_solve(work, bw, rhs, out, Ut, S, piv, spans):
     """out = (B + U C U^T)^-1 rhs = x - B^-1 U S^-1 U^T x with x = B^-1 rhs (``spans`` from
-    low_rank_factor; Z is not needed here: one more band solve costs less than keeping B^-1 U)."""
+    low_rank_factor; one more band solve costs less than keeping B^-1 U)."""
     band_cholesky_solve(work, bw, rhs, out)
     m = Ut.shape[0]
     if m == 0:

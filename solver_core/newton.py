@@ -470,7 +470,7 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
             if m_c > 0 and not low_rank_factor(work, bw, Ut, k_c, Z, S, piv, spans):
                 lam = max(10.0 * lam, 1e-8)
                 continue
-            low_rank_solve(work, bw, rhs, delta, Ut, Z, S, piv, spans)
+            low_rank_solve(work, bw, rhs, delta, Ut, S, piv, spans)
             for i in range(n_dof):
                 if abs(delta[i]) < 1e-150:
                     delta[i] = 0.0  # keep subnormal numbers out of the state (see rotations._flush)
@@ -564,7 +564,7 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                                           joint_len, bend_stiff, s_plus, b_plus, rhs_trial)
                 for i in range(n_dof):
                     rhs_trial[i] = 0.0 if fixed[i] else -rhs_trial[i]
-                low_rank_solve(work, bw, rhs_trial, correction, Ut, Z, S, piv, spans)
+                low_rank_solve(work, bw, rhs_trial, correction, Ut, S, piv, spans)
                 for i in range(n_dof):
                     correction[i] = delta[i] + 0.5 * correction[i]
                 within = True
