@@ -26,7 +26,7 @@ import numpy as np
 
 from .interactions import FrictionState, Interactions
 from .rod_model import RodModel
-from .rod_state import RodState, apply_boundary, carry_boundary_motion, interpolate_boundary
+from .rod_state import RodState, apply_boundary, interpolate_boundary
 
 IDENTITY = np.array([1.0, 0.0, 0.0, 0.0])
 
@@ -69,11 +69,6 @@ class RodGroup(RodModel):
     def apply_boundary(self, state: RodState, boundary: GroupBoundary) -> None:
         for index, (part, part_state) in enumerate(zip(self.parts, self.split_state(state))):
             apply_boundary(part, part_state, boundary.parts[index])
-            self._write_part(state, index, part_state)
-
-    def carry_boundary_motion(self, state: RodState, old: GroupBoundary, new: GroupBoundary) -> None:
-        for index, (part, part_state) in enumerate(zip(self.parts, self.split_state(state))):
-            carry_boundary_motion(part, part_state, old.parts[index], new.parts[index])
             self._write_part(state, index, part_state)
 
     def node_part(self) -> np.ndarray:
