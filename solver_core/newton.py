@@ -18,7 +18,7 @@ from ._jit import njit
 from .banded import band_cholesky, band_symmetric_matvec, low_rank_factor, low_rank_matvec, low_rank_solve
 from .contact import (SELF_NODE, SELF_SEG, approach_fraction, contact_energy_of, evaluate_reachable, find_pairs,
                       friction_energy, lower_gaps, pair_gaps, pair_moves, pair_nodes, pairs_that_may_touch,
-                      plunge_step_length)
+                      plunge_step_length, segment_pair_curvature)
 from .mounts import compliant_energy, sliding_crossings, sliding_energy
 from .rod_energy import rod_energy, rod_gradient_hessian, rod_strains, strain_jacobian_transpose
 from .rotations import quat_retract, quat_to_matrix
@@ -203,17 +203,23 @@ def _acting_self_pair(kind, pair_force, p):
 
 @njit
 def _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, pair_end_grad, node_dof, fixed,
-                   stiffness, node_len, seg_len):
+                   stiffness, node_len, seg_len, pos, pair_gap, exact):
     """Self-contact couples the two touching legs of a cable (or two cables solved together), far
     apart in the band. Per acting self pair, the Gauss-Newton Hessian k J J^T with J = (a on this
     side, b on the other) has its blocks k a a^T and k b b^T inside the band (contact_energy adds
     them); the rest, k (a b^T + b a^T), is returned as rows of U^T (a, b per pair, fixed dofs zeroed)
-    and the pair stiffness k. A segment pair between cables also subtracts the coupling of its ends'
-    power mean, -k (a_M b_M^T + b_M a_M^T) (``pair_end_grad``; zero outside the exact Hessian)."""
+    and the pair stiffness k. With ``exact`` (the exact Hessian, not Gauss-Newton), a segment pair
+    between cables also subtracts the coupling of its ends' power mean, -k (a_M b_M^T + b_M a_M^T)
+    (``pair_end_grad``), and adds that of its distance's curvature (contact.segment_pair_curvature)."""
     n_c = 0
+    curv_vecs = np.empty((4, 12))
+    curv_coefs = np.empty(4)
     for p in range(kind.shape[0]):
         if _acting_self_pair(kind, pair_force, p):
             n_c += 2 if _has_end_grad(pair_end_grad, p) else 1
+            if exact and kind[p] == SELF_SEG:
+                n_c += _curvature_terms(elem, prim, pair_t, pair_u, pair_gap, stiffness, seg_len, pos, p, curv_vecs,
+                                        curv_coefs)
     Ut = np.zeros((2 * n_c, fixed.shape[0]))
     k_c = np.empty(n_c)
     j = 0
@@ -234,6 +240,17 @@ def _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, pa
             Ut[2 * j + 1, node_dof[c + 1] + k] = u * nk
         _zero_fixed(Ut, j, (i, i + 1, c, c + 1), node_dof, fixed)
         j += 1
+        if exact and kind[p] == SELF_SEG:
+            for m in range(_curvature_terms(elem, prim, pair_t, pair_u, pair_gap, stiffness, seg_len, pos, p, curv_vecs,
+                                            curv_coefs)):
+                k_c[j] = curv_coefs[m]
+                for k in range(3):
+                    Ut[2 * j, node_dof[i] + k] = curv_vecs[m, k]
+                    Ut[2 * j, node_dof[i + 1] + k] = curv_vecs[m, 3 + k]
+                    Ut[2 * j + 1, node_dof[c] + k] = curv_vecs[m, 6 + k]
+                    Ut[2 * j + 1, node_dof[c + 1] + k] = curv_vecs[m, 9 + k]
+                _zero_fixed(Ut, j, (i, i + 1, c, c + 1), node_dof, fixed)
+                j += 1
         if _has_end_grad(pair_end_grad, p):
             k_c[j] = -stiffness * seg_len[i]
             for k in range(3):
@@ -244,6 +261,12 @@ def _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, pa
             _zero_fixed(Ut, j, (i, i + 1, c, c + 1), node_dof, fixed)
             j += 1
     return Ut, k_c
+
+
+@njit
+def _curvature_terms(elem, prim, pair_t, pair_u, pair_gap, stiffness, seg_len, pos, p, vecs, coefs):
+    force = stiffness * seg_len[elem[p]] * max(-pair_gap[p], 0.0)
+    return segment_pair_curvature(pos, elem[p], prim[p], pair_t[p], pair_u[p], force, vecs, coefs)
 
 
 @njit
@@ -422,7 +445,7 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
             rhs[i] = -grad[i]
         if self_gap > 0:
             Ut, k_c = _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, end_grad, node_dof,
-                                     fixed, cparams[1], extra[2], extra[3])
+                                     fixed, cparams[1], extra[2], extra[3], pos, pair_gap, True)
         rod_strains(pos, quat, rest_len, joint_a, joint_b, s_zero, b_zero)
         exact = True
         accepted = False
@@ -441,7 +464,7 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                         grad[i] = 0.0
                 if self_gap > 0:
                     Ut, k_c = _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, end_grad,
-                                             node_dof, fixed, cparams[1], extra[2], extra[3])
+                                             node_dof, fixed, cparams[1], extra[2], extra[3], pos, pair_gap, exact)
                 rebuild = False
             m_c = Ut.shape[0]
             if Z.shape[0] != m_c:
