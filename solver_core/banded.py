@@ -103,11 +103,11 @@ def lu_solve(S, piv, b):
 
 
 @njit
-def _row_spans(Ut):
-    """First and one-past-last nonzero column of every row of U^T (a contact touches two nodes: the
-    products below need only those few columns, not the whole length)."""
+def row_spans(Ut, spans):
+    """spans[:, :2] = first and one-past-last nonzero column of every row of U^T (a contact touches
+    two nodes: the products below need only those few columns, not the whole length). Where the
+    rows are built their columns are known; this finds them by scanning."""
     m = Ut.shape[0]
-    spans = np.zeros((m, 2), dtype=np.int64)
     for a in range(m):
         lo, hi = Ut.shape[1], 0
         for d in range(Ut.shape[1]):
@@ -115,7 +115,6 @@ def _row_spans(Ut):
                 lo = min(lo, d)
                 hi = d + 1
         spans[a, 0], spans[a, 1] = lo, max(lo, hi)
-    return spans
 
 
 @njit
@@ -179,10 +178,10 @@ def low_rank_factor(work, bw, Ut, k_c, Z, S, piv, spans):
     k (a b^T + b a^T) of two parts of one band), given B's band factor L in ``work`` (B = L L^T):
     Z = L^-1 U (forward substitutions only, each from its row's first nonzero to the end of the
     independent block it ends in) and the LU of the capacitance matrix S = C^-1 + Z^T Z. U is passed
-    transposed (rows contiguous). ``spans`` (m, 4) receives per row of U^T its nonzero columns
-    [0, 1) and those of Z [2, 3) (Z is not written outside). False if S is singular."""
+    transposed (rows contiguous). ``spans`` (m, 4): per row of U^T, [0, 2) its nonzero columns, given
+    (a superset will do; see row_spans), and [2, 4) those of Z, set here (Z is not written outside).
+    False if S is singular."""
     m = Ut.shape[0]
-    spans[:, :2] = _row_spans(Ut)
     if m > 0:
         _start, end = independent_blocks(work, bw)
     for a in range(m):

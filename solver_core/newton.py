@@ -222,6 +222,7 @@ def _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, pa
                                         curv_coefs)
     Ut = np.zeros((2 * n_c, fixed.shape[0]))
     k_c = np.empty(n_c)
+    spans = np.empty((2 * n_c, 4), dtype=np.int64)
     j = 0
     for p in range(kind.shape[0]):
         if not _acting_self_pair(kind, pair_force, p):
@@ -238,7 +239,7 @@ def _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, pa
                 Ut[2 * j, node_dof[i + 1] + k] = -t * nk
             Ut[2 * j + 1, node_dof[c] + k] = (1.0 - u) * nk
             Ut[2 * j + 1, node_dof[c + 1] + k] = u * nk
-        _zero_fixed(Ut, j, (i, i + 1, c, c + 1), node_dof, fixed)
+        _zero_fixed(Ut, j, (i, i if node_pair else i + 1, c, c + 1), node_dof, fixed, spans)
         j += 1
         if exact and kind[p] == SELF_SEG:
             for m in range(_curvature_terms(elem, prim, pair_t, pair_u, pair_gap, stiffness, seg_len, pos, p, curv_vecs,
@@ -249,7 +250,7 @@ def _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, pa
                     Ut[2 * j, node_dof[i + 1] + k] = curv_vecs[m, 3 + k]
                     Ut[2 * j + 1, node_dof[c] + k] = curv_vecs[m, 6 + k]
                     Ut[2 * j + 1, node_dof[c + 1] + k] = curv_vecs[m, 9 + k]
-                _zero_fixed(Ut, j, (i, i + 1, c, c + 1), node_dof, fixed)
+                _zero_fixed(Ut, j, (i, i + 1, c, c + 1), node_dof, fixed, spans)
                 j += 1
         if _has_end_grad(pair_end_grad, p):
             k_c[j] = -stiffness * seg_len[i]
@@ -258,9 +259,9 @@ def _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, pa
                 Ut[2 * j, node_dof[i + 1] + k] = pair_end_grad[p, 3 + k]
                 Ut[2 * j + 1, node_dof[c] + k] = pair_end_grad[p, 6 + k]
                 Ut[2 * j + 1, node_dof[c + 1] + k] = pair_end_grad[p, 9 + k]
-            _zero_fixed(Ut, j, (i, i + 1, c, c + 1), node_dof, fixed)
+            _zero_fixed(Ut, j, (i, i + 1, c, c + 1), node_dof, fixed, spans)
             j += 1
-    return Ut, k_c
+    return Ut, k_c, spans
 
 
 @njit
@@ -280,8 +281,11 @@ def _has_end_grad(pair_end_grad, p):
 
 
 @njit
-def _zero_fixed(Ut, j, nodes, node_dof, fixed):
-    """Fixed dofs out of the j-th coupling's rows of U^T (their rows and columns are Dirichlet)."""
+def _zero_fixed(Ut, j, nodes, node_dof, fixed, spans):
+    """Fixed dofs out of the j-th coupling's rows of U^T (their rows and columns are Dirichlet), and
+    the rows' spans: the columns of this side's nodes (nodes[0], nodes[1] and nodes[2], nodes[3])."""
+    spans[2 * j, 0], spans[2 * j, 1] = node_dof[nodes[0]], node_dof[nodes[1]] + 3
+    spans[2 * j + 1, 0], spans[2 * j + 1, 1] = node_dof[nodes[2]], node_dof[nodes[3]] + 3
     for n in nodes:
         for k in range(3):
             if n < node_dof.shape[0] and fixed[node_dof[n] + k]:
@@ -444,8 +448,8 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
         for i in range(n_dof):
             rhs[i] = -grad[i]
         if self_gap > 0:
-            Ut, k_c = _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, end_grad, node_dof,
-                                     fixed, cparams[1], extra[2], extra[3], pos, pair_gap, True)
+            Ut, k_c, spans = _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, end_grad,
+                                            node_dof, fixed, cparams[1], extra[2], extra[3], pos, pair_gap, True)
         rod_strains(pos, quat, rest_len, joint_a, joint_b, s_zero, b_zero)
         exact = True
         accepted = False
@@ -463,15 +467,15 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                     if fixed[i]:
                         grad[i] = 0.0
                 if self_gap > 0:
-                    Ut, k_c = _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, end_grad,
-                                             node_dof, fixed, cparams[1], extra[2], extra[3], pos, pair_gap, exact)
+                    Ut, k_c, spans = _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force,
+                                                    end_grad, node_dof, fixed, cparams[1], extra[2], extra[3], pos,
+                                                    pair_gap, exact)
                 rebuild = False
             m_c = Ut.shape[0]
             if Z.shape[0] != m_c:
                 Z = np.empty((m_c, n_dof))
                 S = np.empty((m_c, m_c))
                 piv = np.empty(m_c, dtype=np.int64)
-                spans = np.empty((m_c, 4), dtype=np.int64)
             for i in range(n_dof):
                 for c in range(bw + 1):
                     work[i, c] = band[i, c]

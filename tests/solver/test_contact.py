@@ -976,9 +976,9 @@ def test_the_newton_matrix_counts_a_crossing_at_a_node_once():
         band = np.zeros((3 * n, bw + 1))
         contact_energy_of(np.arange(m), pos, kind, elem, prim, obstacles, radii, k, node_len, seg_len, node_dof,
                           np.zeros(3 * n), band, bw, 2, *pair_arrays, end_grad)
-        Ut, k_c = _self_coupling(kind, elem, prim, pair_arrays[1], pair_arrays[4], pair_arrays[2], pair_arrays[5],
-                                 end_grad, node_dof, np.zeros(3 * n, dtype=np.bool_), k, node_len, seg_len, pos,
-                                 pair_arrays[0], True)
+        Ut, k_c, _spans = _self_coupling(kind, elem, prim, pair_arrays[1], pair_arrays[4], pair_arrays[2],
+                                         pair_arrays[5], end_grad, node_dof, np.zeros(3 * n, dtype=np.bool_), k,
+                                         node_len, seg_len, pos, pair_arrays[0], True)
         H = np.zeros((3 * n, 3 * n))
         for i in range(3 * n):
             for c in range(bw + 1):
@@ -1225,7 +1225,8 @@ def test_the_curvature_of_a_segment_distance_matches_second_differences(t0, u0):
     for i in range(12):
         for j in range(12):
             ei, ej = np.eye(12)[i] * h, np.eye(12)[j] * h
-            fd[i, j] = (energy(x + ei + ej) - energy(x + ei - ej) - energy(x - ei + ej) + energy(x - ei - ej)) / (4 * h * h)
+            fd[i, j] = (energy(x + ei + ej) - energy(x + ei - ej) - energy(x - ei + ej)
+                        + energy(x - ei - ej)) / (4 * h * h)
     curvature = fd - k * np.outer(grad_d, grad_d)
     assert np.abs(curvature).max() > 1e-4 * k  # what is tested is there
     assert np.abs(H - fd).max() < 2e-3 * np.abs(curvature).max()
@@ -1264,9 +1265,11 @@ def test_the_newton_matrix_follows_a_pressed_crossing_as_the_cables_slide():
     band, end_grad = np.zeros((3 * n, bw + 1)), np.zeros((m, 12))
     contact_energy_of(np.arange(m), pos, kind, elem, prim, obstacles, radii, k, node_len, seg_len, node_dof,
                       np.zeros(3 * n), band, bw, 2, *pair_arrays, end_grad)
-    Ut, k_c = _self_coupling(kind, elem, prim, pair_arrays[1], pair_arrays[4], pair_arrays[2], pair_arrays[5],
-                             end_grad, node_dof, np.zeros(3 * n, dtype=np.bool_), k, node_len, seg_len, pos,
-                             pair_arrays[0], True)
+    Ut, k_c, spans = _self_coupling(kind, elem, prim, pair_arrays[1], pair_arrays[4], pair_arrays[2], pair_arrays[5],
+                                    end_grad, node_dof, np.zeros(3 * n, dtype=np.bool_), k, node_len, seg_len, pos,
+                                    pair_arrays[0], True)
+    for row, (lo, hi) in zip(Ut, spans[:, :2]):  # the Woodbury products look only there
+        assert not row[:lo].any() and not row[hi:].any()
     H = np.zeros((3 * n, 3 * n))
     for i in range(3 * n):
         for c in range(bw + 1):

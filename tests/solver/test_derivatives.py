@@ -230,7 +230,8 @@ def test_low_rank_coupling_solve_matches_a_dense_solve(rng, blocks):
     # band factor (Woodbury) and checked against numpy's dense solve of the assembled matrix. With
     # several blocks B is block diagonal (cables solved together, nothing in the band couples them)
     # and the pairs couple different blocks, as between two cables of a group.
-    from solver_core.banded import band_cholesky, independent_blocks, low_rank_factor, low_rank_matvec, low_rank_solve
+    from solver_core.banded import (band_cholesky, independent_blocks, low_rank_factor, low_rank_matvec, low_rank_solve,
+                                    row_spans)
 
     n, bw = sum(blocks), 5
     first = np.repeat(np.cumsum((0,) + blocks[:-1]), blocks)  # each row's block start
@@ -261,6 +262,8 @@ def test_low_rank_coupling_solve_matches_a_dense_solve(rng, blocks):
     assert np.array_equal(end, first + np.repeat(blocks, blocks))
     Z, S, piv = np.empty((2 * pairs, n)), np.empty((2 * pairs, 2 * pairs)), np.empty(2 * pairs, dtype=np.int64)
     spans = np.empty((2 * pairs, 4), dtype=np.int64)
+    row_spans(Ut, spans)
+    assert list(spans[-2, :2]) == [22, 28] and list(spans[0, :2]) == [0, 3]
     assert low_rank_factor(band, bw, Ut, k, Z, S, piv, spans)
     rhs = rng.normal(size=n)
     out = np.empty(n)
