@@ -21,6 +21,19 @@ def _clamp01(x):
 
 
 @njit
+def nodes_within(a, b, distance):
+    """Whether some node of ``a`` (n, 3) lies within ``distance`` of some node of ``b`` (stops at the
+    first such pair)."""
+    limit = distance * distance
+    for i in range(a.shape[0]):
+        for j in range(b.shape[0]):
+            dx, dy, dz = a[i, 0] - b[j, 0], a[i, 1] - b[j, 1], a[i, 2] - b[j, 2]
+            if dx * dx + dy * dy + dz * dz < limit:
+                return True
+    return False
+
+
+@njit
 def closest_point_on_segment(p0, p1, q, out):
     """Parameter t of the point of segment p0 p1 closest to q; the point goes to out."""
     dx, dy, dz = p1[0] - p0[0], p1[1] - p0[1], p1[2] - p0[2]

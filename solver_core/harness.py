@@ -12,6 +12,7 @@ import numpy as np
 
 from .case import Case, CableChange, CableSpec
 from .contact import NODE_KINDS, SELF_KINDS, ObstacleSet, obstacles_from_case
+from .contact_geometry import nodes_within
 from .diagnostics import bend_radii, directors, elastic_and_load_energy, joint_arc_lengths, reactions, twist_rates
 from .equilibrium import (MAX_CONTINUATION_DEPTH, SNAP_THROUGH_ROUNDS, SolveReport, centre_line_length, held_frames,
                           solve_equilibrium)
@@ -282,11 +283,13 @@ class Harness:
 
         for i, a in enumerate(ids):
             for b in ids[i + 1:]:
+                if root(a) == root(b):
+                    continue  # already in one group (ten crossed cables: 9 tests of 45)
                 near = radius[a] + radius[b] + GROUP_MARGIN * max(reach[a], reach[b])
                 pa, pb = points[a], points[b]
                 if (pa.min(axis=0) > pb.max(axis=0) + near).any() or (pb.min(axis=0) > pa.max(axis=0) + near).any():
                     continue
-                if _closest_node_distance(pa, pb) < near:
+                if nodes_within(pa, pb, near):
                     parent[root(a)] = root(b)
         groups = {}
         for cid in ids:
@@ -478,15 +481,6 @@ def _contact_documents(contacts, model, ids) -> dict:
                 entry["other_cable"], mirror["other_cable"] = ids[j], ids[k]
             out[ids[j]].append(mirror)
     return out
-
-
-def _closest_node_distance(a: np.ndarray, b: np.ndarray) -> float:
-    """Smallest distance between a node of ``a`` and a node of ``b`` (blocks keep memory small)."""
-    best = np.inf
-    for k in range(0, len(a), 256):
-        d2 = ((a[k:k + 256, None, :] - b[None, :, :]) ** 2).sum(axis=2)
-        best = min(best, float(d2.min()))
-    return float(np.sqrt(best))
 
 
 def solve_case(case: Case) -> dict:

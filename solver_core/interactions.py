@@ -203,12 +203,10 @@ class Interactions:
         length = model.cable.length
         force_floor = 64.0 * eps * k_force * length
         moment_floor = 64.0 * eps * (k_force * length * length + k_moment)
-        for k in range(model.n_nodes):
-            d = model.node_dof[k]
-            tol[d:d + 3] = np.maximum(tol[d:d + 3], force_floor)
-        for r in range(model.n_rotations):
-            d = model.rot_dof[r]
-            tol[d:d + 3] = np.maximum(tol[d:d + 3], moment_floor)
+        forces = model.node_dof[:, None] + np.arange(3)
+        tol[forces] = np.maximum(tol[forces], force_floor)
+        moments = model.rot_dof[:, None] + np.arange(3)
+        tol[moments] = np.maximum(tol[moments], moment_floor)
         return tol
 
     # -------------------------------------------------------------- back from the kernels

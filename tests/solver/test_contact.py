@@ -1291,3 +1291,15 @@ def test_the_newton_matrix_follows_a_pressed_crossing_as_the_cables_slide():
         fd = (gradient(pos + h * v) - gradient(pos - h * v)) / (2 * h)
         assert np.linalg.norm(fd) > 1e-3 * k * depth  # the forces do move
         assert np.linalg.norm(H @ v.ravel() - fd) < 2e-3 * np.linalg.norm(fd)
+
+
+def test_nodes_within_agrees_with_the_closest_node_distance():
+    # touching_groups joins two cables when some node of one lies within reach of some node of the
+    # other; reference: the smallest of all node-node distances
+    from solver_core.contact_geometry import nodes_within
+
+    rng = np.random.default_rng(11)
+    for _ in range(20):
+        a, b = rng.normal(size=(30, 3)), rng.normal(size=(40, 3)) + rng.uniform(0, 4)
+        closest = np.sqrt(((a[:, None, :] - b[None, :, :]) ** 2).sum(axis=2)).min()
+        assert nodes_within(a, b, closest * 1.001) and not nodes_within(a, b, closest * 0.999)
