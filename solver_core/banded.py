@@ -104,9 +104,10 @@ def lu_solve(S, piv, b):
 
 @njit
 def row_spans(Ut, spans):
-    """spans[:, :2] = first and one-past-last nonzero column of every row of U^T (a contact touches
-    two nodes: the products below need only those few columns, not the whole length). Where the
-    rows are built their columns are known; this finds them by scanning."""
+    """spans[:, :4] = the nonzero columns of every row of U^T as one piece [0, 2) (first and one past
+    the last nonzero; [2, 4) empty). A contact touches few nodes, and the products below need only
+    those columns. Where the rows are built their columns are known (two pieces for a row across
+    two cables); this finds them by scanning."""
     m = Ut.shape[0]
     for a in range(m):
         lo, hi = Ut.shape[1], 0
@@ -115,14 +116,23 @@ def row_spans(Ut, spans):
                 lo = min(lo, d)
                 hi = d + 1
         spans[a, 0], spans[a, 1] = lo, max(lo, hi)
+        spans[a, 2], spans[a, 3] = 0, 0
 
 
 @njit
 def _row_dot(Ut, a, spans, x):
     acc = 0.0
-    for d in range(spans[a, 0], spans[a, 1]):
-        acc += Ut[a, d] * x[d]
+    for piece in range(2):
+        for d in range(spans[a, 2 * piece], spans[a, 2 * piece + 1]):
+            acc += Ut[a, d] * x[d]
     return acc
+
+
+@njit
+def _row_add(Ut, a, spans, scale, out):
+    for piece in range(2):
+        for d in range(spans[a, 2 * piece], spans[a, 2 * piece + 1]):
+            out[d] += scale * Ut[a, d]
 
 
 @njit
@@ -173,36 +183,51 @@ def _band_forward_within(factor, bw, rhs, out, lo, end):
 
 
 @njit
-def low_rank_factor(work, bw, Ut, k_c, Z, S, piv, spans):
-    """Woodbury for B + U C U^T with C = k_j [[0, 1], [1, 0]] per pair of columns (the coupling
-    k (a b^T + b a^T) of two parts of one band), given B's band factor L in ``work`` (B = L L^T):
-    Z = L^-1 U (forward substitutions only, each from its row's first nonzero to the end of the
-    independent block it ends in) and the LU of the capacitance matrix S = C^-1 + Z^T Z. U is passed
-    transposed (rows contiguous). ``spans`` (m, 4): per row of U^T, [0, 2) its nonzero columns, given
-    (a superset will do; see row_spans), and [2, 4) those of Z, set here (Z is not written outside).
-    False if S is singular."""
+def low_rank_factor(work, bw, Ut, k_c, k_s, Z, S, piv, spans):
+    """Woodbury for B + U C U^T, given B's band factor L in ``work`` (B = L L^T). The columns of U
+    come in pairs first, C = k_j [[0, 1], [1, 0]] per pair (the coupling k (a b^T + b a^T) of two
+    parts of one band, whose own blocks k a a^T and k b b^T are in B), then one at a time, C = k_s
+    (a term k v v^T whole). Z = L^-1 U by forward substitutions only, each from a piece's first
+    nonzero to the end of the independent block it ends in, and the LU of the capacitance matrix
+    S = C^-1 + Z^T Z. U is passed transposed (rows contiguous). ``spans`` (m, 8): per row of U^T
+    its nonzero columns in up to two pieces [0, 2) and [2, 4) (given; supersets will do, see
+    row_spans), and those of Z in [4, 8) (set here; Z is not written outside). False if S is
+    singular."""
     m = Ut.shape[0]
     if m > 0:
         _start, end = independent_blocks(work, bw)
     for a in range(m):
-        lo, hi = spans[a, 0], spans[a, 1]
+        lo, hi, lo2, hi2 = spans[a, 0], spans[a, 1], spans[a, 2], spans[a, 3]
+        if hi <= lo or (hi2 > lo2 and lo2 < lo):
+            lo, hi, lo2, hi2 = lo2, hi2, lo, hi
         if hi <= lo:
-            spans[a, 2], spans[a, 3] = lo, lo
-            continue
-        spans[a, 2], spans[a, 3] = lo, end[hi - 1]
-        _band_forward_within(work, bw, Ut[a], Z[a], lo, end[hi - 1])
+            lo, hi, lo2, hi2 = lo2, hi2, 0, 0
+        if hi > lo and hi2 > lo2 and lo2 < end[hi - 1]:
+            hi, lo2, hi2 = max(hi, hi2), 0, 0  # both pieces in one block (a cable touching itself): one solve
+        spans[a, 4], spans[a, 5], spans[a, 6], spans[a, 7] = lo, lo, lo2, lo2
+        if hi > lo:
+            spans[a, 5] = end[hi - 1]
+            _band_forward_within(work, bw, Ut[a], Z[a], lo, end[hi - 1])
+        if hi2 > lo2:
+            spans[a, 7] = end[hi2 - 1]
+            _band_forward_within(work, bw, Ut[a], Z[a], lo2, end[hi2 - 1])
     for a in range(m):
         for b in range(a + 1):
-            lo = max(spans[a, 2], spans[b, 2])
-            hi = min(spans[a, 3], spans[b, 3])
             acc = 0.0
-            for d in range(lo, hi):
-                acc += Z[a, d] * Z[b, d]
+            for pa in range(2):
+                for pb in range(2):
+                    lo = max(spans[a, 4 + 2 * pa], spans[b, 4 + 2 * pb])
+                    hi = min(spans[a, 5 + 2 * pa], spans[b, 5 + 2 * pb])
+                    for d in range(lo, hi):
+                        acc += Z[a, d] * Z[b, d]
             S[a, b] = acc
             S[b, a] = acc
     for j in range(k_c.shape[0]):
         S[2 * j, 2 * j + 1] += 1.0 / k_c[j]
         S[2 * j + 1, 2 * j] += 1.0 / k_c[j]
+    for q in range(k_s.shape[0]):
+        r = 2 * k_c.shape[0] + q
+        S[r, r] += 1.0 / k_s[q]
     return lu_factor(S, piv)
 
 
@@ -220,8 +245,7 @@ def low_rank_solve(work, bw, rhs, out, Ut, S, piv, spans):
     lu_solve(S, piv, y)
     v = np.zeros(out.shape[0])
     for a in range(m):
-        for d in range(spans[a, 0], spans[a, 1]):
-            v[d] += Ut[a, d] * y[a]
+        _row_add(Ut, a, spans, y[a], v)
     correction = np.empty(out.shape[0])
     band_cholesky_solve(work, bw, v, correction)
     for d in range(out.shape[0]):
@@ -229,14 +253,15 @@ def low_rank_solve(work, bw, rhs, out, Ut, S, piv, spans):
 
 
 @njit
-def low_rank_matvec(Ut, k_c, x, out, spans):
-    """out += k (a b^T + b a^T) x over the coupling pairs (``spans`` from low_rank_factor: each row's
-    nonzero columns, so that the product does not scan U^T)."""
+def low_rank_matvec(Ut, k_c, k_s, x, out, spans):
+    """out += U C U^T x: k (a b^T + b a^T) x over the coupling pairs and k v v^T x over the single
+    columns (``spans`` as for low_rank_factor, so that the product does not scan U^T)."""
     for j in range(k_c.shape[0]):
         a, b = 2 * j, 2 * j + 1
         alpha = _row_dot(Ut, a, spans, x)
         beta = _row_dot(Ut, b, spans, x)
-        for d in range(spans[a, 0], spans[a, 1]):
-            out[d] += k_c[j] * Ut[a, d] * beta
-        for d in range(spans[b, 0], spans[b, 1]):
-            out[d] += k_c[j] * Ut[b, d] * alpha
+        _row_add(Ut, a, spans, k_c[j] * beta, out)
+        _row_add(Ut, b, spans, k_c[j] * alpha, out)
+    for q in range(k_s.shape[0]):
+        r = 2 * k_c.shape[0] + q
+        _row_add(Ut, r, spans, k_s[q] * _row_dot(Ut, r, spans, x), out)

@@ -774,8 +774,6 @@ def contact_energy_of(live, pos, kind, elem, prim, obstacles, node_radius, stiff
     cq = np.empty(3)
     nrm = np.empty(3)
     Hc = np.empty((3, 3))
-    curv_vecs = np.empty((4, 12))
-    curv_coefs = np.empty(4)
     pair_gaps(live, pos, kind, elem, prim, obstacles, node_radius, pair_gap, pair_t, pair_normal, pair_point, pair_u)
     # A segment pair carries only what it reaches beyond the same kind of contact at its deeper node
     # (an edge or a crossing cable between nodes): E = k/2 (D_s^2 - D_n^2) with the depths D = max(0,
@@ -933,17 +931,6 @@ def contact_energy_of(live, pos, kind, elem, prim, obstacles, node_radius, stiff
                         for s in range(3):
                             _band_add(band, bw, node_dof[c + a] + r, node_dof[c + b] + s,
                                       k_pair * wa * wb * nrm[r] * nrm[s])
-        if mode == 2 and kind[p] == SELF_SEG:
-            # the distance's own curvature (segment_pair_curvature): its blocks on each cable's two
-            # nodes here, the coupling of the cables as low-rank terms (newton._self_coupling)
-            n_terms = segment_pair_curvature(pos, elem[p], prim[p], t, pair_u[p], f, curv_vecs, curv_coefs)
-            for m in range(n_terms):
-                for off in (0, 6):
-                    base = elem[p] if off == 0 else prim[p]
-                    for r in range(6):
-                        for s in range(6):
-                            _band_add(band, bw, node_dof[base + r // 3] + r % 3, node_dof[base + s // 3] + s % 3,
-                                      curv_coefs[m] * curv_vecs[m, off + r] * curv_vecs[m, off + s])
         if mode == 2 and (kind[p] == TRI_NODE or kind[p] == CAP_NODE):
             # curvature of the distance: the normal turns as the node slides round an edge or a cable
             pair_geometry(pos, kind[p], elem[p], prim[p], obstacles, cp, cq, nrm)

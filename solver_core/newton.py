@@ -207,28 +207,34 @@ def _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, pa
     """Self-contact couples the two touching legs of a cable (or two cables solved together), far
     apart in the band. Per acting self pair, the Gauss-Newton Hessian k J J^T with J = (a on this
     side, b on the other) has its blocks k a a^T and k b b^T inside the band (contact_energy adds
-    them); the rest, k (a b^T + b a^T), is returned as rows of U^T (a, b per pair, fixed dofs zeroed)
-    and the pair stiffness k. With ``exact`` (the exact Hessian, not Gauss-Newton), a segment pair
-    between cables also subtracts the coupling of its ends' power mean, -k (a_M b_M^T + b_M a_M^T)
-    (``pair_end_grad``), and adds that of its distance's curvature (contact.segment_pair_curvature)."""
-    n_c = 0
+    them); the rest, k (a b^T + b a^T), is returned as a pair of rows of U^T (a, b, fixed dofs
+    zeroed) with the pair stiffness k in k_c. With ``exact`` (the exact Hessian, not Gauss-Newton),
+    a segment pair between cables also subtracts the coupling of its ends' power mean,
+    -k (a_M b_M^T + b_M a_M^T) (``pair_end_grad``, another pair of rows), and adds its distance's
+    curvature (contact.segment_pair_curvature) as whole terms k v v^T, one row each after all the
+    pairs, k in k_s: they are small beside the pair's k n n^T, so the band stays as stiff as it
+    was, and a row instead of two keeps the capacitance matrix small. Returns Ut, k_c, k_s and the
+    rows' spans (low_rank_factor)."""
+    n_c, n_s = 0, 0
     curv_vecs = np.empty((4, 12))
     curv_coefs = np.empty(4)
     for p in range(kind.shape[0]):
         if _acting_self_pair(kind, pair_force, p):
             n_c += 2 if _has_end_grad(pair_end_grad, p) else 1
             if exact and kind[p] == SELF_SEG:
-                n_c += _curvature_terms(elem, prim, pair_t, pair_u, pair_gap, stiffness, seg_len, pos, p, curv_vecs,
+                n_s += _curvature_terms(elem, prim, pair_t, pair_u, pair_gap, stiffness, seg_len, pos, p, curv_vecs,
                                         curv_coefs)
-    Ut = np.zeros((2 * n_c, fixed.shape[0]))
+    Ut = np.zeros((2 * n_c + n_s, fixed.shape[0]))
     k_c = np.empty(n_c)
-    spans = np.empty((2 * n_c, 4), dtype=np.int64)
-    j = 0
+    k_s = np.empty(n_s)
+    spans = np.zeros((2 * n_c + n_s, 8), dtype=np.int64)
+    j, q = 0, 0
     for p in range(kind.shape[0]):
         if not _acting_self_pair(kind, pair_force, p):
             continue
         i, c, t, u = elem[p], prim[p], pair_t[p], pair_u[p]
         node_pair = kind[p] == SELF_NODE
+        last = i if node_pair else i + 1
         k_c[j] = stiffness * (node_len[i] if node_pair else seg_len[i])
         for k in range(3):
             nk = pair_normal[p, k]
@@ -239,19 +245,9 @@ def _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, pa
                 Ut[2 * j, node_dof[i + 1] + k] = -t * nk
             Ut[2 * j + 1, node_dof[c] + k] = (1.0 - u) * nk
             Ut[2 * j + 1, node_dof[c + 1] + k] = u * nk
-        _zero_fixed(Ut, j, (i, i if node_pair else i + 1, c, c + 1), node_dof, fixed, spans)
+        _fix_row(Ut, 2 * j, i, last, -1, -1, node_dof, fixed, spans)
+        _fix_row(Ut, 2 * j + 1, c, c + 1, -1, -1, node_dof, fixed, spans)
         j += 1
-        if exact and kind[p] == SELF_SEG:
-            for m in range(_curvature_terms(elem, prim, pair_t, pair_u, pair_gap, stiffness, seg_len, pos, p, curv_vecs,
-                                            curv_coefs)):
-                k_c[j] = curv_coefs[m]
-                for k in range(3):
-                    Ut[2 * j, node_dof[i] + k] = curv_vecs[m, k]
-                    Ut[2 * j, node_dof[i + 1] + k] = curv_vecs[m, 3 + k]
-                    Ut[2 * j + 1, node_dof[c] + k] = curv_vecs[m, 6 + k]
-                    Ut[2 * j + 1, node_dof[c + 1] + k] = curv_vecs[m, 9 + k]
-                _zero_fixed(Ut, j, (i, i + 1, c, c + 1), node_dof, fixed, spans)
-                j += 1
         if _has_end_grad(pair_end_grad, p):
             k_c[j] = -stiffness * seg_len[i]
             for k in range(3):
@@ -259,9 +255,22 @@ def _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, pa
                 Ut[2 * j, node_dof[i + 1] + k] = pair_end_grad[p, 3 + k]
                 Ut[2 * j + 1, node_dof[c] + k] = pair_end_grad[p, 6 + k]
                 Ut[2 * j + 1, node_dof[c + 1] + k] = pair_end_grad[p, 9 + k]
-            _zero_fixed(Ut, j, (i, i + 1, c, c + 1), node_dof, fixed, spans)
+            _fix_row(Ut, 2 * j, i, i + 1, -1, -1, node_dof, fixed, spans)
+            _fix_row(Ut, 2 * j + 1, c, c + 1, -1, -1, node_dof, fixed, spans)
             j += 1
-    return Ut, k_c, spans
+        if exact and kind[p] == SELF_SEG:
+            for m in range(_curvature_terms(elem, prim, pair_t, pair_u, pair_gap, stiffness, seg_len, pos, p, curv_vecs,
+                                            curv_coefs)):
+                r = 2 * n_c + q
+                k_s[q] = curv_coefs[m]
+                for k in range(3):
+                    Ut[r, node_dof[i] + k] = curv_vecs[m, k]
+                    Ut[r, node_dof[i + 1] + k] = curv_vecs[m, 3 + k]
+                    Ut[r, node_dof[c] + k] = curv_vecs[m, 6 + k]
+                    Ut[r, node_dof[c + 1] + k] = curv_vecs[m, 9 + k]
+                _fix_row(Ut, r, i, i + 1, c, c + 1, node_dof, fixed, spans)
+                q += 1
+    return Ut, k_c, k_s, spans
 
 
 @njit
@@ -281,16 +290,22 @@ def _has_end_grad(pair_end_grad, p):
 
 
 @njit
-def _zero_fixed(Ut, j, nodes, node_dof, fixed, spans):
-    """Fixed dofs out of the j-th coupling's rows of U^T (their rows and columns are Dirichlet), and
-    the rows' spans: the columns of this side's nodes (nodes[0], nodes[1] and nodes[2], nodes[3])."""
-    spans[2 * j, 0], spans[2 * j, 1] = node_dof[nodes[0]], node_dof[nodes[1]] + 3
-    spans[2 * j + 1, 0], spans[2 * j + 1, 1] = node_dof[nodes[2]], node_dof[nodes[3]] + 3
-    for n in nodes:
-        for k in range(3):
-            if n < node_dof.shape[0] and fixed[node_dof[n] + k]:
-                Ut[2 * j, node_dof[n] + k] = 0.0
-                Ut[2 * j + 1, node_dof[n] + k] = 0.0
+def _fix_row(Ut, row, first, last, first2, last2, node_dof, fixed, spans):
+    """Fixed dofs out of a row of U^T (their rows and columns are Dirichlet), and its spans: the
+    columns of nodes first..last, and of first2..last2 (-1: none), lower piece first."""
+    for piece in range(2):
+        a, b = (first, last) if piece == 0 else (first2, last2)
+        if a < 0:
+            continue
+        for n in range(a, b + 1):
+            for k in range(3):
+                if fixed[node_dof[n] + k]:
+                    Ut[row, node_dof[n] + k] = 0.0
+    lo, hi = node_dof[first], node_dof[last] + 3
+    lo2, hi2 = (node_dof[first2], node_dof[last2] + 3) if first2 >= 0 else (0, 0)
+    if first2 >= 0 and lo2 < lo:
+        lo, hi, lo2, hi2 = lo2, hi2, lo, hi
+    spans[row, 0], spans[row, 1], spans[row, 2], spans[row, 3] = lo, hi, lo2, hi2
 
 
 @njit
@@ -401,10 +416,11 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
     approach = np.empty(n_pairs)  # per pair, how far a step carries it towards its primitive
     fraction = 1.0
     k_c = np.zeros(0)
+    k_s = np.zeros(0)
     Z = np.empty((0, n_dof))
     S = np.empty((0, 0))
     piv = np.empty(0, dtype=np.int64)
-    spans = np.empty((0, 4), dtype=np.int64)
+    spans = np.empty((0, 8), dtype=np.int64)
     for it in range(max_iterations + 1):
         if use_contact and not (_largest_move(pos, searched_at) <= reach):
             # Candidate pairs within twice the reach, searched again once some node has moved a
@@ -448,8 +464,8 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
         for i in range(n_dof):
             rhs[i] = -grad[i]
         if self_gap > 0:
-            Ut, k_c, spans = _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, end_grad,
-                                            node_dof, fixed, cparams[1], extra[2], extra[3], pos, pair_gap, True)
+            Ut, k_c, k_s, spans = _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, end_grad,
+                                                 node_dof, fixed, cparams[1], extra[2], extra[3], pos, pair_gap, True)
         rod_strains(pos, quat, rest_len, joint_a, joint_b, s_zero, b_zero)
         exact = True
         accepted = False
@@ -467,9 +483,9 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                     if fixed[i]:
                         grad[i] = 0.0
                 if self_gap > 0:
-                    Ut, k_c, spans = _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force,
-                                                    end_grad, node_dof, fixed, cparams[1], extra[2], extra[3], pos,
-                                                    pair_gap, exact)
+                    Ut, k_c, k_s, spans = _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force,
+                                                         end_grad, node_dof, fixed, cparams[1], extra[2], extra[3],
+                                                         pos, pair_gap, exact)
                 rebuild = False
             m_c = Ut.shape[0]
             if Z.shape[0] != m_c:
@@ -494,7 +510,7 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                 else:
                     lam = max(10.0 * lam, 1e-8)
                 continue
-            if m_c > 0 and not low_rank_factor(work, bw, Ut, k_c, Z, S, piv, spans):
+            if m_c > 0 and not low_rank_factor(work, bw, Ut, k_c, k_s, Z, S, piv, spans):
                 lam = max(10.0 * lam, 1e-8)
                 continue
             low_rank_solve(work, bw, rhs, delta, Ut, S, piv, spans)
@@ -527,7 +543,7 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                 continue
             band_symmetric_matvec(band, bw, delta, hd)
             if m_c > 0:
-                low_rank_matvec(Ut, k_c, delta, hd, spans)
+                low_rank_matvec(Ut, k_c, k_s, delta, hd, spans)
             slope = 0.0
             curvature = 0.0
             for i in range(n_dof):

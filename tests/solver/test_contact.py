@@ -976,9 +976,9 @@ def test_the_newton_matrix_counts_a_crossing_at_a_node_once():
         band = np.zeros((3 * n, bw + 1))
         contact_energy_of(np.arange(m), pos, kind, elem, prim, obstacles, radii, k, node_len, seg_len, node_dof,
                           np.zeros(3 * n), band, bw, 2, *pair_arrays, end_grad)
-        Ut, k_c, _spans = _self_coupling(kind, elem, prim, pair_arrays[1], pair_arrays[4], pair_arrays[2],
-                                         pair_arrays[5], end_grad, node_dof, np.zeros(3 * n, dtype=np.bool_), k,
-                                         node_len, seg_len, pos, pair_arrays[0], True)
+        Ut, k_c, k_s, _spans = _self_coupling(kind, elem, prim, pair_arrays[1], pair_arrays[4], pair_arrays[2],
+                                              pair_arrays[5], end_grad, node_dof, np.zeros(3 * n, dtype=np.bool_), k,
+                                              node_len, seg_len, pos, pair_arrays[0], True)
         H = np.zeros((3 * n, 3 * n))
         for i in range(3 * n):
             for c in range(bw + 1):
@@ -987,6 +987,8 @@ def test_the_newton_matrix_counts_a_crossing_at_a_node_once():
                     H[i, j] = H[j, i] = band[i, c]
         for j in range(len(k_c)):
             H += k_c[j] * (np.outer(Ut[2 * j], Ut[2 * j + 1]) + np.outer(Ut[2 * j + 1], Ut[2 * j]))
+        for q in range(len(k_s)):
+            H += k_s[q] * np.outer(Ut[2 * len(k_c) + q], Ut[2 * len(k_c) + q])
         return H
 
     H = newton_matrix(np.zeros((m, 12)))
@@ -1265,11 +1267,14 @@ def test_the_newton_matrix_follows_a_pressed_crossing_as_the_cables_slide():
     band, end_grad = np.zeros((3 * n, bw + 1)), np.zeros((m, 12))
     contact_energy_of(np.arange(m), pos, kind, elem, prim, obstacles, radii, k, node_len, seg_len, node_dof,
                       np.zeros(3 * n), band, bw, 2, *pair_arrays, end_grad)
-    Ut, k_c, spans = _self_coupling(kind, elem, prim, pair_arrays[1], pair_arrays[4], pair_arrays[2], pair_arrays[5],
-                                    end_grad, node_dof, np.zeros(3 * n, dtype=np.bool_), k, node_len, seg_len, pos,
-                                    pair_arrays[0], True)
-    for row, (lo, hi) in zip(Ut, spans[:, :2]):  # the Woodbury products look only there
-        assert not row[:lo].any() and not row[hi:].any()
+    Ut, k_c, k_s, spans = _self_coupling(kind, elem, prim, pair_arrays[1], pair_arrays[4], pair_arrays[2],
+                                         pair_arrays[5], end_grad, node_dof, np.zeros(3 * n, dtype=np.bool_), k,
+                                         node_len, seg_len, pos, pair_arrays[0], True)
+    for row, (lo, hi, lo2, hi2) in zip(Ut, spans[:, :4]):  # the Woodbury products look only there
+        outside = np.ones(3 * n, dtype=bool)
+        outside[lo:hi] = outside[lo2:hi2] = False
+        assert not row[outside].any()
+    assert len(k_c) == 1 and len(k_s) == 4  # the pair's coupling, and its curvature as whole terms
     H = np.zeros((3 * n, 3 * n))
     for i in range(3 * n):
         for c in range(bw + 1):
@@ -1278,6 +1283,8 @@ def test_the_newton_matrix_follows_a_pressed_crossing_as_the_cables_slide():
                 H[i, j] = H[j, i] = band[i, c]
     for j in range(len(k_c)):
         H += k_c[j] * (np.outer(Ut[2 * j], Ut[2 * j + 1]) + np.outer(Ut[2 * j + 1], Ut[2 * j]))
+    for q in range(len(k_s)):
+        H += k_s[q] * np.outer(Ut[2 * len(k_c) + q], Ut[2 * len(k_c) + q])
     acting = np.abs(pair_arrays[5]).sum(axis=1) > 0.0
     assert acting.sum() == 1 and kind[acting][0] == SELF_SEG
     slide_along_a, slide_along_b, turn_b, press = (np.zeros((n, 3)) for _ in range(4))

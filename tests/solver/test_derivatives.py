@@ -244,31 +244,45 @@ def test_low_rank_coupling_solve_matches_a_dense_solve(rng, blocks):
     for i in range(n):
         for j in range(max(0, i - bw), i + 1):
             band[i, bw - (i - j)] = dense[i, j]
-    pairs = 4
-    Ut = np.zeros((2 * pairs, n))
+    pairs, singles = 4, 3
+    m = 2 * pairs + singles
+    Ut = np.zeros((m, n))
     for p in range(pairs - 1):
         Ut[2 * p, 3 * p:3 * p + 3] = rng.normal(size=3)
         Ut[2 * p + 1, 40 + 3 * p:43 + 3 * p] = rng.normal(size=3)
-    Ut[-2, 22:28] = rng.normal(size=6)  # across the boundary of the first two blocks
-    Ut[-1, 52:55] = rng.normal(size=3)
+    Ut[2 * pairs - 2, 22:28] = rng.normal(size=6)  # across the boundary of the first two blocks
+    Ut[2 * pairs - 1, 52:55] = rng.normal(size=3)
+    # single terms k v v^T, v in two pieces (two cables): far apart, then within one block
+    Ut[2 * pairs, 5:11], Ut[2 * pairs, 45:48] = rng.normal(size=6), rng.normal(size=3)
+    Ut[2 * pairs + 1, 50:53], Ut[2 * pairs + 1, 12:15] = rng.normal(size=3), rng.normal(size=3)
+    Ut[2 * pairs + 2, 2:5], Ut[2 * pairs + 2, 9:12] = rng.normal(size=3), rng.normal(size=3)
     k = rng.uniform(1.0, 5.0, size=pairs)
+    k_s = rng.uniform(-0.5, 1.0, size=singles)
     full = dense.copy()
     for p in range(pairs):
         a, b = Ut[2 * p], Ut[2 * p + 1]
         full += k[p] * (np.outer(a, b) + np.outer(b, a))
+    for q in range(singles):
+        full += k_s[q] * np.outer(Ut[2 * pairs + q], Ut[2 * pairs + q])
     assert band_cholesky(band, bw)
     start, end = independent_blocks(band, bw)
     assert np.array_equal(start, first)
     assert np.array_equal(end, first + np.repeat(blocks, blocks))
-    Z, S, piv = np.empty((2 * pairs, n)), np.empty((2 * pairs, 2 * pairs)), np.empty(2 * pairs, dtype=np.int64)
-    spans = np.empty((2 * pairs, 4), dtype=np.int64)
-    row_spans(Ut, spans)
-    assert list(spans[-2, :2]) == [22, 28] and list(spans[0, :2]) == [0, 3]
-    assert low_rank_factor(band, bw, Ut, k, Z, S, piv, spans)
+    Z, S, piv = np.empty((m, n)), np.empty((m, m)), np.empty(m, dtype=np.int64)
     rhs = rng.normal(size=n)
-    out = np.empty(n)
-    low_rank_solve(band, bw, rhs, out, Ut, S, piv, spans)
-    assert np.allclose(out, np.linalg.solve(full, rhs), rtol=1e-10, atol=1e-12)
-    product = dense @ out
-    low_rank_matvec(Ut, k, out, product, spans)
-    assert np.allclose(product, rhs, rtol=1e-10, atol=1e-12)
+    reference = np.linalg.solve(full, rhs)
+    for pieces in (False, True):
+        # spans by scanning (one piece per row), or as the rows' builder gives them (two pieces, in
+        # either order: the factor sorts them, and merges two that lie in one block)
+        spans = np.zeros((m, 8), dtype=np.int64)
+        row_spans(Ut, spans)
+        assert list(spans[2 * pairs - 2, :2]) == [22, 28] and list(spans[0, :2]) == [0, 3]
+        if pieces:
+            spans[2 * pairs:, :4] = [[5, 11, 45, 48], [50, 53, 12, 15], [2, 5, 9, 12]]
+        assert low_rank_factor(band, bw, Ut, k, k_s, Z, S, piv, spans)
+        out = np.empty(n)
+        low_rank_solve(band, bw, rhs, out, Ut, S, piv, spans)
+        assert np.allclose(out, reference, rtol=1e-10, atol=1e-12)
+        product = dense @ out
+        low_rank_matvec(Ut, k, k_s, out, product, spans)
+        assert np.allclose(product, rhs, rtol=1e-10, atol=1e-12)
