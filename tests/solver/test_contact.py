@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 from helpers.cases import WIRE, cable, case, first, min_clearance, solve
+from helpers.matrices import dense_from_band
 
 from solver_core import CableChange, Frame, Harness, parse_case
 
@@ -943,6 +944,17 @@ def test_crossing_cables_contact_gradient_matches_finite_differences():
     assert seg_pairs > 20
 
 
+def _dense_newton_matrix(band, bw, Ut, k_c, k_s):
+    """The Newton matrix as the solver uses it, dense: the lower band mirrored, plus the low-rank
+    couplings k (a b^T + b a^T) of row pairs and the whole terms k v v^T after them."""
+    H = dense_from_band(band, bw)
+    for j in range(len(k_c)):
+        H += k_c[j] * (np.outer(Ut[2 * j], Ut[2 * j + 1]) + np.outer(Ut[2 * j + 1], Ut[2 * j]))
+    for q in range(len(k_s)):
+        H += k_s[q] * np.outer(Ut[2 * len(k_c) + q], Ut[2 * len(k_c) + q])
+    return H
+
+
 def test_the_newton_matrix_counts_a_crossing_at_a_node_once():
     # Cable B crosses cable A just beside a node of A, pressed into it. The node pair carries the
     # contact, and each of A's two segment pairs there only the little its crossing reaches beyond
@@ -979,17 +991,7 @@ def test_the_newton_matrix_counts_a_crossing_at_a_node_once():
         Ut, k_c, k_s, _spans = _self_coupling(kind, elem, prim, pair_arrays[1], pair_arrays[4], pair_arrays[2],
                                               pair_arrays[5], end_grad, node_dof, np.zeros(3 * n, dtype=np.bool_), k,
                                               node_len, seg_len, pos, pair_arrays[0], True)
-        H = np.zeros((3 * n, 3 * n))
-        for i in range(3 * n):
-            for c in range(bw + 1):
-                j = i - (bw - c)
-                if j >= 0:
-                    H[i, j] = H[j, i] = band[i, c]
-        for j in range(len(k_c)):
-            H += k_c[j] * (np.outer(Ut[2 * j], Ut[2 * j + 1]) + np.outer(Ut[2 * j + 1], Ut[2 * j]))
-        for q in range(len(k_s)):
-            H += k_s[q] * np.outer(Ut[2 * len(k_c) + q], Ut[2 * len(k_c) + q])
-        return H
+        return _dense_newton_matrix(band, bw, Ut, k_c, k_s)
 
     H = newton_matrix(np.zeros((m, 12)))
     gap, force = pair_arrays[0], pair_arrays[5]
@@ -1275,16 +1277,7 @@ def test_the_newton_matrix_follows_a_pressed_crossing_as_the_cables_slide():
         outside[lo:hi] = outside[lo2:hi2] = False
         assert not row[outside].any()
     assert len(k_c) == 1 and len(k_s) == 4  # the pair's coupling, and its curvature as whole terms
-    H = np.zeros((3 * n, 3 * n))
-    for i in range(3 * n):
-        for c in range(bw + 1):
-            j = i - (bw - c)
-            if j >= 0:
-                H[i, j] = H[j, i] = band[i, c]
-    for j in range(len(k_c)):
-        H += k_c[j] * (np.outer(Ut[2 * j], Ut[2 * j + 1]) + np.outer(Ut[2 * j + 1], Ut[2 * j]))
-    for q in range(len(k_s)):
-        H += k_s[q] * np.outer(Ut[2 * len(k_c) + q], Ut[2 * len(k_c) + q])
+    H = _dense_newton_matrix(band, bw, Ut, k_c, k_s)
     acting = np.abs(pair_arrays[5]).sum(axis=1) > 0.0
     assert acting.sum() == 1 and kind[acting][0] == SELF_SEG
     slide_along_a, slide_along_b, turn_b, press = (np.zeros((n, 3)) for _ in range(4))

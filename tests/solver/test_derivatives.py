@@ -4,20 +4,10 @@
 import numpy as np
 import pytest
 from helpers.cases import cable, case, harness
+from helpers.matrices import dense_from_band
 
 from solver_core.rod_energy import rod_energy, rod_gradient_hessian
 from solver_core.rotations import quat_retract
-
-
-def _dense(band, bw):
-    n = band.shape[0]
-    H = np.zeros((n, n))
-    for i in range(n):
-        for c in range(bw + 1):
-            j = i - (bw - c)
-            if j >= 0:
-                H[i, j] = H[j, i] = band[i, c]
-    return H
 
 
 def _perturbed_model(rng, **cable_overrides):
@@ -72,7 +62,7 @@ def test_gradient_and_hessian_match_finite_differences(rng, layout, geometric):
                       - _energy_along(model, state, -e, node_force)) / (2 * h)
     assert np.abs(grad - fd_grad).max() <= 1e-7 * np.abs(grad).max()
 
-    H = _dense(band, model.bw)
+    H = dense_from_band(band, model.bw)
     h = 1e-4
     fd_H = np.empty_like(H)
     for i in range(model.n_dof):
@@ -174,7 +164,7 @@ def test_contact_gradient_and_hessian_match_finite_differences(rng):
     assert energy(x) > 0.0  # some pairs really are in contact
     h = 1e-7
     node_dofs = np.concatenate([np.arange(model.node_dof[k], model.node_dof[k] + 3) for k in range(model.n_nodes)])
-    H = _dense(band, model.bw)
+    H = dense_from_band(band, model.bw)
     for i in node_dofs:
         e = np.zeros_like(x)
         e.flat[list(node_dofs).index(i)] = h
