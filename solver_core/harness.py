@@ -359,7 +359,9 @@ class Harness:
             return {**out, **self._solve_one_by_one(ids, targets)}
         friction = interactions.split_friction()
         joined = group.join_states([s.state if not moved else st for s, st in zip(sessions, states)])
-        contacts = _contact_documents(interactions.contacts(joined), group, ids)
+        # the solved state itself when the cables moved (the deepest-penetration check has just
+        # evaluated its pairs; joining the split states again may differ in the last bits)
+        contacts = _contact_documents(interactions.contacts(report.state if moved else joined), group, ids)
         for cid, s in zip(ids, sessions):
             s.group_contacts = contacts[cid]
         for k, (cid, s) in enumerate(zip(ids, sessions)):

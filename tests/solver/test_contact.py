@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 import pytest
-from helpers.cases import WIRE, cable, case, first, min_clearance, solve
+from helpers.cases import WIRE, cable, case, first, harness, min_clearance, solve
 from helpers.matrices import dense_from_band
 
 from solver_core import CableChange, Frame, Harness, parse_case
@@ -1303,3 +1303,26 @@ def test_nodes_within_agrees_with_the_closest_node_distance():
         a, b = rng.normal(size=(30, 3)), rng.normal(size=(40, 3)) + rng.uniform(0, 4)
         closest = np.sqrt(((a[:, None, :] - b[None, :, :]) ** 2).sum(axis=2)).min()
         assert nodes_within(a, b, closest * 1.001) and not nodes_within(a, b, closest * 0.999)
+
+
+def test_the_contact_report_follows_the_state_and_the_stiffness_it_is_asked_for():
+    # A solve's last evaluation of its contact pairs is kept for the report of the same state: it must
+    # never answer for another state or stiffness. Reference: the penalty force k l (r - d) of a node
+    # lying on the table, pressed a further 10 um.
+    from solver_core.contact import PLANE
+
+    h = harness(case(cable(length=0.3, segments=30, start={"position": [0, 0, R], "tangent": [1, 0, 0],
+                                                          "normal": [0, 0, 1]}), obstacles=[TABLE]))
+    assert h.solve_step()["W1"].converged
+    session = h.cables["W1"]
+    interactions, state = session.interactions, session.state
+    before = {c[1]: c[5][2] for c in interactions.contacts(state) if c[0] == PLANE}
+    assert before and interactions.contacts(state)[0][5][2] == before[min(before)]  # asked again: the same
+    pressed = state.copy()
+    pressed.positions[:, 2] -= 1e-5
+    after = {c[1]: c[5][2] for c in interactions.contacts(pressed) if c[0] == PLANE}
+    lengths = interactions.node_lengths
+    for node, force in before.items():
+        assert after[node] - force == pytest.approx(interactions.stiffness * lengths[node] * 1e-5, rel=1e-6)
+    doubled = {c[1]: c[5][2] for c in interactions.contacts(pressed, 2.0 * interactions.stiffness) if c[0] == PLANE}
+    assert all(doubled[node] == pytest.approx(2.0 * after[node], rel=1e-9) for node in after)
