@@ -21,7 +21,7 @@ MATERIAL = {"preset": "lv2017_harness"}
 # Interactive accuracy: force residual 1e-5 of the cable's force scale. On faceted meshes the
 # residual stalls near there (the contact force's derivative jumps at facet edges).
 TOLERANCE = 1e-5
-STEPS = 10  # moving steps of the ten cables (solved together: ~50 ms each)
+STEPS = 10  # moving steps of the ten cables (solved together: ~45 ms each)
 # moving-end steps of the cable on the mesh: the later ones along the end's circle slide the cable
 # further over the facets and take more iterations, so a median over the first five flatters
 MESH_STEPS = 12
