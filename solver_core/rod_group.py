@@ -129,11 +129,10 @@ def join_models(parts, states) -> RodGroup:
             rot_dof[node_start[k] + part.n_nodes - 1] = link_rot_dof[k]
     rest = np.concatenate(rest_len)
     # half bandwidth: every segment element (x_i, theta_i, x_i+1) and joint must lie in the band
-    bw = max(p.bw for p in parts)
-    for i in range(n_nodes - 1):
-        lo = min(node_dof[i], rot_dof[i])
-        hi = max(node_dof[i + 1], rot_dof[i]) + 2
-        bw = max(bw, int(hi - lo))
+    segment_rot = rot_dof[:n_nodes - 1]
+    lo = np.minimum(node_dof[:-1], segment_rot)
+    hi = np.maximum(node_dof[1:], segment_rot) + 2
+    bw = max(max(p.bw for p in parts), int((hi - lo).max()))
     return RodGroup(
         cable=None, origin=origin.copy(), node_s=np.concatenate(node_s), rest_len=rest,
         stretch_stiff=np.concatenate(stretch), joint_a=np.concatenate(joint_a), joint_b=np.concatenate(joint_b),
