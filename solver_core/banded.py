@@ -183,52 +183,6 @@ def _band_forward_within(factor, bw, rhs, out, lo, end):
 
 
 @njit
-def _forward_pieces(factor, bw, Ut, Z, spans):
-    """Z[a] = L^-1 Ut[a] on every piece [spans[a, 4 + 2 p], spans[a, 5 + 2 p]) at once, the pieces
-    ordered by their end and start: one sweep per independent block carries all of its pieces, so
-    that their substitutions, each a chain of dependent steps, overlap instead of running one after
-    another (the single chains were bound by the latency of each step, not by arithmetic)."""
-    m = Ut.shape[0]
-    n_p = 0
-    for a in range(m):
-        for piece in range(2):
-            if spans[a, 5 + 2 * piece] > spans[a, 4 + 2 * piece]:
-                n_p += 1
-    keys = np.empty(n_p)
-    rows = np.empty(n_p, dtype=np.int64)
-    los = np.empty(n_p, dtype=np.int64)
-    ends = np.empty(n_p, dtype=np.int64)
-    q = 0
-    for a in range(m):
-        for piece in range(2):
-            lo, end = spans[a, 4 + 2 * piece], spans[a, 5 + 2 * piece]
-            if end > lo:
-                rows[q], los[q], ends[q] = a, lo, end
-                keys[q] = end * (factor.shape[0] + 1.0) + lo
-                q += 1
-    order = np.argsort(keys)
-    rows, los, ends = rows[order], los[order], ends[order]
-    first = 0
-    while first < n_p:
-        last = first
-        while last < n_p and ends[last] == ends[first]:
-            last += 1
-        active = first
-        for i in range(los[first], ends[first]):
-            inverse = 1.0 / factor[i, bw]
-            while active < last and los[active] <= i:
-                active += 1
-            for p in range(first, active):
-                r = rows[p]
-                k0 = i - bw if i - bw > los[p] else los[p]
-                acc = Ut[r, i]
-                for k in range(k0, i):
-                    acc -= factor[i, bw - (i - k)] * Z[r, k]
-                Z[r, i] = acc * inverse
-        first = last
-
-
-@njit
 def low_rank_factor(work, bw, Ut, k_c, k_s, Z, S, piv, spans):
     """Woodbury for B + U C U^T, given B's band factor L in ``work`` (B = L L^T). The columns of U
     come in pairs first, C = k_j [[0, 1], [1, 0]] per pair (the coupling k (a b^T + b a^T) of two
@@ -253,9 +207,10 @@ def low_rank_factor(work, bw, Ut, k_c, k_s, Z, S, piv, spans):
         spans[a, 4], spans[a, 5], spans[a, 6], spans[a, 7] = lo, lo, lo2, lo2
         if hi > lo:
             spans[a, 5] = end[hi - 1]
+            _band_forward_within(work, bw, Ut[a], Z[a], lo, end[hi - 1])
         if hi2 > lo2:
             spans[a, 7] = end[hi2 - 1]
-    _forward_pieces(work, bw, Ut, Z, spans)
+            _band_forward_within(work, bw, Ut[a], Z[a], lo2, end[hi2 - 1])
     for a in range(m):
         for b in range(a + 1):
             acc = 0.0
