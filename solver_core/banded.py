@@ -103,23 +103,6 @@ def lu_solve(S, piv, b):
 
 
 @njit
-def row_spans(Ut, spans):
-    """spans[:, :4] = the nonzero columns of every row of U^T as one piece [0, 2) (first and one past
-    the last nonzero; [2, 4) empty). A contact touches few nodes, and the products below need only
-    those columns. Where the rows are built their columns are known (two pieces for a row across
-    two cables); this finds them by scanning."""
-    m = Ut.shape[0]
-    for a in range(m):
-        lo, hi = Ut.shape[1], 0
-        for d in range(Ut.shape[1]):
-            if Ut[a, d] != 0.0:
-                lo = min(lo, d)
-                hi = d + 1
-        spans[a, 0], spans[a, 1] = lo, max(lo, hi)
-        spans[a, 2], spans[a, 3] = 0, 0
-
-
-@njit
 def _row_dot(Ut, a, spans, x):
     acc = 0.0
     for piece in range(2):
@@ -190,8 +173,8 @@ def low_rank_factor(work, bw, Ut, k_c, k_s, Z, S, piv, spans):
     (a term k v v^T whole). Z = L^-1 U by forward substitutions only, each from a piece's first
     nonzero to the end of the independent block it ends in, and the LU of the capacitance matrix
     S = C^-1 + Z^T Z. U is passed transposed (rows contiguous). ``spans`` (m, 8): per row of U^T
-    its nonzero columns in up to two pieces [0, 2) and [2, 4) (given; supersets will do, see
-    row_spans), and those of Z in [4, 8) (set here; Z is not written outside). False if S is
+    its nonzero columns in up to two pieces [0, 2) and [2, 4) (given by whoever built the rows;
+    supersets will do), and those of Z in [4, 8) (set here; Z is not written outside). False if S is
     singular."""
     m = Ut.shape[0]
     if m > 0:
