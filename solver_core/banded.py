@@ -181,10 +181,8 @@ def low_rank_factor(work, bw, Ut, k_c, k_s, Z, S, piv, spans):
         _start, end = independent_blocks(work, bw)
     for a in range(m):
         lo, hi, lo2, hi2 = spans[a, 0], spans[a, 1], spans[a, 2], spans[a, 3]
-        if hi <= lo or (hi2 > lo2 and lo2 < lo):
+        if hi <= lo or (hi2 > lo2 and lo2 < lo):  # the lower nonempty piece first
             lo, hi, lo2, hi2 = lo2, hi2, lo, hi
-        if hi <= lo:
-            lo, hi, lo2, hi2 = lo2, hi2, 0, 0
         if hi > lo and hi2 > lo2 and lo2 < end[hi - 1]:
             hi, lo2, hi2 = max(hi, hi2), 0, 0  # both pieces in one block (a cable touching itself): one solve
         spans[a, 4], spans[a, 5], spans[a, 6], spans[a, 7] = lo, lo, lo2, lo2
