@@ -212,19 +212,20 @@ class Interactions:
     # -------------------------------------------------------------- back from the kernels
 
     def _evaluate_pairs(self, state: RodState, stiffness: float | None = None):
-        """Every candidate pair at ``state``: kind, element, primitive, gap, t, normal, point, u, force.
+        """Every touching pair at ``state``: kind, element, primitive, gap, t, normal, point, u, force.
 
         The last evaluation is kept: a solve checks the deepest penetration of its final state and the
         contact report then asks for the same state's pairs (a fresh search each, 2 ms of a ten-cable
-        step)."""
+        step). Only touching pairs are searched: every caller wants depths or forces, and what a pair
+        carries depends on touching pairs alone (a segment pair's ends, a facet pair's node), so the
+        pairs within the Newton search reach changed nothing but the search time (2.0 -> 1.3 ms)."""
         stiffness = stiffness or self.stiffness
         kept = self.__dict__.get("_evaluated")
         if (kept is not None and kept[0] is self.obstacles and kept[1] == stiffness
                 and np.array_equal(kept[2], state.positions)):
             return kept[3]
         obstacles = self._shifted_obstacles()
-        kind, elem, prim = find_pairs(state.positions, self.node_radius, self.node_part, self.reach, obstacles,
-                                      self.self_gap)
+        kind, elem, prim = find_pairs(state.positions, self.node_radius, self.node_part, 0.0, obstacles, self.self_gap)
         n = len(kind)
         gap, t, normal, point = np.empty(n), np.empty(n), np.empty((n, 3)), np.empty((n, 3))
         force = np.empty((n, 3))

@@ -1326,3 +1326,38 @@ def test_the_contact_report_follows_the_state_and_the_stiffness_it_is_asked_for(
         assert after[node] - force == pytest.approx(interactions.stiffness * lengths[node] * 1e-5, rel=1e-6)
     doubled = {c[1]: c[5][2] for c in interactions.contacts(pressed, 2.0 * interactions.stiffness) if c[0] == PLANE}
     assert all(doubled[node] == pytest.approx(2.0 * after[node], rel=1e-9) for node in after)
+
+
+def test_the_contact_report_searches_only_touching_pairs_and_misses_nothing():
+    # The report searches pairs that touch; reference: the same penalty evaluated over every pair
+    # within ten radii (what a pair carries depends on other pairs, a crossing's on its ends' and a
+    # facet's on its node's: those must touch too to count). Two crossed cables pressed together, B
+    # across the middle of one of A's segments, over a table that A's middle is pressed onto: plane
+    # and segment-capsule pairs.
+    from solver_core.contact import CAP_SEG, PLANE, contact_energy, find_pairs
+
+    doc = _crossed_pair(0.2, 2 * R)
+    for end in ("start", "end"):  # B crosses A half-way between two of A's nodes
+        doc["cables"][1][end]["position"][0] = 0.005
+    doc["obstacles"] = [{"type": "plane", "point": [0, 0, -R + 2e-5], "normal": [0, 0, 1]}]
+    h = harness(doc)
+    assert all(r.converged for r in h.solve_step().values())
+    kinds = set()
+    for session in h.cables.values():
+        it, state = session.interactions, session.state
+        reported = {(c[0], c[1], c[7]): c[5] for c in it.contacts(state)}
+        obstacles = it._shifted_obstacles()
+        kind, elem, prim = find_pairs(state.positions, it.node_radius, it.node_part, 10 * R, obstacles, it.self_gap)
+        n = len(kind)
+        gap, t, u = np.empty(n), np.empty(n), np.empty(n)
+        normal, point, force = np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 3))
+        contact_energy(state.positions, kind, elem, prim, obstacles, it.node_radius, it.stiffness, it.node_lengths,
+                       session.model.rest_len, session.model.node_dof, np.zeros(1), np.zeros((1, 1)), 0, 0, gap, t,
+                       normal, point, u, force)
+        wide = {(int(kind[p]), int(elem[p]), int(prim[p])): force[p] for p in np.flatnonzero((force != 0).any(axis=1))}
+        assert len(kind) > 2 * len(wide)  # the wide search did find open pairs
+        assert reported.keys() == wide.keys()
+        for key, f in wide.items():
+            assert reported[key] == pytest.approx(f, rel=1e-12, abs=1e-15)
+        kinds |= {key[0] for key in wide}
+    assert {PLANE, CAP_SEG} <= kinds
