@@ -66,7 +66,7 @@ def single_cable_on_mesh():
         print("  cold solve on the mesh did not converge:", report.message[:80])
     contacts = len(harness.cable_result("W")["contacts"])
     end = harness.cables["W"].boundary.end
-    times = []
+    times, iterations = [], []
     failed = 0
     for k in range(1, MESH_STEPS + 1):
         # the end connector travels round a circle of 2 cm radius, 3 mm above the surface
@@ -76,8 +76,9 @@ def single_cable_on_mesh():
         t = time.perf_counter()
         report = harness.solve_step({"W": CableChange(end=Frame(p, end.tangent, end.normal))})["W"]
         times.append((time.perf_counter() - t) * 1e3)
+        iterations.append(report.iterations)
         failed += not report.converged
-    return len(tris), cold, contacts, float(np.median(times)), float(np.max(times)), failed
+    return len(tris), cold, contacts, float(np.median(times)), float(np.max(times)), failed, iterations
 
 
 def ten_touching_cables():
@@ -102,7 +103,7 @@ def ten_touching_cables():
     if not all(r.converged for r in reports.values()):
         print("  cold solve of the ten cables did not converge:", {k: r.message[:60] for k, r in reports.items()
                                                                    if not r.converged})
-    times = []
+    times, iterations = [], []
     failed = 0
     for k in range(1, STEPS + 1):
         end = harness.cables["C0"].boundary.end
@@ -110,9 +111,10 @@ def ten_touching_cables():
         t = time.perf_counter()
         reports = harness.solve_step({"C0": CableChange(end=moved)})
         times.append((time.perf_counter() - t) * 1e3)
+        iterations.append(max(r.iterations for r in reports.values()))
         failed += not all(r.converged for r in reports.values())
     touching = sum(len(harness.cable_result(c)["contacts"]) for c in harness.cables)
-    return cold, touching, float(np.median(times)), float(np.max(times)), failed
+    return cold, touching, float(np.median(times)), float(np.max(times)), failed, iterations
 
 
 def big_tree():
@@ -127,14 +129,17 @@ def big_tree():
 def main():
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
-    n_tris, cold, contacts, median, worst, failed = single_cable_on_mesh()
+    # Newton iterations per step are printed too: timings drift between runs on a shared machine, the
+    # iteration counts do not (and the ten cables' depend on which of the pile's equilibria the cold
+    # solve settles into)
+    n_tris, cold, contacts, median, worst, failed, iterations = single_cable_on_mesh()
     print(f"1 cable x 100 segments on a {n_tris}-triangle mesh: cold solve incl. tree {cold * 1e3:.0f} ms, "
           f"{contacts} contacts; moving end: median {median:.2f} ms/step, worst {worst:.2f} ms (target 5 ms), "
-          f"{failed} of {MESH_STEPS} steps not converged")
-    cold, touching, median, worst, failed = ten_touching_cables()
+          f"{failed} of {MESH_STEPS} steps not converged; Newton iterations {iterations}")
+    cold, touching, median, worst, failed, iterations = ten_touching_cables()
     print(f"10 cables x 100 segments with cable-cable contact: cold {cold * 1e3:.0f} ms, {touching} contacts; "
           f"moving one end: median {median:.1f} ms/step, worst {worst:.1f} ms (target 25 ms), "
-          f"{failed} of {STEPS} steps not converged")
+          f"{failed} of {STEPS} steps not converged; Newton iterations {iterations}")
     n_tris, seconds = big_tree()
     print(f"broad-phase tree over {n_tris} triangles built in {seconds:.2f} s")
 
