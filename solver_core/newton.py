@@ -561,7 +561,7 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                 couple = _couple_work(quat, rot_dof, rot_couple, load_factor, delta, R)
                 actual = energy - (trial_energy - couple)
                 # In the last digits the energy difference is noise; a step whose predicted gain is
-                # below that noise is a pure Newton refinement and is taken (the residual decides).
+                # within that noise is a pure Newton refinement and is taken (the residual decides).
                 noise = 1e-13 * (abs(energy) + abs(trial_energy))
                 rho = actual / predicted if predicted > 0.0 else -1.0
                 # A step that plunged nodes into facets they did not touch (open pairs are not in the
@@ -630,14 +630,18 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                         trial_quat[:, :] = corrected_quat
                         trial_energy = corrected_energy
                         rho = corrected_rho
-            if predicted <= noise or rho > 1e-4:
+            # A step whose predicted gain is negative beyond the noise goes uphill in the model itself: the
+            # band is positive definite, but the low-rank terms (-k grad M grad M^T, the distance
+            # curvature) can make the whole matrix indefinite along the step. It is refused like a poor
+            # one (the ten crossed cables' cold solve took three such steps, each raising the energy).
+            if abs(predicted) <= noise or rho > 1e-4:
                 if not exact:
                     gn_overestimates = rho > GN_OVERESTIMATE
                 if shortened:
                     # the model held for a part of the step only: the trust region shrinks as for a
                     # rejected step, so that the next direction turns away from what it ran into
                     lam = max(4.0 * lam, 1e-8)
-                elif predicted <= noise or rho > 0.75:
+                elif abs(predicted) <= noise or rho > 0.75:
                     # a model this good: back towards a pure Newton step at once. On faceted meshes
                     # the model breaks at every facet crossing, and a slow return of lambda after
                     # each break made the re-settling of a cable dozens of damped steps long.

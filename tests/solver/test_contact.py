@@ -1361,3 +1361,63 @@ def test_the_contact_report_searches_only_touching_pairs_and_misses_nothing():
             assert reported[key] == pytest.approx(f, rel=1e-12, abs=1e-15)
         kinds |= {key[0] for key in wide}
     assert {PLANE, CAP_SEG} <= kinds
+
+
+def _fan(n_cables, segments):
+    """The contact benchmark's pile, smaller: cables 10 degrees apart crossing over a floor, each
+    routed higher than the last, sagging onto the floor and onto each other."""
+    cables = []
+    for k in range(n_cables):
+        angle = math.radians(-45 + 10 * k)
+        d = np.array([math.cos(angle), math.sin(angle), 0.0])
+        start = -0.25 * d + np.array([0, 0, 0.004 * k + 0.002])
+        cables.append(cable(id=f"C{k}", length=0.52, segments=segments,
+                            start={"position": start.tolist(), "tangent": d.tolist(), "normal": [0, 0, 1]},
+                            end={"position": (start + 0.5 * d).tolist(), "tangent": d.tolist(), "normal": [0, 0, 1]},
+                            route=[start.tolist(), (start + 0.25 * d + [0, 0, 0.003 * k]).tolist(),
+                                   (start + 0.5 * d).tolist()]))
+    return case(*cables, contact={"cable_cable": True},
+                obstacles=[{"type": "plane", "point": [0, 0, -0.05], "normal": [0, 0, 1]}])
+
+
+def test_no_newton_step_of_a_pile_of_cables_raises_its_energy(monkeypatch):
+    # A Levenberg-Marquardt step is taken when it lowers the energy as the model predicts, or when the
+    # predicted change is within rounding noise (a pure refinement). Cables pressed together add
+    # low-rank terms of either sign to the Newton matrix, which can then be indefinite along a step
+    # whose band part is positive definite: such a step was taken as a refinement although the model
+    # itself predicted a rise. Reference: the energy, which no accepted step may raise beyond rounding.
+    # The solver is run one Newton iteration per call, each preceded by a call that only evaluates the
+    # energy at the start (both search their contact pairs afresh at the same positions, so they
+    # measure the same energy).
+    import solver_core.equilibrium as equilibrium
+
+    real = equilibrium.minimise_rod_energy
+    steps, rises = [], []
+
+    def one_iteration_at_a_time(pos, quat, *args):
+        args = list(args)
+        max_iterations = args[14]
+        if max_iterations == 0:
+            return real(pos, quat, *args)
+        none = np.zeros(0, dtype=np.int64)
+        total = 0
+        while True:
+            args[16:22] = [np.full_like(pos, np.inf), none, none, none, np.zeros(0), np.zeros((0, 3))]
+            args[14] = 0
+            before = real(pos, quat, *args)[3]
+            args[14] = 1
+            out = real(pos, quat, *args)
+            status, iterations, after = out[0], out[1], out[3]
+            if iterations:
+                steps.append(before - after)
+                if after > before + 1e-11 * abs(before):
+                    rises.append((before, after))
+            total += iterations
+            if status != 1 or total >= max_iterations:  # 1: the iteration limit
+                return (status, total, *out[2:])
+
+    monkeypatch.setattr(equilibrium, "minimise_rod_energy", one_iteration_at_a_time)
+    h = harness(_fan(6, 60))  # before the fix: 146 of 766 steps raised the energy (none with 4 cables)
+    h.solve_step()
+    assert len(steps) > 100 and max(steps) > 0.0
+    assert not rises, rises[:3]
