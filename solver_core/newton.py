@@ -227,7 +227,7 @@ def _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, pa
     Ut = np.zeros((2 * n_c + n_s, fixed.shape[0]))
     k_c = np.empty(n_c)
     k_s = np.empty(n_s)
-    spans = np.zeros((2 * n_c + n_s, 8), dtype=np.int64)
+    spans = np.zeros((2 * n_c + n_s, 4), dtype=np.int64)
     j, q = 0, 0
     for p in range(kind.shape[0]):
         if not _acting_self_pair(kind, pair_force, p):
@@ -417,10 +417,9 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
     fraction = 1.0
     k_c = np.zeros(0)
     k_s = np.zeros(0)
-    Z = np.empty((0, n_dof))
     S = np.empty((0, 0))
     piv = np.empty(0, dtype=np.int64)
-    spans = np.empty((0, 8), dtype=np.int64)
+    spans = np.empty((0, 4), dtype=np.int64)
     for it in range(max_iterations + 1):
         if use_contact and not (_largest_move(pos, searched_at) <= reach):
             # Candidate pairs within twice the reach, searched again once some node has moved a
@@ -488,8 +487,7 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                                                          pos, pair_gap, exact)
                 rebuild = False
             m_c = Ut.shape[0]
-            if Z.shape[0] != m_c:
-                Z = np.empty((m_c, n_dof))
+            if S.shape[0] != m_c:
                 S = np.empty((m_c, m_c))
                 piv = np.empty(m_c, dtype=np.int64)
             for i in range(n_dof):
@@ -510,7 +508,7 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                 else:
                     lam = max(10.0 * lam, 1e-8)
                 continue
-            if m_c > 0 and not low_rank_factor(work, bw, Ut, k_c, k_s, Z, S, piv, spans):
+            if m_c > 0 and not low_rank_factor(work, bw, Ut, k_c, k_s, S, piv, spans):
                 lam = max(10.0 * lam, 1e-8)
                 continue
             low_rank_solve(work, bw, rhs, delta, Ut, S, piv, spans)

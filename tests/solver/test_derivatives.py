@@ -257,19 +257,19 @@ def test_low_rank_coupling_solve_matches_a_dense_solve(rng, blocks):
     start, end = independent_blocks(band, bw)
     assert np.array_equal(start, first)
     assert np.array_equal(end, first + np.repeat(blocks, blocks))
-    Z, S, piv = np.empty((m, n)), np.empty((m, m)), np.empty(m, dtype=np.int64)
+    S, piv = np.empty((m, m)), np.empty(m, dtype=np.int64)
     rhs = rng.normal(size=n)
     reference = np.linalg.solve(full, rhs)
     for pieces in (False, True):
         # each row's nonzero columns as one piece, or as two (in either order: the factor sorts
         # them, and merges two that lie in one block)
-        spans = np.zeros((m, 8), dtype=np.int64)
+        spans = np.zeros((m, 4), dtype=np.int64)
         for a, row in enumerate(Ut):
             nonzero = np.flatnonzero(row)
             spans[a, :2] = nonzero[0], nonzero[-1] + 1
         if pieces:
             spans[2 * pairs:, :4] = [[5, 11, 45, 48], [50, 53, 12, 15], [2, 5, 9, 12]]
-        assert low_rank_factor(band, bw, Ut, k, k_s, Z, S, piv, spans)
+        assert low_rank_factor(band, bw, Ut, k, k_s, S, piv, spans)
         out = np.empty(n)
         low_rank_solve(band, bw, rhs, out, Ut, S, piv, spans)
         assert np.allclose(out, reference, rtol=1e-10, atol=1e-12)
