@@ -250,9 +250,9 @@ class Interactions:
     def pairs_depend_on_search(self, state: RodState, margin: float) -> bool:
         """Whether some contact pairs within ``margin`` of the cable at ``state`` are found only where
         their closest points lie at the search (newton.minimise_rod_energy): segment pairs against
-        capsules, or at sharp edges. Self-contact still counts here, although its segment pairs are
-        all found within reach now: that costs a fresh check, not a missed contact."""
-        if self.self_gap > 0 or len(self.obstacles.capsule_radius) > 0:
+        capsules, or at sharp edges. Self-contact (and contact between the cables of a group) does
+        not: every segment pair within reach is a candidate, wherever its closest points lie."""
+        if len(self.obstacles.capsule_radius) > 0:
             return True
         x = state.positions + self.model.origin
         reach = margin + float(self.node_radius.max())
