@@ -271,12 +271,13 @@ class Harness:
         """The cables among ``ids`` that touch, or nearly, as groups (connected components; lists
         in harness order). Near means within GROUP_MARGIN reaches beyond both surfaces at some node."""
         ids = list(ids)
-        points, reach, radius = {}, {}, {}
+        points, reach, radius, low, high = {}, {}, {}, {}, {}
         for cid in ids:
             session = self.cables[cid]
             points[cid] = session.state.positions + session.model.origin
             reach[cid] = session.interactions.reach
             radius[cid] = session.interactions.radius
+            low[cid], high[cid] = points[cid].min(axis=0), points[cid].max(axis=0)
         parent = {cid: cid for cid in ids}
 
         def root(c):
@@ -289,10 +290,9 @@ class Harness:
                 if root(a) == root(b):
                     continue  # already in one group (ten crossed cables: 9 tests of 45)
                 near = radius[a] + radius[b] + GROUP_MARGIN * max(reach[a], reach[b])
-                pa, pb = points[a], points[b]
-                if (pa.min(axis=0) > pb.max(axis=0) + near).any() or (pb.min(axis=0) > pa.max(axis=0) + near).any():
+                if (low[a] > high[b] + near).any() or (low[b] > high[a] + near).any():
                     continue
-                if nodes_within(pa, pb, near):
+                if nodes_within(points[a], points[b], near):
                     parent[root(a)] = root(b)
         groups = {}
         for cid in ids:

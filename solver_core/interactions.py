@@ -225,7 +225,10 @@ class Interactions:
                 and np.array_equal(kept[2], state.positions)):
             return kept[3]
         obstacles = self._shifted_obstacles()
-        kind, elem, prim = find_pairs(state.positions, self.node_radius, self.node_part, 0.0, obstacles, self.self_gap)
+        candidates = self._touching_candidates(state, obstacles)
+        if candidates is None:
+            candidates = find_pairs(state.positions, self.node_radius, self.node_part, 0.0, obstacles, self.self_gap)
+        kind, elem, prim = candidates
         n = len(kind)
         gap, t, normal, point = np.empty(n), np.empty(n), np.empty((n, 3)), np.empty((n, 3))
         force = np.empty((n, 3))
@@ -236,6 +239,18 @@ class Interactions:
         evaluated = kind, elem, prim, gap, t, normal, point, u, force
         self.__dict__["_evaluated"] = (self.obstacles, stiffness, state.positions.copy(), evaluated)
         return evaluated
+
+    def _touching_candidates(self, state: RodState, obstacles: tuple):
+        """The pairs that may touch at ``state`` from the candidates of the solve that ended there (those
+        whose gap's lower bound is not positive), when those hold every pair within reach of it (see
+        pairs_depend_on_search); else None. Pairs of one element stay together, in the search's order.
+        Instead of a search, 1.3 ms of a ten-cable step."""
+        kept = self.__dict__.get("_candidates")
+        if (kept is None or kept[0] is not obstacles or kept[6].shape != state.positions.shape
+                or not np.array_equal(kept[6], state.positions) or self.pairs_depend_on_search(state, 0.0)):
+            return None
+        may_touch = kept[5] <= 0.0
+        return kept[2][may_touch], kept[3][may_touch], kept[4][may_touch]
 
     def contacts(self, state: RodState, stiffness: float | None = None):
         """Contacts carrying force: (node-or-segment kind, element, t, point, normal, force, gap,
