@@ -203,7 +203,7 @@ def _acting_self_pair(kind, pair_force, p):
 
 @njit
 def _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, pair_end_grad, node_dof, fixed,
-                   stiffness, node_len, seg_len, pos, pair_gap, exact):
+                   stiffness, node_len, seg_len, pos, pair_gap, exact, store, last_spans):
     """Self-contact couples the two touching legs of a cable (or two cables solved together), far
     apart in the band. Per acting self pair, the Gauss-Newton Hessian k J J^T with J = (a on this
     side, b on the other) has its blocks k a a^T and k b b^T inside the band (contact_energy adds
@@ -213,8 +213,12 @@ def _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, pa
     -k (a_M b_M^T + b_M a_M^T) (``pair_end_grad``, another pair of rows), and adds its distance's
     curvature (contact.segment_pair_curvature) as whole terms k v v^T, one row each after all the
     pairs, k in k_s: they are small beside the pair's k n n^T, so the band stays as stiff as it
-    was, and a row instead of two keeps the capacitance matrix small. Returns Ut, k_c, k_s and the
-    rows' spans (low_rank_factor)."""
+    was, and a row instead of two keeps the capacitance matrix small. Returns Ut, k_c, k_s, the
+    rows' spans (low_rank_factor) and ``store``.
+
+    U^T is dense (n_dof columns per row) for the band solves, and ~100 rows of ten cables' dofs
+    took 0.2 ms per iteration to allocate and clear: it lives in ``store`` (grown when too small)
+    from call to call, and only what the last call wrote (``last_spans``) is cleared."""
     n_c, n_s = 0, 0
     curv_vecs = np.empty((4, 12))
     curv_coefs = np.empty(4)
@@ -224,7 +228,13 @@ def _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, pa
             if exact and kind[p] == SELF_SEG:
                 n_s += _curvature_terms(elem, prim, pair_t, pair_u, pair_gap, stiffness, seg_len, pos, p, curv_vecs,
                                         curv_coefs)
-    Ut = np.zeros((2 * n_c + n_s, fixed.shape[0]))
+    for r in range(last_spans.shape[0]):
+        for piece in range(2):
+            for d in range(last_spans[r, 2 * piece], last_spans[r, 2 * piece + 1]):
+                store[r, d] = 0.0
+    if store.shape[0] < 2 * n_c + n_s:
+        store = np.zeros((max(2 * n_c + n_s, 2 * store.shape[0]), fixed.shape[0]))
+    Ut = store[:2 * n_c + n_s]
     k_c = np.empty(n_c)
     k_s = np.empty(n_s)
     spans = np.zeros((2 * n_c + n_s, 4), dtype=np.int64)
@@ -270,7 +280,7 @@ def _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, pa
                     Ut[r, node_dof[c + 1] + k] = curv_vecs[m, 9 + k]
                 _fix_row(Ut, r, i, i + 1, c, c + 1, node_dof, fixed, spans)
                 q += 1
-    return Ut, k_c, k_s, spans
+    return Ut, k_c, k_s, spans, store
 
 
 @njit
@@ -412,7 +422,8 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
     gn_overestimates = False
     ratio = np.inf
     energy = np.inf
-    Ut = np.zeros((0, n_dof))
+    ut_store = np.zeros((0, n_dof))
+    Ut = ut_store[:0]
     approach = np.empty(n_pairs)  # per pair, how far a step carries it towards its primitive
     fraction = 1.0
     k_c = np.zeros(0)
@@ -463,8 +474,9 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
         for i in range(n_dof):
             rhs[i] = -grad[i]
         if self_gap > 0:
-            Ut, k_c, k_s, spans = _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, end_grad,
-                                                 node_dof, fixed, cparams[1], extra[2], extra[3], pos, pair_gap, True)
+            Ut, k_c, k_s, spans, ut_store = _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force,
+                                                           end_grad, node_dof, fixed, cparams[1], extra[2], extra[3],
+                                                           pos, pair_gap, True, ut_store, spans)
         rod_strains(pos, quat, rest_len, joint_a, joint_b, s_zero, b_zero)
         exact = True
         accepted = False
@@ -482,9 +494,10 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                     if fixed[i]:
                         grad[i] = 0.0
                 if self_gap > 0:
-                    Ut, k_c, k_s, spans = _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force,
-                                                         end_grad, node_dof, fixed, cparams[1], extra[2], extra[3],
-                                                         pos, pair_gap, exact)
+                    Ut, k_c, k_s, spans, ut_store = _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal,
+                                                                   pair_force, end_grad, node_dof, fixed, cparams[1],
+                                                                   extra[2], extra[3], pos, pair_gap, exact, ut_store,
+                                                                   spans)
                 rebuild = False
             m_c = Ut.shape[0]
             if S.shape[0] != m_c:

@@ -988,9 +988,10 @@ def test_the_newton_matrix_counts_a_crossing_at_a_node_once():
         band = np.zeros((3 * n, bw + 1))
         contact_energy_of(np.arange(m), pos, kind, elem, prim, obstacles, radii, k, node_len, seg_len, node_dof,
                           np.zeros(3 * n), band, bw, 2, *pair_arrays, end_grad)
-        Ut, k_c, k_s, _spans = _self_coupling(kind, elem, prim, pair_arrays[1], pair_arrays[4], pair_arrays[2],
-                                              pair_arrays[5], end_grad, node_dof, np.zeros(3 * n, dtype=np.bool_), k,
-                                              node_len, seg_len, pos, pair_arrays[0], True)
+        Ut, k_c, k_s, _spans, _store = _self_coupling(kind, elem, prim, pair_arrays[1], pair_arrays[4], pair_arrays[2],
+                                                      pair_arrays[5], end_grad, node_dof, np.zeros(3 * n, dtype=np.bool_),
+                                                      k, node_len, seg_len, pos, pair_arrays[0], True, np.zeros((0, 3 * n)),
+                                                      np.zeros((0, 4), dtype=np.int64))
         return _dense_newton_matrix(band, bw, Ut, k_c, k_s)
 
     H = newton_matrix(np.zeros((m, 12)))
@@ -1269,13 +1270,22 @@ def test_the_newton_matrix_follows_a_pressed_crossing_as_the_cables_slide():
     band, end_grad = np.zeros((3 * n, bw + 1)), np.zeros((m, 12))
     contact_energy_of(np.arange(m), pos, kind, elem, prim, obstacles, radii, k, node_len, seg_len, node_dof,
                       np.zeros(3 * n), band, bw, 2, *pair_arrays, end_grad)
-    Ut, k_c, k_s, spans = _self_coupling(kind, elem, prim, pair_arrays[1], pair_arrays[4], pair_arrays[2],
-                                         pair_arrays[5], end_grad, node_dof, np.zeros(3 * n, dtype=np.bool_), k,
-                                         node_len, seg_len, pos, pair_arrays[0], True)
-    for row, (lo, hi, lo2, hi2) in zip(Ut, spans[:, :4]):  # the Woodbury products look only there
+    def coupling(exact, store, last_spans):
+        return _self_coupling(kind, elem, prim, pair_arrays[1], pair_arrays[4], pair_arrays[2], pair_arrays[5],
+                              end_grad, node_dof, np.zeros(3 * n, dtype=np.bool_), k, node_len, seg_len, pos,
+                              pair_arrays[0], exact, store, last_spans)
+
+    Ut, k_c, k_s, spans, store = coupling(True, np.zeros((0, 3 * n)), np.zeros((0, 4), dtype=np.int64))
+    for row, (lo, hi, lo2, hi2) in zip(Ut, spans):  # the Woodbury products look only there
         outside = np.ones(3 * n, dtype=bool)
         outside[lo:hi] = outside[lo2:hi2] = False
         assert not row[outside].any()
+    # U^T lives in a store kept from call to call: a call with fewer rows (Gauss-Newton, no curvature)
+    # leaves nothing of the last call's behind, and builds what a call with a new store builds
+    gauss_newton = coupling(False, np.zeros((0, 3 * n)), np.zeros((0, 4), dtype=np.int64))
+    again = coupling(False, store.copy(), spans)
+    assert len(again[0]) == len(gauss_newton[0]) < len(Ut)
+    assert np.array_equal(again[0], gauss_newton[0]) and not again[4][len(again[0]):].any()
     assert len(k_c) == 1 and len(k_s) == 4  # the pair's coupling, and its curvature as whole terms
     H = _dense_newton_matrix(band, bw, Ut, k_c, k_s)
     acting = np.abs(pair_arrays[5]).sum(axis=1) > 0.0
@@ -1421,3 +1431,51 @@ def test_no_newton_step_of_a_pile_of_cables_raises_its_energy(monkeypatch):
     h.solve_step()
     assert len(steps) > 100 and max(steps) > 0.0
     assert not rises, rises[:3]
+
+
+def test_a_group_hands_its_contact_pairs_on_to_its_next_step_and_its_report_as_after_a_fresh_search(monkeypatch):
+    # Cables solved together get new interactions every step; the candidate contact pairs of their last
+    # joint solve are handed on to the next (a fresh search of ten crossed cables cost 3.5 ms a step),
+    # and the contact report takes the touching pairs from the candidates of the solve that ended
+    # there. Reference: the same steps with every joint solve and every report searching afresh, which
+    # must give the same shapes and contacts. Whether a solve was handed pairs is seen in where it was
+    # told they were searched (inf: nowhere, search now).
+    import solver_core.equilibrium as equilibrium
+    from solver_core.interactions import Interactions
+
+    real = equilibrium.minimise_rod_energy
+    handed = []
+
+    def recording(pos, quat, *args):
+        handed.append(bool(np.isfinite(args[16]).all()))
+        return real(pos, quat, *args)
+
+    def run(h, fresh):
+        assert all(r.converged for r in h.solve_step().values())
+        out = []
+        for k in range(1, 4):
+            if fresh:
+                h.group_candidates.clear()
+            end = h.cables["C0"].boundary.end
+            moved = Frame(end.position + np.array([0.0, 0.0, 0.001 * (-1) ** k]), end.tangent, end.normal)
+            handed.clear()
+            assert all(r.converged for r in h.solve_step({"C0": CableChange(end=moved)}).values())
+            assert len(h.touching_groups(list(h.cables))) == 1  # solved together
+            assert handed[0] == (not fresh)
+            out.append({cid: h.cable_result(cid) for cid in h.cables})
+        return out
+
+    monkeypatch.setattr(equilibrium, "minimise_rod_energy", recording)
+    kept = run(harness(_fan(3, 40)), fresh=False)
+    monkeypatch.setattr(Interactions, "_touching_candidates", lambda self, state, obstacles: None)
+    fresh = run(harness(_fan(3, 40)), fresh=True)
+    for a_step, b_step in zip(kept, fresh):
+        for cid, a in a_step.items():
+            b = b_step[cid]
+            assert np.allclose(a["nodes"], b["nodes"], rtol=0.0, atol=1e-7)
+            assert len(a["contacts"]) == len(b["contacts"]) > 0
+            order = [sorted(r["contacts"], key=lambda c: (c["s"], c.get("other_s", -1.0))) for r in (a, b)]
+            for ca, cb in zip(*order):
+                assert ca.get("other_cable") == cb.get("other_cable")
+                assert ca["s"] == pytest.approx(cb["s"], abs=1e-6)
+                assert np.allclose(ca["force"], cb["force"], rtol=1e-3, atol=1e-6)

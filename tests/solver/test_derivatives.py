@@ -214,6 +214,35 @@ def test_self_contact_gradient_moves_both_legs_and_matches_finite_differences():
         assert abs(fd / (2 * h) - grad[i]) <= 1e-6 * np.abs(grad).max()
 
 
+def test_band_cholesky_matches_numpy_and_refuses_an_indefinite_matrix(rng):
+    # Reference: numpy's dense Cholesky factor of the same matrix; the entries of the storage that
+    # would lie before column 0 hold garbage (NaN) and must be neither read nor written.
+    from solver_core.banded import band_cholesky, band_cholesky_solve
+
+    n, bw = 40, 6
+    band = rng.normal(size=(n, bw + 1)) * 0.3
+    band[:, bw] = 3.0 + rng.uniform(size=n)
+    for i in range(bw):
+        band[i, :bw - i] = np.nan
+    dense = dense_from_band(np.nan_to_num(band), bw)
+    reference = np.linalg.cholesky(dense)
+    factor = band.copy()
+    assert band_cholesky(factor, bw)
+    for i in range(n):
+        for j in range(max(0, i - bw), i + 1):
+            assert factor[i, bw - (i - j)] == pytest.approx(reference[i, j], rel=1e-12, abs=1e-14)
+        assert np.isnan(factor[i, :max(0, bw - i)]).all()
+    rhs = rng.normal(size=n)
+    out = np.empty(n)
+    band_cholesky_solve(factor, bw, rhs, out)
+    assert np.allclose(dense @ out, rhs, rtol=1e-12, atol=1e-12)
+    # shifted until its lowest eigenvalue is -0.01, it is refused
+    indefinite = band.copy()
+    indefinite[:, bw] -= np.linalg.eigvalsh(dense).min() + 0.01
+    assert np.linalg.eigvalsh(dense_from_band(np.nan_to_num(indefinite), bw)).min() == pytest.approx(-0.01)
+    assert not band_cholesky(indefinite, bw)
+
+
 @pytest.mark.parametrize("blocks", [(60,), (25, 20, 15)])
 def test_low_rank_coupling_solve_matches_a_dense_solve(rng, blocks):
     # The Newton step with self-contact: banded B plus k (a b^T + b a^T) per pair, solved through B's
