@@ -46,21 +46,33 @@ def band_cholesky(band, bw):
 
 
 @njit
-def band_cholesky_solve(factor, bw, rhs, out):
-    """Solve A x = rhs with the factor from band_cholesky."""
-    n = factor.shape[0]
-    for i in range(n):
+def _forward(factor, bw, rhs, out):
+    """out = L^-1 rhs."""
+    for i in range(factor.shape[0]):
         s = rhs[i]
         k0 = i - bw if i > bw else 0
         for k in range(k0, i):
             s -= factor[i, bw - (i - k)] * out[k]
         out[i] = s / factor[i, bw]
+
+
+@njit
+def _backward(factor, bw, out):
+    """out = L^-T out, in place."""
+    n = factor.shape[0]
     for i in range(n - 1, -1, -1):
         s = out[i]
         k1 = i + bw if i + bw < n - 1 else n - 1
         for k in range(i + 1, k1 + 1):
             s -= factor[k, bw - (k - i)] * out[k]
         out[i] = s / factor[i, bw]
+
+
+@njit
+def band_cholesky_solve(factor, bw, rhs, out):
+    """Solve A x = rhs with the factor from band_cholesky."""
+    _forward(factor, bw, rhs, out)
+    _backward(factor, bw, out)
 
 
 @njit
@@ -94,8 +106,10 @@ def lu_factor(S, piv):
                 S[col, c], S[best, c] = S[best, c], S[col, c]
         for r in range(col + 1, m):
             S[r, col] /= S[col, col]
-            for c in range(col + 1, m):
-                S[r, c] -= S[r, col] * S[col, c]
+            f = S[r, col]
+            if f != 0.0:  # many are: the Gram blocks of cables that do not touch each other are zero
+                for c in range(col + 1, m):
+                    S[r, c] -= f * S[col, c]
     return True
 
 
@@ -198,14 +212,22 @@ def _block_pieces(start, end, Ut, spans):
 
 
 @njit
+def _panel(panels, g):
+    """Panel g of low_rank_factor's Z: its rows lo..stop of the band, and its columns' rows of U^T."""
+    zbuf, groups, piece_row = panels
+    lo, stop, width, offset, first = groups[g, 0], groups[g, 1], groups[g, 2], groups[g, 3], groups[g, 4]
+    return lo, zbuf[offset:offset + (stop - lo) * width].reshape((stop - lo, width)), piece_row[first:first + width]
+
+
+@njit
 def low_rank_factor(work, bw, Ut, k_c, k_s, S, piv, spans):
     """Woodbury for B + U C U^T, given B's band factor L in ``work`` (B = L L^T). The columns of U
     come in pairs first, C = k_j [[0, 1], [1, 0]] per pair (the coupling k (a b^T + b a^T) of two
     parts of one band, whose own blocks k a a^T and k b b^T are in B), then one at a time, C = k_s
-    (a term k v v^T whole). Builds the capacitance matrix S = C^-1 + Z^T Z, Z = L^-1 U, and its LU.
+    (a term k v v^T whole). Builds Z = L^-1 U, the capacitance matrix S = C^-1 + Z^T Z and its LU.
     U is passed transposed (rows contiguous). ``spans`` (m, 4): per row of U^T its nonzero columns
     in up to two pieces [0, 2) and [2, 4) (given by whoever built the rows; supersets will do).
-    False if S is singular.
+    Returns (False if S is singular, Z's panels for low_rank_solve).
 
     L is block diagonal (cables solved together share one band, nothing in it couples them), so Z
     is computed block by block: the pieces of U in one block, from the first piece's first column
@@ -216,33 +238,47 @@ def low_rank_factor(work, bw, Ut, k_c, k_s, S, piv, spans):
     for a in range(m):
         for b in range(m):
             S[a, b] = 0.0
+    groups = np.zeros((0, 5), dtype=np.int64)
+    piece_row = np.zeros(0, dtype=np.int64)
+    zbuf = np.zeros(0)
     if m > 0:
         start, end = independent_blocks(work, bw)
-        row, block, first = _block_pieces(start, end, Ut, spans)
-        g = 0
-        while g < row.shape[0]:
-            h = g
-            lo = first[g]
-            while h < row.shape[0] and block[h] == block[g]:
+        piece_row, block, first = _block_pieces(start, end, Ut, spans)
+        n_groups = 0
+        for q in range(piece_row.shape[0]):
+            if q == 0 or block[q] != block[q - 1]:
+                n_groups += 1
+        groups = np.empty((n_groups, 5), dtype=np.int64)
+        g, q, size = 0, 0, 0
+        while q < piece_row.shape[0]:
+            h, lo = q, first[q]
+            while h < piece_row.shape[0] and block[h] == block[q]:
                 lo = min(lo, first[h])
                 h += 1
-            stop, width = end[block[g]], h - g
-            panel = np.empty((stop - lo, width))
-            for i in range(lo, stop):
+            stop = end[block[q]]
+            groups[g, 0], groups[g, 1], groups[g, 2], groups[g, 3], groups[g, 4] = lo, stop, h - q, size, q
+            size += (stop - lo) * (h - q)
+            g, q = g + 1, h
+        zbuf = np.empty(size)
+        panels = (zbuf, groups, piece_row)
+        for g in range(n_groups):
+            lo, panel, rows = _panel(panels, g)
+            width = rows.shape[0]
+            for i in range(panel.shape[0]):
                 for c in range(width):
-                    panel[i - lo, c] = Ut[row[g + c], i]
-            for i in range(lo, stop):
-                target = panel[i - lo]
-                for k in range(max(lo, i - bw), i):
-                    lik = work[i, bw - (i - k)]
-                    source = panel[k - lo]
+                    panel[i, c] = Ut[rows[c], lo + i]
+            for i in range(panel.shape[0]):
+                target = panel[i]
+                for k in range(max(0, i - bw), i):
+                    lik = work[lo + i, bw - (i - k)]
+                    source = panel[k]
                     for c in range(width):
                         target[c] -= lik * source[c]
-                diag = work[i, bw]
+                diag = work[lo + i, bw]
                 for c in range(width):
                     target[c] /= diag
             gram = np.zeros((width, width))
-            for i in range(stop - lo):
+            for i in range(panel.shape[0]):
                 z = panel[i]
                 for c in range(width):
                     zc = z[c]
@@ -251,38 +287,44 @@ def low_rank_factor(work, bw, Ut, k_c, k_s, S, piv, spans):
                             gram[c, d] += zc * z[d]
             for c in range(width):
                 for d in range(c + 1):
-                    S[row[g + c], row[g + d]] += gram[c, d]
+                    S[rows[c], rows[d]] += gram[c, d]
                     if c != d:
-                        S[row[g + d], row[g + c]] += gram[c, d]
-            g = h
+                        S[rows[d], rows[c]] += gram[c, d]
     for j in range(k_c.shape[0]):
         S[2 * j, 2 * j + 1] += 1.0 / k_c[j]
         S[2 * j + 1, 2 * j] += 1.0 / k_c[j]
     for q in range(k_s.shape[0]):
         r = 2 * k_c.shape[0] + q
         S[r, r] += 1.0 / k_s[q]
-    return lu_factor(S, piv)
+    return lu_factor(S, piv), (zbuf, groups, piece_row)
 
 
 @njit
-def low_rank_solve(work, bw, rhs, out, Ut, S, piv, spans):
-    """out = (B + U C U^T)^-1 rhs = x - B^-1 U S^-1 U^T x with x = B^-1 rhs (``spans`` from
-    low_rank_factor; one more band solve costs less than keeping B^-1 U)."""
-    band_cholesky_solve(work, bw, rhs, out)
-    m = Ut.shape[0]
-    if m == 0:
-        return
-    y = np.empty(m)
-    for a in range(m):
-        y[a] = _row_dot(Ut, a, spans, out)
-    lu_solve(S, piv, y)
-    v = np.zeros(out.shape[0])
-    for a in range(m):
-        _row_add(Ut, a, spans, y[a], v)
-    correction = np.empty(out.shape[0])
-    band_cholesky_solve(work, bw, v, correction)
-    for d in range(out.shape[0]):
-        out[d] -= correction[d]
+def low_rank_solve(work, bw, rhs, out, S, piv, panels):
+    """out = (B + U C U^T)^-1 rhs (S, piv and Z's ``panels`` from low_rank_factor; S empty: B^-1 rhs).
+
+    With f = L^-1 rhs, the Woodbury identity reads out = L^-T (f - Z S^-1 Z^T f): one forward and one
+    backward substitution, the low-rank part on Z's panels between them."""
+    _forward(work, bw, rhs, out)
+    m = S.shape[0]
+    if m > 0:
+        y = np.zeros(m)
+        for g in range(panels[1].shape[0]):
+            lo, panel, rows = _panel(panels, g)
+            for i in range(panel.shape[0]):
+                f = out[lo + i]
+                if f != 0.0:
+                    for c in range(rows.shape[0]):
+                        y[rows[c]] += panel[i, c] * f
+        lu_solve(S, piv, y)
+        for g in range(panels[1].shape[0]):
+            lo, panel, rows = _panel(panels, g)
+            for i in range(panel.shape[0]):
+                acc = 0.0
+                for c in range(rows.shape[0]):
+                    acc += panel[i, c] * y[rows[c]]
+                out[lo + i] -= acc
+    _backward(work, bw, out)
 
 
 @njit

@@ -431,6 +431,7 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
     S = np.empty((0, 0))
     piv = np.empty(0, dtype=np.int64)
     spans = np.empty((0, 4), dtype=np.int64)
+    panels = (np.zeros(0), np.zeros((0, 5), dtype=np.int64), np.zeros(0, dtype=np.int64))  # Z (low_rank_factor)
     for it in range(max_iterations + 1):
         if use_contact and not (_largest_move(pos, searched_at) <= reach):
             # Candidate pairs within twice the reach, searched again once some node has moved a
@@ -521,10 +522,12 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                 else:
                     lam = max(10.0 * lam, 1e-8)
                 continue
-            if m_c > 0 and not low_rank_factor(work, bw, Ut, k_c, k_s, S, piv, spans):
-                lam = max(10.0 * lam, 1e-8)
-                continue
-            low_rank_solve(work, bw, rhs, delta, Ut, S, piv, spans)
+            if m_c > 0:
+                factored, panels = low_rank_factor(work, bw, Ut, k_c, k_s, S, piv, spans)
+                if not factored:
+                    lam = max(10.0 * lam, 1e-8)
+                    continue
+            low_rank_solve(work, bw, rhs, delta, S, piv, panels)
             for i in range(n_dof):
                 if abs(delta[i]) < 1e-150:
                     delta[i] = 0.0  # keep subnormal numbers out of the state (see rotations._flush)
@@ -618,7 +621,7 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                                           joint_len, bend_stiff, s_plus, b_plus, rhs_trial)
                 for i in range(n_dof):
                     rhs_trial[i] = 0.0 if fixed[i] else -rhs_trial[i]
-                low_rank_solve(work, bw, rhs_trial, correction, Ut, S, piv, spans)
+                low_rank_solve(work, bw, rhs_trial, correction, S, piv, panels)
                 for i in range(n_dof):
                     correction[i] = delta[i] + 0.5 * correction[i]
                 within = True

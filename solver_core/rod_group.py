@@ -128,11 +128,10 @@ def join_models(parts, states) -> RodGroup:
         if k + 1 < len(parts):
             rot_dof[node_start[k] + part.n_nodes - 1] = link_rot_dof[k]
     rest = np.concatenate(rest_len)
-    # half bandwidth: every segment element (x_i, theta_i, x_i+1) and joint must lie in the band
-    segment_rot = rot_dof[:n_nodes - 1]
-    lo = np.minimum(node_dof[:-1], segment_rot)
-    hi = np.maximum(node_dof[1:], segment_rot) + 2
-    bw = max(max(p.bw for p in parts), int((hi - lo).max()))
+    # half bandwidth: the parts' own (every segment element (x_i, theta_i, x_i+1) and joint in the band).
+    # The links have no element (rod_energy skips them): spanning the first cable's end frame, the link
+    # and the next cable's start frame, one would widen the band from 8 to 14.
+    bw = max(p.bw for p in parts)
     return RodGroup(
         cable=None, origin=origin.copy(), node_s=np.concatenate(node_s), rest_len=rest,
         stretch_stiff=np.concatenate(stretch), joint_a=np.concatenate(joint_a), joint_b=np.concatenate(joint_b),

@@ -181,9 +181,17 @@ def build_rod_model(cable: CableSpec, gravity, tolerance: float) -> RodModel:
     rot_dof = np.empty(n_rots, dtype=np.int64)
     d = 0
     for k in range(n_nodes):
+        # A frame's rotation couples to the rotations on both sides of its node: after the node, or
+        # at the first node before it, where no segment lies on the other side. Between the node and
+        # its segment's rotation the first segment would span 12 dofs, not 9, and the whole band
+        # would be 11 wide instead of 8 (its factorisation costs bw^2).
+        if k == 0:
+            for r in frames_at_node.get(k, ()):
+                rot_dof[r] = d
+                d += 3
         node_dof[k] = d
         d += 3
-        for r in frames_at_node.get(k, ()):
+        for r in frames_at_node.get(k, ()) if k > 0 else ():
             rot_dof[r] = d
             d += 3
         if k < n_segs:

@@ -91,6 +91,39 @@ def test_hessian_is_banded_as_declared(rng):
         assert abs(model.rot_dof[a] - model.rot_dof[b]) + 2 <= model.bw
 
 
+def test_a_groups_gradient_and_hessian_are_its_cables_own_in_their_band_width(rng):
+    # Cables solved together (rod_group.py) are one model whose cables are joined by links without
+    # stiffness. Reference: each cable's own gradient and Hessian, assembled alone; the group's must
+    # be them, block by block, with nothing between the blocks, in the band width of a single cable
+    # (8 for cables without point clips: the frames at the ends sit outside the segments' dofs).
+    from solver_core.rod_group import join_models
+
+    parts = [_perturbed_model(rng, **LAYOUTS[layout]) for layout in ("clamped-clamped", "clamped-free",
+                                                                     "clamped-clamped")]
+    group = join_models([m for m, _ in parts], [s for _, s in parts])
+    joined = group.join_states([s for _, s in parts])
+    assert [m.bw for m, _ in parts] == [8, 8, 8] and group.bw == 8
+
+    def assemble(model, state):
+        grad, band = np.zeros(model.n_dof), np.zeros((model.n_dof, model.bw + 1))
+        rod_gradient_hessian(state.positions, state.quats, model.node_dof, model.rot_dof, model.rest_len,
+                             model.stretch_stiff, model.joint_a, model.joint_b, model.joint_len, model.bend_stiff,
+                             model.node_force, model.rot_couple, 1.0, grad, band, model.bw, True, 1.0)
+        return grad, dense_from_band(band, model.bw)
+
+    grad, H = assemble(group, joined)
+    expected_grad, expected_H = np.zeros_like(grad), np.zeros_like(H)
+    start = 0
+    for model, state in parts:
+        own_grad, own_H = assemble(model, state)
+        block = slice(start, start + model.n_dof)
+        expected_grad[block], expected_H[block, block] = own_grad, own_H
+        start += model.n_dof + 3  # the link's rotation follows each cable but the last
+    assert start - 3 == group.n_dof
+    assert np.allclose(grad, expected_grad, rtol=0.0, atol=1e-12 * np.abs(expected_grad).max())
+    assert np.allclose(H, expected_H, rtol=0.0, atol=1e-12 * np.abs(expected_H).max())
+
+
 def test_strain_jacobian_transpose_of_the_strains_is_the_elastic_gradient(rng):
     # J^T W r with r = the current strains must reproduce dE/dq (without loads): the kernel used for
     # geodesic acceleration and the energy gradient describe the same strains and weights.
@@ -298,9 +331,10 @@ def test_low_rank_coupling_solve_matches_a_dense_solve(rng, blocks):
             spans[a, :2] = nonzero[0], nonzero[-1] + 1
         if pieces:
             spans[2 * pairs:, :4] = [[5, 11, 45, 48], [50, 53, 12, 15], [2, 5, 9, 12]]
-        assert low_rank_factor(band, bw, Ut, k, k_s, S, piv, spans)
+        factored, panels = low_rank_factor(band, bw, Ut, k, k_s, S, piv, spans)
+        assert factored
         out = np.empty(n)
-        low_rank_solve(band, bw, rhs, out, Ut, S, piv, spans)
+        low_rank_solve(band, bw, rhs, out, S, piv, panels)
         assert np.allclose(out, reference, rtol=1e-10, atol=1e-12)
         product = dense @ out
         low_rank_matvec(Ut, k, k_s, out, product, spans)
