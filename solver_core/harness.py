@@ -257,6 +257,8 @@ class Harness:
                         report.solve_ms += earlier.solve_ms
                     reports[cid] = report
                 solved_together.append(group)
+            if len(pending) == 1 and len(pending[0]) == len(ids):
+                break  # all of them in one group: none is left to meet after the solve
         else:
             if any(not any(set(g) <= set(done) for done in solved_together) for g in self.touching_groups(ids)):
                 warning = (f"cables kept meeting new cables after {MAX_REGROUPINGS} regroupings in one step; "

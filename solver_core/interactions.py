@@ -269,6 +269,8 @@ class Interactions:
         not: every segment pair within reach is a candidate, wherever its closest points lie."""
         if len(self.obstacles.capsule_radius) > 0:
             return True
+        if len(self.obstacles.triangles) == 0:
+            return False
         x = state.positions + self.model.origin
         reach = margin + float(self.node_radius.max())
         return self.obstacles.sharp_edges_near(x.min(axis=0) - reach, x.max(axis=0) + reach)

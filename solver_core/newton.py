@@ -219,15 +219,24 @@ def _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, pa
     U^T is dense (n_dof columns per row) for the band solves, and ~100 rows of ten cables' dofs
     took 0.2 ms per iteration to allocate and clear: it lives in ``store`` (grown when too small)
     from call to call, and only what the last call wrote (``last_spans``) is cleared."""
-    n_c, n_s = 0, 0
-    curv_vecs = np.empty((4, 12))
-    curv_coefs = np.empty(4)
+    acting = np.empty(kind.shape[0], dtype=np.int64)
+    n_act = 0
     for p in range(kind.shape[0]):
         if _acting_self_pair(kind, pair_force, p):
-            n_c += 2 if _has_end_grad(pair_end_grad, p) else 1
-            if exact and kind[p] == SELF_SEG:
-                n_s += _curvature_terms(elem, prim, pair_t, pair_u, pair_gap, stiffness, seg_len, pos, p, curv_vecs,
-                                        curv_coefs)
+            acting[n_act] = p
+            n_act += 1
+    # each acting segment pair's curvature terms (up to 4), computed once for counting and filling
+    curv_vecs = np.empty((4 * n_act, 12))
+    curv_coefs = np.empty(4 * n_act)
+    curv_count = np.zeros(n_act, dtype=np.int64)
+    n_c, n_s = 0, 0
+    for a in range(n_act):
+        p = acting[a]
+        n_c += 2 if _has_end_grad(pair_end_grad, p) else 1
+        if exact and kind[p] == SELF_SEG:
+            curv_count[a] = _curvature_terms(elem, prim, pair_t, pair_u, pair_gap, stiffness, seg_len, pos, p,
+                                             curv_vecs[4 * a:4 * a + 4], curv_coefs[4 * a:4 * a + 4])
+            n_s += curv_count[a]
     for r in range(last_spans.shape[0]):
         for piece in range(2):
             for d in range(last_spans[r, 2 * piece], last_spans[r, 2 * piece + 1]):
@@ -239,9 +248,8 @@ def _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, pa
     k_s = np.empty(n_s)
     spans = np.zeros((2 * n_c + n_s, 4), dtype=np.int64)
     j, q = 0, 0
-    for p in range(kind.shape[0]):
-        if not _acting_self_pair(kind, pair_force, p):
-            continue
+    for a in range(n_act):
+        p = acting[a]
         i, c, t, u = elem[p], prim[p], pair_t[p], pair_u[p]
         node_pair = kind[p] == SELF_NODE
         last = i if node_pair else i + 1
@@ -268,18 +276,16 @@ def _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, pa
             _fix_row(Ut, 2 * j, i, i + 1, -1, -1, node_dof, fixed, spans)
             _fix_row(Ut, 2 * j + 1, c, c + 1, -1, -1, node_dof, fixed, spans)
             j += 1
-        if exact and kind[p] == SELF_SEG:
-            for m in range(_curvature_terms(elem, prim, pair_t, pair_u, pair_gap, stiffness, seg_len, pos, p, curv_vecs,
-                                            curv_coefs)):
-                r = 2 * n_c + q
-                k_s[q] = curv_coefs[m]
-                for k in range(3):
-                    Ut[r, node_dof[i] + k] = curv_vecs[m, k]
-                    Ut[r, node_dof[i + 1] + k] = curv_vecs[m, 3 + k]
-                    Ut[r, node_dof[c] + k] = curv_vecs[m, 6 + k]
-                    Ut[r, node_dof[c + 1] + k] = curv_vecs[m, 9 + k]
-                _fix_row(Ut, r, i, i + 1, c, c + 1, node_dof, fixed, spans)
-                q += 1
+        for m in range(4 * a, 4 * a + curv_count[a]):
+            r = 2 * n_c + q
+            k_s[q] = curv_coefs[m]
+            for k in range(3):
+                Ut[r, node_dof[i] + k] = curv_vecs[m, k]
+                Ut[r, node_dof[i + 1] + k] = curv_vecs[m, 3 + k]
+                Ut[r, node_dof[c] + k] = curv_vecs[m, 6 + k]
+                Ut[r, node_dof[c + 1] + k] = curv_vecs[m, 9 + k]
+            _fix_row(Ut, r, i, i + 1, c, c + 1, node_dof, fixed, spans)
+            q += 1
     return Ut, k_c, k_s, spans, store
 
 
