@@ -76,20 +76,6 @@ def band_cholesky_solve(factor, bw, rhs, out):
 
 
 @njit
-def band_symmetric_matvec(band, bw, x, out):
-    """out = A x for the symmetric matrix whose lower band is stored in band."""
-    n = band.shape[0]
-    out[:] = 0.0
-    for i in range(n):
-        out[i] += band[i, bw] * x[i]
-        k0 = i - bw if i > bw else 0
-        for k in range(k0, i):
-            a = band[i, bw - (i - k)]
-            out[i] += a * x[k]
-            out[k] += a * x[i]
-
-
-@njit
 def lu_factor(S, piv):
     """LU with partial pivoting in place (the small dense capacitance matrix); False if singular."""
     m = S.shape[0]
@@ -126,22 +112,6 @@ def lu_solve(S, piv, b):
         for c in range(r + 1, m):
             b[r] -= S[r, c] * b[c]
         b[r] /= S[r, r]
-
-
-@njit
-def _row_dot(Ut, a, spans, x):
-    acc = 0.0
-    for piece in range(2):
-        for d in range(spans[a, 2 * piece], spans[a, 2 * piece + 1]):
-            acc += Ut[a, d] * x[d]
-    return acc
-
-
-@njit
-def _row_add(Ut, a, spans, scale, out):
-    for piece in range(2):
-        for d in range(spans[a, 2 * piece], spans[a, 2 * piece + 1]):
-            out[d] += scale * Ut[a, d]
 
 
 @njit
@@ -325,18 +295,3 @@ def low_rank_solve(work, bw, rhs, out, S, piv, panels):
                     acc += panel[i, c] * y[rows[c]]
                 out[lo + i] -= acc
     _backward(work, bw, out)
-
-
-@njit
-def low_rank_matvec(Ut, k_c, k_s, x, out, spans):
-    """out += U C U^T x: k (a b^T + b a^T) x over the coupling pairs and k v v^T x over the single
-    columns (``spans`` as for low_rank_factor, so that the product does not scan U^T)."""
-    for j in range(k_c.shape[0]):
-        a, b = 2 * j, 2 * j + 1
-        alpha = _row_dot(Ut, a, spans, x)
-        beta = _row_dot(Ut, b, spans, x)
-        _row_add(Ut, a, spans, k_c[j] * beta, out)
-        _row_add(Ut, b, spans, k_c[j] * alpha, out)
-    for q in range(k_s.shape[0]):
-        r = 2 * k_c.shape[0] + q
-        _row_add(Ut, r, spans, k_s[q] * _row_dot(Ut, r, spans, x), out)

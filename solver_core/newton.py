@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from ._jit import njit
-from .banded import band_cholesky, band_symmetric_matvec, low_rank_factor, low_rank_matvec, low_rank_solve
+from .banded import band_cholesky, low_rank_factor, low_rank_solve
 from .contact import (SELF_NODE, SELF_SEG, approach_fraction, contact_energy_of, evaluate_reachable, find_pairs,
                       friction_energy, lower_gaps, pair_gaps, pair_moves, pair_nodes, pairs_that_may_touch,
                       plunge_step_length, segment_pair_curvature)
@@ -385,7 +385,6 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
     work = np.empty((n_dof, bw + 1))
     delta = np.empty(n_dof)
     rhs = np.empty(n_dof)
-    hd = np.empty(n_dof)
     damping = np.empty(n_dof)
     trial_pos = np.empty_like(pos)
     trial_quat = np.empty_like(quat)
@@ -561,14 +560,14 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
             if too_far:
                 lam = max(4.0 * lam, 1e-6)
                 continue
-            band_symmetric_matvec(band, bw, delta, hd)
-            if m_c > 0:
-                low_rank_matvec(Ut, k_c, k_s, delta, hd, spans)
+            # the model's curvature delta^T H delta from the system just solved, (H + lam D) delta = -g
             slope = 0.0
-            curvature = 0.0
+            damped = 0.0
             for i in range(n_dof):
                 slope -= grad[i] * delta[i]
-                curvature += delta[i] * hd[i]
+                damped += damping[i] * delta[i] * delta[i]
+            # (a step cut to a fraction f of delta: f^2 delta^T H delta = f slope - lam D-norm^2)
+            curvature = min(fraction, 1.0) * slope - lam * damped
             predicted = slope - 0.5 * curvature
             shortened = False
             for _length in range(2):
