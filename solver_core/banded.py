@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Symmetric banded matrices: Cholesky factorisation, solves and products in O(n * bw^2).
+"""Symmetric banded matrices: Cholesky factorisation and solves in O(n * bw^2).
 
 Storage: the lower band by rows, ``band[i, bw - (i - j)] = A[i, j]`` for ``0 <= i - j <= bw``,
-so that the dot products of the factorisation run over contiguous memory. Entries that would
+so that the factorisation's updates of a row run over contiguous memory. Entries that would
 fall before column 0 are ignored. A few couplings between distant parts of a band (a cable touching
 itself) are solved as a low-rank update of the band factor (Woodbury), with a small dense LU.
 """
