@@ -265,8 +265,9 @@ class Harness:
                            f"contact between the last ones met is approximate (use smaller steps)")
                 if warning not in self.warnings:
                     self.warnings.append(warning)
+        segments = self._cable_segments()
         for cid, session in self.cables.items():  # the final states, for contact reports and the next step
-            session.interactions.obstacles = self.obstacles.with_capsules(*self._capsules_for((cid,)))
+            session.interactions.obstacles = self.obstacles.with_capsules(*self._capsules_for((cid,), segments))
         return reports
 
     def touching_groups(self, ids) -> list:
@@ -424,16 +425,24 @@ class Harness:
             self.warnings.append(warning)
         return out
 
-    def _capsules_for(self, cable_ids):
-        """Segments of the cables not in ``cable_ids`` as capsules, world frame."""
-        a, b, radius = [np.zeros((0, 3))], [np.zeros((0, 3))], [np.zeros(0)]
+    def _cable_segments(self) -> dict:
+        """Every cable's segments as capsules, world frame: {id: (starts, ends, radii)}."""
+        out = {}
         for cid, session in self.cables.items():
-            if cid in cable_ids:
-                continue
             x = session.state.positions + session.model.origin
-            a.append(x[:-1])
-            b.append(x[1:])
-            radius.append(np.full(len(x) - 1, 0.5 * session.model.cable.diameter))
+            out[cid] = (x[:-1], x[1:], np.full(len(x) - 1, 0.5 * session.model.cable.diameter))
+        return out
+
+    def _capsules_for(self, cable_ids, segments: dict | None = None):
+        """Segments of the cables not in ``cable_ids`` as capsules, world frame (from ``segments`` of
+        _cable_segments when given: the same states' for every cable after a step)."""
+        segments = self._cable_segments() if segments is None else segments
+        a, b, radius = [np.zeros((0, 3))], [np.zeros((0, 3))], [np.zeros(0)]
+        for cid, (starts, ends, radii) in segments.items():
+            if cid not in cable_ids:
+                a.append(starts)
+                b.append(ends)
+                radius.append(radii)
         return np.concatenate(a), np.concatenate(b), np.concatenate(radius)
 
     def cable_result(self, cable_id: str) -> dict:
