@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .contact import ObstacleSet
-from .interactions import PENETRATION_TOLERANCE, Interactions
+from .interactions import PENETRATION_TOLERANCE, Interactions, PairCandidates
 from .newton import CONVERGED, MAX_ITERATIONS, STATUS_TEXT, minimise_rod_energy
 from .rod_group import GroupBoundary, RodGroup
 from .rod_model import Boundary, RodModel
@@ -47,18 +47,18 @@ def _minimise(model: RodModel, state: RodState, load_factor: float, rest_len: np
     kind, elem, prim = (np.zeros(0, dtype=np.int64) for _ in range(3))
     if interactions is not None and not interactions.uses_contact:
         interactions = None  # nothing to hand on
-    kept = interactions.__dict__.get("_candidates") if interactions is not None else None
-    if (kept is not None and kept[0] is extra[0] and kept[1].shape == state.positions.shape
+    kept = interactions.candidates if interactions is not None else None
+    if (kept is not None and kept.obstacles is extra[0] and kept.searched_at.shape == state.positions.shape
             and not interactions.pairs_depend_on_search(state, 3.0 * interactions.reach)):
-        searched_at, kind, elem, prim, gap_from, gaps_at = kept[1:]
+        _, searched_at, kind, elem, prim, gap_from, gaps_at = kept
     status, iterations, ratio, energy, depth, searched_at, kind, elem, prim, gap_from = minimise_rod_energy(
         state.positions, state.quats, model.node_dof, model.rot_dof, model.fixed, dof_tol, model.bw,
         rest_len, model.stretch_stiff, model.joint_a, model.joint_b, model.joint_len, model.bend_stiff,
         model.node_force, model.rot_couple, load_factor, max_iterations, extra, searched_at, kind, elem, prim,
         gap_from, gaps_at)
     if interactions is not None:
-        interactions.__dict__["_candidates"] = (extra[0], searched_at, kind, elem, prim, gap_from,
-                                                state.positions.copy())
+        interactions.keep_candidates(PairCandidates(extra[0], searched_at, kind, elem, prim, gap_from,
+                                                    state.positions.copy()))
     return status, iterations, ratio, energy, depth
 
 

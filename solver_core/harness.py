@@ -391,9 +391,8 @@ class Harness:
         return self.obstacles, interactions.self_gap, arrays
 
     def _keep_candidates(self, key, interactions, capsules) -> None:
-        kept = interactions.__dict__.get("_candidates")
-        if kept is not None:
-            self.group_candidates[key] = (self._candidate_context(interactions, capsules), kept[1:])
+        if interactions.candidates is not None:
+            self.group_candidates[key] = (self._candidate_context(interactions, capsules), interactions.candidates)
 
     def _hand_on_candidates(self, key, interactions, capsules) -> None:
         """A group's interactions are built afresh for every step, but the candidate contact pairs of its
@@ -408,7 +407,7 @@ class Harness:
         (obstacles, self_gap, arrays), now = kept[0], self._candidate_context(interactions, capsules)
         if (obstacles is now[0] and self_gap == now[1] and len(arrays) == len(now[2])
                 and all(a.shape == b.shape and np.array_equal(a, b) for a, b in zip(arrays, now[2]))):
-            interactions.__dict__["_candidates"] = (interactions._shifted_obstacles(),) + kept[1]
+            interactions.adopt_candidates(kept[1])
 
     def _solve_one_by_one(self, ids, targets) -> dict:
         """The fallback where cables could not be solved together: each against the others where they

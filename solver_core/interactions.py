@@ -7,6 +7,7 @@ is the path memory of Coulomb friction: where each node stuck, whether it slides
 """
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -20,6 +21,20 @@ from .rotations import frame_from_tangent, matrix_from_quat, matrix_to_quat
 # is raised tenfold (up to three times) until the solution stays within it.
 PENETRATION_TOLERANCE = 0.005
 SLIDING_STIFFNESS_FACTOR = 100.0  # sliding-clip penalty relative to the contact stiffness
+
+
+class PairCandidates(NamedTuple):
+    """Candidate contact pairs of a Newton solve (newton.minimise_rod_energy), kept for the next one
+    against the same obstacles: where they were searched, the pairs (kind, element, primitive), and
+    lower bounds of their gaps at the positions ``gaps_at`` (the solve's final ones)."""
+
+    obstacles: tuple  # the kernels' obstacle arrays they were searched in (compared by identity)
+    searched_at: np.ndarray
+    kind: np.ndarray
+    elem: np.ndarray
+    prim: np.ndarray
+    gap_from: np.ndarray
+    gaps_at: np.ndarray
 
 
 @dataclass
@@ -245,12 +260,25 @@ class Interactions:
         whose gap's lower bound is not positive), when those hold every pair within reach of it (see
         pairs_depend_on_search); else None. Pairs of one element stay together, in the search's order.
         Instead of a search, 1.3 ms of a ten-cable step."""
-        kept = self.__dict__.get("_candidates")
-        if (kept is None or kept[0] is not obstacles or kept[6].shape != state.positions.shape
-                or not np.array_equal(kept[6], state.positions) or self.pairs_depend_on_search(state, 0.0)):
+        kept = self.candidates
+        if (kept is None or kept.obstacles is not obstacles or not np.array_equal(kept.gaps_at, state.positions)
+                or self.pairs_depend_on_search(state, 0.0)):
             return None
-        may_touch = kept[5] <= 0.0
-        return kept[2][may_touch], kept[3][may_touch], kept[4][may_touch]
+        may_touch = kept.gap_from <= 0.0
+        return kept.kind[may_touch], kept.elem[may_touch], kept.prim[may_touch]
+
+    @property
+    def candidates(self) -> PairCandidates | None:
+        """The candidate contact pairs of the last solve (equilibrium._minimise), if any."""
+        return self.__dict__.get("_candidates")
+
+    def keep_candidates(self, candidates: PairCandidates | None) -> None:
+        self.__dict__["_candidates"] = candidates
+
+    def adopt_candidates(self, candidates: PairCandidates) -> None:
+        """Candidates found by other interactions against the same obstacles (a group's last step),
+        taken as this one's own."""
+        self.keep_candidates(candidates._replace(obstacles=self._shifted_obstacles()))
 
     def contacts(self, state: RodState, stiffness: float | None = None):
         """Contacts carrying force: (node-or-segment kind, element, t, point, normal, force, gap,

@@ -988,10 +988,10 @@ def test_the_newton_matrix_counts_a_crossing_at_a_node_once():
         band = np.zeros((3 * n, bw + 1))
         contact_energy_of(np.arange(m), pos, kind, elem, prim, obstacles, radii, k, node_len, seg_len, node_dof,
                           np.zeros(3 * n), band, bw, 2, *pair_arrays, end_grad)
-        Ut, k_c, k_s, _spans, _store = _self_coupling(kind, elem, prim, pair_arrays[1], pair_arrays[4], pair_arrays[2],
-                                                      pair_arrays[5], end_grad, node_dof, np.zeros(3 * n, dtype=np.bool_),
-                                                      k, node_len, seg_len, pos, pair_arrays[0], True, np.zeros((0, 3 * n)),
-                                                      np.zeros((0, 4), dtype=np.int64))
+        Ut, k_c, k_s, _spans, _store = _self_coupling(
+            kind, elem, prim, pair_arrays[1], pair_arrays[4], pair_arrays[2], pair_arrays[5], end_grad, node_dof,
+            np.zeros(3 * n, dtype=np.bool_), k, node_len, seg_len, pos, pair_arrays[0], True, np.zeros((0, 3 * n)),
+            np.zeros((0, 4), dtype=np.int64))
         return _dense_newton_matrix(band, bw, Ut, k_c, k_s)
 
     H = newton_matrix(np.zeros((m, 12)))
@@ -1178,7 +1178,7 @@ def test_a_step_from_pairs_handed_on_by_the_last_solve_ends_where_a_fresh_search
         session = h.cables["W1"]
         for _ in range(4):  # small moves: within the search reach of the last search
             if not handed_on:
-                session.interactions.__dict__.pop("_candidates")
+                session.interactions.keep_candidates(None)
             end = session.boundary.end
             moved = Frame(end.position + [0.0, 0.0005, 0.0], end.tangent, end.normal)
             assert h.solve_step({"W1": CableChange(end=moved)})["W1"].converged
