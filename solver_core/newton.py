@@ -217,7 +217,7 @@ def _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, pa
     rows' spans (low_rank_factor) and ``store``.
 
     U^T is dense (n_dof columns per row) for the band solves, and ~100 rows of ten cables' dofs
-    took 0.2 ms per iteration to allocate and clear: it lives in ``store`` (grown when too small)
+    took 0.5 ms per iteration to allocate and clear: it lives in ``store`` (grown when too small)
     from call to call, and only what the last call wrote (``last_spans``) is cleared."""
     acting = np.empty(kind.shape[0], dtype=np.int64)
     n_act = 0
