@@ -94,7 +94,7 @@ def rod_gradient_hessian(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, 
     # ---- stretch / shear, one element per segment: dofs x_i, theta_i, x_{i+1} ----
     for i in range(rest_len.shape[0]):
         if stretch_stiff[i, 0] == 0.0 and stretch_stiff[i, 1] == 0.0 and stretch_stiff[i, 2] == 0.0:
-            continue  # the link between two cables of a group (rod_group.py): no element, not in the band
+            continue  # no stiffness, nothing to assemble (a group's link, rod_group.py: it need not be in the band)
         _material_edge(pos, quat, i, R, u)
         l = rest_len[i]
         for k in range(3):
