@@ -4,8 +4,9 @@
 Layout (staggered grid, Roller et al. Sec. 2): nodes 0..N hold positions, segments 0..N-1 hold
 orientations (rotations 0..N-1), and extra "frame" rotations sit at clamped ends and at point
 clips (rotations N, N+1, ...), like the boundary quaternions of that paper. Degrees of freedom
-are ordered along the cable (x_0, start frame, theta_0, x_1, theta_1, ...) so the Hessian is
-banded with a half bandwidth of at most 11.
+are ordered along the cable (start frame, x_0, theta_0, x_1, theta_1, ..., x_N, end frame) so the
+Hessian is banded with a half bandwidth of 8 (11 with a point clip, whose frame lies inside a segment's
+span).
 
 Clips with a length hold a whole stretch of cable: nodes are placed at both ends of the clip and
 the segments between are clamped to the clip frame (Lv 2017, Eqs. 16-17 hold a segment, not a
