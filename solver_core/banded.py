@@ -275,23 +275,25 @@ def low_rank_solve(work, bw, rhs, out, S, piv, panels):
 
     With f = L^-1 rhs, the Woodbury identity reads out = L^-T (f - Z S^-1 Z^T f): one forward and one
     backward substitution, the low-rank part on Z's panels between them."""
-    _forward(work, bw, rhs, out)
     m = S.shape[0]
-    if m > 0:
-        y = np.zeros(m)
-        for g in range(panels[1].shape[0]):
-            lo, panel, rows = _panel(panels, g)
-            for i in range(panel.shape[0]):
-                f = out[lo + i]
-                if f != 0.0:
-                    for c in range(rows.shape[0]):
-                        y[rows[c]] += panel[i, c] * f
-        lu_solve(S, piv, y)
-        for g in range(panels[1].shape[0]):
-            lo, panel, rows = _panel(panels, g)
-            for i in range(panel.shape[0]):
-                acc = 0.0
+    if m == 0:
+        band_cholesky_solve(work, bw, rhs, out)
+        return
+    _forward(work, bw, rhs, out)
+    y = np.zeros(m)
+    for g in range(panels[1].shape[0]):
+        lo, panel, rows = _panel(panels, g)
+        for i in range(panel.shape[0]):
+            f = out[lo + i]
+            if f != 0.0:
                 for c in range(rows.shape[0]):
-                    acc += panel[i, c] * y[rows[c]]
-                out[lo + i] -= acc
+                    y[rows[c]] += panel[i, c] * f
+    lu_solve(S, piv, y)
+    for g in range(panels[1].shape[0]):
+        lo, panel, rows = _panel(panels, g)
+        for i in range(panel.shape[0]):
+            acc = 0.0
+            for c in range(rows.shape[0]):
+                acc += panel[i, c] * y[rows[c]]
+            out[lo + i] -= acc
     _backward(work, bw, out)
