@@ -14,7 +14,7 @@ import numpy as np
 
 from .contact import ObstacleSet
 from .interactions import PENETRATION_TOLERANCE, Interactions, PairCandidates
-from .newton import CONVERGED, MAX_ITERATIONS, STATUS_TEXT, minimise_rod_energy
+from .newton import CONVERGED, MAX_ITERATIONS, STATUS_TEXT, UNSTABLE, minimise_rod_energy
 from .rod_group import GroupBoundary, RodGroup
 from .rod_model import Boundary, RodModel
 from .rod_state import RodState, apply_boundary, carry_boundary_motion, interpolate_boundary
@@ -22,6 +22,9 @@ from .rod_state import RodState, apply_boundary, carry_boundary_motion, interpol
 MAX_CONTINUATION_DEPTH = 7  # up to 128 substeps per requested step
 SNAP_THROUGH_ROUNDS = 10  # extra rounds of max_iterations for a substep whose energy keeps falling
 SNAP_THROUGH_DECREASE = 1e-3  # ... by at least this fraction per round
+# Where a piece of the path ends on a saddle, the point at which stability was lost is bisected for
+# until the piece is this fraction of the path before it (or 2^-30 of the whole path) long.
+STABILITY_BISECTION = 0.25
 
 
 @dataclass
@@ -34,10 +37,15 @@ class SolveReport:
     solve_ms: float
     message: str
     refused: bool = False
+    # a verified minimum: the Hessian on the free degrees of freedom is positive definite
+    # (stability.py); every converged report is stable, except that with a dead couple, which is not
+    # conservative, stability is not assessed (None)
+    stable: bool | None = False
 
 
 def _minimise(model: RodModel, state: RodState, load_factor: float, rest_len: np.ndarray, max_iterations: int,
-              extra: tuple, dof_tol: np.ndarray, interactions: Interactions | None = None):
+              extra: tuple, dof_tol: np.ndarray, interactions: Interactions | None = None,
+              leave_saddles: bool = True):
     """Returns (status, iterations, residual ratio, energy at the last iterate, deepest penetration).
 
     With ``interactions``, the candidate contact pairs of the last call against the same obstacles
@@ -55,7 +63,7 @@ def _minimise(model: RodModel, state: RodState, load_factor: float, rest_len: np
         state.positions, state.quats, model.node_dof, model.rot_dof, model.fixed, dof_tol, model.bw,
         rest_len, model.stretch_stiff, model.joint_a, model.joint_b, model.joint_len, model.bend_stiff,
         model.node_force, model.rot_couple, load_factor, max_iterations, extra, searched_at, kind, elem, prim,
-        gap_from, gaps_at)
+        gap_from, gaps_at, leave_saddles)
     if interactions is not None:
         interactions.keep_candidates(PairCandidates(extra[0], searched_at, kind, elem, prim, gap_from,
                                                     state.positions.copy()))
@@ -66,7 +74,8 @@ MAX_STIFFENING = 3  # contact stiffness raised tenfold at most this often per so
 MAX_FRICTION_ROUNDS = 12  # normal force / stick-slip fixed point per solve
 
 
-def _minimise_with_interactions(model, interactions, state, boundary, load_factor, rest_len, max_iterations):
+def _minimise_with_interactions(model, interactions, state, boundary, load_factor, rest_len, max_iterations,
+                                leave_saddles=True):
     """Minimise, then stiffen contact until penetration is small and settle friction's fixed point."""
     total = 0
     status, iterations, ratio, energy = CONVERGED, 0, 0.0, np.inf
@@ -86,7 +95,8 @@ def _minimise_with_interactions(model, interactions, state, boundary, load_facto
         for _stiffen in range(MAX_STIFFENING + 1):
             status, iterations, ratio, energy, depth = _minimise(model, state, load_factor, rest_len, max_iterations,
                                                                  interactions.kernel_tuple(boundary),
-                                                                 interactions.dof_tolerance(boundary), interactions)
+                                                                 interactions.dof_tolerance(boundary), interactions,
+                                                                 leave_saddles)
             total += iterations
             if status != CONVERGED or not interactions.uses_contact:
                 break
@@ -164,6 +174,11 @@ def solve_equilibrium(model: RodModel, state: RodState, boundary: Boundary, prev
         return b, t, (1.0 - t) * guess_len + t * model.rest_len
 
     def attempt(start: RodState, ta: float, tb: float, depth: int):
+        # A cable leaves a branch that turns unstable where it turns unstable, in the mode that turns
+        # unstable first, as a slowly loaded cable does: from the end of a long piece (a 1 % step of a
+        # rod's end is some 250 Euler loads) the steepest way down is a wrinkle, not the elastica.
+        # So a piece ending on a saddle is bisected until it is short, and only then left.
+        located = still or tb - ta <= max(STABILITY_BISECTION * ta, 2.0**-30)
         trial = start.copy()
         b_a, _, _ = configure(ta)
         b_b, load_factor, rest_len = configure(tb)
@@ -183,7 +198,20 @@ def solve_equilibrium(model: RodModel, state: RodState, boundary: Boundary, prev
             carry_boundary_motion(model, trial, b_a, b_b)
         first = trial.copy()
         status, iterations, ratio, energy = _minimise_with_interactions(model, interactions, trial, b_b,
-                                                                        load_factor, rest_len, max_iterations)
+                                                                        load_factor, rest_len, max_iterations, located)
+        if status == UNSTABLE and not located and trial.is_finite():
+            counters["iterations"] += iterations
+            counters["substeps"] += 1
+            tm = 0.5 * (ta + tb)
+            middle = attempt(start, ta, tm, depth)
+            found = None if middle is None else attempt(middle, tm, tb, depth)
+            if found is not None:
+                return found
+            # Just past a bifurcation the new branch can be too flat to converge on (a rod twisted a
+            # hair beyond its critical twist): the saddle at this piece's end, deeper in the unstable
+            # range, is left instead.
+            status, iterations, ratio, energy = _minimise_with_interactions(model, interactions, trial, b_b,
+                                                                            load_factor, rest_len, max_iterations)
         if status == MAX_ITERATIONS and trial.is_finite():
             # A snap-through (a cable sliding off an edge) is a long descent that no smaller load step
             # avoids: keep descending while each round still lowers the energy noticeably.
@@ -223,7 +251,10 @@ def solve_equilibrium(model: RodModel, state: RodState, boundary: Boundary, prev
     if result is not None:
         if interactions.settings.friction and interactions.uses_contact:
             interactions.update_friction(result, settle=True)
-        return SolveReport(result, True, counters["iterations"], residual, counters["substeps"], elapsed, "converged")
+        # with a dead couple the energy's Hessian says nothing about stability (newton.minimise_rod_energy)
+        stable = None if np.any(model.rot_couple) else True
+        return SolveReport(result, True, counters["iterations"], residual, counters["substeps"], elapsed, "converged",
+                           stable=stable)
     interactions.friction_state = friction_before
     # contact stiffened on the way to a failure stays as it was (stiffer contact only makes the next
     # try harder)

@@ -180,8 +180,9 @@ class Harness:
         if report.converged:
             strain = max_axial_strain(session.model, report.state)
             limit = self.case.solver.ultimate_strain
-            if session.solved and strain > limit:
-                # Lv 2017, Sec. 2.4: a cable cannot be stretched beyond its ultimate length
+            if strain > limit:
+                # Lv 2017, Sec. 2.4: a cable cannot be stretched beyond its ultimate length, on the
+                # first solve (the initial guess is then kept) as on every step
                 session.interactions.friction_state = friction_before
                 report = SolveReport(session.state.copy(), False, report.iterations, report.residual, report.substeps,
                                      report.solve_ms, f"step refused: the cable would stretch {strain * 100:.2f} % "
@@ -355,7 +356,7 @@ class Harness:
         if report.converged:
             limit = self.case.solver.ultimate_strain
             strains = [max_axial_strain(s.model, st) for s, st in zip(sessions, states)]
-            over = [(cid, strain) for cid, strain in zip(ids, strains) if cid not in fresh and strain > limit]
+            over = [(cid, strain) for cid, strain in zip(ids, strains) if strain > limit]
             if over:
                 # Lv 2017, Sec. 2.4, for cables that share their loads: none of them moves
                 refused = True
@@ -478,6 +479,7 @@ class Harness:
             "clip_forces": [fm(c) for c in clips],
             "contacts": contacts,
             "converged": bool(report.converged) if report else False,
+            "stable": (None if report.stable is None else bool(report.stable)) if report else False,
             "iterations": report.iterations if report else 0,
             "residual": report.residual if report else float("nan"),
             "energy": elastic_and_load_energy(model, state) - float(np.sum(model.node_force * model.origin)),

@@ -22,17 +22,20 @@ from .contact import (SELF_NODE, SELF_SEG, approach_fraction, contact_energy_of,
 from .mounts import compliant_energy, sliding_crossings, sliding_energy
 from .rod_energy import rod_energy, rod_gradient_hessian, rod_strains, strain_jacobian_transpose
 from .rotations import quat_retract, quat_to_matrix
+from .stability import STABILITY_SHIFT, factor_shifted, negative_curvature_direction
 
 CONVERGED = 0
 MAX_ITERATIONS = 1
 STALLED = 2
 NOT_FINITE = 3
+UNSTABLE = 4
 
 STATUS_TEXT = {
     CONVERGED: "converged",
     MAX_ITERATIONS: "iteration limit reached before the residual met the tolerance",
     STALLED: "no step could reduce the energy (trust region collapsed)",
     NOT_FINITE: "the state became non-finite",
+    UNSTABLE: "the equilibrium found is unstable (a saddle) and no descent from it was found",
 }
 
 # Largest rotation increment of one Newton step (rad); beyond it the quadratic model of the
@@ -44,6 +47,13 @@ MIN_STEP_FRACTION = 0.1
 # A Gauss-Newton step whose actual gain exceeds this multiple of the predicted one makes the next
 # iteration with an indefinite Hessian damp the exact Hessian rather than fall back to Gauss-Newton.
 GN_OVERESTIMATE = 1.9
+# Leaving a saddle: the first trial along the negative-curvature direction moves the farthest node by
+# this fraction of the cable's length (or turns a section by ESCAPE_FIRST_TURN rad), later trials
+# double it while the energy keeps falling; at most MAX_ESCAPES saddles are left per call.
+ESCAPE_FIRST_MOVE = 1e-3
+ESCAPE_FIRST_TURN = 0.01
+ESCAPE_LARGEST_MOVE = 0.25
+MAX_ESCAPES = 20
 # A rejected step whose contact, friction and mount energy rose by more than this multiple of the
 # predicted gain failed on contact, not on stretch: no geodesic correction is tried for it.
 CONTACT_RISE = 4.0
@@ -362,9 +372,139 @@ def _deepest(pair_gap, live):
 
 
 @njit
+def _saddle_trial(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len, bend_stiff,
+                  node_force, rot_couple, load_factor, extra, kind, elem, prim, nodes, sl_seg, sl_t, pair_gap, pair_t,
+                  pair_normal, pair_point, pair_u, fresh, moves, approach, direction, scale, use_contact, reach,
+                  obstacles, node_radius, step, trial_pos, trial_quat):
+    """Energy after the step scale * direction, cut where a contact point would pass its gap; returns
+    (energy, the fraction of the step kept)."""
+    n_dof = step.shape[0]
+    for i in range(n_dof):
+        step[i] = scale * direction[i]
+    fraction = 1.0
+    if use_contact and kind.shape[0] > 0:
+        pair_moves(nodes, _node_moves(step, node_dof), moves)
+        evaluate_reachable(pos, kind, elem, prim, obstacles, node_radius, moves, pair_gap, pair_t, pair_normal,
+                           pair_point, pair_u, fresh)
+        fraction = approach_fraction(step, node_dof, kind, elem, prim, pair_gap, pair_t, pair_u, pair_normal,
+                                     node_radius, reach, approach)
+        for i in range(n_dof):
+            step[i] *= fraction
+    rot_step = np.empty(3)
+    _retract(pos, quat, node_dof, rot_dof, step, 1.0, trial_pos, trial_quat, rot_step)
+    trial = rod_energy(trial_pos, trial_quat, rest_len, stretch_stiff, joint_a, joint_b, joint_len, bend_stiff,
+                       node_force, load_factor)
+    trial += _trial_extra(trial_pos, trial_quat, node_dof, rot_dof, extra, kind, elem, prim, nodes, sl_seg, sl_t,
+                          pair_gap, step)
+    trial -= _couple_work(quat, rot_dof, rot_couple, load_factor, step, np.empty((3, 3)))
+    return trial, fraction
+
+
+@njit
+def _leave_saddle(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len, bend_stiff,
+                  node_force, rot_couple, load_factor, extra, kind, elem, prim, nodes, sl_seg, sl_t, pair_gap, pair_t,
+                  pair_normal, pair_point, pair_u, fresh, moves, approach, grad, direction, energy, use_contact,
+                  reach):
+    """Move the state (in place) downhill along a direction of negative curvature; returns whether
+    the energy fell.
+
+    The direction's sign follows the slope; a symmetric saddle (slope zero) is left the way the
+    direction came out of stability.negative_curvature_direction, which does not depend on
+    round-off. Trial steps double from a small one while the energy keeps falling; each is cut
+    where it would carry a contact point through its gap, as Newton steps are."""
+    n_dof = grad.shape[0]
+    slope = 0.0
+    for i in range(n_dof):
+        slope += grad[i] * direction[i]
+    if slope > 0.0:
+        for i in range(n_dof):
+            direction[i] = -direction[i]
+    length = 0.0
+    for i in range(rest_len.shape[0]):
+        length += rest_len[i]
+    largest_move = 0.0
+    for m in _node_moves(direction, node_dof):
+        largest_move = max(largest_move, m)
+    largest_turn = 0.0
+    for r in range(rot_dof.shape[0]):
+        g0 = rot_dof[r]
+        largest_turn = max(largest_turn, math.sqrt(direction[g0] ** 2 + direction[g0 + 1] ** 2 + direction[g0 + 2] ** 2))
+    scale = np.inf
+    if largest_move > 0.0:
+        scale = ESCAPE_FIRST_MOVE * length / largest_move
+    if largest_turn > 0.0:
+        scale = min(scale, ESCAPE_FIRST_TURN / largest_turn)
+    if not (scale < np.inf):
+        return False
+    obstacles, node_radius = extra[0], extra[18]
+    step = np.empty(n_dof)
+    trial_pos = np.empty_like(pos)
+    trial_quat = np.empty_like(quat)
+    best_scale, best_energy = 0.0, energy
+    noise = 1e-13 * abs(energy)
+    for sign in (1.0, -1.0):
+        # larger steps while the energy keeps falling; if the first does not lower it, the quartic
+        # terms (a buckle that must stretch the cable) already dominate there: smaller ones
+        first = _saddle_trial(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len,
+                              bend_stiff, node_force, rot_couple, load_factor, extra, kind, elem, prim, nodes, sl_seg,
+                              sl_t, pair_gap, pair_t, pair_normal, pair_point, pair_u, fresh, moves, approach,
+                              direction, sign * scale, use_contact, reach, obstacles, node_radius, step, trial_pos,
+                              trial_quat)
+        growing = first[0] < energy - noise
+        trial_scale = scale
+        if not growing:
+            for _k in range(40):
+                trial_scale *= 0.5
+                trial_energy, fraction = _saddle_trial(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff,
+                                                       joint_a, joint_b, joint_len, bend_stiff, node_force, rot_couple,
+                                                       load_factor, extra, kind, elem, prim, nodes, sl_seg, sl_t,
+                                                       pair_gap, pair_t, pair_normal, pair_point, pair_u, fresh, moves,
+                                                       approach, direction, sign * trial_scale, use_contact, reach,
+                                                       obstacles, node_radius, step, trial_pos, trial_quat)
+                if trial_energy < energy - noise:
+                    break
+            else:
+                continue
+        # then as far along the ray as the energy keeps falling (finer once the first trial overshot)
+        factor = 2.0 if growing else math.sqrt(2.0)
+        for _k in range(40):
+            trial_energy, fraction = _saddle_trial(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a,
+                                                   joint_b, joint_len, bend_stiff, node_force, rot_couple, load_factor,
+                                                   extra, kind, elem, prim, nodes, sl_seg, sl_t, pair_gap, pair_t,
+                                                   pair_normal, pair_point, pair_u, fresh, moves, approach, direction,
+                                                   sign * trial_scale, use_contact, reach, obstacles, node_radius,
+                                                   step, trial_pos, trial_quat)
+            if not (trial_energy < best_energy):
+                break
+            best_scale, best_energy = sign * trial_scale * fraction, trial_energy
+            if fraction < 1.0:
+                break
+            trial_scale *= factor
+            if (trial_scale * largest_move > ESCAPE_LARGEST_MOVE * length
+                    or trial_scale * largest_turn > MAX_ROTATION_STEP):
+                break
+        if best_energy < energy - noise:
+            break
+    if not (best_energy < energy - noise):
+        return False
+    rot_step = np.empty(3)
+    for i in range(n_dof):
+        step[i] = best_scale * direction[i]
+    _retract(pos, quat, node_dof, rot_dof, step, 1.0, trial_pos, trial_quat, rot_step)
+    if use_contact and kind.shape[0] > 0:
+        node_move = np.empty(pos.shape[0])
+        _node_distances(trial_pos, pos, node_move)
+        pair_moves(nodes, node_move, moves)
+        lower_gaps(moves, pair_gap, fresh)
+    pos[:, :] = trial_pos
+    quat[:, :] = trial_quat
+    return True
+
+
+@njit
 def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_len, stretch_stiff, joint_a, joint_b,
                         joint_len, bend_stiff, node_force, rot_couple, load_factor, max_iterations, extra,
-                        searched_from, kind, elem, prim, gap_from, gaps_at):
+                        searched_from, kind, elem, prim, gap_from, gaps_at, leave_saddles):
     """Newton-minimise in place. Returns (status, iterations, residual / tolerance, energy, deepest
     penetration of a candidate contact pair, and the candidate pairs with where they were searched
     and lower bounds of their gaps at the final positions).
@@ -378,9 +518,20 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
     within reach of a node or a plain face is among them (also every pair of two cables' segments),
     but a segment pair against a capsule or a facet is found only where its closest point lies inside
     the segment (or on a sharp edge) at the search, and may have got there since: the deepest
-    penetration is then not the whole story (see ``Interactions.pairs_depend_on_search``)."""
+    penetration is then not the whole story (see ``Interactions.pairs_depend_on_search``).
+
+    A state whose gradient vanishes converges only if it is a minimum (stability.py); a saddle ends
+    the call with UNSTABLE, or with ``leave_saddles`` is left along its direction of most negative
+    curvature and the minimisation goes on. A dead couple is not conservative in three dimensions
+    (Ziegler): with one, the energy's Hessian says nothing about stability and is not tested."""
     n_dof = fixed.shape[0]
+    test_stability = True
+    for r in range(rot_couple.shape[0]):
+        for k in range(3):
+            if rot_couple[r, k] != 0.0:
+                test_stability = False
     grad = np.zeros(n_dof)
+    grad_stability = np.zeros(n_dof)
     band = np.zeros((n_dof, bw + 1))
     work = np.empty((n_dof, bw + 1))
     delta = np.empty(n_dof)
@@ -424,6 +575,7 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
     sl_seg = np.full(sl_point.shape[0], -1, dtype=np.int64)
     sl_t = np.zeros(sl_point.shape[0])
     lam = 0.0
+    escapes = 0
     gn_overestimates = False
     ratio = np.inf
     energy = np.inf
@@ -472,8 +624,47 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
         ratio = _constrained_residual(grad, fixed, dof_tol)
         if not math.isfinite(ratio):
             return NOT_FINITE, it, ratio, energy, _deepest(pair_gap, live), searched_at, kind, elem, prim, pair_gap
-        if ratio <= 1.0:
+        if ratio <= 1.0 and not test_stability:
             return CONVERGED, it, ratio, energy, _deepest(pair_gap, live), searched_at, kind, elem, prim, pair_gap
+        if ratio <= 1.0:
+            # The stability test takes the rod's exact Hessian and contact's Gauss-Newton part k n n^T:
+            # the penalty's distance-curvature terms have saddles the real surfaces lack (a node over
+            # an edge between coplanar facets, two cables crossing at a node), so a cable balanced on
+            # a convex obstacle is not told from a stable one (README, Known limits).
+            for i in range(n_dof):
+                grad_stability[i] = 0.0
+            rod_gradient_hessian(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len,
+                                 bend_stiff, node_force, rot_couple, load_factor, grad_stability, band, bw, True, 1.0)
+            _extra_terms(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, live, sl_seg, sl_t, grad_stability,
+                         band, bw, 3, pair_gap, pair_t, pair_normal, pair_point, pair_u, pair_force, end_grad)
+            _prepare_system(band, bw, fixed, damping)
+            if self_gap > 0:
+                Ut, k_c, k_s, spans, ut_store = _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal,
+                                                               pair_force, end_grad, node_dof, fixed, cparams[1],
+                                                               extra[2], extra[3], pos, pair_gap, False, ut_store,
+                                                               spans)
+            if S.shape[0] != Ut.shape[0]:
+                S = np.empty((Ut.shape[0], Ut.shape[0]))
+                piv = np.empty(Ut.shape[0], dtype=np.int64)
+            stable, _panels = factor_shifted(band, bw, damping, STABILITY_SHIFT, work, Ut, k_c, k_s, S, piv, spans)
+            if stable:
+                return CONVERGED, it, ratio, energy, _deepest(pair_gap, live), searched_at, kind, elem, prim, pair_gap
+            left = False
+            if leave_saddles and it < max_iterations and escapes < MAX_ESCAPES:
+                curvature = negative_curvature_direction(band, bw, damping, fixed, Ut, k_c, k_s, work, S, piv,
+                                                         spans, delta)
+                if approach.shape[0] != n_pairs:
+                    approach = np.empty(n_pairs)
+                if curvature < 0.0:
+                    left = _leave_saddle(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b,
+                                         joint_len, bend_stiff, node_force, rot_couple, load_factor, extra, kind,
+                                         elem, prim, nodes, sl_seg, sl_t, pair_gap, pair_t, pair_normal, pair_point,
+                                         pair_u, fresh, moves, approach, grad, delta, energy, use_contact, reach)
+            if not left:
+                return UNSTABLE, it, ratio, energy, _deepest(pair_gap, live), searched_at, kind, elem, prim, pair_gap
+            escapes += 1
+            lam = 0.0
+            continue
         if it == max_iterations:
             break
         _prepare_system(band, bw, fixed, damping)
@@ -518,6 +709,10 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                     # the last Gauss-Newton steps were half as long as they could be (rho ~ 2: the
                     # model's curvature twice the true one along them, the cable slowly sliding or
                     # rolling over into a compressed shape): damp the exact Hessian instead
+                    lam = max(10.0 * lam, 1e-6)
+                elif exact and escapes > 0:
+                    # just off a saddle the negative curvature is what carries the state away: the
+                    # Gauss-Newton matrix lacks it and creeps back, so the exact one is damped instead
                     lam = max(10.0 * lam, 1e-6)
                 elif exact:
                     # Indefinite exact Hessian (compression, buckling): take this iteration's
