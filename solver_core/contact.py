@@ -41,6 +41,7 @@ NODE_KINDS = (PLANE, TRI_NODE, CAP_NODE, SELF_NODE)
 SELF_KINDS = (SELF_NODE, SELF_SEG)
 END_POWER = 32.0  # the power mean of a segment pair's end depths: within 4 % below their maximum
 INTERIOR = 1e-3  # a facet or capsule segment pair's closest point must lie this far inside the segment
+MIN_SEPARATION = 0.5  # radii between a centre line and a surface that no step may cross (approach_fraction)
 CABLE_SEGMENT_APPROACH = 0.1  # radii a step may carry a segment across another cable's (approach_fraction)
 
 
@@ -1125,6 +1126,10 @@ def approach_fraction(delta, node_dof, kind, elem, prim, pair_gap, pair_t, pair_
             continue
         slack = CABLE_SEGMENT_APPROACH if (kind[p] == CAP_SEG or kind[p] == SELF_SEG) else 0.5
         allowed = max(pair_gap[p], slack * node_radius[elem[p]])
+        # ... but never nearer to the obstacle's surface (the other centre line) than MIN_SEPARATION
+        # radii, the minimum separation of additive CCD: the slack lets a touching point sink half a
+        # radius per step, and two such steps carried nodes through zero-thickness plates
+        allowed = max(0.0, min(allowed, pair_gap[p] + (1.0 - MIN_SEPARATION) * node_radius[elem[p]]))
         i = elem[p]
         if kind[p] == PLANE or kind[p] == TRI_NODE or kind[p] == CAP_NODE or kind[p] == SELF_NODE:
             w0, w1 = 1.0, 0.0

@@ -12,16 +12,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .contact import ObstacleSet
+from .contact import MIN_SEPARATION, ObstacleSet
 from .interactions import PENETRATION_TOLERANCE, Interactions, PairCandidates
-from .newton import CONVERGED, MAX_ITERATIONS, STATUS_TEXT, UNSTABLE, minimise_rod_energy
+from .newton import CONVERGED, MAX_ITERATIONS, PENETRATING, STALLED, STATUS_TEXT, UNSTABLE, minimise_rod_energy
 from .rod_group import GroupBoundary, RodGroup
 from .rod_model import Boundary, RodModel
 from .rod_state import RodState, apply_boundary, carry_boundary_motion, interpolate_boundary
 
 MAX_CONTINUATION_DEPTH = 7  # up to 128 substeps per requested step
-SNAP_THROUGH_ROUNDS = 10  # extra rounds of max_iterations for a substep whose energy keeps falling
-SNAP_THROUGH_DECREASE = 1e-3  # ... by at least this fraction per round
+SNAP_THROUGH_ROUNDS = 10  # > 0: a piece Newton does not finish is followed in pseudo-time (0: it fails)
+# Pseudo-time (settle_in_pseudo_time): at most this many implicit Euler steps, the first of which
+# moves a node about PSEUDO_FIRST_MOVE segment lengths under the cable's force scale
+MAX_PSEUDO_STEPS = 400
+PSEUDO_FIRST_MOVE = 0.1
+PSEUDO_STEP_ITERATIONS = 50
+PSEUDO_FINISH_ITERATIONS = 20
+PSEUDO_BUDGET = 20  # Newton iterations in all, in units of a solve's max_iterations
 # Where a piece of the path ends on a saddle, the point at which stability was lost is bisected for
 # until the piece is this fraction of the path before it (or 2^-30 of the whole path) long.
 STABILITY_BISECTION = 0.25
@@ -70,7 +76,64 @@ def _minimise(model: RodModel, state: RodState, load_factor: float, rest_len: np
     return status, iterations, ratio, energy, depth
 
 
+def settle_in_pseudo_time(model, interactions, state: RodState, boundary, load_factor: float, rest_len: np.ndarray,
+                          max_iterations: int):
+    """Follow the descent from ``state`` (modified in place) by implicit Euler steps in pseudo-time,
+    the incremental potential E(x) + sum_i w_i/2 |x_i - x_i^k|^2 (pseudo-transient continuation,
+    Kelley & Keyes 1998; the incremental potential of IPC, Li et al. 2020), until plain Newton
+    converges from where the cable has got to. Returns (status, iterations).
+
+    The proximal springs enter the kernel as translational compliant clips at every node (their
+    energy, gradient and banded Hessian are the mounts'), so each step is a small, well-posed
+    minimisation that cannot jump to another valley; w shrinks (the step grows) while steps
+    converge, and grows where one does not."""
+    base = interactions.kernel_tuple(boundary)
+    dof_tol = interactions.dof_tolerance(boundary)
+    n = state.positions.shape[0]
+    length = float(model.rest_len.sum())
+    node_len = np.asarray(interactions.node_lengths, dtype=np.float64)
+    weight = model.force_scale / (length * PSEUDO_FIRST_MOVE * float(model.rest_len.mean()))
+    cc_node, cc_rot, cc_centre, cc_quat, cc_K = base[12:17]
+    own = np.arange(n, dtype=np.int64)
+    quats = np.tile(np.array([1.0, 0.0, 0.0, 0.0]), (n, 1))
+    total = 0
+    for _step in range(MAX_PSEUDO_STEPS):
+        if total > PSEUDO_BUDGET * max_iterations:
+            break
+        K = np.zeros((n, 6, 6))
+        for k in range(3):
+            K[:, k, k] = weight * node_len
+        extra = (base[:12] + (np.concatenate([cc_node, own]), np.concatenate([cc_rot, np.zeros(n, dtype=np.int64)]),
+                              np.concatenate([cc_centre, state.positions]), np.concatenate([cc_quat, quats]),
+                              np.concatenate([cc_K, K])) + base[17:])
+        trial = state.copy()
+        status, iterations, _ratio, _energy, _depth = _minimise(model, trial, load_factor, rest_len,
+                                                                min(PSEUDO_STEP_ITERATIONS, max_iterations), extra,
+                                                                dof_tol, interactions)
+        total += iterations
+        if status != CONVERGED or not trial.is_finite():
+            weight *= 4.0
+            continue
+        state.positions[:], state.quats[:] = trial.positions, trial.quats
+        if iterations > 8:
+            continue  # a hard step: the next one as long, and no finish tried from here
+        weight *= 0.5
+        finish = state.copy()
+        status, iterations, _ratio, _energy, _depth = _minimise(model, finish, load_factor, rest_len,
+                                                                min(PSEUDO_FINISH_ITERATIONS, max_iterations), base,
+                                                                dof_tol, interactions)
+        total += iterations
+        if status == CONVERGED and finish.is_finite():
+            state.positions[:], state.quats[:] = finish.positions, finish.quats
+            return CONVERGED, total
+    return MAX_ITERATIONS, total
+
+
 MAX_STIFFENING = 3  # contact stiffness raised tenfold at most this often per solve
+# A solve whose deepest contact still exceeds this many radii after the last stiffening has failed (a
+# holder inside an obstacle). Less is tolerated: a cable solved alone, squeezed between a table and
+# another cable frozen where that one was solved, cannot be cleared by stiffer contact.
+PENETRATION_LIMIT = 0.5
 MAX_FRICTION_ROUNDS = 12  # normal force / stick-slip fixed point per solve
 
 
@@ -105,6 +168,9 @@ def _minimise_with_interactions(model, interactions, state, boundary, load_facto
             if depth <= PENETRATION_TOLERANCE * interactions.radius:
                 break
             interactions.stiffen(10.0)
+        else:
+            if depth > PENETRATION_LIMIT * interactions.radius:
+                status = PENETRATING
         if status != CONVERGED or not (interactions.settings.friction and interactions.uses_contact):
             break
         if interactions.update_friction(state, settle=False) < 1e-3:
@@ -139,8 +205,8 @@ def solve_equilibrium(model: RodModel, state: RodState, boundary: Boundary, prev
     instead of carrying the free span along with the holders; used for the whole step only, the
     halves of a failed one start as before.
 
-    ``snap_through_rounds``: how many more rounds of ``max_iterations`` a piece whose energy keeps
-    falling may take (see below).
+    ``snap_through_rounds``: 0 leaves out the pseudo-time descent (settle_in_pseudo_time) for a
+    piece plain Newton does not finish.
     """
     t0 = time.perf_counter()
     counters = {"iterations": 0, "substeps": 0, "status": CONVERGED, "ratio": 0.0}
@@ -212,20 +278,18 @@ def solve_equilibrium(model: RodModel, state: RodState, boundary: Boundary, prev
             # range, is left instead.
             status, iterations, ratio, energy = _minimise_with_interactions(model, interactions, trial, b_b,
                                                                             load_factor, rest_len, max_iterations)
-        if status == MAX_ITERATIONS and trial.is_finite():
-            # A snap-through (a cable sliding off an edge) is a long descent that no smaller load step
-            # avoids: keep descending while each round still lowers the energy noticeably.
-            before = _minimise(model, first, load_factor, rest_len, 0, interactions.kernel_tuple(b_b),
-                               interactions.dof_tolerance(b_b), interactions)[3]
-            for _round in range(snap_through_rounds):
-                if not (energy < before - SNAP_THROUGH_DECREASE * abs(before)):
-                    break
-                before = energy
+        if status in (MAX_ITERATIONS, STALLED) and first.is_finite() and snap_through_rounds > 0 and depth == 0:
+            # A snap-through (a cable sliding off an edge or a box) is a long descent that Newton's
+            # large steps may leave for another valley: it is followed from this piece's start in
+            # pseudo-time instead, as the cable would move
+            trial = first.copy()
+            status, more = settle_in_pseudo_time(model, interactions, trial, b_b, load_factor, rest_len,
+                                                 max_iterations)
+            iterations += more
+            if status == CONVERGED:
                 status, more, ratio, energy = _minimise_with_interactions(model, interactions, trial, b_b,
                                                                           load_factor, rest_len, max_iterations)
                 iterations += more
-                if status != MAX_ITERATIONS or not trial.is_finite():
-                    break
         counters["iterations"] += iterations
         counters["substeps"] += 1
         counters["status"], counters["ratio"] = status, ratio
@@ -248,6 +312,19 @@ def solve_equilibrium(model: RodModel, state: RodState, boundary: Boundary, prev
             break
     elapsed = (time.perf_counter() - t0) * 1e3
     residual = _relative_residual(model, counters["ratio"])
+    if result is not None and interactions.uses_contact:
+        # Honest results: the solve's candidate pairs see segments against faces only near sharp edges,
+        # so the state is checked against everything once more, segments piercing faces included. A
+        # straight segment over gently curved facets may cut them by its chord sagitta (README, Known
+        # limits); a centre line nearer a surface than the minimum separation has cut into the obstacle.
+        depth = interactions.deepest_penetration(result)
+        if depth > (1.0 - MIN_SEPARATION) * interactions.radius:
+            interactions.friction_state = friction_before
+            interactions.stiffen(stiffness_before / interactions.stiffness)
+            return SolveReport(state.copy(), False, counters["iterations"], residual, counters["substeps"], elapsed,
+                               f"no equilibrium found (the cable would cut into an obstacle by "
+                               f"{depth / interactions.radius * 100:.0f} % of its radius; use shorter segments); "
+                               f"the last good state is kept")
     if result is not None:
         if interactions.settings.friction and interactions.uses_contact:
             interactions.update_friction(result, settle=True)

@@ -22,6 +22,7 @@ from .contact import (SELF_NODE, SELF_SEG, approach_fraction, contact_energy_of,
 from .mounts import compliant_energy, sliding_crossings, sliding_energy
 from .rod_energy import rod_energy, rod_gradient_hessian, rod_strains, strain_jacobian_transpose
 from .rotations import quat_retract, quat_to_matrix
+from .crossing import step_crosses_triangles
 from .stability import STABILITY_SHIFT, factor_shifted, negative_curvature_direction
 
 CONVERGED = 0
@@ -29,6 +30,7 @@ MAX_ITERATIONS = 1
 STALLED = 2
 NOT_FINITE = 3
 UNSTABLE = 4
+PENETRATING = 5  # set by equilibrium once stiffer contact no longer helps
 
 STATUS_TEXT = {
     CONVERGED: "converged",
@@ -36,6 +38,7 @@ STATUS_TEXT = {
     STALLED: "no step could reduce the energy (trust region collapsed)",
     NOT_FINITE: "the state became non-finite",
     UNSTABLE: "the equilibrium found is unstable (a saddle) and no descent from it was found",
+    PENETRATING: "the cable stays inside an obstacle however stiff the contact (is a holder inside one?)",
 }
 
 # Largest rotation increment of one Newton step (rad); beyond it the quadratic model of the
@@ -491,6 +494,8 @@ def _leave_saddle(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a
     for i in range(n_dof):
         step[i] = best_scale * direction[i]
     _retract(pos, quat, node_dof, rot_dof, step, 1.0, trial_pos, trial_quat, rot_step)
+    if use_contact and step_crosses_triangles(pos, trial_pos, extra[19], obstacles):
+        return False
     if use_contact and kind.shape[0] > 0:
         node_move = np.empty(pos.shape[0])
         _node_distances(trial_pos, pos, node_move)
@@ -627,26 +632,34 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
         if ratio <= 1.0 and not test_stability:
             return CONVERGED, it, ratio, energy, _deepest(pair_gap, live), searched_at, kind, elem, prim, pair_gap
         if ratio <= 1.0:
-            # The stability test takes the rod's exact Hessian and contact's Gauss-Newton part k n n^T:
-            # the penalty's distance-curvature terms have saddles the real surfaces lack (a node over
-            # an edge between coplanar facets, two cables crossing at a node), so a cable balanced on
-            # a convex obstacle is not told from a stable one (README, Known limits).
-            for i in range(n_dof):
-                grad_stability[i] = 0.0
-            rod_gradient_hessian(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len,
-                                 bend_stiff, node_force, rot_couple, load_factor, grad_stability, band, bw, True, 1.0)
-            _extra_terms(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, live, sl_seg, sl_t, grad_stability,
-                         band, bw, 3, pair_gap, pair_t, pair_normal, pair_point, pair_u, pair_force, end_grad)
-            _prepare_system(band, bw, fixed, damping)
-            if self_gap > 0:
-                Ut, k_c, k_s, spans, ut_store = _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal,
-                                                               pair_force, end_grad, node_dof, fixed, cparams[1],
-                                                               extra[2], extra[3], pos, pair_gap, False, ut_store,
-                                                               spans)
-            if S.shape[0] != Ut.shape[0]:
-                S = np.empty((Ut.shape[0], Ut.shape[0]))
-                piv = np.empty(Ut.shape[0], dtype=np.int64)
-            stable, _panels = factor_shifted(band, bw, damping, STABILITY_SHIFT, work, Ut, k_c, k_s, S, piv, spans)
+            # The exact Hessian (as assembled) decides first. Where it is indefinite, the test is made
+            # again with contact's Gauss-Newton part k n n^T instead of the penalty's exact terms,
+            # whose distance curvature has saddles the real surfaces lack (a node over the edge
+            # between two coplanar facets, two cables crossing at a node): only a state unstable in
+            # both is a saddle. A cable balanced on a smooth convex obstacle is therefore not told
+            # from a stable one (README, Known limits).
+            stable = False
+            for contact_model in range(2):
+                if contact_model == 1:
+                    rod_gradient_hessian(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b,
+                                         joint_len, bend_stiff, node_force, rot_couple, load_factor, grad_stability,
+                                         band, bw, True, 1.0)
+                    _extra_terms(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, live, sl_seg, sl_t,
+                                 grad_stability, band, bw, 3, pair_gap, pair_t, pair_normal, pair_point, pair_u,
+                                 pair_force, end_grad)
+                _prepare_system(band, bw, fixed, damping)
+                if self_gap > 0:
+                    Ut, k_c, k_s, spans, ut_store = _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal,
+                                                                   pair_force, end_grad, node_dof, fixed, cparams[1],
+                                                                   extra[2], extra[3], pos, pair_gap,
+                                                                   contact_model == 0, ut_store, spans)
+                if S.shape[0] != Ut.shape[0]:
+                    S = np.empty((Ut.shape[0], Ut.shape[0]))
+                    piv = np.empty(Ut.shape[0], dtype=np.int64)
+                stable, _panels = factor_shifted(band, bw, damping, STABILITY_SHIFT, work, Ut, k_c, k_s, S, piv,
+                                                 spans)
+                if stable or not use_contact:
+                    break
             if stable:
                 return CONVERGED, it, ratio, energy, _deepest(pair_gap, live), searched_at, kind, elem, prim, pair_gap
             left = False
@@ -849,6 +862,10 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
             # curvature) can make the whole matrix indefinite along the step. It is refused like a poor
             # one (the ten crossed cables' cold solve took three such steps, each raising the energy).
             if abs(predicted) <= noise or rho > 1e-4:
+                if use_contact and step_crosses_triangles(pos, trial_pos, node_part, obstacles):
+                    # through a face between the pairs the filter saw (crossing.py): refused
+                    lam = max(4.0 * lam, 1e-6)
+                    continue
                 if not exact:
                     gn_overestimates = rho > GN_OVERESTIMATE
                 if shortened:

@@ -1108,10 +1108,11 @@ def test_the_step_filter_is_the_documented_rule_over_every_pair():
     # approach_fraction passes over pairs whose gap is at least twice the largest node move of the
     # step (they cannot be approached beyond their gap). The fraction must still be the rule written
     # out over every pair and node: min(1, reach / |step of a node|, allowed / approach of a pair),
-    # with allowed = max(gap, half a radius; a tenth for segments crossing cables) and the approach
+    # with allowed = max(gap, half a radius; a tenth for segments crossing cables), but no nearer the
+    # surface than MIN_SEPARATION radii, and the approach
     # the step of the pair's contact point (both sides' for a cable's own segments) against its normal.
-    from solver_core.contact import (CAP_NODE, CAP_SEG, PLANE, SELF_NODE, SELF_SEG, TRI_NODE, approach_fraction,
-                                     pair_gaps)
+    from solver_core.contact import (CAP_NODE, CAP_SEG, MIN_SEPARATION, PLANE, SELF_NODE, SELF_SEG, TRI_NODE,
+                                     approach_fraction, pair_gaps)
 
     rng = np.random.default_rng(11)
     obstacles, pos, radius, reach, _self_gap, kind, elem, prim = _crumpled_mesh_crossing_cable_and_loop(rng)
@@ -1142,7 +1143,8 @@ def test_the_step_filter_is_the_documented_rule_over_every_pair():
                     approach += ((1.0 - u[p]) * step[prim[p]] + u[p] * step[prim[p] + 1]) @ normal[p]
                 approaches[p] = approach
                 slack = 0.1 if kind[p] in (CAP_SEG, SELF_SEG) else 0.5
-                allowed = max(gap[p], slack * R)
+                # never nearer a surface than MIN_SEPARATION radii
+                allowed = max(0.0, min(max(gap[p], slack * R), gap[p] + (1.0 - MIN_SEPARATION) * R))
                 if approach > allowed:
                     by_pairs = min(by_pairs, allowed / approach)
             cut_by_pairs += by_pairs < expected

@@ -1,0 +1,158 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""No iterate carries a cable's centre line through an obstacle; a cable routed over one rests on it,
+or the solve says it failed.
+
+Every iterate is seen by running the Newton kernel one iteration per call (the solve then restarts
+its damping at every iteration, so the path is not exactly the normal one, but every step passes
+the same filters). Crossings and clearances are measured independently of the solver's contact
+code: a segment-triangle intersection test in numpy, and helpers.cases.min_clearance (nine samples
+per segment against every primitive)."""
+
+import numpy as np
+import pytest
+from helpers.cases import cable, case, first, min_clearance, solve
+
+import solver_core.equilibrium as equilibrium
+
+R = 0.002
+
+
+def _plate(x0, x1, half_width, z=0.0):
+    return {"type": "mesh", "vertices": [[x0, -half_width, z], [x1, -half_width, z], [x1, half_width, z],
+                                         [x0, half_width, z]], "triangles": [[0, 1, 2], [0, 2, 3]]}
+
+
+def _box(lo, hi):
+    (x0, y0, z0), (x1, y1, z1) = lo, hi
+    v = [[x0, y0, z0], [x1, y0, z0], [x1, y1, z0], [x0, y1, z0], [x0, y0, z1], [x1, y0, z1], [x1, y1, z1],
+         [x0, y1, z1]]
+    t = [[0, 2, 1], [0, 3, 2], [4, 5, 6], [4, 6, 7], [0, 1, 5], [0, 5, 4], [1, 2, 6], [1, 6, 5], [2, 3, 7],
+         [2, 7, 6], [3, 0, 4], [3, 4, 7]]
+    return {"type": "mesh", "vertices": v, "triangles": t}
+
+
+def _cylinder(centre_x, centre_z, radius, half_width, facets=16):
+    # a tessellated cylinder along y
+    angles = np.linspace(0.0, 2.0 * np.pi, facets, endpoint=False)
+    ring = [[centre_x + radius * np.cos(a), centre_z + radius * np.sin(a)] for a in angles]
+    v = [[x, -half_width, z] for x, z in ring] + [[x, half_width, z] for x, z in ring]
+    t = []
+    for i in range(facets):
+        j = (i + 1) % facets
+        t += [[i, j, facets + j], [i, facets + j, facets + i]]
+    v += [[centre_x, -half_width, centre_z], [centre_x, half_width, centre_z]]
+    for i in range(facets):
+        j = (i + 1) % facets
+        t += [[2 * facets, j, i], [2 * facets + 1, facets + i, facets + j]]
+    return {"type": "mesh", "vertices": v, "triangles": t}
+
+
+@pytest.fixture
+def every_iterate(monkeypatch):
+    """Runs the kernel one iteration per call and collects each iterate's nodes (relative to the
+    model origin, as the kernel holds them)."""
+    real = equilibrium.minimise_rod_energy
+    iterates = []
+
+    def one_at_a_time(pos, quat, *args):
+        args = list(args)
+        max_iterations = args[14]
+        if max_iterations == 0:
+            return real(pos, quat, *args)
+        total = 0
+        while True:
+            args[14] = 1
+            out = real(pos, quat, *args)
+            iterates.append(pos.copy())
+            total += out[1]
+            args[16:22] = [out[5], out[6], out[7], out[8], out[9], pos.copy()]
+            if out[0] != 1 or total >= max_iterations:
+                return (out[0], total, *out[2:])
+
+    monkeypatch.setattr(equilibrium, "minimise_rod_energy", one_at_a_time)
+    return iterates
+
+
+def _pierces(nodes, mesh, eps=1e-6):
+    """Whether any segment passes through the inside of a triangle (Moller-Trumbore, vectorised; a
+    centre line grazing a triangle's edge or ending on it, within ``eps`` of its parameters, is a
+    contact, not a crossing)."""
+    v = np.asarray(mesh["vertices"], float)
+    t = np.asarray(mesh["triangles"])
+    a, e1, e2 = v[t[:, 0]], v[t[:, 1]] - v[t[:, 0]], v[t[:, 2]] - v[t[:, 0]]
+    p0, d = nodes[:-1, None, :], (nodes[1:] - nodes[:-1])[:, None, :]
+    h = np.cross(d, e2[None])
+    det = np.einsum("ijk,jk->ij", h, e1)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        inv = 1.0 / det
+        s = p0 - a[None]
+        u = np.einsum("ijk,ijk->ij", s, h) * inv
+        q = np.cross(s, e1[None])
+        w = np.einsum("ijk,ijk->ij", d, q) * inv
+        tt = np.einsum("jk,ijk->ij", e2, q) * inv
+        hit = (np.abs(det) > 1e-300) & (u > eps) & (w > eps) & (u + w < 1 - eps) & (tt > eps) & (tt < 1 - eps)
+    return bool(hit.any())
+
+
+def _no_iterate_through(iterates, origin, mesh):
+    assert not any(_pierces(p + origin, mesh) for p in iterates)
+
+
+def _honest(result, obstacle):
+    """Converged means clear of the obstacle; otherwise the result says why."""
+    if not result["converged"]:
+        assert "no equilibrium" in result["message"]
+        return False
+    assert min_clearance(np.array(result["nodes"]), R, [obstacle]) >= -0.01 * R
+    return True
+
+
+@pytest.mark.parametrize("segments", [4, 8, 12, 40])
+def test_cable_routed_over_a_zero_thickness_plate_never_passes_it(segments, every_iterate):
+    plate = _plate(0.25, 0.45, 0.5)
+    rod = cable(length=0.8, segments=segments, start={"position": [0, 0, 0.05], "tangent": [1, 0, 0]},
+                end={"position": [0.7, 0, 0.05], "tangent": [1, 0, 0]},
+                route=[[0, 0, 0.05], [0.35, 0, 0.1], [0.7, 0, 0.05]])
+    result = first(solve(case(rod, obstacles=[plate])))
+    nodes = np.array(result["nodes"])
+    over = (nodes[:, 0] > 0.25) & (nodes[:, 0] < 0.45) & (np.abs(nodes[:, 1]) < 0.5)
+    assert (nodes[over, 2] > 0.0).all()  # on top (or the route), never through
+    _honest(result, plate)
+    _no_iterate_through(every_iterate, nodes[0], plate)
+
+
+def test_plate_drape_converges_at_a_moderate_resolution():
+    plate = _plate(0.25, 0.45, 0.5)
+    rod = cable(length=0.8, segments=40, start={"position": [0, 0, 0.05], "tangent": [1, 0, 0]},
+                end={"position": [0.7, 0, 0.05], "tangent": [1, 0, 0]},
+                route=[[0, 0, 0.05], [0.35, 0, 0.1], [0.7, 0, 0.05]])
+    result = first(solve(case(rod, obstacles=[plate])))
+    assert _honest(result, plate)
+
+
+@pytest.mark.parametrize("segments", [6, 12, 40])
+def test_cable_draped_over_a_box_edge_never_cuts_it(segments, every_iterate):
+    box = _box((0.2, -0.3, -0.2), (0.5, 0.3, 0.0))
+    rod = cable(length=0.7, segments=segments, start={"position": [0, 0, 0.05], "tangent": [1, 0, 0]},
+                end={"position": [0.6, 0, 0.05], "tangent": [1, 0, 0]},
+                route=[[0, 0, 0.05], [0.3, 0, 0.06], [0.6, 0, 0.05]])
+    result = first(solve(case(rod, obstacles=[box])))
+    nodes = np.array(result["nodes"])
+    inside = (nodes[:, 0] > 0.2) & (nodes[:, 0] < 0.5) & (nodes[:, 2] < 0.0) & (np.abs(nodes[:, 1]) < 0.3)
+    assert not inside.any()
+    _honest(result, box)
+    _no_iterate_through(every_iterate, nodes[0], box)
+
+
+@pytest.mark.parametrize("segments", [8, 20])
+def test_cable_over_a_tessellated_cylinder_stays_outside(segments, every_iterate):
+    cyl = _cylinder(0.3, -0.05, 0.05, 0.4)
+    rod = cable(length=0.7, segments=segments, start={"position": [0, 0, 0.02], "tangent": [1, 0, 0]},
+                end={"position": [0.6, 0, 0.02], "tangent": [1, 0, 0]},
+                route=[[0, 0, 0.02], [0.3, 0, 0.03], [0.6, 0, 0.02]])
+    result = first(solve(case(rod, obstacles=[cyl])))
+    nodes = np.array(result["nodes"])
+    radial = np.hypot(nodes[:, 0] - 0.3, nodes[:, 2] + 0.05)
+    assert (radial > 0.05 * np.cos(np.pi / 16)).all()  # outside the inscribed circle of the facets
+    _honest(result, cyl)
+    _no_iterate_through(every_iterate, nodes[0], cyl)
