@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from solver_core import CableChange, CaseError, Frame, Harness, parse_case, solve_case
 from solver_core.cli import main
+from solver_core.results import unpack
 
 ROOT = Path(__file__).resolve().parents[2]
 FIELD = ("cables", "gravity", "obstacles", "steps", "solver", "contact", "case", "changes", "cable_ids")
@@ -225,14 +226,39 @@ def test_streamed_json_lines_match_the_document(tmp_path):
     lines = [strict_json(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
     assert lines[0] == {"format": "cable-harness-result-stream/1", "result_format": "cable-harness-result/1",
                         "cables": ["W1"], "steps": 2}
-
-    def timeless(steps):  # the same solves, bar their clock
-        return [{cid: {k: v for k, v in c.items() if k != "solve_ms"} for cid, c in step["cables"].items()}
-                for step in steps]
-
-    assert timeless(lines[1:-1]) == timeless(doc["steps"])
     assert [line["step"] for line in lines[1:-1]] == [0, 1]
     assert lines[-1] == {"end": True, "converged": True, "warnings": []}
+    for line, step in zip(lines[1:-1], doc["steps"]):
+        streamed, full = line["cables"]["W1"], step["cables"]["W1"]
+        for key in ("nodes", "arc_lengths", "directors", "bend_radius_s"):
+            assert np.array_equal(unpack(streamed.pop(key)), np.array(full.pop(key)))  # bit for bit
+        radii = np.array([np.inf if r is None else r for r in full.pop("bend_radii")])
+        curvature = unpack(streamed.pop("curvatures"))
+        assert np.allclose(curvature[radii < np.inf] * radii[radii < np.inf], 1.0, rtol=1e-14, atol=0)
+        assert np.all(curvature[radii == np.inf] == 0.0)
+        streamed.pop("solve_ms"), full.pop("solve_ms")  # the same solves, bar their clock
+        assert streamed == full
+
+
+def test_result_quantities_match_the_diagnostics():
+    # results.py computes in one kernel what diagnostics.py computes with numpy
+    from solver_core.diagnostics import bend_radii, directors, twist_rates
+    from solver_core.equilibrium import centre_line_length
+    from solver_core.harness import max_axial_strain
+
+    h = Harness.from_case(parse_case(base()))
+    h.solve_step()
+    session = h.cables["W1"]
+    doc = h.cable_result("W1")
+    model, state = session.model, session.state
+    assert np.allclose(doc["directors"], directors(state, model), rtol=0, atol=1e-15)
+    reference = bend_radii(model, state)
+    got = np.array([np.inf if r is None else r for r in doc["bend_radii"]])
+    assert np.array_equal(np.isinf(got), np.isinf(reference))
+    assert np.allclose(got[np.isfinite(got)], reference[np.isfinite(reference)], rtol=1e-12, atol=0)
+    assert doc["max_twist_rate"] == pytest.approx(np.abs(twist_rates(model, state)).max(), rel=1e-12, abs=1e-12)
+    assert doc["length"] == pytest.approx(centre_line_length(state), rel=1e-14)
+    assert doc["max_strain"] == pytest.approx(max_axial_strain(model, state), rel=1e-9, abs=1e-15)
 
 
 def test_non_finite_state_is_a_failure_with_a_message():
