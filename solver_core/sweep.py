@@ -24,6 +24,7 @@ come in, so a sweep run again into the same folder solves only the variants stil
 
 import copy
 import csv
+import gc
 import hashlib
 import io
 import itertools
@@ -240,12 +241,14 @@ def _min_clearance(nodes, radius, obstacles) -> float | None:
 
 
 def _cable_outputs(case, cid, steps) -> dict:
+    from .results import unpack
+
     spec = case.cable(cid)
     docs = [s["cables"][cid] for s in steps]
     radii = [d["min_bend_radius"] for d in docs if d["min_bend_radius"] is not None]
     forces = [np.linalg.norm(fm["force"]) for d in docs
               for fm in list(d["end_forces"].values()) + list(d["clip_forces"])]
-    clearances = [_min_clearance(np.asarray(d["nodes"]), spec.diameter / 2.0, case.obstacles) for d in docs]
+    clearances = [_min_clearance(unpack(d["nodes"]), spec.diameter / 2.0, case.obstacles) for d in docs]
     clearances = [c for c in clearances if c is not None]
     return {"converged": all(d["converged"] for d in docs), "length": docs[-1]["length"],
             "min_bend_radius": min(radii) if radii else None,
@@ -267,7 +270,7 @@ def solve_variant(case_doc: dict, index: int, assignment: dict) -> dict:
             set_path(doc, parse_path(path, "vary.path"), value, f"variant {index}")
         case = parse_case(doc)
         with np.errstate(all="ignore"):
-            steps = list(iter_steps(case))
+            steps = list(iter_steps(case, packed=True))  # the per-node arrays stay arrays
         ok = True
         for c in case.cables:
             outputs = _cable_outputs(case, c.id, steps)
@@ -444,6 +447,10 @@ def _warm_up():
         "start": {"position": [0, 0, 0], "tangent": [1, 0, 0]},
         "end": {"position": [0.2, 0, 0], "tangent": [1, 0, 0]}}]}
     Harness.from_case(parse_case(doc)).solve_step()
+    # what the worker holds now (modules, kernels) lives as long as it does: the garbage collector
+    # need not traverse it again after every variant
+    gc.collect()
+    gc.freeze()
     return True
 
 
