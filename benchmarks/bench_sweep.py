@@ -20,7 +20,6 @@ overhead <= 20 %. Figures are printed, not asserted.
 import argparse
 import json
 import logging
-import math
 import os
 import sys
 import tempfile

@@ -100,29 +100,32 @@ def solve_to(case, output, lines: bool, echo) -> tuple:
     # collections doubled the mean cost of building a step's result).
     gc.collect()
     gc.freeze()
-    ok = True
-    if output is not None:
-        if lines:
-            output.write(dumps({"format": STREAM_FORMAT, "result_format": RESULT_FORMAT,
-                                "cables": [c.id for c in case.cables], "steps": 1 + len(case.steps)}) + "\n")
-        else:
-            output.write(f'{{"format":"{RESULT_FORMAT}","steps":[')
-    for index, step in enumerate(iter_steps(case, harness, packed=lines)):
-        ok = ok and all(c["converged"] for c in step["cables"].values())
+    try:
+        ok = True
         if output is not None:
             if lines:
-                output.write(dumps({"step": index, **step}) + "\n")
+                output.write(dumps({"format": STREAM_FORMAT, "result_format": RESULT_FORMAT,
+                                    "cables": [c.id for c in case.cables], "steps": 1 + len(case.steps)}) + "\n")
             else:
-                output.write(("," if index else "") + dumps(step))
-        if echo is not None:
-            for line in _summary_lines(index, step):
-                echo(line)
-    warnings = list(harness.warnings)
-    if output is not None:
-        if lines:
-            output.write(dumps({"end": True, "converged": ok, "warnings": warnings}) + "\n")
-        else:
-            output.write("]" + (f',"warnings":{dumps(warnings)}' if warnings else "") + "}\n")
+                output.write(f'{{"format":"{RESULT_FORMAT}","steps":[')
+        for index, step in enumerate(iter_steps(case, harness, packed=lines)):
+            ok = ok and all(c["converged"] for c in step["cables"].values())
+            if output is not None:
+                if lines:
+                    output.write(dumps({"step": index, **step}) + "\n")
+                else:
+                    output.write(("," if index else "") + dumps(step))
+            if echo is not None:
+                for line in _summary_lines(index, step):
+                    echo(line)
+        warnings = list(harness.warnings)
+        if output is not None:
+            if lines:
+                output.write(dumps({"end": True, "converged": ok, "warnings": warnings}) + "\n")
+            else:
+                output.write("]" + (f',"warnings":{dumps(warnings)}' if warnings else "") + "}\n")
+    finally:
+        gc.unfreeze()  # the caller's objects are its own again
     return ok, warnings
 
 

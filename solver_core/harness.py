@@ -13,7 +13,7 @@ import numpy as np
 from .case import Case, CableChange, CableSpec, check_step_request
 from .contact import NODE_KINDS, SELF_KINDS, ObstacleSet, obstacles_from_case
 from .contact_geometry import nodes_within
-from .equilibrium import (MAX_CONTINUATION_DEPTH, SNAP_THROUGH_ROUNDS, SolveReport, centre_line_length, held_frames,
+from .equilibrium import (MAX_CONTINUATION_DEPTH, SNAP_THROUGH_ROUNDS, SolveReport, held_frames,
                           solve_equilibrium)
 from .interactions import ContactSettings, Interactions
 from .predictor import StepMemory, hold_vector, secant_displacement
