@@ -9,6 +9,8 @@ to a few digits) and are then normalised; a normal must be perpendicular to its 
 
 import json
 import math
+import numbers
+import reprlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -21,6 +23,37 @@ CLIP_KINDS = ("fixed", "rotating", "sliding")
 SOLVER_MODELS = ("cosserat",)
 PLANNED_MODELS = ("mass_spring", "kirchhoff_cg")
 UNIT_TOLERANCE = 1e-3
+
+# Ranges of the input numbers (SI). Each lies far beyond any harness yet keeps every product the solver
+# forms finite in float64 (energies ~ EA L strain^2, squared distances, gradients squared in the Newton
+# model): coordinates and lengths within 1e6 m (a float64 step there is 1.2e-10 m, far below any
+# diameter), moduli and stiffnesses up to 1e15 (diamond: E = 1.2e12 Pa), loads up to 1e9 N.
+MAX_EXTENT = 1e6  # |coordinate|, cable length [m]
+MIN_DIAMETER = 1e-6  # [m]: d^4 of thinner sections underflows towards the smallest doubles
+MAX_GRAVITY = 1e6  # |component| [m/s^2]
+MAX_LOAD = 1e9  # |component| of a dead force [N] or moment [N m]
+MAX_STIFFNESS = 1e15  # clip stiffnesses [N/m, N m/rad]
+MAX_ITERATIONS = 1_000_000
+MAX_FRICTION = 100.0
+
+_short = reprlib.Repr()
+_short.maxstring, _short.maxother, _short.maxlist, _short.maxdict, _short.maxlevel = 40, 40, 4, 4, 2
+
+
+def show(value) -> str:
+    """A value as it appears in a message: short and on one line, whatever was given."""
+    try:
+        text = _short.repr(value)
+    except Exception:  # a value whose repr itself fails (e.g. nested too deeply)
+        text = f"<{type(value).__name__}>"
+    return text
+
+
+def name(key) -> str:
+    """A document key as it appears in a field path: itself when plain, quoted otherwise."""
+    if isinstance(key, str) and key.isprintable() and 0 < len(key) <= 40 and "." not in key:
+        return key
+    return show(key)
 
 
 @dataclass(frozen=True)
@@ -102,23 +135,44 @@ def _check_keys(obj, allowed, where):
         raise CaseError(f"{where} must be an object")
     for key in obj:
         if key not in allowed:
-            raise CaseError(f"{where}.{key} is not a known key (known: {', '.join(allowed)})")
+            raise CaseError(f"{where}.{name(key)} is not a known key (known: {', '.join(allowed)})")
 
 
-def _number(value, where, positive=False, non_negative=False):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise CaseError(f"{where} must be a finite number, got {value!r}")
-    if positive and value <= 0:
-        raise CaseError(f"{where} must be positive, got {value!r}")
-    if non_negative and value < 0:
-        raise CaseError(f"{where} must not be negative, got {value!r}")
-    return float(value)
+def as_float(value, where) -> float:
+    """A JSON or numpy number as a float; CaseError for anything else, huge integers and NaN or infinity."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise CaseError(f"{where} must be a finite number, got {show(value)}")
+    try:
+        out = float(value)
+    except (OverflowError, ValueError, TypeError):
+        raise CaseError(f"{where} must be a finite number, got a number too large for a double") from None
+    if not math.isfinite(out):
+        raise CaseError(f"{where} must be a finite number, got {show(value)}")
+    return out
 
 
-def _vector(value, where):
-    if not isinstance(value, (list, tuple)) or len(value) != 3:
-        raise CaseError(f"{where} must be a list of 3 numbers, got {value!r}")
-    return np.array([_number(v, f"{where}[{i}]") for i, v in enumerate(value)])
+def as_int(value, where, low, high) -> int:
+    """A JSON or numpy integer in [low, high]."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or not low <= value <= high:
+        raise CaseError(f"{where} must be an integer from {low} to {high}, got {show(value)}")
+    return int(value)
+
+
+def _number(value, where, positive=False, non_negative=False, bound=None):
+    out = as_float(value, where)
+    if positive and out <= 0:
+        raise CaseError(f"{where} must be positive, got {show(value)}")
+    if non_negative and out < 0:
+        raise CaseError(f"{where} must not be negative, got {show(value)}")
+    if bound is not None and abs(out) > bound:
+        raise CaseError(f"{where} = {out:g} is out of range (at most {bound:g} in magnitude)")
+    return out
+
+
+def _vector(value, where, bound=MAX_EXTENT):
+    if not isinstance(value, (list, tuple, np.ndarray)) or len(value) != 3:
+        raise CaseError(f"{where} must be a list of 3 numbers, got {show(value)}")
+    return np.array([_number(v, f"{where}[{i}]", bound=bound) for i, v in enumerate(value)])
 
 
 def _unit(value, where):
@@ -157,7 +211,8 @@ def _parse_stiffness(obj, where):
         m = obj["matrix"]
         if not isinstance(m, list) or len(m) != 6 or any(not isinstance(r, list) or len(r) != 6 for r in m):
             raise CaseError(f"{where}.matrix must be a 6x6 list of lists")
-        arr = np.array([[_number(v, f"{where}.matrix[{i}][{j}]") for j, v in enumerate(r)] for i, r in enumerate(m)])
+        arr = np.array([[_number(v, f"{where}.matrix[{i}][{j}]", bound=MAX_STIFFNESS) for j, v in enumerate(r)]
+                        for i, r in enumerate(m)])
         if not np.allclose(arr, arr.T, rtol=1e-9, atol=0.0):
             raise CaseError(f"{where}.matrix must be symmetric")
         if np.linalg.eigvalsh(arr).min() <= 0:
@@ -167,7 +222,7 @@ def _parse_stiffness(obj, where):
     for key in ("translational", "rotational"):
         if key not in obj:
             raise CaseError(f"{where}.{key} is missing (or give a 6x6 matrix)")
-        out[key] = _number(obj[key], f"{where}.{key}", positive=True)
+        out[key] = _number(obj[key], f"{where}.{key}", positive=True, bound=MAX_STIFFNESS)
     return out
 
 
@@ -178,8 +233,8 @@ def _parse_clip(obj, where, length) -> Clip:
             raise CaseError(f"{where}.{key} is missing")
     s = _number(obj["s"], f"{where}.s")
     kind = obj.get("kind", "fixed")
-    if kind not in CLIP_KINDS:
-        raise CaseError(f"{where}.kind must be one of {', '.join(CLIP_KINDS)}, got {kind!r}")
+    if not isinstance(kind, str) or kind not in CLIP_KINDS:
+        raise CaseError(f"{where}.kind must be one of {', '.join(CLIP_KINDS)}, got {show(kind)}")
     clip_length = _number(obj.get("length", 0.0), f"{where}.length", non_negative=True)
     if not (0.0 < s - clip_length / 2.0 and s + clip_length / 2.0 < length):
         raise CaseError(
@@ -196,23 +251,63 @@ def _parse_load(obj, where, length) -> Load:
     s = _number(obj["s"], f"{where}.s")
     if not 0.0 <= s <= length:
         raise CaseError(f"{where}.s = {s:g} lies outside the cable [0, {length:g}]")
-    force = _vector(obj["force"], f"{where}.force") if "force" in obj else np.zeros(3)
-    moment = _vector(obj["moment"], f"{where}.moment") if "moment" in obj else np.zeros(3)
+    force = _vector(obj["force"], f"{where}.force", MAX_LOAD) if "force" in obj else np.zeros(3)
+    moment = _vector(obj["moment"], f"{where}.moment", MAX_LOAD) if "moment" in obj else np.zeros(3)
     return Load(s, force, moment)
 
 
 def _anchor_chain(cable_start, cable_end, clips, length):
     """(s, point, label) pairs in arc-length order: where the cable is held in place."""
-    chain = [(0.0, cable_start.position, "start")]
+    chain = [(0.0, cable_start.position, "start", cable_start.tangent)]
     for index, clip in sorted(enumerate(clips), key=lambda ic: ic[1].s):
         if clip.kind == "sliding":
             continue  # its s is only where the cable starts out; the cable slides through it
         half = clip.length / 2.0
-        chain.append((clip.s - half, clip.frame.position - half * clip.frame.tangent, f"clips[{index}]"))
-        chain.append((clip.s + half, clip.frame.position + half * clip.frame.tangent, f"clips[{index}]"))
+        chain.append((clip.s - half, clip.frame.position - half * clip.frame.tangent, f"clips[{index}]",
+                      clip.frame.tangent))
+        chain.append((clip.s + half, clip.frame.position + half * clip.frame.tangent, f"clips[{index}]",
+                      clip.frame.tangent))
     if cable_end is not None:
-        chain.append((length, cable_end.position, "end"))
+        chain.append((length, cable_end.position, "end", cable_end.tangent))
     return chain
+
+
+MIN_CLIP_SPACING = 1e-6  # of the cable length: clip ends closer than this would make segments of ~0 length
+
+
+def _check_clip_breaks(where, clips, length, segments):
+    """The clip ends where the model places nodes (rod_model.node_arclengths) must be resolvable: a
+    clip's length is 0 or at least MIN_CLIP_SPACING of the cable's, distinct ends lie at least that far
+    apart, and there are no more pieces between them than segments."""
+    tiny = MIN_CLIP_SPACING * length
+    breaks = {0.0: "start", length: "end"}
+    for i, clip in enumerate(clips):
+        if 0.0 < clip.length < tiny:
+            raise CaseError(f"{where}.clips[{i}].length = {clip.length:g} is out of range (0, or at least "
+                            f"{tiny:g} m: {MIN_CLIP_SPACING:g} of the cable length)")
+        if clip.kind == "sliding":
+            continue
+        ends = ((clip.s - clip.length / 2.0, clip.s + clip.length / 2.0) if clip.length > 0.0 and clip.stiffness is None
+                else (clip.s,))
+        for s in ends:
+            breaks.setdefault(s, f"clips[{i}]")
+    points = sorted(breaks)
+    for a, b in zip(points, points[1:]):
+        if b - a < tiny:
+            raise CaseError(f"{where}.{breaks[b]} ends {b - a:.3g} m from where {breaks[a]} ends: closer than "
+                            f"{MIN_CLIP_SPACING:g} of the cable length (make them meet exactly or move them apart)")
+    if len(points) - 1 > segments:
+        raise CaseError(f"{where}.segments = {segments} is too few for its clips; it needs at least {len(points) - 1}")
+
+
+def _check_clip_intervals(where, clips):
+    """Clips take up [s - length/2, s + length/2] of the cable: no two may share any of it, zero-length
+    clips included (two clips at one arc length hold one point of the cable twice; sliding clips there
+    would guide the same piece of cable through two sleeves)."""
+    spans = sorted((c.s - c.length / 2.0, c.s + c.length / 2.0, i) for i, c in enumerate(clips))
+    for (lo0, hi0, i), (lo1, hi1, j) in zip(spans, spans[1:]):
+        if lo1 < hi0 - 1e-12 or (lo1 == lo0 and hi1 == hi0):
+            raise CaseError(f"{where}.clips[{max(i, j)}] overlaps clips[{min(i, j)}] along the cable")
 
 
 def check_reachable(cable_id, where, start, end, clips, length):
@@ -220,18 +315,22 @@ def check_reachable(cable_id, where, start, end, clips, length):
     if end is not None:
         span = float(np.linalg.norm(end.position - start.position))
         if span > length * (1.0 + 1e-9):
-            raise CaseError(f"{where}: start and end of cable {cable_id!r} are {span:.6g} m apart but the cable is "
+            raise CaseError(f"{where}: start and end of cable {show(cable_id)} are {span:.6g} m apart but the cable is "
                             f"only {length:.6g} m long")
     chain = _anchor_chain(start, end, clips, length)
-    for (s0, p0, a), (s1, p1, b) in zip(chain, chain[1:]):
+    for (s0, p0, a, t0), (s1, p1, b, t1) in zip(chain, chain[1:]):
         if a == b:
             continue
         if s1 < s0 - 1e-12:
             raise CaseError(f"{where}.{b} overlaps {a} along the cable")
+        if s1 - s0 <= 1e-12 * max(length, 1.0) and float(np.dot(t0, t1)) < 1.0 - UNIT_TOLERANCE:
+            # held frames that meet at one arc length hold one tangent (the cable cannot kink)
+            raise CaseError(f"{where}: {a} and {b} of cable {show(cable_id)} hold the same point of the cable "
+                            f"with different tangents")
         gap = float(np.linalg.norm(p1 - p0))
         if gap > (s1 - s0) + 1e-9 * length:
             raise CaseError(
-                f"{where}: {a} and {b} of cable {cable_id!r} are {gap:.6g} m apart but only {s1 - s0:.6g} m "
+                f"{where}: {a} and {b} of cable {show(cable_id)} are {gap:.6g} m apart but only {s1 - s0:.6g} m "
                 f"of cable lies between them"
             )
 
@@ -245,20 +344,22 @@ def _parse_cable(obj, where) -> CableSpec:
     cable_id = obj["id"]
     if not isinstance(cable_id, str) or not cable_id:
         raise CaseError(f"{where}.id must be a non-empty string")
-    length = _number(obj["length"], f"{where}.length", positive=True)
+    length = _number(obj["length"], f"{where}.length", positive=True, bound=MAX_EXTENT)
     diameter = _number(obj["diameter"], f"{where}.diameter", positive=True)
+    if diameter < MIN_DIAMETER:
+        raise CaseError(f"{where}.diameter = {diameter:g} is out of range (at least {MIN_DIAMETER:g} m)")
     if diameter >= length:
         raise CaseError(f"{where}.diameter ({diameter:g}) must be smaller than the length ({length:g})")
     section = section_stiffness(obj["material"], diameter, f"{where}.material")
-    segments = obj.get("segments", 50)
-    if isinstance(segments, bool) or not isinstance(segments, int) or not 2 <= segments <= 200000:
-        raise CaseError(f"{where}.segments must be an integer from 2 to 200000, got {segments!r}")
+    segments = as_int(obj.get("segments", 50), f"{where}.segments", 2, 200000)
     start = parse_frame(obj["start"], f"{where}.start")
     end = None if obj.get("end") is None else parse_frame(obj["end"], f"{where}.end")
     clips_raw = obj.get("clips", [])
     if not isinstance(clips_raw, list):
         raise CaseError(f"{where}.clips must be a list")
     clips = tuple(_parse_clip(c, f"{where}.clips[{i}]", length) for i, c in enumerate(clips_raw))
+    _check_clip_intervals(where, clips)
+    _check_clip_breaks(where, clips, length, segments)
     loads_raw = obj.get("loads", [])
     if not isinstance(loads_raw, list):
         raise CaseError(f"{where}.loads must be a list")
@@ -272,14 +373,29 @@ def _parse_cable(obj, where) -> CableSpec:
         if np.linalg.norm(np.diff(route, axis=0), axis=1).sum() <= 0.0:
             raise CaseError(f"{where}.route has zero length")
     check_reachable(cable_id, where, start, end, clips, length)
-    return CableSpec(cable_id, length, diameter, dict(obj["material"]), section, segments, start, end, clips, loads,
-                     route)
+    material = {key: value if key == "preset" else float(value) for key, value in obj["material"].items()}
+    return CableSpec(cable_id, length, diameter, material, section, segments, start, end, clips, loads, route)
+
+
+def _table(value, floats):
+    """An (n, 3) array of JSON numbers (integers, and floats when ``floats``), or None for anything
+    else: rows of other lengths, strings, booleans, integers beyond 64 bits."""
+    if not isinstance(value, (list, tuple, np.ndarray)):
+        return None
+    try:
+        arr = np.asarray(value)
+    except (ValueError, TypeError, OverflowError, RecursionError):  # ragged rows, nesting beyond numpy's
+        return None
+    kinds = "iuf" if floats else "iu"
+    if arr.ndim != 2 or arr.shape[1] != 3 or (arr.size and arr.dtype.kind not in kinds):
+        return None
+    return arr
 
 
 def _parse_obstacle(obj, where):
     if not isinstance(obj, dict) or "type" not in obj:
         raise CaseError(f"{where} must be an object with a type")
-    kind = obj["type"]
+    kind = obj["type"] if isinstance(obj["type"], str) else None
     if kind == "plane":
         _check_keys(obj, ("type", "point", "normal"), where)
         return {"type": "plane", "point": _vector(obj.get("point"), f"{where}.point").tolist(),
@@ -287,19 +403,21 @@ def _parse_obstacle(obj, where):
     if kind == "sphere":
         _check_keys(obj, ("type", "center", "radius"), where)
         return {"type": "sphere", "center": _vector(obj.get("center"), f"{where}.center").tolist(),
-                "radius": _number(obj.get("radius"), f"{where}.radius", positive=True)}
+                "radius": _number(obj.get("radius"), f"{where}.radius", positive=True, bound=MAX_EXTENT)}
     if kind == "mesh":
         _check_keys(obj, ("type", "vertices", "triangles", "name"), where)
-        verts = np.asarray(obj.get("vertices"), dtype=np.float64)
-        tris = np.asarray(obj.get("triangles"))
-        if verts.ndim != 2 or verts.shape[1] != 3 or not np.isfinite(verts).all():
-            raise CaseError(f"{where}.vertices must be a list of finite [x, y, z]")
-        if tris.ndim != 2 or tris.shape[1] != 3 or tris.size == 0 or not np.issubdtype(tris.dtype, np.integer):
+        verts = _table(obj.get("vertices"), floats=True)
+        if verts is None or not np.isfinite(verts).all() or np.abs(verts).max(initial=0.0) > MAX_EXTENT:
+            raise CaseError(f"{where}.vertices must be a list of [x, y, z], each a finite number within "
+                            f"{MAX_EXTENT:g} m")
+        verts = verts.astype(np.float64)
+        tris = _table(obj.get("triangles"), floats=False)
+        if tris is None or tris.size == 0:
             raise CaseError(f"{where}.triangles must be a non-empty list of [i, j, k] integer triples")
         if tris.min() < 0 or tris.max() >= len(verts):
             raise CaseError(f"{where}.triangles refers to a vertex index outside 0..{len(verts) - 1}")
         return {"type": "mesh", "vertices": verts.tolist(), "triangles": tris.tolist()}
-    raise CaseError(f"{where}.type must be plane, sphere or mesh, got {kind!r}")
+    raise CaseError(f"{where}.type must be plane, sphere or mesh, got {show(obj['type'])}")
 
 
 def _parse_step(obj, where, cables_by_id):
@@ -309,36 +427,61 @@ def _parse_step(obj, where, cables_by_id):
     if not isinstance(cables, dict):
         raise CaseError(f"{where}.cables must be an object keyed by cable id")
     for cable_id, change in cables.items():
-        w = f"{where}.cables.{cable_id}"
+        w = f"{where}.cables.{name(cable_id)}"
         if cable_id not in cables_by_id:
-            raise CaseError(f"{w}: there is no cable with id {cable_id!r}")
+            raise CaseError(f"{w}: there is no cable with id {show(cable_id)}")
         cable = cables_by_id[cable_id]
         _check_keys(change, ("start", "end", "clips"), w)
         start = parse_frame(change["start"], f"{w}.start") if "start" in change else None
         end = None
         if "end" in change:
             if cable.end is None:
-                raise CaseError(f"{w}.end: cable {cable_id!r} has a free end, a step cannot move it")
+                raise CaseError(f"{w}.end: cable {show(cable_id)} has a free end, a step cannot move it")
             end = parse_frame(change["end"], f"{w}.end")
         clips = {}
         raw = change.get("clips", {})
         if not isinstance(raw, dict):
             raise CaseError(f"{w}.clips must be an object keyed by clip index")
         for key, clip_change in raw.items():
-            if not (isinstance(key, str) and key.isdigit() and int(key) < len(cable.clips)):
-                raise CaseError(f"{w}.clips.{key}: cable {cable_id!r} has clips 0..{len(cable.clips) - 1}")
+            if not (isinstance(key, str) and key.isascii() and key.isdigit() and int(key) < len(cable.clips)):
+                raise CaseError(f"{w}.clips.{name(key)}: cable {show(cable_id)} has clips "
+                                f"{f'0..{len(cable.clips) - 1}' if cable.clips else 'none'}")
             _check_keys(clip_change, ("frame",), f"{w}.clips.{key}")
+            if "frame" not in clip_change:
+                raise CaseError(f"{w}.clips.{key}.frame is missing")
             clips[int(key)] = parse_frame(clip_change["frame"], f"{w}.clips.{key}.frame")
         changes[cable_id] = CableChange(start, end, clips)
     return changes
+
+
+def check_step_request(case: Case, changes, cable_ids=None) -> None:
+    """What Harness.solve_step is asked must name the case's cables: CaseError otherwise."""
+    known = {c.id: c for c in case.cables}
+    if not isinstance(changes, dict):
+        raise CaseError(f"changes must be a dict of cable id -> CableChange, got {type(changes).__name__}")
+    for cid, change in changes.items():
+        if not isinstance(cid, str) or cid not in known:
+            raise CaseError(f"changes.{name(cid)}: there is no cable with id {show(cid)}")
+        if not isinstance(change, CableChange):
+            raise CaseError(f"changes.{name(cid)} must be a CableChange, got {type(change).__name__}")
+        for k in change.clips:
+            if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 0 <= k < len(known[cid].clips):
+                raise CaseError(f"changes.{name(cid)}.clips.{name(k)}: cable {show(cid)} has "
+                                f"{len(known[cid].clips)} clips")
+    if cable_ids is not None:
+        if isinstance(cable_ids, str):
+            raise CaseError("cable_ids must be a list of cable ids, not one string")
+        for cid in cable_ids:
+            if not isinstance(cid, str) or cid not in known:
+                raise CaseError(f"cable_ids: there is no cable with id {show(cid)}")
 
 
 def parse_case(doc) -> Case:
     """Validate a case document (already decoded from JSON) and build the in-memory case."""
     _check_keys(doc, ("format", "gravity", "cables", "obstacles", "contact", "solver", "steps"), "case")
     if doc.get("format") != CASE_FORMAT:
-        raise CaseError(f"case.format must be {CASE_FORMAT!r}, got {doc.get('format')!r}")
-    gravity = _vector(doc.get("gravity", [0.0, 0.0, -9.81]), "gravity")
+        raise CaseError(f"case.format must be {CASE_FORMAT!r}, got {show(doc.get('format'))}")
+    gravity = _vector(doc.get("gravity", [0.0, 0.0, -9.81]), "gravity", MAX_GRAVITY)
     raw_cables = doc.get("cables")
     if not isinstance(raw_cables, list) or not raw_cables:
         raise CaseError("cables must be a non-empty list")
@@ -346,7 +489,7 @@ def parse_case(doc) -> Case:
     ids = [c.id for c in cables]
     for i, cid in enumerate(ids):
         if cid in ids[:i]:
-            raise CaseError(f"cables[{i}].id {cid!r} is used twice")
+            raise CaseError(f"cables[{i}].id {show(cid)} is used twice")
     raw_obstacles = doc.get("obstacles", [])
     if not isinstance(raw_obstacles, list):
         raise CaseError("obstacles must be a list")
@@ -355,20 +498,22 @@ def parse_case(doc) -> Case:
     _check_keys(contact, ("friction_static", "friction_dynamic", "cable_cable"), "contact")
     for key in ("friction_static", "friction_dynamic"):
         if key in contact:
-            _number(contact[key], f"contact.{key}", non_negative=True)
-    if "cable_cable" in contact and not isinstance(contact["cable_cable"], bool):
-        raise CaseError("contact.cable_cable must be true or false")
+            _number(contact[key], f"contact.{key}", non_negative=True, bound=MAX_FRICTION)
+    contact = {key: _number(value, f"contact.{key}") if key != "cable_cable" else value
+               for key, value in contact.items()}
+    if "cable_cable" in contact:
+        if not isinstance(contact["cable_cable"], (bool, np.bool_)):
+            raise CaseError("contact.cable_cable must be true or false")
+        contact["cable_cable"] = bool(contact["cable_cable"])
     raw_solver = doc.get("solver", {})
     _check_keys(raw_solver, ("model", "tolerance", "max_iterations", "ultimate_strain"), "solver")
     model = raw_solver.get("model", "cosserat")
-    if model not in SOLVER_MODELS:
+    if not isinstance(model, str) or model not in SOLVER_MODELS:
         planned = " (planned, not available yet)" if model in PLANNED_MODELS else ""
-        raise CaseError(f"solver.model {model!r} is not available{planned}; use one of {', '.join(SOLVER_MODELS)}")
-    tolerance = _number(raw_solver.get("tolerance", 1e-8), "solver.tolerance", positive=True)
-    max_iterations = raw_solver.get("max_iterations", 200)
-    if isinstance(max_iterations, bool) or not isinstance(max_iterations, int) or max_iterations < 1:
-        raise CaseError(f"solver.max_iterations must be a positive integer, got {max_iterations!r}")
-    ultimate = _number(raw_solver.get("ultimate_strain", 0.005), "solver.ultimate_strain", positive=True)
+        raise CaseError(f"solver.model {show(model)} is not available{planned}; use one of {', '.join(SOLVER_MODELS)}")
+    tolerance = _number(raw_solver.get("tolerance", 1e-8), "solver.tolerance", positive=True, bound=1.0)
+    max_iterations = as_int(raw_solver.get("max_iterations", 200), "solver.max_iterations", 1, MAX_ITERATIONS)
+    ultimate = _number(raw_solver.get("ultimate_strain", 0.005), "solver.ultimate_strain", positive=True, bound=10.0)
     raw_steps = doc.get("steps", [])
     if not isinstance(raw_steps, list):
         raise CaseError("steps must be a list")
@@ -390,15 +535,29 @@ def parse_case(doc) -> Case:
                 steps)
 
 
-def load_case(path) -> Case:
+def read_json(path, what="case file"):
+    """A JSON document from a file; CaseError (naming the file) for anything that is not one."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
+        with open(path, "rb") as fh:
+            data = fh.read()
     except OSError as exc:
-        raise CaseError(f"cannot read case file {path}: {exc.strerror}") from None
+        raise CaseError(f"cannot read {what} {path}: {exc.strerror}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CaseError(f"{path} is not UTF-8 text (byte {exc.start})") from None
+    try:
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise CaseError(f"{path} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
-    return parse_case(doc)
+    except RecursionError:
+        raise CaseError(f"{path} nests lists or objects too deeply to be a {what}") from None
+    except ValueError as exc:  # e.g. an integer beyond Python's digit limit
+        raise CaseError(f"{path} is not valid JSON: {str(exc).splitlines()[0][:80]}") from None
+
+
+def load_case(path) -> Case:
+    return parse_case(read_json(path))
 
 
 # ---------------------------------------------------------------- writing

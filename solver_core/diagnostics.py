@@ -10,9 +10,26 @@ from .rod_state import RodState
 from .rotations import matrix_from_quat
 
 
+def rotation_matrices(quats: np.ndarray) -> np.ndarray:
+    """(n, 3, 3) rotation matrices of (n, 4) unit quaternions (w, x, y, z): rotations.quat_to_matrix for
+    all of them in one pass."""
+    w, x, y, z = quats[:, 0], quats[:, 1], quats[:, 2], quats[:, 3]
+    R = np.empty((len(quats), 3, 3))
+    R[:, 0, 0] = 1.0 - 2.0 * (y * y + z * z)
+    R[:, 0, 1] = 2.0 * (x * y - w * z)
+    R[:, 0, 2] = 2.0 * (x * z + w * y)
+    R[:, 1, 0] = 2.0 * (x * y + w * z)
+    R[:, 1, 1] = 1.0 - 2.0 * (x * x + z * z)
+    R[:, 1, 2] = 2.0 * (y * z - w * x)
+    R[:, 2, 0] = 2.0 * (x * z - w * y)
+    R[:, 2, 1] = 2.0 * (y * z + w * x)
+    R[:, 2, 2] = 1.0 - 2.0 * (x * x + y * y)
+    return R
+
+
 def directors(state: RodState, model: RodModel) -> np.ndarray:
     """(n_segments, 3, 3): row k of entry i is the director d_{k+1} of segment i (world)."""
-    return np.array([matrix_from_quat(q).T for q in state.quats[:model.n_segments]])
+    return rotation_matrices(state.quats[:model.n_segments]).transpose(0, 2, 1)
 
 
 def _relative_rotations(model: RodModel, state: RodState):
@@ -27,7 +44,7 @@ def _relative_rotations(model: RodModel, state: RodState):
 
 def bend_radii(model: RodModel, state: RodState) -> np.ndarray:
     """Radius of curvature at every joint: Voronoi length over the angle between the d3 directors."""
-    d3 = np.array([matrix_from_quat(q)[:, 2] for q in state.quats])
+    d3 = rotation_matrices(state.quats)[:, :, 2]
     cosang = np.clip(np.einsum("ij,ij->i", d3[model.joint_a], d3[model.joint_b]), -1.0, 1.0)
     angle = np.arccos(cosang)
     with np.errstate(divide="ignore"):

@@ -10,11 +10,10 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .case import Case, CableChange, CableSpec
+from .case import Case, CableChange, CableSpec, check_step_request
 from .contact import NODE_KINDS, SELF_KINDS, ObstacleSet, obstacles_from_case
 from .contact_geometry import nodes_within
-from .diagnostics import bend_radii, directors, elastic_and_load_energy, joint_arc_lengths, reactions, twist_rates
-from .equilibrium import (MAX_CONTINUATION_DEPTH, SNAP_THROUGH_ROUNDS, SolveReport, centre_line_length, held_frames,
+from .equilibrium import (MAX_CONTINUATION_DEPTH, SNAP_THROUGH_ROUNDS, SolveReport, held_frames,
                           solve_equilibrium)
 from .interactions import ContactSettings, Interactions
 from .predictor import StepMemory, hold_vector, secant_displacement
@@ -203,6 +202,7 @@ class Harness:
         """Solve every cable, or those in ``cable_ids`` (the others stay as they are and are met as
         obstacles), with the frames in ``changes`` moved; returns {id: SolveReport}."""
         changes = changes or {}
+        check_step_request(self.case, changes, cable_ids)
         ids = list(self.cables) if cable_ids is None else [cid for cid in self.cables if cid in set(cable_ids)]
         targets = {cid: (self.changed_boundary(cid, changes[cid]) if cid in changes else None) for cid in ids}
         # The solver is deterministic: a step that failed and left everything as it was fails again
@@ -446,49 +446,10 @@ class Harness:
         return np.concatenate(a), np.concatenate(b), np.concatenate(radius)
 
     def cable_result(self, cable_id: str) -> dict:
-        """The result document of one cable (case format, section Result)."""
-        session = self.cables[cable_id]
-        model, state, report = session.model, session.state, session.last_report
-        ends, clips = reactions(model, state)
-        for index, mount in session.interactions.mount_reactions(state, session.boundary).items():
-            clips[index] = mount
-        radii = bend_radii(model, state)
-        twist = twist_rates(model, state)
+        """The result document of one cable (case format, section Result; built in results.py)."""
+        from .results import cable_result
 
-        def fm(d):
-            out = {"force": np.asarray(d["force"]).tolist(), "moment": np.asarray(d["moment"]).tolist()}
-            if "deflection" in d:
-                out["deflection"] = d["deflection"]
-            return out
-
-        contacts = session.group_contacts
-        if contacts is None:
-            contacts = _contact_documents(session.interactions.contacts(state), session.model, [cable_id])[cable_id]
-        doc = {
-            "nodes": (state.positions + model.origin).tolist(),
-            "arc_lengths": model.node_s.tolist(),
-            "directors": directors(state, model).tolist(),
-            "length": centre_line_length(state),
-            "min_bend_radius": float(radii.min()) if radii.size else float("inf"),
-            # extension of the format: the radius at every joint (null where straight) and its arc length
-            "bend_radii": [float(r) if np.isfinite(r) else None for r in radii],
-            "bend_radius_s": joint_arc_lengths(model).tolist(),
-            "max_twist_rate": float(np.abs(twist).max()) if twist.size else 0.0,
-            "max_strain": max_axial_strain(model, state),
-            "end_forces": {k: fm(v) for k, v in ends.items()},
-            "clip_forces": [fm(c) for c in clips],
-            "contacts": contacts,
-            "converged": bool(report.converged) if report else False,
-            "stable": (None if report.stable is None else bool(report.stable)) if report else False,
-            "iterations": report.iterations if report else 0,
-            "residual": report.residual if report else float("nan"),
-            "energy": elastic_and_load_energy(model, state) - float(np.sum(model.node_force * model.origin)),
-            "solve_ms": report.solve_ms if report else 0.0,
-            "substeps": report.substeps if report else 0,
-        }
-        if report is not None and not report.converged:
-            doc["message"] = report.message
-        return doc
+        return cable_result(self, cable_id)
 
 
 def max_axial_strain(model: RodModel, state: RodState) -> float:
@@ -529,14 +490,8 @@ def _contact_documents(contacts, model, ids) -> dict:
     return out
 
 
-def solve_case(case: Case) -> dict:
-    """Solve a case (its initial frames, then each step in order) into a result document."""
-    harness = Harness.from_case(case)
-    steps_out = []
-    for changes in (None,) + tuple(case.steps):
-        harness.solve_step(changes)
-        steps_out.append({"cables": {cid: harness.cable_result(cid) for cid in harness.cables}})
-    doc = {"format": RESULT_FORMAT, "steps": steps_out}
-    if harness.warnings:
-        doc["warnings"] = list(harness.warnings)
-    return doc
+def solve_case(case) -> dict:
+    """Solve a case (a Case or a case document) into a result document (results.py)."""
+    from .results import solve_case as solve
+
+    return solve(case)

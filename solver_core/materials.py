@@ -8,6 +8,7 @@ kappa = 6 (1 + nu) / (7 + 6 nu) (Cowper 1966), linear density rho A. Explicit ov
 """
 
 import math
+import numbers
 from dataclasses import dataclass
 
 from .errors import CaseError
@@ -55,13 +56,29 @@ PRESETS = {
 }
 
 MATERIAL_KEYS = ("preset", "E", "nu", "G", "density", "linear_density", "EA", "EI", "GJ", "GA")
+# Every material number lies in this range (SI: Pa, kg/m^3, kg/m, N, N m^2): beyond any real cable, and
+# narrow enough that the section stiffnesses and the solver's energies stay finite in float64.
+MATERIAL_RANGE = (1e-9, 1e15)
 
 
 def _positive(material: dict, key: str, where: str) -> float:
     value = material[key]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise CaseError(f"{where}.{key} must be a positive number, got {value!r}")
-    return float(value)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise CaseError(f"{where}.{key} must be a positive number, got {_show(value)}")
+    try:
+        out = float(value)
+    except (OverflowError, ValueError, TypeError):
+        raise CaseError(f"{where}.{key} must be a positive number, got one too large for a double") from None
+    if not math.isfinite(out) or out <= 0:
+        raise CaseError(f"{where}.{key} must be a positive number, got {_show(value)}")
+    if key != "nu" and not MATERIAL_RANGE[0] <= out <= MATERIAL_RANGE[1]:
+        raise CaseError(f"{where}.{key} = {out:g} is out of range ({MATERIAL_RANGE[0]:g} to {MATERIAL_RANGE[1]:g})")
+    return out
+
+
+def _show(value) -> str:
+    text = repr(value) if isinstance(value, (int, float, str)) else f"<{type(value).__name__}>"
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def resolve_material(material: dict, where: str) -> dict:
@@ -70,12 +87,13 @@ def resolve_material(material: dict, where: str) -> dict:
         raise CaseError(f"{where} must be an object")
     for key in material:
         if key not in MATERIAL_KEYS:
-            raise CaseError(f"{where}.{key} is not a known material key (known: {', '.join(MATERIAL_KEYS)})")
+            raise CaseError(f"{where}.{_show(key) if not isinstance(key, str) or len(key) > 40 else key} is not a "
+                            f"known material key (known: {', '.join(MATERIAL_KEYS)})")
     merged = {}
     if "preset" in material:
         name = material["preset"]
-        if name not in PRESETS:
-            raise CaseError(f"{where}.preset {name!r} is unknown (known: {', '.join(sorted(PRESETS))})")
+        if not isinstance(name, str) or name not in PRESETS:
+            raise CaseError(f"{where}.preset {_show(name)} is unknown (known: {', '.join(sorted(PRESETS))})")
         merged.update(PRESETS[name].values)
     merged.update({k: v for k, v in material.items() if k != "preset"})
     return merged
@@ -84,8 +102,7 @@ def resolve_material(material: dict, where: str) -> dict:
 def section_stiffness(material: dict, diameter: float, where: str = "material") -> SectionStiffness:
     """Derive the section stiffnesses of a solid round cable; explicit EA/EI/GJ/GA/linear_density win."""
     m = resolve_material(material, where)
-    for key in m:
-        _positive(m, key, where)
+    m = {key: _positive(m, key, where) for key in m}
     if "nu" in m and not m["nu"] < 0.5:
         raise CaseError(f"{where}.nu must be below 0.5, got {m['nu']!r}")
     area = math.pi * diameter**2 / 4.0
@@ -120,4 +137,8 @@ def section_stiffness(material: dict, diameter: float, where: str = "material") 
         rho_a = m["density"] * area
     else:
         raise CaseError(f"{where} needs density or linear_density")
-    return SectionStiffness(EA, GA, EI, GJ, rho_a)
+    out = SectionStiffness(EA, GA, EI, GJ, rho_a)
+    for label, value in zip(("EA", "GA", "EI", "GJ", "linear density"), (EA, GA, EI, GJ, rho_a)):
+        if not (math.isfinite(value) and value >= 1e-300):
+            raise CaseError(f"{where} gives this diameter a section {label} of {value:g}, out of range")
+    return out

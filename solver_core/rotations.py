@@ -112,12 +112,15 @@ def frame_from_tangent(tangent: np.ndarray, normal=None) -> np.ndarray:
     """Orthonormal frame [d1 d2 d3] with d3 = tangent and d1 = normal (or any perpendicular)."""
     d3 = np.asarray(tangent, dtype=np.float64)
     d3 = d3 / math.sqrt(d3 @ d3)
-    if normal is None:
-        helper = np.array([1.0, 0.0, 0.0]) if abs(d3[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
-        d1 = helper - d3 * (helper @ d3)
-    else:
+    d1 = None
+    if normal is not None:
         normal = np.asarray(normal, dtype=np.float64)
         d1 = normal - d3 * (normal @ d3)
+        if not d1 @ d1 > 1e-24 * (normal @ normal):
+            d1 = None  # a normal along the tangent fixes no roll: chosen as for no normal
+    if d1 is None:
+        helper = np.array([1.0, 0.0, 0.0]) if abs(d3[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+        d1 = helper - d3 * (helper @ d3)
     d1 = d1 / math.sqrt(d1 @ d1)
     d2 = cross3(d3, d1)
     F = np.empty((3, 3))
