@@ -266,7 +266,7 @@ class HarnessSimulation:
         return targets
 
     def _rename(self, old: str, new: str) -> None:
-        self.harness.cables[new] = self.harness.cables.pop(old)
+        self.harness.rename_cable(old, new)
         self.signatures[new] = self.signatures.pop(old, None)
 
     def _positions(self, targets) -> dict:

@@ -223,7 +223,9 @@ def build_desk() -> dict:
     hole.hide_render = hole.hide_viewport = True
     power = _cable("monitor_power", monitor_port, outlet, [grommet], 0.007, 1.0, "pvc_wire", 80,
                    (0.05, 0.05, 0.05))
-    lamp_socket = _add("connector", "lamp_base", (-0.5, 0.2, 0.77), (0.0, 0.0, 1.0))  # 2 cm above the top
+    # 2 cm above the top, leaving the lamp's base towards the front of the desk: 0.5 m of this cord
+    # standing straight up would be beyond its self-weight buckling length (Greenhill: 0.23 m)
+    lamp_socket = _add("connector", "lamp_base", (-0.5, 0.2, 0.77), (0.0, -1.0, 0.0))
     lamp = _cable("lamp_cord", lamp_socket, None, [], 0.004, 0.5, "lv2017_harness", 50, (0.9, 0.9, 0.88))
     scene.frame_start, scene.frame_end = 1, 40
     _look((1.9, -2.1, 1.7), (0.1, 0.15, 0.7), lens=40.0)

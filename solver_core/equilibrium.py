@@ -28,6 +28,7 @@ PSEUDO_FIRST_MOVE = 0.1
 PSEUDO_STEP_ITERATIONS = 50
 PSEUDO_FINISH_ITERATIONS = 20
 PSEUDO_BUDGET = 20  # Newton iterations in all, in units of a solve's max_iterations
+SETTLE_ROUNDS = 4  # descents in pseudo-time per piece of a path
 # Where a piece of the path ends on a saddle, the point at which stability was lost is bisected for
 # until the piece is this fraction of the path before it (or 2^-30 of the whole path) long.
 STABILITY_BISECTION = 0.25
@@ -282,14 +283,21 @@ def solve_equilibrium(model: RodModel, state: RodState, boundary: Boundary, prev
             # A snap-through (a cable sliding off an edge or a box) is a long descent that Newton's
             # large steps may leave for another valley: it is followed from this piece's start in
             # pseudo-time instead, as the cable would move
-            trial = first.copy()
-            status, more = settle_in_pseudo_time(model, interactions, trial, b_b, load_factor, rest_len,
-                                                 max_iterations)
-            iterations += more
-            if status == CONVERGED:
+            settled = first.copy()
+            for _round in range(SETTLE_ROUNDS):
+                status, more = settle_in_pseudo_time(model, interactions, settled, b_b, load_factor, rest_len,
+                                                     max_iterations)
+                iterations += more
+                trial = settled.copy()
+                if status != CONVERGED:
+                    break
+                # contact pairs searched afresh can show the settled state a little short of the end
+                # of its descent: it goes on from there
                 status, more, ratio, energy = _minimise_with_interactions(model, interactions, trial, b_b,
                                                                           load_factor, rest_len, max_iterations)
                 iterations += more
+                if status not in (MAX_ITERATIONS, STALLED):
+                    break
         counters["iterations"] += iterations
         counters["substeps"] += 1
         counters["status"], counters["ratio"] = status, ratio

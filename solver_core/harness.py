@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .case import Case, CableChange, CableSpec, check_step_request
+from .errors import CaseError
 from .contact import NODE_KINDS, SELF_KINDS, ObstacleSet, obstacles_from_case
 from .contact_geometry import nodes_within
 from .equilibrium import (MAX_CONTINUATION_DEPTH, SNAP_THROUGH_ROUNDS, SolveReport, held_frames,
@@ -122,6 +123,16 @@ class Harness:
         else:
             state = initial_state(session.model, session.boundary, sag=1.0)
         session.state = state
+
+    def rename_cable(self, old: str, new: str) -> None:
+        """Give a cable a new id (its object was renamed), keeping its state and results."""
+        if old not in self.cables or new in self.cables:
+            raise CaseError(f"cannot rename cable {old!r} to {new!r}")
+        session = self.cables.pop(old)
+        session.model.cable = replace(session.model.cable, id=new)
+        self.cables[new] = session
+        self.case = replace(self.case, cables=tuple(replace(c, id=new) if c.id == old else c
+                                                    for c in self.case.cables))
 
     def set_contact(self, contact: dict) -> None:
         """Change the contact settings (friction, cable-cable) of every cable; states are kept,

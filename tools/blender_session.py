@@ -32,6 +32,8 @@ def prepare_environment() -> None:
     os.environ.setdefault("NUMBA_CACHE_DIR", str(ROOT / ".venv" / "numba-cache"))
     REPO_DIR.mkdir(parents=True, exist_ok=True)
     link = REPO_DIR / "cable_harness"
+    if os.path.lexists(link) and os.path.realpath(link) != str(ROOT):
+        os.remove(link)  # a checkout moved, or another one shares this environment
     if not os.path.lexists(link):
         os.symlink(ROOT, link)
 

@@ -177,8 +177,9 @@ def test_exported_case_carries_colliders_and_solves_the_same_in_the_cli(tmp_path
     (mesh,) = doc["obstacles"]
     assert mesh["name"] == plate.name and len(mesh["triangles"]) == 12
     assert np.max(np.array(mesh["vertices"])[:, 2]) == pytest.approx(-0.11)  # world space, scale applied
-    del doc["cables"][0]["route"]  # the CLI finds its own way from the connectors
-    path.write_text(json.dumps(doc))
+    # The CLI gets the same problem, route included: without it the cable, longer than its span on a
+    # flat plate, may bow to either side, and which side would be decided by round-off
+    assert doc["cables"][0]["route"]
     result = solve_case(load_case(str(path)))["steps"][0]["cables"][cable.name]
     assert result["converged"]
     nodes = np.array(result["nodes"])
