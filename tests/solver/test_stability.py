@@ -164,3 +164,20 @@ def test_first_solve_beyond_the_ultimate_strain_is_a_failure():
     assert not doc["converged"] and not doc["stable"]
     assert "ultimate" in doc["message"]
     assert doc["max_strain"] <= 0.005
+
+
+def _standing(length, **extra):
+    # clamped at its base pointing up, free top: Greenhill's heavy column
+    return cable(length=length, segments=50, start={"position": [0, 0, 0], "tangent": [0, 0, 1], "normal": [1, 0, 0]},
+                 end=None, **extra)
+
+
+def test_heavy_column_stands_below_greenhills_length_and_bends_over_above_it():
+    # l_cr = 1.986 (EI / q)^(1/3) = 0.233 m for the Lv 2017 wire (EI = 1.58e-3 N m^2, q = 0.98 N/m)
+    straight = first(solve(case(_standing(0.22))))
+    assert straight["converged"] and straight["stable"]
+    assert np.abs(np.array(straight["nodes"])[:, :2]).max() < 1e-9
+    bent = first(solve(case(_standing(0.26))))
+    assert bent["converged"] and bent["stable"]
+    assert np.abs(np.array(bent["nodes"])[:, :2]).max() > 0.01
+
