@@ -7,7 +7,7 @@ Scene: three cables of 100 segments hanging between ceiling connectors through c
 a wavy 200k-triangle collider mesh (within the broad phase's reach, not touching); each tick drags
 one connector 1 mm, as a user would. Runs the
 same code path as the modal operator's TIMER event (HarnessSimulation.tick) headlessly, pinned to
-one core. Target (issue #4): <= 16 ms per tick.
+one core. Target: <= 16 ms per tick.
 """
 
 import math

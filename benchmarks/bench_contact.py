@@ -4,7 +4,7 @@ and building the broad-phase tree of a million-triangle mesh.
 
     .venv/bin/python -m benchmarks.bench_contact        (or: python3 tools/dev.py bench)
 
-Pinned to one core. Targets (issue #3): <= 5 ms per step for the single cable on the mesh,
+Pinned to one core. Targets: <= 5 ms per step for the single cable on the mesh,
 <= 25 ms per step for ten cables of 100 segments with cable-cable contact.
 """
 

@@ -7,7 +7,7 @@ The clamped-clamped U-shape of bench_solver.py (0.5 m Lv 2017 cable), its end co
 per step for 200 steps, solved and streamed as JSON Lines by ``cli.solve_to`` exactly as
 ``python -m solver_core solve CASE -o RESULT.jsonl`` does. Prints per warm step: the wall time of the
 whole step (solve, bookkeeping, result document, JSON, write) against the solve time the solver
-reports, and the parts. Target (issue: headless engine): wall <= 1.5 x solve at 100 and 1000 segments.
+reports, and the parts. Target: wall <= 1.5 x solve at 100 and 1000 segments.
 """
 
 import json

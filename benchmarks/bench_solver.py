@@ -7,7 +7,7 @@ Prints, for 20 ... 1000 segments: the cold solve from the straight-line initial 
 [start, end], paid out to the cable length), the cold solve from the solver's own initial guess,
 and the warm re-solve after the end connector moves 1 mm and turns 2 degrees; then the first solve
 in a fresh process with a warm numba cache, and the compile time with an empty cache. Pinned to
-one core. Targets (issue #2): 100 segments cold <= 20 ms, warm <= 1 ms; 1000 segments warm <= 10 ms.
+one core. Targets: 100 segments cold <= 20 ms, warm <= 1 ms; 1000 segments warm <= 10 ms.
 """
 
 import json

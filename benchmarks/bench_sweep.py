@@ -14,7 +14,7 @@ Prints: the variants solved one after another in this process (the solve itself:
 result documents, outputs), then ``run_sweep`` on a LocalCluster of 1 and of 2 worker processes (after
 the cluster started and its workers loaded the kernels): wall time, speed-up, and the sweep's cost per
 variant over the solve itself, and how parallel the machine is at the moment (two busy loops in two
-processes against one). Targets (issue: headless engine): 2 workers >= 1.7x one on 2 cores;
+processes against one). Targets: 2 workers >= 1.7x one on 2 cores;
 overhead <= 20 %. Figures are printed, not asserted.
 """
 

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Scene <-> solver: harness objects to a case document, solved cables back to curves.
 
-The case document is the contract (shared/spec/case-format.md): the Blender layer builds the same
+The case document is the contract (docs/case-format.md): the Blender layer builds the same
 document it exports, and solver_core validates it, so a scene solved here and its exported case
 solved by the CLI give the same nodes. Blender stores lengths in Blender units; one unit is
 ``scene.unit_settings.scale_length`` metres, so a CAD scene in millimetres (scale 0.001) and one in

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The harness case (``shared/spec/case-format.md``): parsing, validation and writing back.
+"""The harness case (``docs/case-format.md``): parsing, validation and writing back.
 
 Every rejected field is named by its path in the document, e.g. ``cables[1].clips[0].s``.
 Unit tolerances: tangents and normals must have unit length within 1e-3 (CAD exports round

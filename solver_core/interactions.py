@@ -230,10 +230,9 @@ class Interactions:
         """Every touching pair at ``state``: kind, element, primitive, gap, t, normal, point, u, force.
 
         The last evaluation is kept: a solve checks the deepest penetration of its final state and the
-        contact report then asks for the same state's pairs (a fresh search each, 2 ms of a ten-cable
-        step). Only touching pairs are searched: every caller wants depths or forces, and what a pair
-        carries depends on touching pairs alone (a segment pair's ends, a facet pair's node), so the
-        pairs within the Newton search reach changed nothing but the search time (2.0 -> 1.3 ms)."""
+        contact report then asks for the same state's pairs. Only touching pairs are searched: every
+        caller wants depths or forces, and what a pair carries depends on touching pairs alone (a
+        segment pair's ends, a facet pair's node), so a wider search would change nothing but its time."""
         stiffness = stiffness or self.stiffness
         kept = self.__dict__.get("_evaluated")
         if (kept is not None and kept[0] is self.obstacles and kept[1] == stiffness
@@ -259,7 +258,7 @@ class Interactions:
         """The pairs that may touch at ``state`` from the candidates of the solve that ended there (those
         whose gap's lower bound is not positive), when those hold every pair within reach of it (see
         pairs_depend_on_search); else None. Pairs of one element stay together, in the search's order.
-        Instead of a search, 1.3 ms of a ten-cable step."""
+        It saves a search per report."""
         kept = self.candidates
         if (kept is None or kept.obstacles is not obstacles or not np.array_equal(kept.gaps_at, state.positions)
                 or self.pairs_depend_on_search(state, 0.0)):

@@ -229,8 +229,8 @@ def _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, pa
     was, and a row instead of two keeps the capacitance matrix small. Returns Ut, k_c, k_s, the
     rows' spans (low_rank_factor) and ``store``.
 
-    U^T is dense (n_dof columns per row) for the band solves, and ~100 rows of ten cables' dofs
-    took 0.5 ms per iteration to allocate and clear: it lives in ``store`` (grown when too small)
+    U^T is dense (n_dof columns per row) for the band solves, and allocating and clearing ~100 rows
+    of ten cables' dofs per iteration costs page faults: it lives in ``store`` (grown when too small)
     from call to call, and only what the last call wrote (``last_spans``) is cleared."""
     acting = np.empty(kind.shape[0], dtype=np.int64)
     n_act = 0
@@ -860,7 +860,7 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
             # A step whose predicted gain is negative beyond the noise goes uphill in the model itself: the
             # band is positive definite, but the low-rank terms (-k grad M grad M^T, the distance
             # curvature) can make the whole matrix indefinite along the step. It is refused like a poor
-            # one (the ten crossed cables' cold solve took three such steps, each raising the energy).
+            # one: taken, it would raise the energy.
             if abs(predicted) <= noise or rho > 1e-4:
                 if use_contact and step_crosses_triangles(pos, trial_pos, node_part, obstacles):
                     # through a face between the pairs the filter saw (crossing.py): refused

@@ -694,7 +694,7 @@ def test_cable_draped_over_a_tessellated_sphere_matches_the_smooth_sphere():
         assert inner + 0.99 * R <= np.linalg.norm(centre_line) <= 0.06 + 1.01 * R
     # and the nearly taut drape (0.5 % strain) stays within a few millimetres of the smooth one
     assert np.abs(np.array(faceted["nodes"]) - np.array(smooth["nodes"])).max() < 3e-3
-    # Known limit (issue #3 stays open): over gentle facet edges contact is held at the nodes, so a
+    # Known limit (README): over gentle facet edges contact is held at the nodes, so a
     # straight segment may cut the curved surface by up to its chord sagitta l^2 / (8 rho) plus the
     # facets' own sagitta; beyond that bound nothing penetrates.
     seg, rho = 0.3 / 60, 0.06 + R
