@@ -89,8 +89,10 @@ def main():
     n_tris = sum(len(p.vertices) - 2 for p in floor.data.polygons)
     simulation = simulation_module.HarnessSimulation(bpy.context.scene, cables)
     first = simulation.tick(bpy.context)
-    print(f"scene: {len(cables)} cables x 100 segments, collider {n_tris} triangles; "
-          f"first tick (cold solve, BVH build) {first.total_ms:.1f} ms")
+    print(
+        f"scene: {len(cables)} cables x 100 segments, collider {n_tris} triangles; "
+        f"first tick (cold solve, BVH build) {first.total_ms:.1f} ms"
+    )
     reports = []
     for t in range(60):
         movers[0].location.x = 0.4 + 0.001 * (t % 20)
@@ -100,8 +102,10 @@ def main():
     table = {k: np.median([getattr(r, f"{k}_ms") for r in reports]) for k in ("read", "collide", "solve", "write")}
     total = np.median([r.total_ms for r in reports])
     print("median ms per tick: " + ", ".join(f"{k} {v:.2f}" for k, v in table.items()) + f"; total {total:.2f}")
-    print(f"candidate triangles near the cables per tick: {int(np.median([r.candidate_triangles for r in reports]))}"
-          f"; BVH builds: {simulation.colliders.builds}")
+    print(
+        f"candidate triangles near the cables per tick: {int(np.median([r.candidate_triangles for r in reports]))}"
+        f"; BVH builds: {simulation.colliders.builds}"
+    )
     print(f"target: <= 16 ms per tick -> {'met' if total <= 16.0 else 'NOT met'}")
 
 

@@ -52,12 +52,23 @@ def single_cable_on_mesh():
     # the cable lies along the surface: as long as its route there (a longer one would start
     # compressed and buckle its way across the waves first)
     length = float(np.linalg.norm(np.diff(np.array(route), axis=0), axis=1).sum())
-    doc = {"format": "cable-harness-case/1", "cables": [{
-        "id": "W", "length": length, "diameter": 0.004, "material": MATERIAL, "segments": 100,
-        "start": {"position": route[0], "tangent": [1, 0, 0], "normal": [0, 0, 1]},
-        "end": {"position": route[-1], "tangent": [1, 0, 0], "normal": [0, 0, 1]}, "route": route}],
+    doc = {
+        "format": "cable-harness-case/1",
+        "cables": [
+            {
+                "id": "W",
+                "length": length,
+                "diameter": 0.004,
+                "material": MATERIAL,
+                "segments": 100,
+                "start": {"position": route[0], "tangent": [1, 0, 0], "normal": [0, 0, 1]},
+                "end": {"position": route[-1], "tangent": [1, 0, 0], "normal": [0, 0, 1]},
+                "route": route,
+            }
+        ],
         "obstacles": [{"type": "mesh", "vertices": verts.tolist(), "triangles": tris.tolist()}],
-        "solver": {"tolerance": TOLERANCE}}
+        "solver": {"tolerance": TOLERANCE},
+    }
     t0 = time.perf_counter()
     harness = Harness.from_case(parse_case(doc))
     report = harness.solve_step()["W"]
@@ -88,21 +99,34 @@ def ten_touching_cables():
         angle = math.radians(-45 + 10 * k)
         d = np.array([math.cos(angle), math.sin(angle), 0.0])
         start = -0.25 * d + np.array([0, 0, 0.004 * k + 0.002])
-        cables.append({"id": f"C{k}", "length": 0.52, "diameter": 0.004, "material": MATERIAL, "segments": 100,
-                       "start": {"position": start.tolist(), "tangent": d.tolist(), "normal": [0, 0, 1]},
-                       "end": {"position": (start + 0.5 * d).tolist(), "tangent": d.tolist(), "normal": [0, 0, 1]},
-                       "route": [start.tolist(), (start + 0.25 * d + [0, 0, 0.003 * k]).tolist(),
-                                 (start + 0.5 * d).tolist()]})
-    doc = {"format": "cable-harness-case/1", "cables": cables, "contact": {"cable_cable": True},
-           "solver": {"tolerance": TOLERANCE},
-           "obstacles": [{"type": "plane", "point": [0, 0, -0.05], "normal": [0, 0, 1]}]}
+        cables.append(
+            {
+                "id": f"C{k}",
+                "length": 0.52,
+                "diameter": 0.004,
+                "material": MATERIAL,
+                "segments": 100,
+                "start": {"position": start.tolist(), "tangent": d.tolist(), "normal": [0, 0, 1]},
+                "end": {"position": (start + 0.5 * d).tolist(), "tangent": d.tolist(), "normal": [0, 0, 1]},
+                "route": [start.tolist(), (start + 0.25 * d + [0, 0, 0.003 * k]).tolist(), (start + 0.5 * d).tolist()],
+            }
+        )
+    doc = {
+        "format": "cable-harness-case/1",
+        "cables": cables,
+        "contact": {"cable_cable": True},
+        "solver": {"tolerance": TOLERANCE},
+        "obstacles": [{"type": "plane", "point": [0, 0, -0.05], "normal": [0, 0, 1]}],
+    }
     harness = Harness.from_case(parse_case(doc))
     t0 = time.perf_counter()
     reports = harness.solve_step()
     cold = time.perf_counter() - t0
     if not all(r.converged for r in reports.values()):
-        print("  cold solve of the ten cables did not converge:", {k: r.message[:60] for k, r in reports.items()
-                                                                   if not r.converged})
+        print(
+            "  cold solve of the ten cables did not converge:",
+            {k: r.message[:60] for k, r in reports.items() if not r.converged},
+        )
     times, iterations = [], []
     failed = 0
     for k in range(1, STEPS + 1):
@@ -133,13 +157,17 @@ def main():
     # iteration counts do not (and the ten cables' depend on which of the pile's equilibria the cold
     # solve settles into)
     n_tris, cold, contacts, median, worst, failed, iterations = single_cable_on_mesh()
-    print(f"1 cable x 100 segments on a {n_tris}-triangle mesh: cold solve incl. tree {cold * 1e3:.0f} ms, "
-          f"{contacts} contacts; moving end: median {median:.2f} ms/step, worst {worst:.2f} ms (target 5 ms), "
-          f"{failed} of {MESH_STEPS} steps not converged; Newton iterations {iterations}")
+    print(
+        f"1 cable x 100 segments on a {n_tris}-triangle mesh: cold solve incl. tree {cold * 1e3:.0f} ms, "
+        f"{contacts} contacts; moving end: median {median:.2f} ms/step, worst {worst:.2f} ms (target 5 ms), "
+        f"{failed} of {MESH_STEPS} steps not converged; Newton iterations {iterations}"
+    )
     cold, touching, median, worst, failed, iterations = ten_touching_cables()
-    print(f"10 cables x 100 segments with cable-cable contact: cold {cold * 1e3:.0f} ms, {touching} contacts; "
-          f"moving one end: median {median:.1f} ms/step, worst {worst:.1f} ms (target 25 ms), "
-          f"{failed} of {STEPS} steps not converged; Newton iterations {iterations}")
+    print(
+        f"10 cables x 100 segments with cable-cable contact: cold {cold * 1e3:.0f} ms, {touching} contacts; "
+        f"moving one end: median {median:.1f} ms/step, worst {worst:.1f} ms (target 25 ms), "
+        f"{failed} of {STEPS} steps not converged; Newton iterations {iterations}"
+    )
     n_tris, seconds = big_tree()
     print(f"broad-phase tree over {n_tris} triangles built in {seconds:.2f} s")
 

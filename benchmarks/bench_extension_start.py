@@ -17,13 +17,17 @@ def main():
         (zip_path,) = build_extension.build(["linux-x64"], Path(scratch) / "dist", ROOT / "wheels", offline=False)
         user = Path(scratch) / "user"
         cold = run_probe("install", user, zip_path)
-        print(f"install + enable + first solve with an empty cache (compiles): {cold['first_solve_since_start_s']:.1f} s "
-              f"(solve {cold['solve_s']:.1f} s)")
+        print(
+            f"install + enable + first solve with an empty cache (compiles): {cold['first_solve_since_start_s']:.1f} s "
+            f"(solve {cold['solve_s']:.1f} s)"
+        )
         for run in range(3):
             warm = run_probe("start", user)
-            print(f"fresh process {run + 1}: import bpy + enable + first solve, warm cache: "
-                  f"{warm['first_solve_since_start_s']:.2f} s (enable {warm['enable_s']:.2f} s, solve "
-                  f"{warm['solve_s']:.2f} s)  target <= 2 s")
+            print(
+                f"fresh process {run + 1}: import bpy + enable + first solve, warm cache: "
+                f"{warm['first_solve_since_start_s']:.2f} s (enable {warm['enable_s']:.2f} s, solve "
+                f"{warm['solve_s']:.2f} s)  target <= 2 s"
+            )
         run_probe("remove", user)
 
 

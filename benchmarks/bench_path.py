@@ -31,8 +31,13 @@ def path_case(segments: int) -> dict:
     steps = []
     for k in range(1, STEPS + 1):
         x = 0.2 - 0.001 * (k % 40 if (k // 40) % 2 == 0 else 40 - k % 40)
-        steps.append({"cables": {"U": {"end": {"position": [x, 0.0, 0.0], "tangent": [0.0, 0.0, 1.0],
-                                               "normal": [1.0, 0.0, 0.0]}}}})
+        steps.append(
+            {
+                "cables": {
+                    "U": {"end": {"position": [x, 0.0, 0.0], "tangent": [0.0, 0.0, 1.0], "normal": [1.0, 0.0, 0.0]}}
+                }
+            }
+        )
     doc["steps"] = steps
     return doc
 
@@ -68,9 +73,12 @@ def measure(segments: int) -> dict:
         parts["solve_step"].append(b - a)
         parts["result"].append(c - b)
         parts["json"].append(d - c)
-    return {"wall_ms": 1e3 * float(np.median(wall)), "solve_ms": float(np.median(solve)),
-            "total_s": time.perf_counter() - t0,
-            **{k + "_ms": 1e3 * float(np.median(v)) for k, v in parts.items()}}
+    return {
+        "wall_ms": 1e3 * float(np.median(wall)),
+        "solve_ms": float(np.median(solve)),
+        "total_s": time.perf_counter() - t0,
+        **{k + "_ms": 1e3 * float(np.median(v)) for k, v in parts.items()},
+    }
 
 
 def main() -> None:
@@ -78,9 +86,12 @@ def main() -> None:
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
     for segments in (100, 1000):
         m = measure(segments)
-        print(f"{segments:5d} segments: wall {m['wall_ms']:.3f} ms per warm step, solve {m['solve_ms']:.3f} ms "
-              f"(ratio {m['wall_ms'] / m['solve_ms']:.2f}); parts: solve_step {m['solve_step_ms']:.3f} ms, "
-              f"result {m['result_ms']:.3f} ms, json {m['json_ms']:.3f} ms", flush=True)
+        print(
+            f"{segments:5d} segments: wall {m['wall_ms']:.3f} ms per warm step, solve {m['solve_ms']:.3f} ms "
+            f"(ratio {m['wall_ms'] / m['solve_ms']:.2f}); parts: solve_step {m['solve_step_ms']:.3f} ms, "
+            f"result {m['result_ms']:.3f} ms, json {m['json_ms']:.3f} ms",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -85,11 +85,22 @@ def drapes(n, rng):
         height = rng.uniform(0.01, 0.08)
         span = 0.7
         length = span * rng.uniform(1.02, 1.3)
-        doc = {"format": "cable-harness-case/1", "obstacles": [obstacle], "cables": [{
-            "id": "W", "length": length, "diameter": 2 * R, "material": MATERIAL, "segments": segments,
-            "start": {"position": [0.0, 0.0, height], "tangent": [1, 0, 0]},
-            "end": {"position": [span, 0.0, height], "tangent": [1, 0, 0]},
-            "route": [[0.0, 0.0, height], [0.35, 0.0, height + 0.03], [span, 0.0, height]]}]}
+        doc = {
+            "format": "cable-harness-case/1",
+            "obstacles": [obstacle],
+            "cables": [
+                {
+                    "id": "W",
+                    "length": length,
+                    "diameter": 2 * R,
+                    "material": MATERIAL,
+                    "segments": segments,
+                    "start": {"position": [0.0, 0.0, height], "tangent": [1, 0, 0]},
+                    "end": {"position": [span, 0.0, height], "tangent": [1, 0, 0]},
+                    "route": [[0.0, 0.0, height], [0.35, 0.0, height + 0.03], [span, 0.0, height]],
+                }
+            ],
+        }
         recorder = Recorder(every=True)
         equilibrium.minimise_rod_energy = recorder
         try:
@@ -129,11 +140,23 @@ def piles(n, rng):
             d = np.array([np.cos(angle), np.sin(angle), 0.0])
             z = 0.005 * c + 0.001
             a, b = -0.15 * d + [0, 0, z], 0.15 * d + [0, 0, z]
-            cables.append({"id": f"C{c}", "length": 0.33, "diameter": 2 * R, "material": MATERIAL,
-                           "segments": 40, "start": {"position": a.tolist(), "tangent": d.tolist()},
-                           "end": {"position": b.tolist(), "tangent": d.tolist()}})
-        doc = {"format": "cable-harness-case/1", "cables": cables, "contact": {"cable_cable": True},
-               "obstacles": [{"type": "plane", "point": [0, 0, -0.06], "normal": [0, 0, 1]}]}
+            cables.append(
+                {
+                    "id": f"C{c}",
+                    "length": 0.33,
+                    "diameter": 2 * R,
+                    "material": MATERIAL,
+                    "segments": 40,
+                    "start": {"position": a.tolist(), "tangent": d.tolist()},
+                    "end": {"position": b.tolist(), "tangent": d.tolist()},
+                }
+            )
+        doc = {
+            "format": "cable-harness-case/1",
+            "cables": cables,
+            "contact": {"cable_cable": True},
+            "obstacles": [{"type": "plane", "point": [0, 0, -0.06], "normal": [0, 0, 1]}],
+        }
         t0 = time.perf_counter()
         h = Harness.from_case(parse_case(doc))
         reports = h.solve_step()
@@ -154,13 +177,17 @@ def main():
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
     ok, through, final, iterate, times = drapes(args.drapes, rng)
-    print(f"drapes: {ok}/{args.drapes} converged on all 4 steps, {through} through their obstacle, "
-          f"worst penetration {final / R * 100:.2f} % R at the end, {iterate / R * 100:.1f} % R over all iterates; "
-          f"per solve median {np.median(times) * 1e3:.1f} ms, worst {max(times) * 1e3:.0f} ms")
+    print(
+        f"drapes: {ok}/{args.drapes} converged on all 4 steps, {through} through their obstacle, "
+        f"worst penetration {final / R * 100:.2f} % R at the end, {iterate / R * 100:.1f} % R over all iterates; "
+        f"per solve median {np.median(times) * 1e3:.1f} ms, worst {max(times) * 1e3:.0f} ms"
+    )
     if args.piles:
         ok, worst, times = piles(args.piles, rng)
-        print(f"piles: {ok}/{args.piles} converged, worst cable-cable penetration {worst / R * 100:.2f} % R; "
-              f"per solve median {np.median(times) * 1e3:.0f} ms, worst {max(times) * 1e3:.0f} ms")
+        print(
+            f"piles: {ok}/{args.piles} converged, worst cable-cable penetration {worst / R * 100:.2f} % R; "
+            f"per solve median {np.median(times) * 1e3:.0f} ms, worst {max(times) * 1e3:.0f} ms"
+        )
 
 
 if __name__ == "__main__":

@@ -29,7 +29,10 @@ SEGMENTS = (20, 50, 100, 200, 500, 1000)
 
 def u_shape_case(segments: int, straight: bool) -> dict:
     cable = {
-        "id": "U", "length": 0.5, "diameter": 0.004, "material": {"preset": "lv2017_harness"},
+        "id": "U",
+        "length": 0.5,
+        "diameter": 0.004,
+        "material": {"preset": "lv2017_harness"},
         "segments": segments,
         "start": {"position": [0.0, 0.0, 0.0], "tangent": [0.0, 0.0, -1.0], "normal": [1.0, 0.0, 0.0]},
         "end": {"position": [0.2, 0.0, 0.0], "tangent": [0.0, 0.0, 1.0], "normal": [1.0, 0.0, 0.0]},
@@ -61,8 +64,9 @@ def warm_ms(segments: int, repeats: int) -> tuple:
     h = Harness.from_case(parse_case(u_shape_case(segments, False)))
     h.solve_step()
     end = h.cables["U"].boundary.end
-    moved = Frame(end.position + np.array([0.001, 0.0, 0.0]), _turn_about_y(end.tangent, 2.0),
-                  _turn_about_y(end.normal, 2.0))
+    moved = Frame(
+        end.position + np.array([0.001, 0.0, 0.0]), _turn_about_y(end.tangent, 2.0), _turn_about_y(end.normal, 2.0)
+    )
     times, iterations = [], []
     for k in range(repeats):
         report = h.solve_step({"U": CableChange(end=moved if k % 2 == 0 else end)})["U"]
@@ -88,8 +92,9 @@ def fresh_process(cache_dir: str | None) -> dict:
     env = dict(os.environ)
     if cache_dir is not None:
         env["NUMBA_CACHE_DIR"] = cache_dir
-    out = subprocess.run([sys.executable, "-c", FIRST_CALL], cwd=ROOT, env=env, capture_output=True, text=True,
-                         check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", FIRST_CALL], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -98,7 +103,9 @@ def main() -> None:
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
     cold_ms(20, True, 1)  # compile or load the kernels before timing
     print("U-shape, 0.5 m Lv 2017 cable, ends 0.2 m apart; times in ms (best cold, median warm)")
-    print(f"{'segments':>8} {'cold straight':>14} {'iters':>6} {'cold guess':>11} {'iters':>6} {'warm':>8} {'iters':>6}")
+    print(
+        f"{'segments':>8} {'cold straight':>14} {'iters':>6} {'cold guess':>11} {'iters':>6} {'warm':>8} {'iters':>6}"
+    )
     rows = []
     for n in SEGMENTS:
         repeats = 5 if n <= 200 else 2
@@ -116,8 +123,10 @@ def main() -> None:
         compile_run = fresh_process(empty)
     warm_run = fresh_process(None)
     warm_run = fresh_process(None)
-    print(f"fresh process, warm numba cache: import {warm_run['import_s']:.2f} s, "
-          f"first solve (100 segments) {warm_run['first_solve_s']:.2f} s")
+    print(
+        f"fresh process, warm numba cache: import {warm_run['import_s']:.2f} s, "
+        f"first solve (100 segments) {warm_run['first_solve_s']:.2f} s"
+    )
     print(f"fresh process, empty numba cache: first solve incl. compile {compile_run['first_solve_s']:.2f} s")
 
 

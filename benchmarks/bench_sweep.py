@@ -43,14 +43,25 @@ def _cable(cid, start, clips, end, length, diameter, preset, segments):
     s = np.cumsum(gaps)[:-1] * length / gaps.sum()
     out = []
     for c, at in zip(clips, s):
-        clip = {"s": float(at), "kind": c.get("kind", "fixed"), "length": c.get("length", 0.0),
-                "frame": {"position": c["position"], "tangent": [1.0, 0.0, 0.0]}}
+        clip = {
+            "s": float(at),
+            "kind": c.get("kind", "fixed"),
+            "length": c.get("length", 0.0),
+            "frame": {"position": c["position"], "tangent": [1.0, 0.0, 0.0]},
+        }
         if "stiffness" in c:
             clip["stiffness"] = c["stiffness"]
         out.append(clip)
-    return {"id": cid, "length": length, "diameter": diameter, "material": {"preset": preset}, "segments": segments,
-            "start": {"position": start, "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]},
-            "end": {"position": end, "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}, "clips": out}
+    return {
+        "id": cid,
+        "length": length,
+        "diameter": diameter,
+        "material": {"preset": preset},
+        "segments": segments,
+        "start": {"position": start, "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]},
+        "end": {"position": end, "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]},
+        "clips": out,
+    }
 
 
 def bay_case() -> dict:
@@ -58,24 +69,53 @@ def bay_case() -> dict:
     x1, x2 = (x / 1000.0 for x in bay.BRACKET_X)
     a = {k: _mm(p) for k, p in bay.DEVICE_A_SOCKETS.items()}
     b = {k: _mm(p) for k, p in bay.DEVICE_B_SOCKETS.items()}
-    power = _cable("power", a["power"], [
-        {"position": [x1, y_clip, 0.112]},
-        {"position": [x2, y_clip, 0.112], "stiffness": {"translational": 400.0, "rotational": 0.5}}],
-        b["power"], 0.640, 0.006, "pvc_wire", 80)
-    signal = _cable("signal", a["signal"], [
-        {"position": [x1, y_clip, 0.086], "kind": "rotating"},
-        {"position": [x2, y_clip, 0.086], "kind": "sliding", "length": 0.020}],
-        b["signal"], 0.660, 0.004, "lv2017_harness", 70)
+    power = _cable(
+        "power",
+        a["power"],
+        [
+            {"position": [x1, y_clip, 0.112]},
+            {"position": [x2, y_clip, 0.112], "stiffness": {"translational": 400.0, "rotational": 0.5}},
+        ],
+        b["power"],
+        0.640,
+        0.006,
+        "pvc_wire",
+        80,
+    )
+    signal = _cable(
+        "signal",
+        a["signal"],
+        [
+            {"position": [x1, y_clip, 0.086], "kind": "rotating"},
+            {"position": [x2, y_clip, 0.086], "kind": "sliding", "length": 0.020},
+        ],
+        b["signal"],
+        0.660,
+        0.004,
+        "lv2017_harness",
+        70,
+    )
     sensor = _cable("sensor", a["sensor"], [], b["sensor"], 0.540, 0.004, "lv2017_harness", 70)
-    return {"format": "cable-harness-case/1", "gravity": [0.0, 0.0, -9.81], "cables": [power, signal, sensor],
-            "obstacles": [{"type": "plane", "point": [0.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}]}
+    return {
+        "format": "cable-harness-case/1",
+        "gravity": [0.0, 0.0, -9.81],
+        "cables": [power, signal, sensor],
+        "obstacles": [{"type": "plane", "point": [0.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}],
+    }
 
 
 def bay_sweep(samples: int) -> dict:
-    return {"format": "cable-harness-sweep/1", "case": bay_case(), "samples": samples, "seed": 1,
-            "vary": [{"path": "cables[0].length", "uniform": [0.640 * 0.99, 0.640 * 1.01]},
-                     {"path": "cables[0].clips[0].frame.position[2]", "uniform": [0.110, 0.114]},
-                     {"path": "cables[1].material.E", "values": [110e6, 140e6]}]}
+    return {
+        "format": "cable-harness-sweep/1",
+        "case": bay_case(),
+        "samples": samples,
+        "seed": 1,
+        "vary": [
+            {"path": "cables[0].length", "uniform": [0.640 * 0.99, 0.640 * 1.01]},
+            {"path": "cables[0].clips[0].frame.position[2]", "uniform": [0.110, 0.114]},
+            {"path": "cables[1].material.E", "values": [110e6, 140e6]},
+        ],
+    }
 
 
 def serial(sweep):
@@ -114,8 +154,9 @@ def on_cluster(sweep, workers: int):
     from distributed import LocalCluster
 
     t0 = time.perf_counter()
-    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
-                           silence_logs=logging.ERROR)
+    cluster = LocalCluster(
+        n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=logging.ERROR
+    )
     started = time.perf_counter() - t0
     try:
         from distributed import Client
@@ -140,19 +181,29 @@ def main(argv=None) -> int:
     wall, solve_ms, rows = serial(sweep)
     converged = sum(r["converged"] for r in rows)
     print(f"{n} variants of the equipment bay (3 cables, 80/70/70 segments), {converged} converged")
-    print(f"  one after another in this process: {wall:.2f} s, {1e3 * wall / n:.1f} ms per variant "
-          f"({solve_ms / n:.1f} ms of it solving, self-reported)", flush=True)
+    print(
+        f"  one after another in this process: {wall:.2f} s, {1e3 * wall / n:.1f} ms per variant "
+        f"({solve_ms / n:.1f} ms of it solving, self-reported)",
+        flush=True,
+    )
     times = {}
     for workers in (1, 2):
         started, w, summary = on_cluster(sweep, workers)
         times[workers] = w
-        print(f"  sweep on {workers} worker{'s' if workers > 1 else ''}: {w:.2f} s ({1e3 * w / n:.1f} ms per variant; "
-              f"cluster start {started:.1f} s, not counted), {summary['converged']} converged", flush=True)
-    print(f"  speed-up 2 workers / 1: {times[1] / times[2]:.2f}x (target >= 1.7x on 2 cores, "
-          f"{os.cpu_count()} cores here; two busy loops in two processes run {machine_parallelism():.2f}x "
-          f"faster than in one now)")
-    print(f"  sweep cost per variant over the solve itself (1 worker against one after another): "
-          f"{100.0 * (times[1] - wall) / wall:+.1f} % (target <= 20 %)")
+        print(
+            f"  sweep on {workers} worker{'s' if workers > 1 else ''}: {w:.2f} s ({1e3 * w / n:.1f} ms per variant; "
+            f"cluster start {started:.1f} s, not counted), {summary['converged']} converged",
+            flush=True,
+        )
+    print(
+        f"  speed-up 2 workers / 1: {times[1] / times[2]:.2f}x (target >= 1.7x on 2 cores, "
+        f"{os.cpu_count()} cores here; two busy loops in two processes run {machine_parallelism():.2f}x "
+        f"faster than in one now)"
+    )
+    print(
+        f"  sweep cost per variant over the solve itself (1 worker against one after another): "
+        f"{100.0 * (times[1] - wall) / wall:+.1f} % (target <= 20 %)"
+    )
     return 0
 
 

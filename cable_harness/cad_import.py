@@ -14,9 +14,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-INSTALL_HINT = ("Import CAD needs the OpenCASCADE kernel for Python: run "
-                f'"{sys.executable}" -m pip install cadquery-ocp-novtk '
-                "(Blender's own Python; about 400 MB), then restart Blender")
+INSTALL_HINT = (
+    "Import CAD needs the OpenCASCADE kernel for Python: run "
+    f'"{sys.executable}" -m pip install cadquery-ocp-novtk '
+    "(Blender's own Python; about 400 MB), then restart Blender"
+)
 
 
 class CadKernelMissing(RuntimeError):
@@ -75,8 +77,11 @@ def _triangulate(shape):
             flip = face.Orientation() == TopAbs_REVERSED
             for i in range(1, mesh.NbTriangles() + 1):
                 a, b, c = mesh.Triangle(i).Get()
-                triangles.append((a - 1 + offset, c - 1 + offset, b - 1 + offset) if flip else
-                                 (a - 1 + offset, b - 1 + offset, c - 1 + offset))
+                triangles.append(
+                    (a - 1 + offset, c - 1 + offset, b - 1 + offset)
+                    if flip
+                    else (a - 1 + offset, b - 1 + offset, c - 1 + offset)
+                )
             offset += n
         explorer.Next()
     return (np.array(vertices, dtype=np.float64).reshape(-1, 3), np.array(triangles, dtype=np.int64).reshape(-1, 3))
@@ -113,8 +118,9 @@ def _leaf_shapes(shape_tool, label, name, out):
         out.append((name, shape_tool.GetShape_s(label)))
 
 
-def read_step(path: str, linear_deflection_mm: float = 0.2, angular_deflection: float = 0.35,
-              progress=None) -> list[CadPart]:
+def read_step(
+    path: str, linear_deflection_mm: float = 0.2, angular_deflection: float = 0.35, progress=None
+) -> list[CadPart]:
     """The parts of a STEP file as welded triangle meshes in millimetres (OCCT's working unit:
     whatever length unit the file declares is converted on reading)."""
     if linear_deflection_mm <= 0.0 or angular_deflection <= 0.0:

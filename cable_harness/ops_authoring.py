@@ -80,8 +80,11 @@ class CABLE_HARNESS_OT_assign_role(bpy.types.Operator):
             else:
                 ob.cable_harness.role = self.role
         if wrong:
-            self.report({"WARNING"}, f"not changed (a {self.role.lower()} must be a "
-                                     f"{'mesh' if self.role == 'COLLIDER' else 'curve'}): {', '.join(wrong)}")
+            self.report(
+                {"WARNING"},
+                f"not changed (a {self.role.lower()} must be a "
+                f"{'mesh' if self.role == 'COLLIDER' else 'curve'}): {', '.join(wrong)}",
+            )
         return {"FINISHED"}
 
 
@@ -174,10 +177,17 @@ class CABLE_HARNESS_OT_make_cable(bpy.types.Operator):
     bl_label = "Cable Between Selected"
     bl_options = {"REGISTER", "UNDO"}
 
-    slack: FloatProperty(name="Slack", description="Extra length over the drawn route", subtype="PERCENTAGE",
-                         min=0.0, soft_max=100.0, default=15.0)  # type: ignore
-    diameter: FloatProperty(name="Diameter", description="Cable diameter (0: 4 mm)", min=0.0, default=0.0,
-                            subtype="DISTANCE", unit="LENGTH")  # type: ignore
+    slack: FloatProperty(
+        name="Slack",
+        description="Extra length over the drawn route",
+        subtype="PERCENTAGE",
+        min=0.0,
+        soft_max=100.0,
+        default=15.0,
+    )  # type: ignore
+    diameter: FloatProperty(
+        name="Diameter", description="Cable diameter (0: 4 mm)", min=0.0, default=0.0, subtype="DISTANCE", unit="LENGTH"
+    )  # type: ignore
     segments: IntProperty(name="Segments", min=2, soft_max=1000, default=60)  # type: ignore
     solve: bpy.props.BoolProperty(name="Solve Now", default=True)  # type: ignore
 
@@ -200,8 +210,12 @@ class CABLE_HARNESS_OT_make_cable(bpy.types.Operator):
         return {"FINISHED"}
 
 
-classes = (CABLE_HARNESS_OT_add_connector, CABLE_HARNESS_OT_add_clip, CABLE_HARNESS_OT_assign_role,
-           CABLE_HARNESS_OT_make_cable)
+classes = (
+    CABLE_HARNESS_OT_add_connector,
+    CABLE_HARNESS_OT_add_clip,
+    CABLE_HARNESS_OT_assign_role,
+    CABLE_HARNESS_OT_make_cable,
+)
 
 
 register, unregister = bpy.utils.register_classes_factory(classes)

@@ -44,11 +44,18 @@ def _frame_record(frame: int, result: dict, gap, gap_s) -> dict:
     for i, clip in enumerate(result["clip_forces"]):
         forces[f"clip {i + 1}"] = float(np.linalg.norm(clip["force"]))
     finite = worst >= 0 and np.isfinite(radii[worst])
-    return {"frame": frame, "converged": bool(result["converged"]), "length": result["length"],
-            "min_bend_radius": float(radii[worst]) if finite else None,
-            "min_bend_radius_s": result["bend_radius_s"][worst] if finite else None,
-            "bend_radii": result["bend_radii"], "bend_radius_s": result["bend_radius_s"],
-            "clearance": gap, "clearance_s": gap_s, "forces": forces}
+    return {
+        "frame": frame,
+        "converged": bool(result["converged"]),
+        "length": result["length"],
+        "min_bend_radius": float(radii[worst]) if finite else None,
+        "min_bend_radius_s": result["bend_radius_s"][worst] if finite else None,
+        "bend_radii": result["bend_radii"],
+        "bend_radius_s": result["bend_radius_s"],
+        "clearance": gap,
+        "clearance_s": gap_s,
+        "forces": forces,
+    }
 
 
 class _BakeRun:
@@ -64,14 +71,23 @@ class _BakeRun:
         self.corners = None
         self.failures = []
         scale = self.simulation.scale
-        self.log = {"format": LOG_FORMAT, "scene": scene.name, "frame_range": [self.frames[0], self.frames[-1]],
-                    "cables": {ob.name: {"rest_length": ob.cable_harness.length * scale,
-                                         "diameter": ob.cable_harness.diameter * scale,
-                                         "material": ob.cable_harness.material,
-                                         "allowed_bend_radius": ob.cable_harness.min_bend_radius_allowed * scale,
-                                         "clearance_search": CLEARANCE_SEARCH_M,
-                                         "holders": _holders(ob)} for ob in cables},
-                    "frames": {ob.name: [] for ob in cables}}
+        self.log = {
+            "format": LOG_FORMAT,
+            "scene": scene.name,
+            "frame_range": [self.frames[0], self.frames[-1]],
+            "cables": {
+                ob.name: {
+                    "rest_length": ob.cable_harness.length * scale,
+                    "diameter": ob.cable_harness.diameter * scale,
+                    "material": ob.cable_harness.material,
+                    "allowed_bend_radius": ob.cable_harness.min_bend_radius_allowed * scale,
+                    "clearance_search": CLEARANCE_SEARCH_M,
+                    "holders": _holders(ob),
+                }
+                for ob in cables
+            },
+            "frames": {ob.name: [] for ob in cables},
+        }
 
     @property
     def done(self) -> bool:
@@ -131,7 +147,7 @@ class _BakeRun:
 
     def finish(self, context) -> int:
         baked = 0
-        frames = np.array(self.frames[:self.index], dtype=np.float64)
+        frames = np.array(self.frames[: self.index], dtype=np.float64)
         for name, (points, tilts) in self.samples.items():
             ob = bpy.data.objects.get(name)
             if ob is None or len(points) != len(frames) or not points:
@@ -167,8 +183,11 @@ class CABLE_HARNESS_OT_bake(bpy.types.Operator):
         context.window_manager.progress_end()
         baked = self._run.finish(context)
         if self._run.failures:
-            self.report({"WARNING"}, f"baked {baked} cable(s); {len(self._run.failures)} frame(s) kept the last "
-                                     f"good state, first: {self._run.failures[0]}")
+            self.report(
+                {"WARNING"},
+                f"baked {baked} cable(s); {len(self._run.failures)} frame(s) kept the last "
+                f"good state, first: {self._run.failures[0]}",
+            )
         else:
             self.report({"INFO"}, f"baked {baked} cable(s) over {len(self._run.frames)} frames")
         return {"FINISHED"}
@@ -202,8 +221,9 @@ class CABLE_HARNESS_OT_bake(bpy.types.Operator):
             self._run.step(context)
             context.window_manager.progress_update(self._run.index)
             if context.area is not None:
-                context.area.header_text_set(f"Baking cables: frame {self._run.index}/{len(self._run.frames)} "
-                                             f"(Esc: cancel)")
+                context.area.header_text_set(
+                    f"Baking cables: frame {self._run.index}/{len(self._run.frames)} (Esc: cancel)"
+                )
             if self._run.done:
                 self._stop_timer(context)
                 return self._end(context)

@@ -33,16 +33,21 @@ def import_step(context, filepath, linear_deflection_mm=0.2, angular_deflection=
     wm = context.window_manager
     wm.progress_begin(0, 100)
     try:
-        parts = read_step(filepath, linear_deflection_mm, angular_deflection,
-                          progress=lambda k, n: wm.progress_update(int(90 * k / max(n, 1))))
+        parts = read_step(
+            filepath,
+            linear_deflection_mm,
+            angular_deflection,
+            progress=lambda k, n: wm.progress_update(int(90 * k / max(n, 1))),
+        )
         # the parts arrive in millimetres; the scene may count in metres, millimetres, ...
         units_per_mm = 1e-3 / metres_per_unit(context.scene)
         collection = bpy.data.collections.new(os.path.splitext(os.path.basename(filepath))[0])
         context.scene.collection.children.link(collection)
         objects = []
         for part in parts:
-            ob = bpy.data.objects.new(part.name, mesh_from_triangles(part.name, part.vertices_mm * units_per_mm,
-                                                                     part.triangles))
+            ob = bpy.data.objects.new(
+                part.name, mesh_from_triangles(part.name, part.vertices_mm * units_per_mm, part.triangles)
+            )
             collection.objects.link(ob)
             if as_colliders:
                 ob.cable_harness.role = COLLIDER
@@ -63,21 +68,32 @@ class CABLE_HARNESS_OT_import_step(bpy.types.Operator, ImportHelper):
     filename_ext = ".step"
     filter_glob: StringProperty(default="*.step;*.stp;*.STEP;*.STP", options={"HIDDEN"})  # type: ignore
     linear_deflection: FloatProperty(
-        name="Chord Tolerance (mm)", description="Largest distance between the tessellation and the CAD surface",
-        min=0.001, soft_max=5.0, default=0.2)  # type: ignore
+        name="Chord Tolerance (mm)",
+        description="Largest distance between the tessellation and the CAD surface",
+        min=0.001,
+        soft_max=5.0,
+        default=0.2,
+    )  # type: ignore
     angular_deflection: FloatProperty(
-        name="Angle Tolerance", description="Largest angle between neighbouring facets of a curved face",
-        min=0.01, max=1.5, default=0.35, subtype="ANGLE")  # type: ignore
-    as_colliders: BoolProperty(name="Mark as Colliders", default=True,
-                               description="Cables rest on and wrap around the imported parts")  # type: ignore
+        name="Angle Tolerance",
+        description="Largest angle between neighbouring facets of a curved face",
+        min=0.01,
+        max=1.5,
+        default=0.35,
+        subtype="ANGLE",
+    )  # type: ignore
+    as_colliders: BoolProperty(
+        name="Mark as Colliders", default=True, description="Cables rest on and wrap around the imported parts"
+    )  # type: ignore
 
     def execute(self, context):
         if not os.path.isfile(self.filepath):
             self.report({"ERROR"}, f"no such file: {self.filepath}")
             return {"CANCELLED"}
         try:
-            objects = import_step(context, self.filepath, self.linear_deflection, self.angular_deflection,
-                                  self.as_colliders)
+            objects = import_step(
+                context, self.filepath, self.linear_deflection, self.angular_deflection, self.as_colliders
+            )
         except CadKernelMissing as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
@@ -85,8 +101,9 @@ class CABLE_HARNESS_OT_import_step(bpy.types.Operator, ImportHelper):
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
         triangles = sum(len(o.data.polygons) for o in objects)
-        self.report({"INFO"}, f"imported {len(objects)} part(s), {triangles} triangles, from "
-                              f"{os.path.basename(self.filepath)}")
+        self.report(
+            {"INFO"}, f"imported {len(objects)} part(s), {triangles} triangles, from {os.path.basename(self.filepath)}"
+        )
         return {"FINISHED"}
 
 

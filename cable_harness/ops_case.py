@@ -9,11 +9,18 @@ from bpy.props import StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 from mathutils import Matrix
 
-from ..solver_core import CaseError, PRESETS, load_case, solve_case
+from ..solver_core import PRESETS, CaseError, load_case, solve_case
 from ..solver_core.rotations import frame_from_tangent
 from .ops_authoring import DEFAULT_MARKER_SIZE_M, _link
-from .scene_model import CABLE, CLIP, CONNECTOR, HarnessInputError, ensure_cable_curve, metres_per_unit, \
-    write_curve_points
+from .scene_model import (
+    CABLE,
+    CLIP,
+    CONNECTOR,
+    HarnessInputError,
+    ensure_cable_curve,
+    metres_per_unit,
+    write_curve_points,
+)
 from .simulation import export_case
 
 
@@ -34,8 +41,11 @@ class CABLE_HARNESS_OT_export_case(bpy.types.Operator, ExportHelper):
         except OSError as exc:
             self.report({"ERROR"}, f"cannot write {self.filepath}: {exc.strerror}")
             return {"CANCELLED"}
-        self.report({"INFO"}, f"exported {len(doc['cables'])} cable(s) and {len(doc.get('obstacles', []))} "
-                              f"collider(s) to {self.filepath}")
+        self.report(
+            {"INFO"},
+            f"exported {len(doc['cables'])} cable(s) and {len(doc.get('obstacles', []))} "
+            f"collider(s) to {self.filepath}",
+        )
         return {"FINISHED"}
 
 
@@ -67,8 +77,11 @@ def build_scene_from_case(context, case) -> list:
     cables = []
     for spec in case.cables:
         start = _marker(context, f"{spec.id} start", spec.start, scale, CONNECTOR, "SINGLE_ARROW")
-        end = None if spec.end is None else _marker(context, f"{spec.id} end", spec.end, scale, CONNECTOR,
-                                                    "SINGLE_ARROW", into=True)
+        end = (
+            None
+            if spec.end is None
+            else _marker(context, f"{spec.id} end", spec.end, scale, CONNECTOR, "SINGLE_ARROW", into=True)
+        )
         curve = bpy.data.curves.new(spec.id, "CURVE")
         ob = bpy.data.objects.new(spec.id, curve)
         _link(context, ob)
@@ -104,9 +117,19 @@ def build_scene_from_case(context, case) -> list:
             ref = s.clips.add()
             ref.clip = marker
             ref.s = clip.s / scale
-        route = spec.route if spec.route is not None else np.array(
-            [spec.start.position] + [c.frame.position for c in spec.clips] +
-            ([spec.end.position] if spec.end is not None else [spec.start.position + spec.length * spec.start.tangent]))
+        route = (
+            spec.route
+            if spec.route is not None
+            else np.array(
+                [spec.start.position]
+                + [c.frame.position for c in spec.clips]
+                + (
+                    [spec.end.position]
+                    if spec.end is not None
+                    else [spec.start.position + spec.length * spec.start.tangent]
+                )
+            )
+        )
         for p in route:
             s.route.add().co = p / scale
         ensure_cable_curve(ob, len(route), 0.5 * s.diameter)

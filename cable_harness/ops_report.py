@@ -24,8 +24,9 @@ class CABLE_HARNESS_OT_export_report(bpy.types.Operator):
     bl_options = {"REGISTER"}
 
     directory: StringProperty(name="Folder", subtype="DIR_PATH")  # type: ignore
-    plots: BoolProperty(name="Plots", default=True, description="Also write bend_radius.png and forces.png "
-                                                                 "(needs matplotlib)")  # type: ignore
+    plots: BoolProperty(
+        name="Plots", default=True, description="Also write bend_radius.png and forces.png (needs matplotlib)"
+    )  # type: ignore
 
     def invoke(self, context, event):
         context.window_manager.fileselect_add(self)

@@ -51,8 +51,9 @@ class CABLE_HARNESS_OT_simulate(bpy.types.Operator):
     bl_label = "Simulate"
     bl_options = {"REGISTER"}
 
-    ticks: IntProperty(name="Ticks", description="Ticks to run when called from a script (no event loop)",
-                       min=1, default=1)  # type: ignore
+    ticks: IntProperty(
+        name="Ticks", description="Ticks to run when called from a script (no event loop)", min=1, default=1
+    )  # type: ignore
 
     _timer = None
     _simulation = None

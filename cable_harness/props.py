@@ -8,8 +8,16 @@ Lengths are stored in Blender units (shown in scene units); ``scene_model`` conv
 """
 
 import bpy
-from bpy.props import (BoolProperty, CollectionProperty, EnumProperty, FloatProperty, FloatVectorProperty,
-                       IntProperty, PointerProperty, StringProperty)
+from bpy.props import (
+    BoolProperty,
+    CollectionProperty,
+    EnumProperty,
+    FloatProperty,
+    FloatVectorProperty,
+    IntProperty,
+    PointerProperty,
+    StringProperty,
+)
 
 from ..solver_core import PRESETS
 
@@ -28,7 +36,8 @@ CLIP_KINDS = [
 ]
 
 MATERIALS = [(name, name.replace("_", " ").title(), p.description) for name, p in PRESETS.items()] + [
-    ("CUSTOM", "Custom", "Young's modulus, Poisson's ratio and density given here")]
+    ("CUSTOM", "Custom", "Young's modulus, Poisson's ratio and density given here")
+]
 
 
 def _is_connector(self, obj):
@@ -41,10 +50,16 @@ def _is_clip(self, obj):
 
 class CableHarnessClipRef(bpy.types.PropertyGroup):
     clip: PointerProperty(name="Clip", type=bpy.types.Object, poll=_is_clip)  # type: ignore
-    s: FloatProperty(name="Arc Length", description="Arc length of the cable at the clip centre", min=0.0,
-                     subtype="DISTANCE", unit="LENGTH")  # type: ignore
-    reversed: BoolProperty(name="Reversed", default=False,
-                           description="The cable passes this clip against its local Z axis")  # type: ignore
+    s: FloatProperty(
+        name="Arc Length",
+        description="Arc length of the cable at the clip centre",
+        min=0.0,
+        subtype="DISTANCE",
+        unit="LENGTH",
+    )  # type: ignore
+    reversed: BoolProperty(
+        name="Reversed", default=False, description="The cable passes this clip against its local Z axis"
+    )  # type: ignore
 
 
 class CableHarnessPoint(bpy.types.PropertyGroup):
@@ -56,47 +71,69 @@ class CableHarnessSettings(bpy.types.PropertyGroup):
 
     # connector
     roll_free: BoolProperty(
-        name="Roll Free", default=False,
-        description="The cable may turn about the outlet axis here (a swivel: no twisting moment)")  # type: ignore
+        name="Roll Free",
+        default=False,
+        description="The cable may turn about the outlet axis here (a swivel: no twisting moment)",
+    )  # type: ignore
 
     # clip
     clip_kind: EnumProperty(name="Kind", items=CLIP_KINDS, default="fixed")  # type: ignore
-    clip_length: FloatProperty(name="Length", description="Length of cable the clip holds (0: a point clip)",
-                               min=0.0, default=0.01, subtype="DISTANCE", unit="LENGTH")  # type: ignore
-    clip_compliant: BoolProperty(name="Compliant", default=False,
-                                 description="The clip yields elastically instead of holding rigidly")  # type: ignore
-    clip_translational_stiffness: FloatProperty(name="Translational Stiffness", description="N/m", min=0.0,
-                                                default=1e4)  # type: ignore
-    clip_rotational_stiffness: FloatProperty(name="Rotational Stiffness", description="N m/rad", min=0.0,
-                                             default=10.0)  # type: ignore
+    clip_length: FloatProperty(
+        name="Length",
+        description="Length of cable the clip holds (0: a point clip)",
+        min=0.0,
+        default=0.01,
+        subtype="DISTANCE",
+        unit="LENGTH",
+    )  # type: ignore
+    clip_compliant: BoolProperty(
+        name="Compliant", default=False, description="The clip yields elastically instead of holding rigidly"
+    )  # type: ignore
+    clip_translational_stiffness: FloatProperty(name="Translational Stiffness", description="N/m", min=0.0, default=1e4)  # type: ignore
+    clip_rotational_stiffness: FloatProperty(name="Rotational Stiffness", description="N m/rad", min=0.0, default=10.0)  # type: ignore
 
     # cable
-    start: PointerProperty(name="Start", type=bpy.types.Object, poll=_is_connector,
-                           description="Connector at the start of the cable")  # type: ignore
-    end: PointerProperty(name="End", type=bpy.types.Object, poll=_is_connector,
-                         description="Connector at the end (empty: a free end)")  # type: ignore
+    start: PointerProperty(
+        name="Start", type=bpy.types.Object, poll=_is_connector, description="Connector at the start of the cable"
+    )  # type: ignore
+    end: PointerProperty(
+        name="End", type=bpy.types.Object, poll=_is_connector, description="Connector at the end (empty: a free end)"
+    )  # type: ignore
     clips: CollectionProperty(type=CableHarnessClipRef)  # type: ignore
     active_clip: IntProperty(name="Active Clip", default=0)  # type: ignore
     route: CollectionProperty(type=CableHarnessPoint)  # type: ignore
-    length: FloatProperty(name="Length", description="Length of the cable", min=0.0, default=1.0,
-                          subtype="DISTANCE", unit="LENGTH")  # type: ignore
-    diameter: FloatProperty(name="Diameter", min=0.0, default=0.004, subtype="DISTANCE",
-                            unit="LENGTH")  # type: ignore
+    length: FloatProperty(
+        name="Length", description="Length of the cable", min=0.0, default=1.0, subtype="DISTANCE", unit="LENGTH"
+    )  # type: ignore
+    diameter: FloatProperty(name="Diameter", min=0.0, default=0.004, subtype="DISTANCE", unit="LENGTH")  # type: ignore
     material: EnumProperty(name="Material", items=MATERIALS, default="lv2017_harness")  # type: ignore
     youngs_modulus: FloatProperty(name="Young's Modulus", description="MPa", min=0.0, default=126.0)  # type: ignore
     poisson_ratio: FloatProperty(name="Poisson's Ratio", min=0.0, max=0.499, default=0.3)  # type: ignore
     density: FloatProperty(name="Density", description="kg/m^3", min=0.0, default=1500.0)  # type: ignore
     min_bend_radius_allowed: FloatProperty(
-        name="Allowed Bend Radius", description="Smallest bend radius the cable may have (0: no check)", min=0.0,
-        default=0.0, subtype="DISTANCE", unit="LENGTH")  # type: ignore
+        name="Allowed Bend Radius",
+        description="Smallest bend radius the cable may have (0: no check)",
+        min=0.0,
+        default=0.0,
+        subtype="DISTANCE",
+        unit="LENGTH",
+    )  # type: ignore
     segments: IntProperty(name="Segments", min=2, soft_max=1000, default=60)  # type: ignore
-    solver_model: EnumProperty(name="Model", items=[("cosserat", "Cosserat Rod", "Discrete Cosserat rod, "
-                                                                                 "quasi-static Newton solver")],
-                               default="cosserat")  # type: ignore
+    solver_model: EnumProperty(
+        name="Model",
+        items=[("cosserat", "Cosserat Rod", "Discrete Cosserat rod, quasi-static Newton solver")],
+        default="cosserat",
+    )  # type: ignore
 
     # collider
-    collider_margin: FloatProperty(name="Margin", description="Extra clearance kept from this mesh", min=0.0,
-                                   default=0.0, subtype="DISTANCE", unit="LENGTH")  # type: ignore
+    collider_margin: FloatProperty(
+        name="Margin",
+        description="Extra clearance kept from this mesh",
+        min=0.0,
+        default=0.0,
+        subtype="DISTANCE",
+        unit="LENGTH",
+    )  # type: ignore
 
     # last result of a cable (read-outs)
     result_valid: BoolProperty(default=False)  # type: ignore
@@ -118,20 +155,31 @@ class CableHarnessSceneSettings(bpy.types.PropertyGroup):
     """Contact between the cables and the scene, for every cable of the scene (case format: contact)."""
 
     friction_static: FloatProperty(
-        name="Static Friction", min=0.0, soft_max=2.0, default=0.0,
-        description="Coulomb coefficient below which a contact sticks (0: frictionless)")  # type: ignore
+        name="Static Friction",
+        min=0.0,
+        soft_max=2.0,
+        default=0.0,
+        description="Coulomb coefficient below which a contact sticks (0: frictionless)",
+    )  # type: ignore
     friction_dynamic: FloatProperty(
-        name="Dynamic Friction", min=0.0, soft_max=2.0, default=0.0,
-        description="Coulomb coefficient of a sliding contact (at most the static one)")  # type: ignore
+        name="Dynamic Friction",
+        min=0.0,
+        soft_max=2.0,
+        default=0.0,
+        description="Coulomb coefficient of a sliding contact (at most the static one)",
+    )  # type: ignore
     cable_cable: BoolProperty(
-        name="Cable-Cable Contact", default=False,
-        description="Cables press against each other instead of passing through (their drawn routes must "
-                    "not cross)")  # type: ignore
+        name="Cable-Cable Contact",
+        default=False,
+        description="Cables press against each other instead of passing through (their drawn routes must not cross)",
+    )  # type: ignore
 
     def contact_document(self) -> dict:
-        return {"friction_static": self.friction_static,
-                "friction_dynamic": min(self.friction_dynamic, self.friction_static),
-                "cable_cable": self.cable_cable}
+        return {
+            "friction_static": self.friction_static,
+            "friction_dynamic": min(self.friction_dynamic, self.friction_static),
+            "cable_cable": self.cable_cable,
+        }
 
 
 classes = (CableHarnessClipRef, CableHarnessPoint, CableHarnessSettings, CableHarnessSceneSettings)

@@ -25,8 +25,11 @@ def cable_summary(name: str, info: dict, records: list[dict]) -> dict:
     """Summary of one cable over the baked frames (records in frame order)."""
     if not records:
         raise ValueError(f"bake log: cable {name!r} has no frames")
-    bend = [(r["min_bend_radius"], r["frame"], r.get("min_bend_radius_s")) for r in records
-            if _finite(r.get("min_bend_radius"))]
+    bend = [
+        (r["min_bend_radius"], r["frame"], r.get("min_bend_radius_s"))
+        for r in records
+        if _finite(r.get("min_bend_radius"))
+    ]
     gap = [(r["clearance"], r["frame"], r.get("clearance_s")) for r in records if _finite(r.get("clearance"))]
     allowed = info.get("allowed_bend_radius") or 0.0
     worst_bend = min(bend) if bend else (None, None, None)
@@ -38,8 +41,15 @@ def cable_summary(name: str, info: dict, records: list[dict]) -> dict:
         if not series:
             continue
         peak, frame = max(series)
-        holders.append({"holder": holder["key"], "object": holder["object"], "kind": holder["kind"],
-                        "peak_force": peak, "frame": frame})
+        holders.append(
+            {
+                "holder": holder["key"],
+                "object": holder["object"],
+                "kind": holder["kind"],
+                "peak_force": peak,
+                "frame": frame,
+            }
+        )
     last = records[-1]
     return {
         "cable": name,
@@ -66,8 +76,13 @@ def harness_report(log: dict) -> dict:
     if log.get("format") != LOG_FORMAT:
         raise ValueError(f"not a bake log (format {log.get('format')!r}, expected {LOG_FORMAT!r})")
     cables = [cable_summary(name, log["cables"][name], log["frames"][name]) for name in sorted(log["cables"])]
-    return {"format": REPORT_FORMAT, "scene": log.get("scene"), "frames": log.get("frame_range"),
-            "units": "SI (m, N)", "cables": cables}
+    return {
+        "format": REPORT_FORMAT,
+        "scene": log.get("scene"),
+        "frames": log.get("frame_range"),
+        "units": "SI (m, N)",
+        "cables": cables,
+    }
 
 
 def write_json(report: dict, path: Path) -> Path:
@@ -83,15 +98,35 @@ def csv_rows(report: dict):
         name = c["cable"]
         yield {"cable": name, "quantity": "rest length", "value": c["rest_length"], "unit": "m"}
         yield {"cable": name, "quantity": "centre-line length (last frame)", "value": c["length"], "unit": "m"}
-        yield {"cable": name, "quantity": "min bend radius", "value": c["min_bend_radius"], "unit": "m",
-               "frame": c["min_bend_radius_frame"], "s": c["min_bend_radius_s"], "limit": c["allowed_bend_radius"],
-               "ok": c["bend_radius_ok"]}
-        yield {"cable": name, "quantity": "min clearance", "value": c["min_clearance"], "unit": "m",
-               "frame": c["min_clearance_frame"], "s": c["min_clearance_s"],
-               "limit": 0.0, "ok": None if c["min_clearance"] is None else c["min_clearance"] >= 0.0}
+        yield {
+            "cable": name,
+            "quantity": "min bend radius",
+            "value": c["min_bend_radius"],
+            "unit": "m",
+            "frame": c["min_bend_radius_frame"],
+            "s": c["min_bend_radius_s"],
+            "limit": c["allowed_bend_radius"],
+            "ok": c["bend_radius_ok"],
+        }
+        yield {
+            "cable": name,
+            "quantity": "min clearance",
+            "value": c["min_clearance"],
+            "unit": "m",
+            "frame": c["min_clearance_frame"],
+            "s": c["min_clearance_s"],
+            "limit": 0.0,
+            "ok": None if c["min_clearance"] is None else c["min_clearance"] >= 0.0,
+        }
         for h in c["peak_forces"]:
-            yield {"cable": name, "quantity": f"peak force ({h['kind']})", "where": h["object"],
-                   "value": h["peak_force"], "unit": "N", "frame": h["frame"]}
+            yield {
+                "cable": name,
+                "quantity": f"peak force ({h['kind']})",
+                "where": h["object"],
+                "value": h["peak_force"],
+                "unit": "N",
+                "frame": h["frame"],
+            }
 
 
 def write_csv(report: dict, path: Path) -> Path:
@@ -139,8 +174,12 @@ def write_plots(log: dict, report: dict, folder: Path) -> list[Path]:
         frames = [r["frame"] for r in records]
         for holder in log["cables"][c["cable"]]["holders"]:
             values = [r["forces"].get(holder["key"]) for r in records]
-            ax.plot(frames, [math.nan if v is None else v for v in values], lw=1.3,
-                    label=f"{holder['object']} ({holder['kind']})")
+            ax.plot(
+                frames,
+                [math.nan if v is None else v for v in values],
+                lw=1.3,
+                label=f"{holder['object']} ({holder['kind']})",
+            )
         ax.set_title(f"{c['cable']}: force on the cable at connectors and clips")
         ax.set_xlabel("frame")
         ax.set_ylabel("|F| (N)")
@@ -162,9 +201,11 @@ def summary_text(report: dict) -> str:
     lines = []
     for c in report["cables"]:
         verdict = {True: "ok", False: "TOO TIGHT", None: "no limit set"}[c["bend_radius_ok"]]
-        lines.append(f"{c['cable']}: length {_mm(c['rest_length'])}, min bend radius {_mm(c['min_bend_radius'])} "
-                     f"(frame {c['min_bend_radius_frame']}; allowed {_mm(c['allowed_bend_radius'])}: {verdict}), "
-                     f"min clearance {_mm(c['min_clearance'])} (frame {c['min_clearance_frame']})")
+        lines.append(
+            f"{c['cable']}: length {_mm(c['rest_length'])}, min bend radius {_mm(c['min_bend_radius'])} "
+            f"(frame {c['min_bend_radius_frame']}; allowed {_mm(c['allowed_bend_radius'])}: {verdict}), "
+            f"min clearance {_mm(c['min_clearance'])} (frame {c['min_clearance_frame']})"
+        )
         for h in c["peak_forces"]:
             lines.append(f"    peak {h['peak_force']:.3f} N at {h['object']} ({h['kind']}), frame {h['frame']}")
         if c["frames_not_converged"]:
@@ -177,8 +218,11 @@ def write_report(log: dict, folder: Path, plots: bool = True) -> dict:
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     report = harness_report(log)
-    out = {"report": report, "files": [write_json(report, folder / "report.json"),
-                                       write_csv(report, folder / "report.csv")], "plots_skipped": None}
+    out = {
+        "report": report,
+        "files": [write_json(report, folder / "report.json"), write_csv(report, folder / "report.csv")],
+        "plots_skipped": None,
+    }
     if plots:
         try:
             out["files"] += write_plots(log, report, folder)

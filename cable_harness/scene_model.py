@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from ..solver_core import CaseError, PRESETS, parse_case
+from ..solver_core import PRESETS, CaseError, parse_case
 
 CONNECTOR, CLIP, CABLE, COLLIDER = "CONNECTOR", "CLIP", "CABLE", "COLLIDER"
 
@@ -79,11 +79,17 @@ def cable_document(ob, scale, with_route: bool = True) -> dict:
         if clip is None:
             raise HarnessInputError(f"cable {name!r}: clip {index + 1} in its list is missing (deleted?)")
         c = clip.cable_harness
-        entry = {"s": ref.s * scale, "kind": c.clip_kind, "length": c.clip_length * scale,
-                 "frame": object_frame(clip, scale, flip=ref.reversed, roll_free=False)}
+        entry = {
+            "s": ref.s * scale,
+            "kind": c.clip_kind,
+            "length": c.clip_length * scale,
+            "frame": object_frame(clip, scale, flip=ref.reversed, roll_free=False),
+        }
         if c.clip_compliant:
-            entry["stiffness"] = {"translational": c.clip_translational_stiffness,
-                                  "rotational": c.clip_rotational_stiffness}
+            entry["stiffness"] = {
+                "translational": c.clip_translational_stiffness,
+                "rotational": c.clip_rotational_stiffness,
+            }
         clips.append(entry)
     doc = {
         "id": name,
@@ -129,10 +135,13 @@ def case_document(scene, cable_objects=None) -> dict:
     if not cables:
         raise HarnessInputError("the scene has no cable (mark a curve as a cable or use Add > Cable Harness)")
     gravity = list(scene.gravity) if scene.use_gravity else [0.0, 0.0, 0.0]
-    return {"format": "cable-harness-case/1", "gravity": gravity,
-            "cables": [cable_document(ob, scale) for ob in cables],
-            "contact": scene.cable_harness.contact_document(),
-            "solver": {"model": cables[0].cable_harness.solver_model}}
+    return {
+        "format": "cable-harness-case/1",
+        "gravity": gravity,
+        "cables": [cable_document(ob, scale) for ob in cables],
+        "contact": scene.cable_harness.contact_document(),
+        "solver": {"model": cables[0].cable_harness.solver_model},
+    }
 
 
 def parse_scene_case(doc):

@@ -22,14 +22,22 @@ import numpy as np
 from mathutils import Matrix
 
 from ..solver_core import CableChange, Harness
-from ..solver_core.contact import ObstacleSet
 from ..solver_core.case import parse_frame
 from ..solver_core.clearance import clearance
+from ..solver_core.contact import ObstacleSet
 from ..solver_core.rod_state import interpolate_boundary
 from .colliders import ColliderCache
-from .scene_model import (CABLE, COLLIDER, HarnessInputError, case_document, cable_document, harness_objects,
-                          metres_per_unit, parse_scene_case, write_cable_result)
-
+from .scene_model import (
+    CABLE,
+    COLLIDER,
+    HarnessInputError,
+    cable_document,
+    case_document,
+    harness_objects,
+    metres_per_unit,
+    parse_scene_case,
+    write_cable_result,
+)
 
 # a tick solves again (from the same start) when the cables moved beyond the triangles fetched
 BROAD_PHASE_ROUNDS = 4
@@ -61,8 +69,10 @@ class TickReport:
         return self.read_ms + self.collide_ms + self.solve_ms + self.write_ms
 
     def summary(self) -> str:
-        text = (f"{self.solved} cable(s) in {self.total_ms:.1f} ms (read {self.read_ms:.1f}, collide "
-                f"{self.collide_ms:.1f}, solve {self.solve_ms:.1f}, write {self.write_ms:.1f})")
+        text = (
+            f"{self.solved} cable(s) in {self.total_ms:.1f} ms (read {self.read_ms:.1f}, collide "
+            f"{self.collide_ms:.1f}, solve {self.solve_ms:.1f}, write {self.write_ms:.1f})"
+        )
         if self.failed:
             text += "; " + "; ".join(f"{k}: {v}" for k, v in self.failed.items())
         if self.warnings:
@@ -158,8 +168,10 @@ class HarnessSimulation:
 
     def _collider_poses(self, scene, context) -> dict:
         depsgraph = context.evaluated_depsgraph_get()
-        return {ob.name: tuple(tuple(row) for row in ob.evaluated_get(depsgraph).matrix_world)
-                for ob in harness_objects(scene, COLLIDER)}
+        return {
+            ob.name: tuple(tuple(row) for row in ob.evaluated_get(depsgraph).matrix_world)
+            for ob in harness_objects(scene, COLLIDER)
+        }
 
     def _substeps(self, scene, context, targets, poses) -> list:
         """The tick's solves as [(t, targets, collider poses)], t part of the way from the last tick's
@@ -217,8 +229,13 @@ class HarnessSimulation:
             solve_ms += (time.perf_counter() - t_solve) * 1e3
             after = self._positions(targets)
             # how far each node ended from the nearest place (of the same node) triangles were fetched at
-            outside = max((float(np.min([np.linalg.norm(after[n] - p, axis=1) for p in covered[n]], axis=0).max())
-                           for n in targets), default=0.0)
+            outside = max(
+                (
+                    float(np.min([np.linalg.norm(after[n] - p, axis=1) for p in covered[n]], axis=0).max())
+                    for n in targets
+                ),
+                default=0.0,
+            )
             if outside <= 0.5 * reach:
                 break
             # The cables moved further than the fetched triangles reach (a first solve, a big drag):
@@ -246,13 +263,18 @@ class HarnessSimulation:
             try:
                 # the route matters only when a cable is (re)built: not read on ordinary ticks
                 doc = cable_document(ob, self.scale, with_route=False)
-                parse_scene_case({"format": "cable-harness-case/1", "gravity": self.case.gravity.tolist(),
-                                  "cables": [doc]})
+                parse_scene_case(
+                    {"format": "cable-harness-case/1", "gravity": self.case.gravity.tolist(), "cables": [doc]}
+                )
                 signature = _static_signature(doc)
                 if self.signatures.get(ob.name) != signature:
-                    rebuilt = parse_scene_case({"format": "cable-harness-case/1",
-                                                "gravity": self.case.gravity.tolist(),
-                                                "cables": [cable_document(ob, self.scale)]})
+                    rebuilt = parse_scene_case(
+                        {
+                            "format": "cable-harness-case/1",
+                            "gravity": self.case.gravity.tolist(),
+                            "cables": [cable_document(ob, self.scale)],
+                        }
+                    )
                     self.harness.add_cable(rebuilt.cables[0])
                     self.signatures[ob.name] = signature
             except HarnessInputError as exc:
@@ -261,7 +283,8 @@ class HarnessSimulation:
             targets[ob.name] = CableChange(
                 start=parse_frame(doc["start"], "start"),
                 end=None if doc["end"] is None else parse_frame(doc["end"], "end"),
-                clips={i: parse_frame(c["frame"], f"clips[{i}]") for i, c in enumerate(doc["clips"])})
+                clips={i: parse_frame(c["frame"], f"clips[{i}]") for i, c in enumerate(doc["clips"])},
+            )
         self.cables = live
         return targets
 
@@ -279,9 +302,17 @@ class HarnessSimulation:
         as for case meshes. Returns the reach (m)."""
         # a few diameters and a couple of segments around the cable; around a cable not solved yet,
         # as far as its first equilibrium may be from its drawn route (a sag can reach half its length)
-        reach = max((max(4.0 * s.model.cable.diameter, 2.0 * float(s.model.rest_len.max()),
-                         0.0 if s.solved else 0.5 * s.model.cable.length)
-                     for s in (self.harness.cables[n] for n in targets)), default=0.0)
+        reach = max(
+            (
+                max(
+                    4.0 * s.model.cable.diameter,
+                    2.0 * float(s.model.rest_len.max()),
+                    0.0 if s.solved else 0.5 * s.model.cable.length,
+                )
+                for s in (self.harness.cables[n] for n in targets)
+            ),
+            default=0.0,
+        )
         colliders = harness_objects(scene, COLLIDER)
         if not colliders or not targets:
             if not self.harness.obstacles.empty:
@@ -289,8 +320,9 @@ class HarnessSimulation:
             return np.inf
         depsgraph = context.evaluated_depsgraph_get()
         points_units = np.concatenate([p for n in targets for p in points[n]]) / self.scale
-        triangles, sharp = self.colliders.nearby_triangles(colliders, depsgraph, points_units, reach / self.scale,
-                                                           poses)
+        triangles, sharp = self.colliders.nearby_triangles(
+            colliders, depsgraph, points_units, reach / self.scale, poses
+        )
         report.candidate_triangles = len(triangles)
         self.harness.set_obstacles(ObstacleSet().with_triangles(triangles * self.scale, 0, sharp))
         return reach
@@ -304,8 +336,9 @@ class HarnessSimulation:
         if session is None or not colliders:
             return None, None
         points = session.state.positions + session.model.origin
-        triangles, _ = self.colliders.nearby_triangles(colliders, context.evaluated_depsgraph_get(),
-                                                       points / self.scale, search_m / self.scale)
+        triangles, _ = self.colliders.nearby_triangles(
+            colliders, context.evaluated_depsgraph_get(), points / self.scale, search_m / self.scale
+        )
         gap, where = clearance(points, 0.5 * session.model.cable.diameter, triangles * self.scale)
         if where < 0.0 or gap > search_m:
             return None, None
@@ -319,8 +352,7 @@ class HarnessSimulation:
                 write_cable_result(ob, result, self.scale)
                 own = [w for w in self.harness.warnings if f"cable {name!r}" in w]
                 if own:  # shown in the panel next to the result
-                    ob.cable_harness.result_message = "; ".join(filter(None, [ob.cable_harness.result_message,
-                                                                              *own]))
+                    ob.cable_harness.result_message = "; ".join(filter(None, [ob.cable_harness.result_message, *own]))
 
 
 def collider_obstacles(scene, depsgraph, scale: float) -> list:
@@ -341,8 +373,14 @@ def collider_obstacles(scene, depsgraph, scale: float) -> list:
         M = np.array(evaluated.matrix_world)
         world = (vertices.reshape(-1, 3) @ M[:3, :3].T + M[:3, 3]) * scale
         if len(triangles):
-            obstacles.append({"type": "mesh", "name": ob.name, "vertices": world.tolist(),
-                              "triangles": triangles.reshape(-1, 3).tolist()})
+            obstacles.append(
+                {
+                    "type": "mesh",
+                    "name": ob.name,
+                    "vertices": world.tolist(),
+                    "triangles": triangles.reshape(-1, 3).tolist(),
+                }
+            )
     return obstacles
 
 

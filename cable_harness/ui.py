@@ -72,8 +72,10 @@ class VIEW3D_PT_cable_harness(bpy.types.Panel):
         if not s.result_valid:
             box.label(text="Not solved yet")
             return
-        box.label(text="Converged" if s.result_converged else "NOT converged",
-                  icon="CHECKMARK" if s.result_converged else "ERROR")
+        box.label(
+            text="Converged" if s.result_converged else "NOT converged",
+            icon="CHECKMARK" if s.result_converged else "ERROR",
+        )
         col = box.column()
         col.prop(s, "result_length", emboss=False)
         col.prop(s, "result_min_bend_radius", emboss=False)
@@ -131,9 +133,13 @@ def _add_menu(self, context):
     self.layout.menu(VIEW3D_MT_cable_harness_add.bl_idname, icon="CURVE_PATH")
 
 
-classes = (CABLE_HARNESS_UL_clips, VIEW3D_PT_cable_harness, VIEW3D_PT_cable_harness_contact,
-           VIEW3D_PT_cable_harness_files,
-           VIEW3D_MT_cable_harness_add)
+classes = (
+    CABLE_HARNESS_UL_clips,
+    VIEW3D_PT_cable_harness,
+    VIEW3D_PT_cable_harness_contact,
+    VIEW3D_PT_cable_harness_files,
+    VIEW3D_MT_cable_harness_add,
+)
 
 
 _register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)

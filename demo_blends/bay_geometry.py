@@ -48,7 +48,7 @@ def _hole_x(x, y, z, radius, length):
 def _device(x0, y0, x1, y1, height, sockets, size, towards_plus_x):
     body = _box(x0, y0, 0.0, x1, y1, height)
     w, h, depth = size
-    for (sx, sy, sz) in sockets.values():
+    for sx, sy, sz in sockets.values():
         x_in = sx - depth if towards_plus_x else sx
         body = _cut(body, _box(x_in, sy - w / 2, sz - h / 2, x_in + depth, sy + w / 2, sz + h / 2))
     return body

@@ -9,8 +9,6 @@
 
 from __future__ import annotations
 
-import math
-
 import bpy
 from mathutils import Matrix, Vector
 
@@ -125,13 +123,18 @@ def build_equipment_bay(step_path: str) -> dict:
     result = bpy.ops.cable_harness.import_step(filepath=str(step_path), linear_deflection=0.2)
     if result != {"FINISHED"}:
         raise RuntimeError(f"Import CAD failed for {step_path}")
-    colours = {"panel": (0.62, 0.64, 0.66), "device": (0.12, 0.18, 0.28), "bracket": (0.75, 0.55, 0.2),
-               "tray": (0.35, 0.38, 0.4)}
+    colours = {
+        "panel": (0.62, 0.64, 0.66),
+        "device": (0.12, 0.18, 0.28),
+        "bracket": (0.75, 0.55, 0.2),
+        "tray": (0.35, 0.38, 0.4),
+    }
     for ob in scene.objects:
         if ob.type == "MESH":
             key = next((k for k in colours if ob.name.startswith(k)), "panel")
-            ob.data.materials.append(_material(f"{ob.name} finish", colours[key], metallic=0.3 if key != "device"
-                                               else 0.0))
+            ob.data.materials.append(
+                _material(f"{ob.name} finish", colours[key], metallic=0.3 if key != "device" else 0.0)
+            )
 
     plus_x, minus_x = (1.0, 0.0, 0.0), (-1.0, 0.0, 0.0)
     a = {k: _add("connector", f"A_{k}", p, plus_x) for k, p in bay.DEVICE_A_SOCKETS.items()}
@@ -162,12 +165,29 @@ def build_equipment_bay(step_path: str) -> dict:
     compliant.clip_rotational_stiffness = 0.5  # N m/rad
 
     cables = {
-        "power": _cable("power", a["power"], plug, [clips["power_1"], clips["power_2"]], 6.0, 640.0,
-                        "pvc_wire", 80, (0.75, 0.08, 0.05)),
-        "signal": _cable("signal", a["signal"], b["signal"], [clips["signal_1"], clips["signal_2"]], 4.0, 660.0,
-                         "lv2017_harness", 70, (0.95, 0.75, 0.1)),
-        "sensor": _cable("sensor", a["sensor"], b["sensor"], [], 4.0, 540.0,
-                         "lv2017_harness", 70, (0.1, 0.35, 0.8)),
+        "power": _cable(
+            "power",
+            a["power"],
+            plug,
+            [clips["power_1"], clips["power_2"]],
+            6.0,
+            640.0,
+            "pvc_wire",
+            80,
+            (0.75, 0.08, 0.05),
+        ),
+        "signal": _cable(
+            "signal",
+            a["signal"],
+            b["signal"],
+            [clips["signal_1"], clips["signal_2"]],
+            4.0,
+            660.0,
+            "lv2017_harness",
+            70,
+            (0.95, 0.75, 0.1),
+        ),
+        "sensor": _cable("sensor", a["sensor"], b["sensor"], [], 4.0, 540.0, "lv2017_harness", 70, (0.1, 0.35, 0.8)),
     }
     for cable in cables.values():
         cable.cable_harness.min_bend_radius_allowed = 5.0 * cable.cable_harness.diameter
@@ -175,9 +195,11 @@ def build_equipment_bay(step_path: str) -> dict:
     # the insertion: approach, align with the socket axis, push in 5 mm
     first, last = INSERTION_FRAMES
     path = [(first, plug.matrix_world.copy())]
-    for frame, location, axis in ((first + 15, socket + Vector((-70.0, -10.0, -10.0)), (-0.9, 0.1, 0.3)),
-                                  (first + 35, socket + Vector((-25.0, 0.0, 0.0)), minus_x),
-                                  (last - 12, socket + Vector((5.0, 0.0, 0.0)), minus_x)):
+    for frame, location, axis in (
+        (first + 15, socket + Vector((-70.0, -10.0, -10.0)), (-0.9, 0.1, 0.3)),
+        (first + 35, socket + Vector((-25.0, 0.0, 0.0)), minus_x),
+        (last - 12, socket + Vector((5.0, 0.0, 0.0)), minus_x),
+    ):
         _orient(plug, location, axis)
         path.append((frame, plug.matrix_world.copy()))
     for frame, matrix in path:
@@ -195,12 +217,13 @@ def build_desk() -> dict:
     """An artist's desk in metres: a monitor cable over the desk edge to the floor and a lamp cable."""
     scene = _reset_scene(1.0, "METERS", "Desk")
     parts = {}
-    for name, size, location, colour in (("floor", (3.0, 3.0, 0.02), (0.0, 0.0, -0.01), (0.5, 0.45, 0.4)),
-                                         ("desk_top", (1.4, 0.7, 0.03), (0.0, 0.0, 0.735), (0.55, 0.38, 0.22)),
-                                         ("monitor", (0.6, 0.05, 0.36), (0.0, 0.15, 1.05), (0.05, 0.05, 0.06)),
-                                         ("monitor_stand", (0.08, 0.08, 0.15), (0.0, 0.17, 0.82),
-                                          (0.1, 0.1, 0.1)),
-                                         ("wall", (3.0, 0.02, 2.0), (0.0, 0.45, 1.0), (0.85, 0.85, 0.8))):
+    for name, size, location, colour in (
+        ("floor", (3.0, 3.0, 0.02), (0.0, 0.0, -0.01), (0.5, 0.45, 0.4)),
+        ("desk_top", (1.4, 0.7, 0.03), (0.0, 0.0, 0.735), (0.55, 0.38, 0.22)),
+        ("monitor", (0.6, 0.05, 0.36), (0.0, 0.15, 1.05), (0.05, 0.05, 0.06)),
+        ("monitor_stand", (0.08, 0.08, 0.15), (0.0, 0.17, 0.82), (0.1, 0.1, 0.1)),
+        ("wall", (3.0, 0.02, 2.0), (0.0, 0.45, 1.0), (0.85, 0.85, 0.8)),
+    ):
         bpy.ops.mesh.primitive_cube_add(size=1.0, location=location)
         ob = bpy.context.active_object
         ob.name = name
@@ -221,8 +244,7 @@ def build_desk() -> dict:
     modifier.object = hole
     modifier.operation = "DIFFERENCE"
     hole.hide_render = hole.hide_viewport = True
-    power = _cable("monitor_power", monitor_port, outlet, [grommet], 0.007, 1.0, "pvc_wire", 80,
-                   (0.05, 0.05, 0.05))
+    power = _cable("monitor_power", monitor_port, outlet, [grommet], 0.007, 1.0, "pvc_wire", 80, (0.05, 0.05, 0.05))
     # 2 cm above the top, leaving the lamp's base towards the front of the desk: 0.5 m of this cord
     # standing straight up would be beyond its self-weight buckling length (Greenhill: 0.23 m)
     lamp_socket = _add("connector", "lamp_base", (-0.5, 0.2, 0.77), (0.0, -1.0, 0.0))

@@ -186,7 +186,7 @@ def _panel(panels, g):
     """Panel g of low_rank_factor's Z: its rows lo..stop of the band, and its columns' rows of U^T."""
     zbuf, groups, piece_row = panels
     lo, stop, width, offset, first = groups[g, 0], groups[g, 1], groups[g, 2], groups[g, 3], groups[g, 4]
-    return lo, zbuf[offset:offset + (stop - lo) * width].reshape((stop - lo, width)), piece_row[first:first + width]
+    return lo, zbuf[offset : offset + (stop - lo) * width].reshape((stop - lo, width)), piece_row[first : first + width]
 
 
 @njit

@@ -97,8 +97,15 @@ def _build(tri_min, tri_max):
         stack[top, 0] = left
         stack[top + 1, 0] = right
         top += 2
-    return (node_min[:n_nodes].copy(), node_max[:n_nodes].copy(), node_left[:n_nodes].copy(),
-            node_right[:n_nodes].copy(), node_start[:n_nodes].copy(), node_count[:n_nodes].copy(), order)
+    return (
+        node_min[:n_nodes].copy(),
+        node_max[:n_nodes].copy(),
+        node_left[:n_nodes].copy(),
+        node_right[:n_nodes].copy(),
+        node_start[:n_nodes].copy(),
+        node_count[:n_nodes].copy(),
+        order,
+    )
 
 
 def build_triangle_tree(triangles: np.ndarray) -> TriangleTree:
@@ -117,8 +124,14 @@ def query_box(node_min, node_max, node_left, node_right, node_start, node_count,
     while top > 0:
         top -= 1
         node = stack[top]
-        if (node_min[node, 0] > hi[0] or node_max[node, 0] < lo[0] or node_min[node, 1] > hi[1]
-                or node_max[node, 1] < lo[1] or node_min[node, 2] > hi[2] or node_max[node, 2] < lo[2]):
+        if (
+            node_min[node, 0] > hi[0]
+            or node_max[node, 0] < lo[0]
+            or node_min[node, 1] > hi[1]
+            or node_max[node, 1] < lo[1]
+            or node_min[node, 2] > hi[2]
+            or node_max[node, 2] < lo[2]
+        ):
             continue
         if node_left[node] < 0:
             for i in range(node_start[node], node_start[node] + node_count[node]):

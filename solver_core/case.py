@@ -211,8 +211,12 @@ def _parse_stiffness(obj, where):
         m = obj["matrix"]
         if not isinstance(m, list) or len(m) != 6 or any(not isinstance(r, list) or len(r) != 6 for r in m):
             raise CaseError(f"{where}.matrix must be a 6x6 list of lists")
-        arr = np.array([[_number(v, f"{where}.matrix[{i}][{j}]", bound=MAX_STIFFNESS) for j, v in enumerate(r)]
-                        for i, r in enumerate(m)])
+        arr = np.array(
+            [
+                [_number(v, f"{where}.matrix[{i}][{j}]", bound=MAX_STIFFNESS) for j, v in enumerate(r)]
+                for i, r in enumerate(m)
+            ]
+        )
         if not np.allclose(arr, arr.T, rtol=1e-9, atol=0.0):
             raise CaseError(f"{where}.matrix must be symmetric")
         if np.linalg.eigvalsh(arr).min() <= 0:
@@ -240,8 +244,13 @@ def _parse_clip(obj, where, length) -> Clip:
         raise CaseError(
             f"{where}.s = {s:g} (with length {clip_length:g}) lies outside the cable's interior (0, {length:g})"
         )
-    return Clip(s, parse_frame(obj["frame"], f"{where}.frame"), kind, clip_length,
-                _parse_stiffness(obj.get("stiffness"), f"{where}.stiffness"))
+    return Clip(
+        s,
+        parse_frame(obj["frame"], f"{where}.frame"),
+        kind,
+        clip_length,
+        _parse_stiffness(obj.get("stiffness"), f"{where}.stiffness"),
+    )
 
 
 def _parse_load(obj, where, length) -> Load:
@@ -263,10 +272,12 @@ def _anchor_chain(cable_start, cable_end, clips, length):
         if clip.kind == "sliding":
             continue  # its s is only where the cable starts out; the cable slides through it
         half = clip.length / 2.0
-        chain.append((clip.s - half, clip.frame.position - half * clip.frame.tangent, f"clips[{index}]",
-                      clip.frame.tangent))
-        chain.append((clip.s + half, clip.frame.position + half * clip.frame.tangent, f"clips[{index}]",
-                      clip.frame.tangent))
+        chain.append(
+            (clip.s - half, clip.frame.position - half * clip.frame.tangent, f"clips[{index}]", clip.frame.tangent)
+        )
+        chain.append(
+            (clip.s + half, clip.frame.position + half * clip.frame.tangent, f"clips[{index}]", clip.frame.tangent)
+        )
     if cable_end is not None:
         chain.append((length, cable_end.position, "end", cable_end.tangent))
     return chain
@@ -283,19 +294,26 @@ def _check_clip_breaks(where, clips, length, segments):
     breaks = {0.0: "start", length: "end"}
     for i, clip in enumerate(clips):
         if 0.0 < clip.length < tiny:
-            raise CaseError(f"{where}.clips[{i}].length = {clip.length:g} is out of range (0, or at least "
-                            f"{tiny:g} m: {MIN_CLIP_SPACING:g} of the cable length)")
+            raise CaseError(
+                f"{where}.clips[{i}].length = {clip.length:g} is out of range (0, or at least "
+                f"{tiny:g} m: {MIN_CLIP_SPACING:g} of the cable length)"
+            )
         if clip.kind == "sliding":
             continue
-        ends = ((clip.s - clip.length / 2.0, clip.s + clip.length / 2.0) if clip.length > 0.0 and clip.stiffness is None
-                else (clip.s,))
+        ends = (
+            (clip.s - clip.length / 2.0, clip.s + clip.length / 2.0)
+            if clip.length > 0.0 and clip.stiffness is None
+            else (clip.s,)
+        )
         for s in ends:
             breaks.setdefault(s, f"clips[{i}]")
     points = sorted(breaks)
     for a, b in zip(points, points[1:]):
         if b - a < tiny:
-            raise CaseError(f"{where}.{breaks[b]} ends {b - a:.3g} m from where {breaks[a]} ends: closer than "
-                            f"{MIN_CLIP_SPACING:g} of the cable length (make them meet exactly or move them apart)")
+            raise CaseError(
+                f"{where}.{breaks[b]} ends {b - a:.3g} m from where {breaks[a]} ends: closer than "
+                f"{MIN_CLIP_SPACING:g} of the cable length (make them meet exactly or move them apart)"
+            )
     if len(points) - 1 > segments:
         raise CaseError(f"{where}.segments = {segments} is too few for its clips; it needs at least {len(points) - 1}")
 
@@ -315,8 +333,10 @@ def check_reachable(cable_id, where, start, end, clips, length):
     if end is not None:
         span = float(np.linalg.norm(end.position - start.position))
         if span > length * (1.0 + 1e-9):
-            raise CaseError(f"{where}: start and end of cable {show(cable_id)} are {span:.6g} m apart but the cable is "
-                            f"only {length:.6g} m long")
+            raise CaseError(
+                f"{where}: start and end of cable {show(cable_id)} are {span:.6g} m apart but the cable is "
+                f"only {length:.6g} m long"
+            )
     chain = _anchor_chain(start, end, clips, length)
     for (s0, p0, a, t0), (s1, p1, b, t1) in zip(chain, chain[1:]):
         if a == b:
@@ -325,8 +345,10 @@ def check_reachable(cable_id, where, start, end, clips, length):
             raise CaseError(f"{where}.{b} overlaps {a} along the cable")
         if s1 - s0 <= 1e-12 * max(length, 1.0) and float(np.dot(t0, t1)) < 1.0 - UNIT_TOLERANCE:
             # held frames that meet at one arc length hold one tangent (the cable cannot kink)
-            raise CaseError(f"{where}: {a} and {b} of cable {show(cable_id)} hold the same point of the cable "
-                            f"with different tangents")
+            raise CaseError(
+                f"{where}: {a} and {b} of cable {show(cable_id)} hold the same point of the cable "
+                f"with different tangents"
+            )
         gap = float(np.linalg.norm(p1 - p0))
         if gap > (s1 - s0) + 1e-9 * length:
             raise CaseError(
@@ -336,8 +358,9 @@ def check_reachable(cable_id, where, start, end, clips, length):
 
 
 def _parse_cable(obj, where) -> CableSpec:
-    _check_keys(obj, ("id", "length", "diameter", "material", "segments", "start", "end", "clips", "loads", "route"),
-                where)
+    _check_keys(
+        obj, ("id", "length", "diameter", "material", "segments", "start", "end", "clips", "loads", "route"), where
+    )
     for key in ("id", "length", "diameter", "material", "start"):
         if key not in obj:
             raise CaseError(f"{where}.{key} is missing")
@@ -398,18 +421,25 @@ def _parse_obstacle(obj, where):
     kind = obj["type"] if isinstance(obj["type"], str) else None
     if kind == "plane":
         _check_keys(obj, ("type", "point", "normal"), where)
-        return {"type": "plane", "point": _vector(obj.get("point"), f"{where}.point").tolist(),
-                "normal": _unit(obj.get("normal"), f"{where}.normal").tolist()}
+        return {
+            "type": "plane",
+            "point": _vector(obj.get("point"), f"{where}.point").tolist(),
+            "normal": _unit(obj.get("normal"), f"{where}.normal").tolist(),
+        }
     if kind == "sphere":
         _check_keys(obj, ("type", "center", "radius"), where)
-        return {"type": "sphere", "center": _vector(obj.get("center"), f"{where}.center").tolist(),
-                "radius": _number(obj.get("radius"), f"{where}.radius", positive=True, bound=MAX_EXTENT)}
+        return {
+            "type": "sphere",
+            "center": _vector(obj.get("center"), f"{where}.center").tolist(),
+            "radius": _number(obj.get("radius"), f"{where}.radius", positive=True, bound=MAX_EXTENT),
+        }
     if kind == "mesh":
         _check_keys(obj, ("type", "vertices", "triangles", "name"), where)
         verts = _table(obj.get("vertices"), floats=True)
         if verts is None or not np.isfinite(verts).all() or np.abs(verts).max(initial=0.0) > MAX_EXTENT:
-            raise CaseError(f"{where}.vertices must be a list of [x, y, z], each a finite number within "
-                            f"{MAX_EXTENT:g} m")
+            raise CaseError(
+                f"{where}.vertices must be a list of [x, y, z], each a finite number within {MAX_EXTENT:g} m"
+            )
         verts = verts.astype(np.float64)
         tris = _table(obj.get("triangles"), floats=False)
         if tris is None or tris.size == 0:
@@ -444,8 +474,10 @@ def _parse_step(obj, where, cables_by_id):
             raise CaseError(f"{w}.clips must be an object keyed by clip index")
         for key, clip_change in raw.items():
             if not (isinstance(key, str) and key.isascii() and key.isdigit() and int(key) < len(cable.clips)):
-                raise CaseError(f"{w}.clips.{name(key)}: cable {show(cable_id)} has clips "
-                                f"{f'0..{len(cable.clips) - 1}' if cable.clips else 'none'}")
+                raise CaseError(
+                    f"{w}.clips.{name(key)}: cable {show(cable_id)} has clips "
+                    f"{f'0..{len(cable.clips) - 1}' if cable.clips else 'none'}"
+                )
             _check_keys(clip_change, ("frame",), f"{w}.clips.{key}")
             if "frame" not in clip_change:
                 raise CaseError(f"{w}.clips.{key}.frame is missing")
@@ -466,8 +498,9 @@ def check_step_request(case: Case, changes, cable_ids=None) -> None:
             raise CaseError(f"changes.{name(cid)} must be a CableChange, got {type(change).__name__}")
         for k in change.clips:
             if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 0 <= k < len(known[cid].clips):
-                raise CaseError(f"changes.{name(cid)}.clips.{name(k)}: cable {show(cid)} has "
-                                f"{len(known[cid].clips)} clips")
+                raise CaseError(
+                    f"changes.{name(cid)}.clips.{name(k)}: cable {show(cid)} has {len(known[cid].clips)} clips"
+                )
     if cable_ids is not None:
         if isinstance(cable_ids, str):
             raise CaseError("cable_ids must be a list of cable ids, not one string")
@@ -499,8 +532,9 @@ def parse_case(doc) -> Case:
     for key in ("friction_static", "friction_dynamic"):
         if key in contact:
             _number(contact[key], f"contact.{key}", non_negative=True, bound=MAX_FRICTION)
-    contact = {key: _number(value, f"contact.{key}") if key != "cable_cable" else value
-               for key, value in contact.items()}
+    contact = {
+        key: _number(value, f"contact.{key}") if key != "cable_cable" else value for key, value in contact.items()
+    }
     if "cable_cable" in contact:
         if not isinstance(contact["cable_cable"], (bool, np.bool_)):
             raise CaseError("contact.cable_cable must be true or false")
@@ -531,8 +565,9 @@ def parse_case(doc) -> Case:
                 clips[k] = Clip(old.s, frame, old.kind, old.length, old.stiffness)
             current[cid] = (start, end, clips)
             check_reachable(cid, f"steps[{i}].cables.{cid}", start, end, clips, by_id[cid].length)
-    return Case(cables, gravity, obstacles, dict(contact), SolverSettings(model, tolerance, max_iterations, ultimate),
-                steps)
+    return Case(
+        cables, gravity, obstacles, dict(contact), SolverSettings(model, tolerance, max_iterations, ultimate), steps
+    )
 
 
 def read_json(path, what="case file"):
@@ -574,12 +609,26 @@ def case_to_dict(case: Case) -> dict:
     """The case as a JSON-ready document (parse_case(case_to_dict(c)) reproduces c)."""
     cables = []
     for c in case.cables:
-        d = {"id": c.id, "length": c.length, "diameter": c.diameter, "material": dict(c.material),
-             "segments": c.segments, "start": frame_to_dict(c.start),
-             "end": None if c.end is None else frame_to_dict(c.end),
-             "clips": [{"s": k.s, "frame": frame_to_dict(k.frame), "kind": k.kind, "length": k.length,
-                        "stiffness": k.stiffness} for k in c.clips],
-             "loads": [{"s": ld.s, "force": ld.force.tolist(), "moment": ld.moment.tolist()} for ld in c.loads]}
+        d = {
+            "id": c.id,
+            "length": c.length,
+            "diameter": c.diameter,
+            "material": dict(c.material),
+            "segments": c.segments,
+            "start": frame_to_dict(c.start),
+            "end": None if c.end is None else frame_to_dict(c.end),
+            "clips": [
+                {
+                    "s": k.s,
+                    "frame": frame_to_dict(k.frame),
+                    "kind": k.kind,
+                    "length": k.length,
+                    "stiffness": k.stiffness,
+                }
+                for k in c.clips
+            ],
+            "loads": [{"s": ld.s, "force": ld.force.tolist(), "moment": ld.moment.tolist()} for ld in c.loads],
+        }
         if c.route is not None:
             d["route"] = c.route.tolist()
         cables.append(d)
@@ -596,8 +645,17 @@ def case_to_dict(case: Case) -> dict:
                 e["clips"] = {str(k): {"frame": frame_to_dict(f)} for k, f in ch.clips.items()}
             sc[cid] = e
         steps.append({"cables": sc})
-    return {"format": CASE_FORMAT, "gravity": case.gravity.tolist(), "cables": cables,
-            "obstacles": list(case.obstacles), "contact": dict(case.contact),
-            "solver": {"model": case.solver.model, "tolerance": case.solver.tolerance,
-                       "max_iterations": case.solver.max_iterations, "ultimate_strain": case.solver.ultimate_strain},
-            "steps": steps}
+    return {
+        "format": CASE_FORMAT,
+        "gravity": case.gravity.tolist(),
+        "cables": cables,
+        "obstacles": list(case.obstacles),
+        "contact": dict(case.contact),
+        "solver": {
+            "model": case.solver.model,
+            "tolerance": case.solver.tolerance,
+            "max_iterations": case.solver.max_iterations,
+            "ultimate_strain": case.solver.ultimate_strain,
+        },
+        "steps": steps,
+    }

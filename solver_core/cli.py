@@ -83,9 +83,11 @@ def _summary_lines(index: int, step: dict):
         radius = c["min_bend_radius"]
         radius_text = "straight" if radius is None else f"{radius * 1e3:.1f} mm"
         state = "converged" if c["converged"] else "NOT converged"
-        yield (f"step {index} cable {cid}: {state} in {c['iterations']} iterations, {c['solve_ms']:.2f} ms; "
-               f"length {c['length']:.4f} m, min bend radius {radius_text}, "
-               f"start force {[round(v, 4) for v in c['end_forces']['start']['force']]} N")
+        yield (
+            f"step {index} cable {cid}: {state} in {c['iterations']} iterations, {c['solve_ms']:.2f} ms; "
+            f"length {c['length']:.4f} m, min bend radius {radius_text}, "
+            f"start force {[round(v, 4) for v in c['end_forces']['start']['force']]} N"
+        )
 
 
 def solve_to(case, output, lines: bool, echo) -> tuple:
@@ -104,8 +106,17 @@ def solve_to(case, output, lines: bool, echo) -> tuple:
         ok = True
         if output is not None:
             if lines:
-                output.write(dumps({"format": STREAM_FORMAT, "result_format": RESULT_FORMAT,
-                                    "cables": [c.id for c in case.cables], "steps": 1 + len(case.steps)}) + "\n")
+                output.write(
+                    dumps(
+                        {
+                            "format": STREAM_FORMAT,
+                            "result_format": RESULT_FORMAT,
+                            "cables": [c.id for c in case.cables],
+                            "steps": 1 + len(case.steps),
+                        }
+                    )
+                    + "\n"
+                )
             else:
                 output.write(f'{{"format":"{RESULT_FORMAT}","steps":[')
         for index, step in enumerate(iter_steps(case, harness, packed=lines)):
@@ -151,13 +162,18 @@ def _solve(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m solver_core", description=DESCRIPTION,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m solver_core", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     solve = sub.add_parser("solve", help="solve a case file and write the result")
     solve.add_argument("case", help="case JSON file")
-    solve.add_argument("-o", "--output", help="result file: RESULT.json (one document) or RESULT.jsonl (JSON Lines, "
-                       "one line per step); default: print a summary only")
+    solve.add_argument(
+        "-o",
+        "--output",
+        help="result file: RESULT.json (one document) or RESULT.jsonl (JSON Lines, "
+        "one line per step); default: print a summary only",
+    )
     solve.add_argument("-q", "--quiet", action="store_true", help="no summary on stdout")
     check = sub.add_parser("check", help="validate a case file without solving it")
     check.add_argument("case")
@@ -191,6 +207,9 @@ def main(argv=None) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # a bug, said in one line rather than a traceback
-        print(f"internal error: {type(exc).__name__}: {' '.join(str(exc).split())[:200]} (please report it with "
-              f"the case)", file=sys.stderr)
+        print(
+            f"internal error: {type(exc).__name__}: {' '.join(str(exc).split())[:200]} (please report it with "
+            f"the case)",
+            file=sys.stderr,
+        )
         return 3

@@ -66,8 +66,16 @@ class ObstacleSet:
         digest = self.__dict__.get("_fingerprint")
         if digest is None:
             h = hashlib.blake2b(digest_size=16)
-            for a in (self.plane_point, self.plane_normal, self.sphere_centre, self.sphere_radius, self.triangles,
-                      self.capsule_a, self.capsule_b, self.capsule_radius):
+            for a in (
+                self.plane_point,
+                self.plane_normal,
+                self.sphere_centre,
+                self.sphere_radius,
+                self.triangles,
+                self.capsule_a,
+                self.capsule_b,
+                self.capsule_radius,
+            ):
                 h.update(np.ascontiguousarray(a, dtype=np.float64).tobytes())
                 h.update(b"|")
             digest = self.__dict__["_fingerprint"] = h.digest()
@@ -103,14 +111,35 @@ class ObstacleSet:
         if sharp is not None:
             old = self.triangle_sharp if self.triangle_sharp is not None else sharp_edges(self.triangles)
             flags = np.concatenate((old, np.asarray(sharp, dtype=np.uint8)))
-        return ObstacleSet(self.plane_point, self.plane_normal, self.sphere_centre, self.sphere_radius, tris, owners,
-                           None, self.capsule_a, self.capsule_b, self.capsule_radius, flags)
+        return ObstacleSet(
+            self.plane_point,
+            self.plane_normal,
+            self.sphere_centre,
+            self.sphere_radius,
+            tris,
+            owners,
+            None,
+            self.capsule_a,
+            self.capsule_b,
+            self.capsule_radius,
+            flags,
+        )
 
     def with_capsules(self, a, b, radius) -> "ObstacleSet":
         """The same obstacles plus segments of other cables (capsules from a to b of the given radii)."""
-        return ObstacleSet(self.plane_point, self.plane_normal, self.sphere_centre, self.sphere_radius,
-                           self.triangles, self.triangle_owner, self.tree, np.asarray(a, float), np.asarray(b, float),
-                           np.asarray(radius, float), self.triangle_sharp)
+        return ObstacleSet(
+            self.plane_point,
+            self.plane_normal,
+            self.sphere_centre,
+            self.sphere_radius,
+            self.triangles,
+            self.triangle_owner,
+            self.tree,
+            np.asarray(a, float),
+            np.asarray(b, float),
+            np.asarray(radius, float),
+            self.triangle_sharp,
+        )
 
     def kernel_arrays(self) -> tuple:
         """The tuple the compiled kernels take (builds the triangle tree on first use)."""
@@ -121,13 +150,29 @@ class ObstacleSet:
             else:
                 z = np.zeros((1, 3))
                 e = np.full(1, -1, dtype=np.int64)
-                self.tree = (z, z - 1.0, e, e, np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64),
-                             np.zeros(0, dtype=np.int64))
+                self.tree = (
+                    z,
+                    z - 1.0,
+                    e,
+                    e,
+                    np.zeros(1, dtype=np.int64),
+                    np.zeros(1, dtype=np.int64),
+                    np.zeros(0, dtype=np.int64),
+                )
         if self.triangle_sharp is None:
             self.triangle_sharp = sharp_edges(self.triangles)
-        return (self.plane_point, self.plane_normal, self.sphere_centre, self.sphere_radius, self.triangles,
-                self.triangle_owner) + self.tree + (self.capsule_a, self.capsule_b, self.capsule_radius,
-                                                    self.triangle_sharp)
+        return (
+            (
+                self.plane_point,
+                self.plane_normal,
+                self.sphere_centre,
+                self.sphere_radius,
+                self.triangles,
+                self.triangle_owner,
+            )
+            + self.tree
+            + (self.capsule_a, self.capsule_b, self.capsule_radius, self.triangle_sharp)
+        )
 
 
 SHARP_EDGE_DEGREES = 30.0
@@ -187,7 +232,8 @@ def obstacles_from_case(obstacles) -> ObstacleSet:
         np.array([s["center"] for s in spheres], dtype=np.float64).reshape(-1, 3),
         np.array([s["radius"] for s in spheres], dtype=np.float64),
         np.concatenate(tris) if tris else np.zeros((0, 3, 3)),
-        np.concatenate(owners) if owners else np.zeros(0, dtype=np.int64))
+        np.concatenate(owners) if owners else np.zeros(0, dtype=np.int64),
+    )
 
 
 # ---------------------------------------------------------------- pairs
@@ -251,7 +297,6 @@ def capsules_near(lo, hi, cell, coords, start, items, mask, out):
     return out, n
 
 
-
 @njit
 def _box(pos, i, j, margin, lo, hi):
     """lo, hi = the box around nodes i..j (one node or a segment), widened by ``margin``."""
@@ -271,8 +316,25 @@ def find_pairs(pos, node_radius, node_part, reach, obstacles, self_gap):
     ``node_part`` numbers the cable of each node, the "segment" between two cables is no segment
     (it meets nothing), and segments of different cables always meet. ``node_radius`` is each
     node's cable radius."""
-    (plane_p, plane_n, sph_c, sph_r, tris, _owner, t_min, t_max, t_left, t_right, t_start, t_count, t_order,
-     cap_a, cap_b, cap_r, tri_sharp) = obstacles
+    (
+        plane_p,
+        plane_n,
+        sph_c,
+        sph_r,
+        tris,
+        _owner,
+        t_min,
+        t_max,
+        t_left,
+        t_right,
+        t_start,
+        t_count,
+        t_order,
+        cap_a,
+        cap_b,
+        cap_r,
+        tri_sharp,
+    ) = obstacles
     n_nodes = pos.shape[0]
     n_seg = n_nodes - 1
     cap = 64 + 8 * n_nodes
@@ -293,8 +355,9 @@ def find_pairs(pos, node_radius, node_part, reach, obstacles, self_gap):
     n_cap = cap_a.shape[0]
     cap_margin = 0.0
     for c in range(n_cap):
-        half = 0.5 * math.sqrt((cap_b[c, 0] - cap_a[c, 0]) ** 2 + (cap_b[c, 1] - cap_a[c, 1]) ** 2
-                               + (cap_b[c, 2] - cap_a[c, 2]) ** 2)
+        half = 0.5 * math.sqrt(
+            (cap_b[c, 0] - cap_a[c, 0]) ** 2 + (cap_b[c, 1] - cap_a[c, 1]) ** 2 + (cap_b[c, 2] - cap_a[c, 2]) ** 2
+        )
         cap_margin = max(cap_margin, half + cap_r[c])
     cap_margin += r_max + reach
     cell = 2.0 * cap_margin
@@ -310,8 +373,9 @@ def find_pairs(pos, node_radius, node_part, reach, obstacles, self_gap):
             for k in range(3):
                 seg_b[c, k] = pos[c, k]
         elif self_gap > 0:
-            half = 0.5 * math.sqrt((pos[c + 1, 0] - pos[c, 0]) ** 2 + (pos[c + 1, 1] - pos[c, 1]) ** 2
-                                   + (pos[c + 1, 2] - pos[c, 2]) ** 2)
+            half = 0.5 * math.sqrt(
+                (pos[c + 1, 0] - pos[c, 0]) ** 2 + (pos[c + 1, 1] - pos[c, 1]) ** 2 + (pos[c + 1, 2] - pos[c, 2]) ** 2
+            )
             self_margin = max(self_margin, half)
     self_margin += 2.0 * r_max + reach
     self_cell = 2.0 * self_margin
@@ -319,8 +383,11 @@ def find_pairs(pos, node_radius, node_part, reach, obstacles, self_gap):
     for i in range(n_nodes):
         radius = node_radius[i]
         for p in range(plane_p.shape[0]):
-            d = ((pos[i, 0] - plane_p[p, 0]) * plane_n[p, 0] + (pos[i, 1] - plane_p[p, 1]) * plane_n[p, 1]
-                 + (pos[i, 2] - plane_p[p, 2]) * plane_n[p, 2])
+            d = (
+                (pos[i, 0] - plane_p[p, 0]) * plane_n[p, 0]
+                + (pos[i, 1] - plane_p[p, 1]) * plane_n[p, 1]
+                + (pos[i, 2] - plane_p[p, 2]) * plane_n[p, 2]
+            )
             if d < radius + reach:
                 if n >= cap:
                     kind, elem, prim, cap = _grow(kind, elem, prim, cap)
@@ -389,8 +456,11 @@ def find_pairs(pos, node_radius, node_part, reach, obstacles, self_gap):
                     continue  # smooth all round: the node pairs carry this triangle
                 t, d = segment_triangle(pos[i], pos[i + 1], tris, tri, cp, cq)
                 # a segment piercing the face next to a sharp edge counts too: it has cut the corner
-                if (d < radius + reach and INTERIOR < t < 1.0 - INTERIOR
-                        and (d == 0.0 or _on_sharp_edge(cq, tris, tri, tri_sharp[tri]))):
+                if (
+                    d < radius + reach
+                    and INTERIOR < t < 1.0 - INTERIOR
+                    and (d == 0.0 or _on_sharp_edge(cq, tris, tri, tri_sharp[tri]))
+                ):
                     if n >= cap:
                         kind, elem, prim, cap = _grow(kind, elem, prim, cap)
                     kind[n], elem[n], prim[n] = TRI_SEG, i, tri
@@ -420,11 +490,14 @@ def find_pairs(pos, node_radius, node_part, reach, obstacles, self_gap):
             _box(pos, i, i + 1, radius + reach, lo, hi)
         for h in range(n_near):
             c = near[h]
-            if (min(cap_a[c, 0], cap_b[c, 0]) > hi[0] + cap_r[c] or max(cap_a[c, 0], cap_b[c, 0]) < lo[0] - cap_r[c]
-                    or min(cap_a[c, 1], cap_b[c, 1]) > hi[1] + cap_r[c]
-                    or max(cap_a[c, 1], cap_b[c, 1]) < lo[1] - cap_r[c]
-                    or min(cap_a[c, 2], cap_b[c, 2]) > hi[2] + cap_r[c]
-                    or max(cap_a[c, 2], cap_b[c, 2]) < lo[2] - cap_r[c]):
+            if (
+                min(cap_a[c, 0], cap_b[c, 0]) > hi[0] + cap_r[c]
+                or max(cap_a[c, 0], cap_b[c, 0]) < lo[0] - cap_r[c]
+                or min(cap_a[c, 1], cap_b[c, 1]) > hi[1] + cap_r[c]
+                or max(cap_a[c, 1], cap_b[c, 1]) < lo[1] - cap_r[c]
+                or min(cap_a[c, 2], cap_b[c, 2]) > hi[2] + cap_r[c]
+                or max(cap_a[c, 2], cap_b[c, 2]) < lo[2] - cap_r[c]
+            ):
                 continue
             s_, t_, d = segment_segment(pos[i], pos[i + 1], cap_a[c], cap_b[c], cp, cq)
             if t_ >= 1.0 and _continues(cap_a, cap_b, c):
@@ -458,7 +531,7 @@ def _on_sharp_edge(q, tris, tri, sharp):
     on_ab = w <= tol
     on_bc = u <= tol
     on_ca = v <= tol
-    return ((on_ab and (sharp & 1) != 0) or (on_bc and (sharp & 2) != 0) or (on_ca and (sharp & 4) != 0))
+    return (on_ab and (sharp & 1) != 0) or (on_bc and (sharp & 2) != 0) or (on_ca and (sharp & 4) != 0)
 
 
 @njit
@@ -466,8 +539,25 @@ def segment_penetration(pos, node_radius, node_part, obstacles):
     """Deepest penetration of any segment (not only node) into planes, spheres and triangles, in
     metres (0 when clear): catches a whole segment passing through a face between two nodes that
     are each far from it, which node-based contact pairs cannot see."""
-    (plane_p, plane_n, sph_c, sph_r, tris, _owner, t_min, t_max, t_left, t_right, t_start, t_count, t_order,
-     _cap_a, _cap_b, _cap_r, _sharp) = obstacles
+    (
+        plane_p,
+        plane_n,
+        sph_c,
+        sph_r,
+        tris,
+        _owner,
+        t_min,
+        t_max,
+        t_left,
+        t_right,
+        t_start,
+        t_count,
+        t_order,
+        _cap_a,
+        _cap_b,
+        _cap_r,
+        _sharp,
+    ) = obstacles
     deepest = 0.0
     hits = np.empty(256, dtype=np.int64)
     lo = np.empty(3)
@@ -481,8 +571,11 @@ def segment_penetration(pos, node_radius, node_part, obstacles):
         for p in range(plane_p.shape[0]):
             for end in range(2):
                 q = pos[i + end]
-                d = ((q[0] - plane_p[p, 0]) * plane_n[p, 0] + (q[1] - plane_p[p, 1]) * plane_n[p, 1]
-                     + (q[2] - plane_p[p, 2]) * plane_n[p, 2])
+                d = (
+                    (q[0] - plane_p[p, 0]) * plane_n[p, 0]
+                    + (q[1] - plane_p[p, 1]) * plane_n[p, 1]
+                    + (q[2] - plane_p[p, 2]) * plane_n[p, 2]
+                )
                 deepest = max(deepest, radius - d)
         for s in range(sph_c.shape[0]):
             closest_point_on_segment(pos[i], pos[i + 1], sph_c[s], cq)
@@ -511,8 +604,12 @@ def _query(t_min, t_max, t_left, t_right, t_start, t_count, t_order, lo, hi, hit
 @njit
 def _continues(cap_a, cap_b, c):
     """Whether capsule c + 1 starts where capsule c ends (the next segment of the same cable)."""
-    return (c + 1 < cap_a.shape[0] and cap_a[c + 1, 0] == cap_b[c, 0] and cap_a[c + 1, 1] == cap_b[c, 1]
-            and cap_a[c + 1, 2] == cap_b[c, 2])
+    return (
+        c + 1 < cap_a.shape[0]
+        and cap_a[c + 1, 0] == cap_b[c, 0]
+        and cap_a[c + 1, 1] == cap_b[c, 1]
+        and cap_a[c + 1, 2] == cap_b[c, 2]
+    )
 
 
 @njit
@@ -535,12 +632,14 @@ def pair_geometry(pos, kind, elem, prim, obstacles, cp, cq, normal):
     """(t, distance to the primitive's surface, u) for one pair (u: parameter on the cable's own other
     segment, for self pairs; their radius is the caller's); cp = point on the cable centre line (t = 0
     for node pairs), cq = closest point of the primitive, normal = unit vector from cq towards cp."""
-    (plane_p, plane_n, sph_c, sph_r, tris, _owner, _a, _b, _c, _d, _e, _f, _g, cap_a, cap_b, cap_r,
-     _sharp) = obstacles
+    (plane_p, plane_n, sph_c, sph_r, tris, _owner, _a, _b, _c, _d, _e, _f, _g, cap_a, cap_b, cap_r, _sharp) = obstacles
     i = elem
     if kind == PLANE:
-        d = ((pos[i, 0] - plane_p[prim, 0]) * plane_n[prim, 0] + (pos[i, 1] - plane_p[prim, 1]) * plane_n[prim, 1]
-             + (pos[i, 2] - plane_p[prim, 2]) * plane_n[prim, 2])
+        d = (
+            (pos[i, 0] - plane_p[prim, 0]) * plane_n[prim, 0]
+            + (pos[i, 1] - plane_p[prim, 1]) * plane_n[prim, 1]
+            + (pos[i, 2] - plane_p[prim, 2]) * plane_n[prim, 2]
+        )
         for k in range(3):
             cp[k] = pos[i, k]
             cq[k] = pos[i, k] - d * plane_n[prim, k]
@@ -649,12 +748,53 @@ def _curvature_hessian(kind, prim, obstacles, cp, cq, normal, H):
 
 
 @njit
-def contact_energy(pos, kind, elem, prim, obstacles, node_radius, stiffness, node_len, seg_len, node_dof, grad, band,
-                   bw, mode, pair_gap, pair_t, pair_normal, pair_point, pair_u, pair_force):
+def contact_energy(
+    pos,
+    kind,
+    elem,
+    prim,
+    obstacles,
+    node_radius,
+    stiffness,
+    node_len,
+    seg_len,
+    node_dof,
+    grad,
+    band,
+    bw,
+    mode,
+    pair_gap,
+    pair_t,
+    pair_normal,
+    pair_point,
+    pair_u,
+    pair_force,
+):
     """Penalty energy of every pair (``contact_energy_of`` with all pairs live)."""
-    return contact_energy_of(np.arange(kind.shape[0]), pos, kind, elem, prim, obstacles, node_radius, stiffness,
-                             node_len, seg_len, node_dof, grad, band, bw, mode, pair_gap, pair_t, pair_normal,
-                             pair_point, pair_u, pair_force, np.empty((0, 12)))
+    return contact_energy_of(
+        np.arange(kind.shape[0]),
+        pos,
+        kind,
+        elem,
+        prim,
+        obstacles,
+        node_radius,
+        stiffness,
+        node_len,
+        seg_len,
+        node_dof,
+        grad,
+        band,
+        bw,
+        mode,
+        pair_gap,
+        pair_t,
+        pair_normal,
+        pair_point,
+        pair_u,
+        pair_force,
+        np.empty((0, 12)),
+    )
 
 
 @njit
@@ -704,8 +844,9 @@ def pair_moves(nodes, node_move, out):
 
 
 @njit
-def evaluate_reachable(pos, kind, elem, prim, obstacles, node_radius, moves, pair_gap, pair_t, pair_normal,
-                       pair_point, pair_u, fresh):
+def evaluate_reachable(
+    pos, kind, elem, prim, obstacles, node_radius, moves, pair_gap, pair_t, pair_normal, pair_point, pair_u, fresh
+):
     """Evaluates at ``pos`` the pairs not evaluated there yet whose gap bound a step moving each pair by
     ``moves`` (pair_moves) could close: the step filter needs their true normal (the others cannot
     be reached)."""
@@ -722,8 +863,9 @@ def evaluate_reachable(pos, kind, elem, prim, obstacles, node_radius, moves, pai
             reachable[j] = p
             fresh[p] = True
             j += 1
-    pair_gaps(reachable, pos, kind, elem, prim, obstacles, node_radius, pair_gap, pair_t, pair_normal, pair_point,
-              pair_u)
+    pair_gaps(
+        reachable, pos, kind, elem, prim, obstacles, node_radius, pair_gap, pair_t, pair_normal, pair_point, pair_u
+    )
 
 
 @njit
@@ -752,9 +894,30 @@ def pairs_that_may_touch(pair_gap):
 
 
 @njit
-def contact_energy_of(live, pos, kind, elem, prim, obstacles, node_radius, stiffness, node_len, seg_len, node_dof,
-                      grad, band, bw, mode, pair_gap, pair_t, pair_normal, pair_point, pair_u, pair_force,
-                      pair_end_grad):
+def contact_energy_of(
+    live,
+    pos,
+    kind,
+    elem,
+    prim,
+    obstacles,
+    node_radius,
+    stiffness,
+    node_len,
+    seg_len,
+    node_dof,
+    grad,
+    band,
+    bw,
+    mode,
+    pair_gap,
+    pair_t,
+    pair_normal,
+    pair_point,
+    pair_u,
+    pair_force,
+    pair_end_grad,
+):
     """Penalty energy of the pairs ``live`` (indices; the others must be open); mode 0: energy only,
     1: + gradient, 2: + gradient and Hessian, 3: + gradient and the Gauss-Newton part of the Hessian
     only (no curvature of the distance, which is negative where a cable presses on an edge and would
@@ -930,8 +1093,9 @@ def contact_energy_of(live, pos, kind, elem, prim, obstacles, node_radius, stiff
                         continue
                     for r in range(3):
                         for s in range(3):
-                            _band_add(band, bw, node_dof[c + a] + r, node_dof[c + b] + s,
-                                      k_pair * wa * wb * nrm[r] * nrm[s])
+                            _band_add(
+                                band, bw, node_dof[c + a] + r, node_dof[c + b] + s, k_pair * wa * wb * nrm[r] * nrm[s]
+                            )
         if mode == 2 and (kind[p] == TRI_NODE or kind[p] == CAP_NODE):
             # curvature of the distance: the normal turns as the node slides round an edge or a cable
             pair_geometry(pos, kind[p], elem[p], prim[p], obstacles, cp, cq, nrm)
@@ -970,16 +1134,21 @@ def contact_energy_of(live, pos, kind, elem, prim, obstacles, node_radius, stiff
                     for b in range(2):
                         for r in range(3):
                             for s in range(3):
-                                _band_add(band, bw, node_dof[base + a] + r, node_dof[base + b] + s,
-                                          -k_pair * pair_end_grad[p, off + 3 * a + r]
-                                          * pair_end_grad[p, off + 3 * b + s])
+                                _band_add(
+                                    band,
+                                    bw,
+                                    node_dof[base + a] + r,
+                                    node_dof[base + b] + s,
+                                    -k_pair * pair_end_grad[p, off + 3 * a + r] * pair_end_grad[p, off + 3 * b + s],
+                                )
         if mode == 2 and q >= 0:
             # - k grad(D_n) grad(D_n)^T: the node pair's own term is already counted with the node;
             # left out of the Gauss-Newton matrix, which must stay positive semi-definite
             for r in range(3):
                 for s in range(3):
-                    _band_add(band, bw, node_dof[j] + r, node_dof[j] + s,
-                              -k_pair * pair_normal[q, r] * pair_normal[q, s])
+                    _band_add(
+                        band, bw, node_dof[j] + r, node_dof[j] + s, -k_pair * pair_normal[q, r] * pair_normal[q, s]
+                    )
     return energy
 
 
@@ -1021,8 +1190,7 @@ def friction_energy(pos, node_dof, active, normal, normal_force, anchor, mu, eps
 
 
 @njit
-def plunge_step_length(approach, scale, kind, elem, pair_gap, fresh, stiffness, node_len, seg_len, slope,
-                       curvature):
+def plunge_step_length(approach, scale, kind, elem, pair_gap, fresh, stiffness, node_len, seg_len, slope, curvature):
     """(alpha, penalty): how far along a Newton step to go when it closes open facet pairs.
 
     Open pairs are not in the Newton model, so a step sliding a cable over a tessellated surface
@@ -1089,8 +1257,9 @@ def plunge_step_length(approach, scale, kind, elem, pair_gap, fresh, stiffness, 
 
 
 @njit
-def approach_fraction(delta, node_dof, kind, elem, prim, pair_gap, pair_t, pair_u, pair_normal, node_radius, reach,
-                      approach):
+def approach_fraction(
+    delta, node_dof, kind, elem, prim, pair_gap, pair_t, pair_u, pair_normal, node_radius, reach, approach
+):
     """The largest fraction (at most 1) of a step that carries no node farther than ``reach`` (beyond
     the pairs searched) and no contact point farther towards its primitive than its gap (at least
     half a radius): sliding along a surface is free, approaching it is not, so no step can jump

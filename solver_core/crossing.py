@@ -48,14 +48,15 @@ def step_crosses_triangles(pos0, pos1, node_part, obstacles):
             tri = hits[h]
             if _segment_crosses_triangle(pos0[i], pos0[i + 1], tris, tri) >= 0.0:
                 continue  # through the face already: free to come out
-            if (_segment_crosses_triangle(pos1[i], pos1[i + 1], tris, tri) >= 0.0
-                    or _segment_crosses_triangle(pos0[i], pos1[i], tris, tri) >= 0.0
-                    or _segment_crosses_triangle(pos0[i + 1], pos1[i + 1], tris, tri) >= 0.0):
+            if (
+                _segment_crosses_triangle(pos1[i], pos1[i + 1], tris, tri) >= 0.0
+                or _segment_crosses_triangle(pos0[i], pos1[i], tris, tri) >= 0.0
+                or _segment_crosses_triangle(pos0[i + 1], pos1[i + 1], tris, tri) >= 0.0
+            ):
                 return True
             for e in range(3):
                 a = tris[tri, e]
                 b = tris[tri, (e + 1) % 3]
-                if (_segment_crosses_triangle(a, b, swept, 0) >= 0.0
-                        or _segment_crosses_triangle(a, b, swept, 1) >= 0.0):
+                if _segment_crosses_triangle(a, b, swept, 0) >= 0.0 or _segment_crosses_triangle(a, b, swept, 1) >= 0.0:
                     return True
     return False

@@ -29,7 +29,7 @@ def rotation_matrices(quats: np.ndarray) -> np.ndarray:
 
 def directors(state: RodState, model: RodModel) -> np.ndarray:
     """(n_segments, 3, 3): row k of entry i is the director d_{k+1} of segment i (world)."""
-    return rotation_matrices(state.quats[:model.n_segments]).transpose(0, 2, 1)
+    return rotation_matrices(state.quats[: model.n_segments]).transpose(0, 2, 1)
 
 
 def _relative_rotations(model: RodModel, state: RodState):
@@ -37,7 +37,7 @@ def _relative_rotations(model: RodModel, state: RodState):
     qb = state.quats[model.joint_b]
     # vec(conj(a) b) and its scalar part, per joint
     w = np.einsum("ij,ij->i", qa, qb)
-    v = (qa[:, :1] * qb[:, 1:] - qb[:, :1] * qa[:, 1:] - np.cross(qa[:, 1:], qb[:, 1:]))
+    v = qa[:, :1] * qb[:, 1:] - qb[:, :1] * qa[:, 1:] - np.cross(qa[:, 1:], qb[:, 1:])
     sign = np.where(w < 0.0, -1.0, 1.0)
     return w * sign, v * sign[:, None]
 
@@ -54,8 +54,11 @@ def bend_radii(model: RodModel, state: RodState) -> np.ndarray:
 def joint_arc_lengths(model: RodModel) -> np.ndarray:
     """Arc length of every bend/twist joint: the node its two rotations meet at."""
     n_segs = len(model.rest_len)
-    return np.where(model.joint_b < n_segs, model.node_s[np.minimum(model.joint_b, n_segs - 1)],
-                    model.node_s[np.minimum(model.joint_a + 1, n_segs)])
+    return np.where(
+        model.joint_b < n_segs,
+        model.node_s[np.minimum(model.joint_b, n_segs - 1)],
+        model.node_s[np.minimum(model.joint_a + 1, n_segs)],
+    )
 
 
 def twist_rates(model: RodModel, state: RodState) -> np.ndarray:
@@ -65,8 +68,20 @@ def twist_rates(model: RodModel, state: RodState) -> np.ndarray:
 
 
 def elastic_and_load_energy(model: RodModel, state: RodState) -> float:
-    return float(rod_energy(state.positions, state.quats, model.rest_len, model.stretch_stiff, model.joint_a,
-                            model.joint_b, model.joint_len, model.bend_stiff, model.node_force, 1.0))
+    return float(
+        rod_energy(
+            state.positions,
+            state.quats,
+            model.rest_len,
+            model.stretch_stiff,
+            model.joint_a,
+            model.joint_b,
+            model.joint_len,
+            model.bend_stiff,
+            model.node_force,
+            1.0,
+        )
+    )
 
 
 def reactions(model: RodModel, state: RodState):
@@ -76,15 +91,28 @@ def reactions(model: RodModel, state: RodState):
     f = dE/dx at held nodes, and the couple R dE/dtheta at held frames; clip moments are taken
     about the clip centre, connector moments about the connector point.
     """
-    g = gradient_at(state.positions, state.quats, model.node_dof, model.rot_dof, model.n_dof, model.rest_len,
-                    model.stretch_stiff, model.joint_a, model.joint_b, model.joint_len, model.bend_stiff,
-                    model.node_force, model.rot_couple, 1.0)
+    g = gradient_at(
+        state.positions,
+        state.quats,
+        model.node_dof,
+        model.rot_dof,
+        model.n_dof,
+        model.rest_len,
+        model.stretch_stiff,
+        model.joint_a,
+        model.joint_b,
+        model.joint_len,
+        model.bend_stiff,
+        model.node_force,
+        model.rot_couple,
+        1.0,
+    )
 
     def node_force(k):
-        return g[model.node_dof[k]:model.node_dof[k] + 3]
+        return g[model.node_dof[k] : model.node_dof[k] + 3]
 
     def couple(r):
-        return matrix_from_quat(state.quats[r]) @ g[model.rot_dof[r]:model.rot_dof[r] + 3]
+        return matrix_from_quat(state.quats[r]) @ g[model.rot_dof[r] : model.rot_dof[r] + 3]
 
     ends = {"start": {"force": node_force(0).copy(), "moment": couple(model.start_frame)}}
     if model.end_frame >= 0:
@@ -94,8 +122,9 @@ def reactions(model: RodModel, state: RodState):
         if not nodes or clip.kind == "sliding" or clip.stiffness is not None:
             clips.append({"force": np.zeros(3), "moment": np.zeros(3)})  # held by an energy: see Interactions
             continue
-        centre = state.positions[nodes[0]] + (clip.s - model.node_s[nodes[0]]) * matrix_from_quat(
-            state.quats[rots[0]])[:, 2]
+        centre = (
+            state.positions[nodes[0]] + (clip.s - model.node_s[nodes[0]]) * matrix_from_quat(state.quats[rots[0]])[:, 2]
+        )
         force = np.zeros(3)
         moment = np.zeros(3)
         for k in nodes:

@@ -50,9 +50,17 @@ class SolveReport:
     stable: bool | None = False
 
 
-def _minimise(model: RodModel, state: RodState, load_factor: float, rest_len: np.ndarray, max_iterations: int,
-              extra: tuple, dof_tol: np.ndarray, interactions: Interactions | None = None,
-              leave_saddles: bool = True):
+def _minimise(
+    model: RodModel,
+    state: RodState,
+    load_factor: float,
+    rest_len: np.ndarray,
+    max_iterations: int,
+    extra: tuple,
+    dof_tol: np.ndarray,
+    interactions: Interactions | None = None,
+    leave_saddles: bool = True,
+):
     """Returns (status, iterations, residual ratio, energy at the last iterate, deepest penetration).
 
     With ``interactions``, the candidate contact pairs of the last call against the same obstacles
@@ -63,22 +71,50 @@ def _minimise(model: RodModel, state: RodState, load_factor: float, rest_len: np
     if interactions is not None and not interactions.uses_contact:
         interactions = None  # nothing to hand on
     kept = interactions.candidates if interactions is not None else None
-    if (kept is not None and kept.obstacles is extra[0] and kept.searched_at.shape == state.positions.shape
-            and not interactions.pairs_depend_on_search(state, 3.0 * interactions.reach)):
+    if (
+        kept is not None
+        and kept.obstacles is extra[0]
+        and kept.searched_at.shape == state.positions.shape
+        and not interactions.pairs_depend_on_search(state, 3.0 * interactions.reach)
+    ):
         _, searched_at, kind, elem, prim, gap_from, gaps_at = kept
     status, iterations, ratio, energy, depth, searched_at, kind, elem, prim, gap_from = minimise_rod_energy(
-        state.positions, state.quats, model.node_dof, model.rot_dof, model.fixed, dof_tol, model.bw,
-        rest_len, model.stretch_stiff, model.joint_a, model.joint_b, model.joint_len, model.bend_stiff,
-        model.node_force, model.rot_couple, load_factor, max_iterations, extra, searched_at, kind, elem, prim,
-        gap_from, gaps_at, leave_saddles)
+        state.positions,
+        state.quats,
+        model.node_dof,
+        model.rot_dof,
+        model.fixed,
+        dof_tol,
+        model.bw,
+        rest_len,
+        model.stretch_stiff,
+        model.joint_a,
+        model.joint_b,
+        model.joint_len,
+        model.bend_stiff,
+        model.node_force,
+        model.rot_couple,
+        load_factor,
+        max_iterations,
+        extra,
+        searched_at,
+        kind,
+        elem,
+        prim,
+        gap_from,
+        gaps_at,
+        leave_saddles,
+    )
     if interactions is not None:
-        interactions.keep_candidates(PairCandidates(extra[0], searched_at, kind, elem, prim, gap_from,
-                                                    state.positions.copy()))
+        interactions.keep_candidates(
+            PairCandidates(extra[0], searched_at, kind, elem, prim, gap_from, state.positions.copy())
+        )
     return status, iterations, ratio, energy, depth
 
 
-def settle_in_pseudo_time(model, interactions, state: RodState, boundary, load_factor: float, rest_len: np.ndarray,
-                          max_iterations: int):
+def settle_in_pseudo_time(
+    model, interactions, state: RodState, boundary, load_factor: float, rest_len: np.ndarray, max_iterations: int
+):
     """Follow the descent from ``state`` (modified in place) by implicit Euler steps in pseudo-time,
     the incremental potential E(x) + sum_i w_i/2 |x_i - x_i^k|^2 (pseudo-transient continuation,
     Kelley & Keyes 1998; the incremental potential of IPC, Li et al. 2020), until plain Newton
@@ -104,13 +140,28 @@ def settle_in_pseudo_time(model, interactions, state: RodState, boundary, load_f
         K = np.zeros((n, 6, 6))
         for k in range(3):
             K[:, k, k] = weight * node_len
-        extra = (base[:12] + (np.concatenate([cc_node, own]), np.concatenate([cc_rot, np.zeros(n, dtype=np.int64)]),
-                              np.concatenate([cc_centre, state.positions]), np.concatenate([cc_quat, quats]),
-                              np.concatenate([cc_K, K])) + base[17:])
+        extra = (
+            base[:12]
+            + (
+                np.concatenate([cc_node, own]),
+                np.concatenate([cc_rot, np.zeros(n, dtype=np.int64)]),
+                np.concatenate([cc_centre, state.positions]),
+                np.concatenate([cc_quat, quats]),
+                np.concatenate([cc_K, K]),
+            )
+            + base[17:]
+        )
         trial = state.copy()
-        status, iterations, _ratio, _energy, _depth = _minimise(model, trial, load_factor, rest_len,
-                                                                min(PSEUDO_STEP_ITERATIONS, max_iterations), extra,
-                                                                dof_tol, interactions)
+        status, iterations, _ratio, _energy, _depth = _minimise(
+            model,
+            trial,
+            load_factor,
+            rest_len,
+            min(PSEUDO_STEP_ITERATIONS, max_iterations),
+            extra,
+            dof_tol,
+            interactions,
+        )
         total += iterations
         if status != CONVERGED or not trial.is_finite():
             weight *= 4.0
@@ -120,9 +171,16 @@ def settle_in_pseudo_time(model, interactions, state: RodState, boundary, load_f
             continue  # a hard step: the next one as long, and no finish tried from here
         weight *= 0.5
         finish = state.copy()
-        status, iterations, _ratio, _energy, _depth = _minimise(model, finish, load_factor, rest_len,
-                                                                min(PSEUDO_FINISH_ITERATIONS, max_iterations), base,
-                                                                dof_tol, interactions)
+        status, iterations, _ratio, _energy, _depth = _minimise(
+            model,
+            finish,
+            load_factor,
+            rest_len,
+            min(PSEUDO_FINISH_ITERATIONS, max_iterations),
+            base,
+            dof_tol,
+            interactions,
+        )
         total += iterations
         if status == CONVERGED and finish.is_finite():
             state.positions[:], state.quats[:] = finish.positions, finish.quats
@@ -138,8 +196,9 @@ PENETRATION_LIMIT = 0.5
 MAX_FRICTION_ROUNDS = 12  # normal force / stick-slip fixed point per solve
 
 
-def _minimise_with_interactions(model, interactions, state, boundary, load_factor, rest_len, max_iterations,
-                                leave_saddles=True):
+def _minimise_with_interactions(
+    model, interactions, state, boundary, load_factor, rest_len, max_iterations, leave_saddles=True
+):
     """Minimise, then stiffen contact until penetration is small and settle friction's fixed point."""
     total = 0
     status, iterations, ratio, energy = CONVERGED, 0, 0.0, np.inf
@@ -149,18 +208,32 @@ def _minimise_with_interactions(model, interactions, state, boundary, load_facto
         probe = state.copy()
         saved = interactions.friction_state
         interactions.friction_state = type(saved).empty(model.n_nodes)
-        status, iterations, ratio, energy, _depth = _minimise(model, probe, load_factor, rest_len, max_iterations,
-                                                              interactions.kernel_tuple(boundary),
-                                                              interactions.dof_tolerance(boundary), interactions)
+        status, iterations, ratio, energy, _depth = _minimise(
+            model,
+            probe,
+            load_factor,
+            rest_len,
+            max_iterations,
+            interactions.kernel_tuple(boundary),
+            interactions.dof_tolerance(boundary),
+            interactions,
+        )
         total += iterations
         interactions.friction_state = saved
         interactions.set_normal_forces(probe)
     for _round in range(MAX_FRICTION_ROUNDS):
         for _stiffen in range(MAX_STIFFENING + 1):
-            status, iterations, ratio, energy, depth = _minimise(model, state, load_factor, rest_len, max_iterations,
-                                                                 interactions.kernel_tuple(boundary),
-                                                                 interactions.dof_tolerance(boundary), interactions,
-                                                                 leave_saddles)
+            status, iterations, ratio, energy, depth = _minimise(
+                model,
+                state,
+                load_factor,
+                rest_len,
+                max_iterations,
+                interactions.kernel_tuple(boundary),
+                interactions.dof_tolerance(boundary),
+                interactions,
+                leave_saddles,
+            )
             total += iterations
             if status != CONVERGED or not interactions.uses_contact:
                 break
@@ -189,10 +262,17 @@ def _relative_residual(model: RodModel, ratio: float) -> float:
 MAX_START_STRAIN = 0.2
 
 
-def solve_equilibrium(model: RodModel, state: RodState, boundary: Boundary, previous: Boundary | None = None,
-                      max_iterations: int = 200, interactions: Interactions | None = None,
-                      max_depth: int = MAX_CONTINUATION_DEPTH, predictor: np.ndarray | None = None,
-                      snap_through_rounds: int = SNAP_THROUGH_ROUNDS) -> SolveReport:
+def solve_equilibrium(
+    model: RodModel,
+    state: RodState,
+    boundary: Boundary,
+    previous: Boundary | None = None,
+    max_iterations: int = 200,
+    interactions: Interactions | None = None,
+    max_depth: int = MAX_CONTINUATION_DEPTH,
+    predictor: np.ndarray | None = None,
+    snap_through_rounds: int = SNAP_THROUGH_ROUNDS,
+) -> SolveReport:
     """Solve for the equilibrium with ``boundary`` held, starting from ``state``.
 
     ``state`` must be an equilibrium for ``previous`` (a warm start) or, when ``previous`` is
@@ -264,8 +344,9 @@ def solve_equilibrium(model: RodModel, state: RodState, boundary: Boundary, prev
         else:
             carry_boundary_motion(model, trial, b_a, b_b)
         first = trial.copy()
-        status, iterations, ratio, energy = _minimise_with_interactions(model, interactions, trial, b_b,
-                                                                        load_factor, rest_len, max_iterations, located)
+        status, iterations, ratio, energy = _minimise_with_interactions(
+            model, interactions, trial, b_b, load_factor, rest_len, max_iterations, located
+        )
         if status == UNSTABLE and not located and trial.is_finite():
             counters["iterations"] += iterations
             counters["substeps"] += 1
@@ -277,24 +358,27 @@ def solve_equilibrium(model: RodModel, state: RodState, boundary: Boundary, prev
             # Just past a bifurcation the new branch can be too flat to converge on (a rod twisted a
             # hair beyond its critical twist): the saddle at this piece's end, deeper in the unstable
             # range, is left instead.
-            status, iterations, ratio, energy = _minimise_with_interactions(model, interactions, trial, b_b,
-                                                                            load_factor, rest_len, max_iterations)
+            status, iterations, ratio, energy = _minimise_with_interactions(
+                model, interactions, trial, b_b, load_factor, rest_len, max_iterations
+            )
         if status in (MAX_ITERATIONS, STALLED) and first.is_finite() and snap_through_rounds > 0 and depth == 0:
             # A snap-through (a cable sliding off an edge or a box) is a long descent that Newton's
             # large steps may leave for another valley: it is followed from this piece's start in
             # pseudo-time instead, as the cable would move
             settled = first.copy()
             for _round in range(SETTLE_ROUNDS):
-                status, more = settle_in_pseudo_time(model, interactions, settled, b_b, load_factor, rest_len,
-                                                     max_iterations)
+                status, more = settle_in_pseudo_time(
+                    model, interactions, settled, b_b, load_factor, rest_len, max_iterations
+                )
                 iterations += more
                 trial = settled.copy()
                 if status != CONVERGED:
                     break
                 # contact pairs searched afresh can show the settled state a little short of the end
                 # of its descent: it goes on from there
-                status, more, ratio, energy = _minimise_with_interactions(model, interactions, trial, b_b,
-                                                                          load_factor, rest_len, max_iterations)
+                status, more, ratio, energy = _minimise_with_interactions(
+                    model, interactions, trial, b_b, load_factor, rest_len, max_iterations
+                )
                 iterations += more
                 if status not in (MAX_ITERATIONS, STALLED):
                     break
@@ -329,24 +413,39 @@ def solve_equilibrium(model: RodModel, state: RodState, boundary: Boundary, prev
         if depth > (1.0 - MIN_SEPARATION) * interactions.radius:
             interactions.friction_state = friction_before
             interactions.stiffen(stiffness_before / interactions.stiffness)
-            return SolveReport(state.copy(), False, counters["iterations"], residual, counters["substeps"], elapsed,
-                               f"no equilibrium found (the cable would cut into an obstacle by "
-                               f"{depth / interactions.radius * 100:.0f} % of its radius; use shorter segments); "
-                               f"the last good state is kept")
+            return SolveReport(
+                state.copy(),
+                False,
+                counters["iterations"],
+                residual,
+                counters["substeps"],
+                elapsed,
+                f"no equilibrium found (the cable would cut into an obstacle by "
+                f"{depth / interactions.radius * 100:.0f} % of its radius; use shorter segments); "
+                f"the last good state is kept",
+            )
     if result is not None:
         if interactions.settings.friction and interactions.uses_contact:
             interactions.update_friction(result, settle=True)
         # with a dead couple the energy's Hessian says nothing about stability (newton.minimise_rod_energy)
         stable = None if np.any(model.rot_couple) else True
-        return SolveReport(result, True, counters["iterations"], residual, counters["substeps"], elapsed, "converged",
-                           stable=stable)
+        return SolveReport(
+            result, True, counters["iterations"], residual, counters["substeps"], elapsed, "converged", stable=stable
+        )
     interactions.friction_state = friction_before
     # contact stiffened on the way to a failure stays as it was (stiffer contact only makes the next
     # try harder)
     interactions.stiffen(stiffness_before / interactions.stiffness)
     reason = STATUS_TEXT[counters["status"]]
-    return SolveReport(state.copy(), False, counters["iterations"], residual, counters["substeps"], elapsed,
-                       f"no equilibrium found ({reason}, {counters['substeps']} substeps); the last good state is kept")
+    return SolveReport(
+        state.copy(),
+        False,
+        counters["iterations"],
+        residual,
+        counters["substeps"],
+        elapsed,
+        f"no equilibrium found ({reason}, {counters['substeps']} substeps); the last good state is kept",
+    )
 
 
 def held_frames(boundary) -> list:
@@ -366,8 +465,11 @@ def same_hold(a, b) -> bool:
             continue
         if x is None or y is None or (x.normal is None) != (y.normal is None):
             return False
-        if not (np.array_equal(x.position, y.position) and np.array_equal(x.tangent, y.tangent)
-                and (x.normal is None or np.array_equal(x.normal, y.normal))):
+        if not (
+            np.array_equal(x.position, y.position)
+            and np.array_equal(x.tangent, y.tangent)
+            and (x.normal is None or np.array_equal(x.normal, y.normal))
+        ):
             return False
     return True
 

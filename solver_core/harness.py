@@ -10,12 +10,11 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .case import Case, CableChange, CableSpec, check_step_request
-from .errors import CaseError
+from .case import CableChange, CableSpec, Case, check_step_request
 from .contact import NODE_KINDS, SELF_KINDS, ObstacleSet, obstacles_from_case
 from .contact_geometry import nodes_within
-from .equilibrium import (MAX_CONTINUATION_DEPTH, SNAP_THROUGH_ROUNDS, SolveReport, held_frames,
-                          solve_equilibrium)
+from .equilibrium import MAX_CONTINUATION_DEPTH, SNAP_THROUGH_ROUNDS, SolveReport, held_frames, solve_equilibrium
+from .errors import CaseError
 from .interactions import ContactSettings, Interactions
 from .predictor import StepMemory, hold_vector, secant_displacement
 from .rod_group import GroupBoundary, GroupInteractions, RodGroup, join_models
@@ -78,8 +77,11 @@ class Harness:
     @property
     def contact_settings(self) -> ContactSettings:
         c = self.case.contact
-        return ContactSettings(c.get("friction_static", 0.0), c.get("friction_dynamic", c.get("friction_static", 0.0)),
-                               bool(c.get("cable_cable", False)))
+        return ContactSettings(
+            c.get("friction_static", 0.0),
+            c.get("friction_dynamic", c.get("friction_static", 0.0)),
+            bool(c.get("cable_cable", False)),
+        )
 
     def add_cable(self, cable: CableSpec) -> None:
         model = build_rod_model(cable, self.case.gravity, self.case.solver.tolerance)
@@ -104,8 +106,10 @@ class Harness:
         if check.deepest_penetration(route) > 0.0:
             static = Interactions(session.model, self.obstacles, ContactSettings())
             what = "an obstacle" if static.deepest_penetration(route) > 0.0 else "another cable"
-            warning = (f"cable {cable_id!r}: its route passes through {what}; draw the route around it "
-                       f"(the result may be on the wrong side)")
+            warning = (
+                f"cable {cable_id!r}: its route passes through {what}; draw the route around it "
+                f"(the result may be on the wrong side)"
+            )
             if warning not in self.warnings:
                 self.warnings.append(warning)
             session.state = route
@@ -131,8 +135,7 @@ class Harness:
         session = self.cables.pop(old)
         session.model.cable = replace(session.model.cable, id=new)
         self.cables[new] = session
-        self.case = replace(self.case, cables=tuple(replace(c, id=new) if c.id == old else c
-                                                    for c in self.case.cables))
+        self.case = replace(self.case, cables=tuple(replace(c, id=new) if c.id == old else c for c in self.case.cables))
 
     def set_contact(self, contact: dict) -> None:
         """Change the contact settings (friction, cable-cable) of every cable; states are kept,
@@ -154,9 +157,16 @@ class Harness:
 
     def checkpoint(self, cable_ids) -> dict:
         """What solving these cables changes, to undo a solve (e.g. one made with too few obstacles)."""
-        return {cid: (self.cables[cid].state.copy(), self.cables[cid].boundary, self.cables[cid].solved,
-                      self.cables[cid].last_report, self.cables[cid].interactions.friction_state.copy())
-                for cid in cable_ids}
+        return {
+            cid: (
+                self.cables[cid].state.copy(),
+                self.cables[cid].boundary,
+                self.cables[cid].solved,
+                self.cables[cid].last_report,
+                self.cables[cid].interactions.friction_state.copy(),
+            )
+            for cid in cable_ids
+        }
 
     def restore(self, checkpoint: dict) -> None:
         for cid, (state, boundary, solved, last_report, friction) in checkpoint.items():
@@ -184,8 +194,15 @@ class Harness:
             hold_now, hold_next = hold_vector(previous, length), hold_vector(target, length)
             if not session.interactions.settings.friction:
                 predictor = secant_displacement(session.last_step, session.state.positions, hold_now, hold_next)
-        report = solve_equilibrium(session.model, session.state, target, previous,
-                                   self.case.solver.max_iterations, session.interactions, predictor=predictor)
+        report = solve_equilibrium(
+            session.model,
+            session.state,
+            target,
+            previous,
+            self.case.solver.max_iterations,
+            session.interactions,
+            predictor=predictor,
+        )
         session.group_contacts = None
         if report.converged:
             strain = max_axial_strain(session.model, report.state)
@@ -194,16 +211,24 @@ class Harness:
                 # Lv 2017, Sec. 2.4: a cable cannot be stretched beyond its ultimate length, on the
                 # first solve (the initial guess is then kept) as on every step
                 session.interactions.friction_state = friction_before
-                report = SolveReport(session.state.copy(), False, report.iterations, report.residual, report.substeps,
-                                     report.solve_ms, f"step refused: the cable would stretch {strain * 100:.2f} % "
-                                     f"(ultimate {limit * 100:.2f} %); the last valid state is kept")
+                report = SolveReport(
+                    session.state.copy(),
+                    False,
+                    report.iterations,
+                    report.residual,
+                    report.substeps,
+                    report.solve_ms,
+                    f"step refused: the cable would stretch {strain * 100:.2f} % "
+                    f"(ultimate {limit * 100:.2f} %); the last valid state is kept",
+                )
                 report.refused = True
         session.last_report = report
         session.last_step = None
         if report.converged:
             if previous is not None and not np.array_equal(hold_now, hold_next):
-                session.last_step = StepMemory(hold_now, hold_next, session.state.positions.copy(),
-                                               report.state.positions.copy())
+                session.last_step = StepMemory(
+                    hold_now, hold_next, session.state.positions.copy(), report.state.positions.copy()
+                )
             session.state = report.state
             session.boundary = target
             session.solved = True
@@ -221,9 +246,16 @@ class Harness:
         # nothing moves. Such a step is answered from the last try until something changes.
         digest = self._input_digest(ids, targets)
         if self.unchanged_failure is not None and self.unchanged_failure[0] == digest:
-            return {cid: replace(report, iterations=0, substeps=0, solve_ms=0.0,
-                                 message=f"{report.message} (nothing has changed since; not tried again)")
-                    for cid, report in self.unchanged_failure[1].items()}
+            return {
+                cid: replace(
+                    report,
+                    iterations=0,
+                    substeps=0,
+                    solve_ms=0.0,
+                    message=f"{report.message} (nothing has changed since; not tried again)",
+                )
+                for cid, report in self.unchanged_failure[1].items()
+            }
         reports = self._solve_step(ids, targets)
         failed = not all(report.converged for report in reports.values())
         self.unchanged_failure = (digest, reports) if failed and self._input_digest(ids, targets) == digest else None
@@ -237,11 +269,19 @@ class Harness:
         for cid, session in self.cables.items():
             friction = session.interactions.friction_state
             h.update(repr((cid, session.solved, session.interactions.stiffness)).encode())
-            for a in (session.state.positions, session.state.quats, session.model.node_force, friction.active,
-                      friction.normal, friction.force, friction.anchor, friction.sliding):
+            for a in (
+                session.state.positions,
+                session.state.quats,
+                session.model.node_force,
+                friction.active,
+                friction.normal,
+                friction.force,
+                friction.anchor,
+                friction.sliding,
+            ):
                 h.update(np.ascontiguousarray(a).tobytes())
             for frame in held_frames(targets.get(cid) or session.boundary):
-                for a in (() if frame is None else (frame.position, frame.tangent, frame.normal)):
+                for a in () if frame is None else (frame.position, frame.tangent, frame.normal):
                     h.update(b"-" if a is None else np.ascontiguousarray(a, dtype=np.float64).tobytes())
                 h.update(b"|")
         return h.digest()
@@ -256,8 +296,11 @@ class Harness:
         reports = {}
         solved_together = []
         for _round in range(MAX_REGROUPINGS):
-            pending = [group for group in self.touching_groups(ids)
-                       if not any(set(group) <= set(done) for done in solved_together)]
+            pending = [
+                group
+                for group in self.touching_groups(ids)
+                if not any(set(group) <= set(done) for done in solved_together)
+            ]
             if not pending:
                 break
             for group in pending:
@@ -273,8 +316,10 @@ class Harness:
                 break  # all of them in one group: none is left to meet after the solve
         else:
             if any(not any(set(g) <= set(done) for done in solved_together) for g in self.touching_groups(ids)):
-                warning = (f"cables kept meeting new cables after {MAX_REGROUPINGS} regroupings in one step; "
-                           f"contact between the last ones met is approximate (use smaller steps)")
+                warning = (
+                    f"cables kept meeting new cables after {MAX_REGROUPINGS} regroupings in one step; "
+                    f"contact between the last ones met is approximate (use smaller steps)"
+                )
                 if warning not in self.warnings:
                     self.warnings.append(warning)
         segments = self._cable_segments()
@@ -301,7 +346,7 @@ class Harness:
             return c
 
         for i, a in enumerate(ids):
-            for b in ids[i + 1:]:
+            for b in ids[i + 1 :]:
                 if root(a) == root(b):
                     continue  # already in one group (ten crossed cables: 9 tests of 45)
                 near = radius[a] + radius[b] + GROUP_MARGIN * max(reach[a], reach[b])
@@ -337,8 +382,9 @@ class Harness:
             return {**out, **{cid: self.cables[cid].last_report for cid in ids}}
         group = join_models([s.model for s in sessions], [s.state for s in sessions])
         obstacles = self.obstacles.with_capsules(*capsules)
-        interactions = GroupInteractions(group, obstacles, self.contact_settings,
-                                         members=tuple(s.interactions for s in sessions))
+        interactions = GroupInteractions(
+            group, obstacles, self.contact_settings, members=tuple(s.interactions for s in sessions)
+        )
         key = tuple(ids)
         self._hand_on_candidates(key, interactions, capsules)
         target = GroupBoundary(tuple(targets.get(cid) or s.boundary for cid, s in zip(ids, sessions)))
@@ -353,14 +399,21 @@ class Harness:
             self.failed_groups[key] = (failures, wait - 1)
             return {**out, **self._solve_one_by_one(ids, targets)}
         depth, rounds = (0, 0) if failures else (MAX_CONTINUATION_DEPTH, SNAP_THROUGH_ROUNDS)
-        report = solve_equilibrium(group, group.join_states([s.state for s in sessions]), target, previous,
-                                   self.case.solver.max_iterations, interactions, max_depth=depth,
-                                   snap_through_rounds=rounds)
+        report = solve_equilibrium(
+            group,
+            group.join_states([s.state for s in sessions]),
+            target,
+            previous,
+            self.case.solver.max_iterations,
+            interactions,
+            max_depth=depth,
+            snap_through_rounds=rounds,
+        )
         self._keep_candidates(key, interactions, capsules)
         if report.converged:
             self.failed_groups.pop(key, None)
         else:
-            self.failed_groups[key] = (failures + 1, min(2 ** failures, MAX_JOINT_RETRY_WAIT))
+            self.failed_groups[key] = (failures + 1, min(2**failures, MAX_JOINT_RETRY_WAIT))
         states = group.split_state(report.state)
         message, refused = report.message, False
         moved = report.converged
@@ -372,9 +425,11 @@ class Harness:
                 # Lv 2017, Sec. 2.4, for cables that share their loads: none of them moves
                 refused = True
                 moved = False
-                message = ("step refused: " + ", ".join(f"cable {cid!r} would stretch {strain * 100:.2f} %"
-                                                         for cid, strain in over)
-                           + f" (ultimate {limit * 100:.2f} %); the last valid state is kept")
+                message = (
+                    "step refused: "
+                    + ", ".join(f"cable {cid!r} would stretch {strain * 100:.2f} %" for cid, strain in over)
+                    + f" (ultimate {limit * 100:.2f} %); the last valid state is kept"
+                )
         if not report.converged:
             return {**out, **self._solve_one_by_one(ids, targets)}
         friction = interactions.split_friction()
@@ -388,8 +443,15 @@ class Harness:
             if moved:
                 s.state, s.boundary, s.solved = states[k], target.parts[k], True
                 s.interactions.friction_state = friction[k]
-            own = SolveReport(s.state.copy(), moved, report.iterations, report.residual, report.substeps,
-                              report.solve_ms, "converged" if moved else message)
+            own = SolveReport(
+                s.state.copy(),
+                moved,
+                report.iterations,
+                report.residual,
+                report.substeps,
+                report.solve_ms,
+                "converged" if moved else message,
+            )
             own.refused = refused
             s.last_report = own
             out[cid] = own
@@ -416,8 +478,12 @@ class Harness:
         if kept is None:
             return
         (obstacles, self_gap, arrays), now = kept[0], self._candidate_context(interactions, capsules)
-        if (obstacles is now[0] and self_gap == now[1] and len(arrays) == len(now[2])
-                and all(a.shape == b.shape and np.array_equal(a, b) for a, b in zip(arrays, now[2]))):
+        if (
+            obstacles is now[0]
+            and self_gap == now[1]
+            and len(arrays) == len(now[2])
+            and all(a.shape == b.shape and np.array_equal(a, b) for a, b in zip(arrays, now[2]))
+        ):
             interactions.adopt_candidates(kept[1])
 
     def _solve_one_by_one(self, ids, targets) -> dict:
@@ -428,9 +494,11 @@ class Harness:
         for cid in ids:
             self.cables[cid].interactions.obstacles = self.obstacles.with_capsules(*self._capsules_for((cid,)))
             out[cid] = self.solve_cable(cid, targets.get(cid))
-        warning = (f"cables {', '.join(ids)} could not be solved together; each was solved against the "
-                   f"others as they lay, so the loads they share are approximate (they are tried together "
-                   f"again after 1, 2, 4 ... {MAX_JOINT_RETRY_WAIT} steps)")
+        warning = (
+            f"cables {', '.join(ids)} could not be solved together; each was solved against the "
+            f"others as they lay, so the loads they share are approximate (they are tried together "
+            f"again after 1, 2, 4 ... {MAX_JOINT_RETRY_WAIT} steps)"
+        )
         if warning not in self.warnings:
             self.warnings.append(warning)
         return out
@@ -485,15 +553,26 @@ def _contact_documents(contacts, model, ids) -> dict:
         part = parts[k]
         s = part.node_s[e] + (0.0 if kind in NODE_KINDS else t * part.rest_len[e])
         surface = point - 0.5 * part.cable.diameter * normal
-        entry = {"s": float(s), "point": surface.tolist(), "normal": normal.tolist(), "force": force.tolist(),
-                 "gap": gap}
+        entry = {
+            "s": float(s),
+            "point": surface.tolist(),
+            "normal": normal.tolist(),
+            "force": force.tolist(),
+            "gap": gap,
+        }
         out[ids[k]].append(entry)
         if kind in SELF_KINDS:
             j, c = locate(prim)
             other_s = float(parts[j].node_s[c] + u * parts[j].rest_len[c])
             entry["other_s"] = other_s
-            mirror = {"s": other_s, "point": surface.tolist(), "normal": (-normal).tolist(),
-                      "force": (-force).tolist(), "gap": gap, "other_s": float(s)}
+            mirror = {
+                "s": other_s,
+                "point": surface.tolist(),
+                "normal": (-normal).tolist(),
+                "force": (-force).tolist(),
+                "gap": gap,
+                "other_s": float(s),
+            }
             if j != k:
                 entry["other_cable"], mirror["other_cable"] = ids[j], ids[k]
             out[ids[j]].append(mirror)

@@ -49,12 +49,18 @@ class FrictionState:
 
     @staticmethod
     def empty(n_nodes: int) -> "FrictionState":
-        return FrictionState(np.zeros(n_nodes, dtype=np.uint8), np.zeros((n_nodes, 3)), np.zeros(n_nodes),
-                             np.zeros((n_nodes, 3)), np.zeros(n_nodes, dtype=bool))
+        return FrictionState(
+            np.zeros(n_nodes, dtype=np.uint8),
+            np.zeros((n_nodes, 3)),
+            np.zeros(n_nodes),
+            np.zeros((n_nodes, 3)),
+            np.zeros(n_nodes, dtype=bool),
+        )
 
     def copy(self) -> "FrictionState":
-        return FrictionState(self.active.copy(), self.normal.copy(), self.force.copy(), self.anchor.copy(),
-                             self.sliding.copy())
+        return FrictionState(
+            self.active.copy(), self.normal.copy(), self.force.copy(), self.anchor.copy(), self.sliding.copy()
+        )
 
 
 @dataclass
@@ -159,11 +165,17 @@ class Interactions:
                 cc_K.append(clip_stiffness_matrix(clip))
         k_slide = SLIDING_STIFFNESS_FACTOR * self.stiffness * float(model.rest_len.mean())
         points = np.array(sl_point, dtype=np.float64).reshape(-1, 3)
-        return (points, np.array(sl_axis, dtype=np.float64).reshape(-1, 3), np.full(len(sl_point), k_slide),
-                np.array(cc_node, dtype=np.int64), np.array(cc_rot, dtype=np.int64),
-                np.array(cc_centre, dtype=np.float64).reshape(-1, 3),
-                np.array(cc_quat, dtype=np.float64).reshape(-1, 4), np.array(cc_K, dtype=np.float64).reshape(-1, 6, 6),
-                np.zeros(len(sl_point), dtype=np.int64))
+        return (
+            points,
+            np.array(sl_axis, dtype=np.float64).reshape(-1, 3),
+            np.full(len(sl_point), k_slide),
+            np.array(cc_node, dtype=np.int64),
+            np.array(cc_rot, dtype=np.int64),
+            np.array(cc_centre, dtype=np.float64).reshape(-1, 3),
+            np.array(cc_quat, dtype=np.float64).reshape(-1, 4),
+            np.array(cc_K, dtype=np.float64).reshape(-1, 6, 6),
+            np.zeros(len(sl_point), dtype=np.int64),
+        )
 
     def kernel_tuple(self, boundary: Boundary) -> tuple:
         model = self.model
@@ -171,12 +183,27 @@ class Interactions:
         fs = self.friction_state
         use_friction = self.settings.friction and fs.active.any()
         mu = np.where(fs.sliding, self.settings.friction_dynamic, self.settings.friction_static)
-        friction = ((fs.active, fs.normal, fs.force, fs.anchor - model.origin, mu) if use_friction else
-                    (np.zeros(0, dtype=np.uint8), np.zeros((0, 3)), np.zeros(0), np.zeros((0, 3)), np.zeros(0)))
-        cparams = np.array([self.radius, self.stiffness, self.reach, float(self.self_gap), self.stick_width,
-                            1.0 if self.uses_contact else 0.0])
-        return ((obstacles, cparams, self.node_lengths, model.rest_len.copy()) + friction + self._mounts(boundary)
-                + (self.node_radius, self.node_part))
+        friction = (
+            (fs.active, fs.normal, fs.force, fs.anchor - model.origin, mu)
+            if use_friction
+            else (np.zeros(0, dtype=np.uint8), np.zeros((0, 3)), np.zeros(0), np.zeros((0, 3)), np.zeros(0))
+        )
+        cparams = np.array(
+            [
+                self.radius,
+                self.stiffness,
+                self.reach,
+                float(self.self_gap),
+                self.stick_width,
+                1.0 if self.uses_contact else 0.0,
+            ]
+        )
+        return (
+            (obstacles, cparams, self.node_lengths, model.rest_len.copy())
+            + friction
+            + self._mounts(boundary)
+            + (self.node_radius, self.node_part)
+        )
 
     def _shifted_obstacles(self) -> tuple:
         """Obstacle arrays relative to the model origin, as the rod's positions are (kept while the
@@ -235,8 +262,12 @@ class Interactions:
         segment pair's ends, a facet pair's node), so a wider search would change nothing but its time."""
         stiffness = stiffness or self.stiffness
         kept = self.__dict__.get("_evaluated")
-        if (kept is not None and kept[0] is self.obstacles and kept[1] == stiffness
-                and np.array_equal(kept[2], state.positions)):
+        if (
+            kept is not None
+            and kept[0] is self.obstacles
+            and kept[1] == stiffness
+            and np.array_equal(kept[2], state.positions)
+        ):
             return kept[3]
         obstacles = self._shifted_obstacles()
         candidates = self._touching_candidates(state, obstacles)
@@ -247,9 +278,28 @@ class Interactions:
         gap, t, normal, point = np.empty(n), np.empty(n), np.empty((n, 3)), np.empty((n, 3))
         force = np.empty((n, 3))
         u = np.empty(n)
-        contact_energy(state.positions, kind, elem, prim, obstacles, self.node_radius, stiffness,
-                       self.node_lengths, self.model.rest_len, self.model.node_dof, np.zeros(1), np.zeros((1, 1)), 0,
-                       0, gap, t, normal, point, u, force)
+        contact_energy(
+            state.positions,
+            kind,
+            elem,
+            prim,
+            obstacles,
+            self.node_radius,
+            stiffness,
+            self.node_lengths,
+            self.model.rest_len,
+            self.model.node_dof,
+            np.zeros(1),
+            np.zeros((1, 1)),
+            0,
+            0,
+            gap,
+            t,
+            normal,
+            point,
+            u,
+            force,
+        )
         evaluated = kind, elem, prim, gap, t, normal, point, u, force
         self.__dict__["_evaluated"] = (self.obstacles, stiffness, state.positions.copy(), evaluated)
         return evaluated
@@ -260,8 +310,12 @@ class Interactions:
         pairs_depend_on_search); else None. Pairs of one element stay together, in the search's order.
         It saves a search per report."""
         kept = self.candidates
-        if (kept is None or kept.obstacles is not obstacles or not np.array_equal(kept.gaps_at, state.positions)
-                or self.pairs_depend_on_search(state, 0.0)):
+        if (
+            kept is None
+            or kept.obstacles is not obstacles
+            or not np.array_equal(kept.gaps_at, state.positions)
+            or self.pairs_depend_on_search(state, 0.0)
+        ):
             return None
         may_touch = kept.gap_from <= 0.0
         return kept.kind[may_touch], kept.elem[may_touch], kept.prim[may_touch]
@@ -285,9 +339,20 @@ class Interactions:
         if not self.uses_contact:
             return []
         kind, elem, prim, gap, t, normal, point, u, force = self._evaluate_pairs(state, stiffness)
-        return [(int(kind[p]), int(elem[p]), float(t[p]), point[p] + self.model.origin, normal[p].copy(),
-                 force[p].copy(), float(gap[p]), int(prim[p]), float(u[p]))
-                for p in np.flatnonzero((force != 0.0).any(axis=1))]
+        return [
+            (
+                int(kind[p]),
+                int(elem[p]),
+                float(t[p]),
+                point[p] + self.model.origin,
+                normal[p].copy(),
+                force[p].copy(),
+                float(gap[p]),
+                int(prim[p]),
+                float(u[p]),
+            )
+            for p in np.flatnonzero((force != 0.0).any(axis=1))
+        ]
 
     def pairs_depend_on_search(self, state: RodState, margin: float) -> bool:
         """Whether some contact pairs within ``margin`` of the cable at ``state`` are found only where
@@ -314,8 +379,9 @@ class Interactions:
         gap = self._evaluate_pairs(state)[3]
         finite = gap[np.isfinite(gap)]
         deepest = float(max(0.0, -finite.min())) if finite.size else 0.0
-        return max(deepest, segment_penetration(state.positions, self.node_radius, self.node_part,
-                                                self._shifted_obstacles()))
+        return max(
+            deepest, segment_penetration(state.positions, self.node_radius, self.node_part, self._shifted_obstacles())
+        )
 
     def mount_reactions(self, state: RodState, boundary: Boundary) -> dict:
         """Force and moment each sliding or compliant clip exerts on the cable, and compliant deflections."""
@@ -331,27 +397,68 @@ class Interactions:
                 crossing = np.empty(2, dtype=np.int64)
                 tpar = np.empty(2)
                 offset = np.empty(2)
-                sliding_crossings(state.positions, self.node_part, sl_point[plane:plane + 2], sl_axis[plane:plane + 2],
-                                  np.zeros(2, dtype=np.int64), crossing, tpar)
-                sliding_energy(state.positions, model.node_dof, sl_point[plane:plane + 2], sl_axis[plane:plane + 2],
-                               sl_k[plane:plane + 2], crossing, tpar, grad, np.zeros((1, 1)), 0, 1, offset)
+                sliding_crossings(
+                    state.positions,
+                    self.node_part,
+                    sl_point[plane : plane + 2],
+                    sl_axis[plane : plane + 2],
+                    np.zeros(2, dtype=np.int64),
+                    crossing,
+                    tpar,
+                )
+                sliding_energy(
+                    state.positions,
+                    model.node_dof,
+                    sl_point[plane : plane + 2],
+                    sl_axis[plane : plane + 2],
+                    sl_k[plane : plane + 2],
+                    crossing,
+                    tpar,
+                    grad,
+                    np.zeros((1, 1)),
+                    0,
+                    1,
+                    offset,
+                )
                 plane += 2
                 force, moment = self._force_moment(state, grad, frame.position - model.origin)
-                out[index] = {"force": force, "moment": moment, "offset": float(np.nanmax(offset)),
-                              "crossing_segments": crossing.tolist()}
+                out[index] = {
+                    "force": force,
+                    "moment": moment,
+                    "offset": float(np.nanmax(offset)),
+                    "crossing_segments": crossing.tolist(),
+                }
             elif clip.stiffness is not None:
                 grad = np.zeros(model.n_dof)
                 deflection = np.empty((1, 6))
-                compliant_energy(state.positions, state.quats, model.node_dof, model.rot_dof, cc_node[comp:comp + 1],
-                                 cc_rot[comp:comp + 1], cc_centre[comp:comp + 1], cc_quat[comp:comp + 1],
-                                 cc_K[comp:comp + 1], grad, np.zeros((1, 1)), 0, 1, deflection)
+                compliant_energy(
+                    state.positions,
+                    state.quats,
+                    model.node_dof,
+                    model.rot_dof,
+                    cc_node[comp : comp + 1],
+                    cc_rot[comp : comp + 1],
+                    cc_centre[comp : comp + 1],
+                    cc_quat[comp : comp + 1],
+                    cc_K[comp : comp + 1],
+                    grad,
+                    np.zeros((1, 1)),
+                    0,
+                    1,
+                    deflection,
+                )
                 force, moment = self._force_moment(state, grad, frame.position - model.origin)
                 r = cc_rot[comp]
-                moment = moment - matrix_from_quat(state.quats[r]) @ grad[model.rot_dof[r]:model.rot_dof[r] + 3]
+                moment = moment - matrix_from_quat(state.quats[r]) @ grad[model.rot_dof[r] : model.rot_dof[r] + 3]
                 Rc = matrix_from_quat(cc_quat[comp])
-                out[index] = {"force": force, "moment": moment,
-                              "deflection": {"translation": (Rc @ deflection[0, :3]).tolist(),
-                                             "rotation": (Rc @ deflection[0, 3:]).tolist()}}
+                out[index] = {
+                    "force": force,
+                    "moment": moment,
+                    "deflection": {
+                        "translation": (Rc @ deflection[0, :3]).tolist(),
+                        "rotation": (Rc @ deflection[0, 3:]).tolist(),
+                    },
+                }
                 comp += 1
         return out
 
@@ -360,7 +467,7 @@ class Interactions:
         force = np.zeros(3)
         moment = np.zeros(3)
         for k in range(self.model.n_nodes):
-            f = -grad[self.model.node_dof[k]:self.model.node_dof[k] + 3]
+            f = -grad[self.model.node_dof[k] : self.model.node_dof[k] + 3]
             if f.any():
                 force += f
                 moment += np.cross(state.positions[k] - centre, f)
@@ -390,10 +497,11 @@ class Interactions:
         fs = self.friction_state
         model = self.model
         obstacles = self._shifted_obstacles()
-        kind, elem, prim = find_pairs(state.positions, self.node_radius, self.node_part, 0.02 * self.radius,
-                                      obstacles, self.self_gap)
+        kind, elem, prim = find_pairs(
+            state.positions, self.node_radius, self.node_part, 0.02 * self.radius, obstacles, self.self_gap
+        )
         for k, e in zip(kind, elem):
-            for node in ((e,) if k in NODE_KINDS else (e, e + 1)):
+            for node in (e,) if k in NODE_KINDS else (e, e + 1):
                 if not fs.active[node]:
                     fs.active[node] = 1
                     fs.anchor[node] = state.positions[node] + model.origin

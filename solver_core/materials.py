@@ -42,8 +42,7 @@ PRESETS = {
             name="lv2017_harness",
             description="4 mm PVC-insulated harness cable measured by Lv et al.",
             values={"E": 126e6, "nu": 0.30, "linear_density": 0.030 / 0.300},
-            source="Lv et al., J. Manuf. Syst. 43 (2017), Table 2: d = 4 mm, E = 126 MPa, nu = 0.30, "
-            "30 g over 300 mm",
+            source="Lv et al., J. Manuf. Syst. 43 (2017), Table 2: d = 4 mm, E = 126 MPa, nu = 0.30, 30 g over 300 mm",
         ),
         MaterialPreset(
             name="pvc_wire",
@@ -87,8 +86,10 @@ def resolve_material(material: dict, where: str) -> dict:
         raise CaseError(f"{where} must be an object")
     for key in material:
         if key not in MATERIAL_KEYS:
-            raise CaseError(f"{where}.{_show(key) if not isinstance(key, str) or len(key) > 40 else key} is not a "
-                            f"known material key (known: {', '.join(MATERIAL_KEYS)})")
+            raise CaseError(
+                f"{where}.{_show(key) if not isinstance(key, str) or len(key) > 40 else key} is not a "
+                f"known material key (known: {', '.join(MATERIAL_KEYS)})"
+            )
     merged = {}
     if "preset" in material:
         name = material["preset"]

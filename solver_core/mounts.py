@@ -95,8 +95,9 @@ def sliding_energy(pos, node_dof, plane_point, plane_axis, stiffness, seg, tpar,
 
 
 @njit
-def compliant_energy(pos, quat, node_dof, rot_dof, clip_node, clip_rot, clip_centre, clip_quat, clip_K, grad, band,
-                     bw, mode, deflection):
+def compliant_energy(
+    pos, quat, node_dof, rot_dof, clip_node, clip_rot, clip_centre, clip_quat, clip_K, grad, band, bw, mode, deflection
+):
     """Spring energy of compliant clips; deflection[c] = (D_translation, D_rotation) in the clip frame."""
     energy = 0.0
     Rc = np.empty((3, 3))
@@ -108,8 +109,11 @@ def compliant_energy(pos, quat, node_dof, rot_dof, clip_node, clip_rot, clip_cen
         n = clip_node[c]
         r = clip_rot[c]
         for k in range(3):
-            D[k] = (Rc[0, k] * (pos[n, 0] - clip_centre[c, 0]) + Rc[1, k] * (pos[n, 1] - clip_centre[c, 1])
-                    + Rc[2, k] * (pos[n, 2] - clip_centre[c, 2]))
+            D[k] = (
+                Rc[0, k] * (pos[n, 0] - clip_centre[c, 0])
+                + Rc[1, k] * (pos[n, 1] - clip_centre[c, 1])
+                + Rc[2, k] * (pos[n, 2] - clip_centre[c, 2])
+            )
         quat_conj_mul(clip_quat[c], quat[r], p)
         if p[0] < 0.0:
             for k in range(4):

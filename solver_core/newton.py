@@ -16,13 +16,26 @@ import numpy as np
 
 from ._jit import njit
 from .banded import band_cholesky, low_rank_factor, low_rank_solve
-from .contact import (SELF_NODE, SELF_SEG, approach_fraction, contact_energy_of, evaluate_reachable, find_pairs,
-                      friction_energy, lower_gaps, pair_gaps, pair_moves, pair_nodes, pairs_that_may_touch,
-                      plunge_step_length, segment_pair_curvature)
+from .contact import (
+    SELF_NODE,
+    SELF_SEG,
+    approach_fraction,
+    contact_energy_of,
+    evaluate_reachable,
+    find_pairs,
+    friction_energy,
+    lower_gaps,
+    pair_gaps,
+    pair_moves,
+    pair_nodes,
+    pairs_that_may_touch,
+    plunge_step_length,
+    segment_pair_curvature,
+)
+from .crossing import step_crosses_triangles
 from .mounts import compliant_energy, sliding_crossings, sliding_energy
 from .rod_energy import rod_energy, rod_gradient_hessian, rod_strains, strain_jacobian_transpose
 from .rotations import quat_retract, quat_to_matrix
-from .crossing import step_crosses_triangles
 from .stability import STABILITY_SHIFT, factor_shifted, negative_curvature_direction
 
 CONVERGED = 0
@@ -130,41 +143,175 @@ def _retract(pos, quat, node_dof, rot_dof, delta, scale, out_pos, out_quat, rot_
 
 
 @njit
-def _extra_terms(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, live, sl_seg, sl_t, grad, band, bw, mode,
-                 pair_gap, pair_t, pair_normal, pair_point, pair_u, pair_force, pair_end_grad):
+def _extra_terms(
+    pos,
+    quat,
+    node_dof,
+    rot_dof,
+    extra,
+    kind,
+    elem,
+    prim,
+    live,
+    sl_seg,
+    sl_t,
+    grad,
+    band,
+    bw,
+    mode,
+    pair_gap,
+    pair_t,
+    pair_normal,
+    pair_point,
+    pair_u,
+    pair_force,
+    pair_end_grad,
+):
     """Energy (and in mode 1/2 gradient and Gauss-Newton Hessian) of contact (the pairs ``live``),
     friction and mounts."""
-    (obstacles, cparams, node_len, seg_len, fr_active, fr_normal, fr_force, fr_anchor, fr_mu, sl_point, sl_axis,
-     sl_stiff, cc_node, cc_rot, cc_centre, cc_quat, cc_K, _sl_part, node_radius, _node_part) = extra
+    (
+        obstacles,
+        cparams,
+        node_len,
+        seg_len,
+        fr_active,
+        fr_normal,
+        fr_force,
+        fr_anchor,
+        fr_mu,
+        sl_point,
+        sl_axis,
+        sl_stiff,
+        cc_node,
+        cc_rot,
+        cc_centre,
+        cc_quat,
+        cc_K,
+        _sl_part,
+        node_radius,
+        _node_part,
+    ) = extra
     energy = 0.0
     if live.shape[0] > 0:
-        energy += contact_energy_of(live, pos, kind, elem, prim, obstacles, node_radius, cparams[1], node_len,
-                                    seg_len, node_dof, grad, band, bw, mode, pair_gap, pair_t, pair_normal, pair_point,
-                                    pair_u, pair_force, pair_end_grad)
+        energy += contact_energy_of(
+            live,
+            pos,
+            kind,
+            elem,
+            prim,
+            obstacles,
+            node_radius,
+            cparams[1],
+            node_len,
+            seg_len,
+            node_dof,
+            grad,
+            band,
+            bw,
+            mode,
+            pair_gap,
+            pair_t,
+            pair_normal,
+            pair_point,
+            pair_u,
+            pair_force,
+            pair_end_grad,
+        )
     if fr_active.shape[0] > 0:
-        energy += friction_energy(pos, node_dof, fr_active, fr_normal, fr_force, fr_anchor, fr_mu, cparams[4], grad,
-                                  band, bw, mode)
+        energy += friction_energy(
+            pos, node_dof, fr_active, fr_normal, fr_force, fr_anchor, fr_mu, cparams[4], grad, band, bw, mode
+        )
     if sl_point.shape[0] > 0:
         offset = np.empty(sl_point.shape[0])
-        energy += sliding_energy(pos, node_dof, sl_point, sl_axis, sl_stiff, sl_seg, sl_t, grad, band, bw, mode,
-                                 offset)
+        energy += sliding_energy(pos, node_dof, sl_point, sl_axis, sl_stiff, sl_seg, sl_t, grad, band, bw, mode, offset)
     if cc_node.shape[0] > 0:
         deflection = np.empty((cc_node.shape[0], 6))
-        energy += compliant_energy(pos, quat, node_dof, rot_dof, cc_node, cc_rot, cc_centre, cc_quat, cc_K, grad,
-                                   band, bw, mode, deflection)
+        energy += compliant_energy(
+            pos, quat, node_dof, rot_dof, cc_node, cc_rot, cc_centre, cc_quat, cc_K, grad, band, bw, mode, deflection
+        )
     return energy
 
 
 @njit
-def _assemble(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len, bend_stiff,
-              node_force, rot_couple, load_factor, grad, band, bw, geometric, extra, kind, elem, prim, live, sl_seg,
-              sl_t, pair_gap, pair_t, pair_normal, pair_point, pair_u, pair_force, pair_end_grad):
+def _assemble(
+    pos,
+    quat,
+    node_dof,
+    rot_dof,
+    rest_len,
+    stretch_stiff,
+    joint_a,
+    joint_b,
+    joint_len,
+    bend_stiff,
+    node_force,
+    rot_couple,
+    load_factor,
+    grad,
+    band,
+    bw,
+    geometric,
+    extra,
+    kind,
+    elem,
+    prim,
+    live,
+    sl_seg,
+    sl_t,
+    pair_gap,
+    pair_t,
+    pair_normal,
+    pair_point,
+    pair_u,
+    pair_force,
+    pair_end_grad,
+):
     """Gradient and Hessian of everything; returns the energy of the terms beyond the rod's own."""
-    rod_gradient_hessian(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len,
-                         bend_stiff, node_force, rot_couple, load_factor, grad, band, bw, True, geometric)
+    rod_gradient_hessian(
+        pos,
+        quat,
+        node_dof,
+        rot_dof,
+        rest_len,
+        stretch_stiff,
+        joint_a,
+        joint_b,
+        joint_len,
+        bend_stiff,
+        node_force,
+        rot_couple,
+        load_factor,
+        grad,
+        band,
+        bw,
+        True,
+        geometric,
+    )
     mode = 2 if geometric > 0.0 else 3  # (a conditional among 30 arguments is more than numba can compile)
-    return _extra_terms(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, live, sl_seg, sl_t, grad, band, bw,
-                        mode, pair_gap, pair_t, pair_normal, pair_point, pair_u, pair_force, pair_end_grad)
+    return _extra_terms(
+        pos,
+        quat,
+        node_dof,
+        rot_dof,
+        extra,
+        kind,
+        elem,
+        prim,
+        live,
+        sl_seg,
+        sl_t,
+        grad,
+        band,
+        bw,
+        mode,
+        pair_gap,
+        pair_t,
+        pair_normal,
+        pair_point,
+        pair_u,
+        pair_force,
+        pair_end_grad,
+    )
 
 
 @njit
@@ -202,21 +349,60 @@ def _trial_extra(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, nodes, s
         if acts[p]:
             kind_l[j], elem_l[j], prim_l[j] = kind[p], elem[p], prim[p]
             j += 1
-    return _extra_terms(pos, quat, node_dof, rot_dof, extra, kind_l, elem_l, prim_l, np.arange(n_live), sl_seg, sl_t,
-                        np.zeros(1), np.zeros((1, 1)), 0, 0, np.empty(n_live), np.empty(n_live),
-                        np.empty((n_live, 3)), np.empty((n_live, 3)), np.empty(n_live), np.empty((n_live, 3)),
-                        np.empty((0, 12)))
+    return _extra_terms(
+        pos,
+        quat,
+        node_dof,
+        rot_dof,
+        extra,
+        kind_l,
+        elem_l,
+        prim_l,
+        np.arange(n_live),
+        sl_seg,
+        sl_t,
+        np.zeros(1),
+        np.zeros((1, 1)),
+        0,
+        0,
+        np.empty(n_live),
+        np.empty(n_live),
+        np.empty((n_live, 3)),
+        np.empty((n_live, 3)),
+        np.empty(n_live),
+        np.empty((n_live, 3)),
+        np.empty((0, 12)),
+    )
 
 
 @njit
 def _acting_self_pair(kind, pair_force, p):
-    return (kind[p] == SELF_NODE or kind[p] == SELF_SEG) and (pair_force[p, 0] != 0.0 or pair_force[p, 1] != 0.0
-                                                              or pair_force[p, 2] != 0.0)
+    return (kind[p] == SELF_NODE or kind[p] == SELF_SEG) and (
+        pair_force[p, 0] != 0.0 or pair_force[p, 1] != 0.0 or pair_force[p, 2] != 0.0
+    )
 
 
 @njit
-def _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, pair_end_grad, node_dof, fixed,
-                   stiffness, node_len, seg_len, pos, pair_gap, exact, store, last_spans):
+def _self_coupling(
+    kind,
+    elem,
+    prim,
+    pair_t,
+    pair_u,
+    pair_normal,
+    pair_force,
+    pair_end_grad,
+    node_dof,
+    fixed,
+    stiffness,
+    node_len,
+    seg_len,
+    pos,
+    pair_gap,
+    exact,
+    store,
+    last_spans,
+):
     """Self-contact couples the two touching legs of a cable (or two cables solved together), far
     apart in the band. Per acting self pair, the Gauss-Newton Hessian k J J^T with J = (a on this
     side, b on the other) has its blocks k a a^T and k b b^T inside the band (contact_energy adds
@@ -247,8 +433,19 @@ def _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, pa
         p = acting[a]
         n_c += 2 if _has_end_grad(pair_end_grad, p) else 1
         if exact and kind[p] == SELF_SEG:
-            curv_count[a] = _curvature_terms(elem, prim, pair_t, pair_u, pair_gap, stiffness, seg_len, pos, p,
-                                             curv_vecs[4 * a:4 * a + 4], curv_coefs[4 * a:4 * a + 4])
+            curv_count[a] = _curvature_terms(
+                elem,
+                prim,
+                pair_t,
+                pair_u,
+                pair_gap,
+                stiffness,
+                seg_len,
+                pos,
+                p,
+                curv_vecs[4 * a : 4 * a + 4],
+                curv_coefs[4 * a : 4 * a + 4],
+            )
             n_s += curv_count[a]
     for r in range(last_spans.shape[0]):
         for piece in range(2):
@@ -256,7 +453,7 @@ def _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force, pa
                 store[r, d] = 0.0
     if store.shape[0] < 2 * n_c + n_s:
         store = np.zeros((max(2 * n_c + n_s, 2 * store.shape[0]), fixed.shape[0]))
-    Ut = store[:2 * n_c + n_s]
+    Ut = store[: 2 * n_c + n_s]
     k_c = np.empty(n_c)
     k_s = np.empty(n_s)
     spans = np.zeros((2 * n_c + n_s, 4), dtype=np.int64)
@@ -341,8 +538,11 @@ def _fix_row(Ut, row, first, last, first2, last2, node_dof, fixed, spans):
 def _largest_move(pos, searched_at):
     move2 = 0.0
     for n in range(pos.shape[0]):
-        d2 = ((pos[n, 0] - searched_at[n, 0]) ** 2 + (pos[n, 1] - searched_at[n, 1]) ** 2
-              + (pos[n, 2] - searched_at[n, 2]) ** 2)
+        d2 = (
+            (pos[n, 0] - searched_at[n, 0]) ** 2
+            + (pos[n, 1] - searched_at[n, 1]) ** 2
+            + (pos[n, 2] - searched_at[n, 2]) ** 2
+        )
         if not (d2 <= move2):
             move2 = d2
     return math.sqrt(move2)
@@ -361,8 +561,17 @@ def _pair_arrays(n_pairs):
     (contact_energy_of's ``pair_end_grad``). Pairs handed on with a gap bound are
     evaluated once they may touch or a step could reach them; until then the step filter sees a
     zero normal (no approach), which is all it may conclude."""
-    return (np.zeros(n_pairs), np.zeros(n_pairs), np.zeros((n_pairs, 3)), np.zeros((n_pairs, 3)), np.zeros(n_pairs),
-            np.zeros((n_pairs, 3)), np.ones(n_pairs, dtype=np.bool_), np.zeros(n_pairs), np.zeros((n_pairs, 12)))
+    return (
+        np.zeros(n_pairs),
+        np.zeros(n_pairs),
+        np.zeros((n_pairs, 3)),
+        np.zeros((n_pairs, 3)),
+        np.zeros(n_pairs),
+        np.zeros((n_pairs, 3)),
+        np.ones(n_pairs, dtype=np.bool_),
+        np.zeros(n_pairs),
+        np.zeros((n_pairs, 12)),
+    )
 
 
 @njit
@@ -375,10 +584,45 @@ def _deepest(pair_gap, live):
 
 
 @njit
-def _saddle_trial(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len, bend_stiff,
-                  node_force, rot_couple, load_factor, extra, kind, elem, prim, nodes, sl_seg, sl_t, pair_gap, pair_t,
-                  pair_normal, pair_point, pair_u, fresh, moves, approach, direction, scale, use_contact, reach,
-                  obstacles, node_radius, step, trial_pos, trial_quat):
+def _saddle_trial(
+    pos,
+    quat,
+    node_dof,
+    rot_dof,
+    rest_len,
+    stretch_stiff,
+    joint_a,
+    joint_b,
+    joint_len,
+    bend_stiff,
+    node_force,
+    rot_couple,
+    load_factor,
+    extra,
+    kind,
+    elem,
+    prim,
+    nodes,
+    sl_seg,
+    sl_t,
+    pair_gap,
+    pair_t,
+    pair_normal,
+    pair_point,
+    pair_u,
+    fresh,
+    moves,
+    approach,
+    direction,
+    scale,
+    use_contact,
+    reach,
+    obstacles,
+    node_radius,
+    step,
+    trial_pos,
+    trial_quat,
+):
     """Energy after the step scale * direction, cut where a contact point would pass its gap; returns
     (energy, the fraction of the step kept)."""
     n_dof = step.shape[0]
@@ -387,27 +631,74 @@ def _saddle_trial(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a
     fraction = 1.0
     if use_contact and kind.shape[0] > 0:
         pair_moves(nodes, _node_moves(step, node_dof), moves)
-        evaluate_reachable(pos, kind, elem, prim, obstacles, node_radius, moves, pair_gap, pair_t, pair_normal,
-                           pair_point, pair_u, fresh)
-        fraction = approach_fraction(step, node_dof, kind, elem, prim, pair_gap, pair_t, pair_u, pair_normal,
-                                     node_radius, reach, approach)
+        evaluate_reachable(
+            pos,
+            kind,
+            elem,
+            prim,
+            obstacles,
+            node_radius,
+            moves,
+            pair_gap,
+            pair_t,
+            pair_normal,
+            pair_point,
+            pair_u,
+            fresh,
+        )
+        fraction = approach_fraction(
+            step, node_dof, kind, elem, prim, pair_gap, pair_t, pair_u, pair_normal, node_radius, reach, approach
+        )
         for i in range(n_dof):
             step[i] *= fraction
     rot_step = np.empty(3)
     _retract(pos, quat, node_dof, rot_dof, step, 1.0, trial_pos, trial_quat, rot_step)
-    trial = rod_energy(trial_pos, trial_quat, rest_len, stretch_stiff, joint_a, joint_b, joint_len, bend_stiff,
-                       node_force, load_factor)
-    trial += _trial_extra(trial_pos, trial_quat, node_dof, rot_dof, extra, kind, elem, prim, nodes, sl_seg, sl_t,
-                          pair_gap, step)
+    trial = rod_energy(
+        trial_pos, trial_quat, rest_len, stretch_stiff, joint_a, joint_b, joint_len, bend_stiff, node_force, load_factor
+    )
+    trial += _trial_extra(
+        trial_pos, trial_quat, node_dof, rot_dof, extra, kind, elem, prim, nodes, sl_seg, sl_t, pair_gap, step
+    )
     trial -= _couple_work(quat, rot_dof, rot_couple, load_factor, step, np.empty((3, 3)))
     return trial, fraction
 
 
 @njit
-def _leave_saddle(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len, bend_stiff,
-                  node_force, rot_couple, load_factor, extra, kind, elem, prim, nodes, sl_seg, sl_t, pair_gap, pair_t,
-                  pair_normal, pair_point, pair_u, fresh, moves, approach, grad, direction, energy, use_contact,
-                  reach):
+def _leave_saddle(
+    pos,
+    quat,
+    node_dof,
+    rot_dof,
+    rest_len,
+    stretch_stiff,
+    joint_a,
+    joint_b,
+    joint_len,
+    bend_stiff,
+    node_force,
+    rot_couple,
+    load_factor,
+    extra,
+    kind,
+    elem,
+    prim,
+    nodes,
+    sl_seg,
+    sl_t,
+    pair_gap,
+    pair_t,
+    pair_normal,
+    pair_point,
+    pair_u,
+    fresh,
+    moves,
+    approach,
+    grad,
+    direction,
+    energy,
+    use_contact,
+    reach,
+):
     """Move the state (in place) downhill along a direction of negative curvature; returns whether
     the energy fell.
 
@@ -431,7 +722,9 @@ def _leave_saddle(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a
     largest_turn = 0.0
     for r in range(rot_dof.shape[0]):
         g0 = rot_dof[r]
-        largest_turn = max(largest_turn, math.sqrt(direction[g0] ** 2 + direction[g0 + 1] ** 2 + direction[g0 + 2] ** 2))
+        largest_turn = max(
+            largest_turn, math.sqrt(direction[g0] ** 2 + direction[g0 + 1] ** 2 + direction[g0 + 2] ** 2)
+        )
     scale = np.inf
     if largest_move > 0.0:
         scale = ESCAPE_FIRST_MOVE * length / largest_move
@@ -448,22 +741,89 @@ def _leave_saddle(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a
     for sign in (1.0, -1.0):
         # larger steps while the energy keeps falling; if the first does not lower it, the quartic
         # terms (a buckle that must stretch the cable) already dominate there: smaller ones
-        first = _saddle_trial(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len,
-                              bend_stiff, node_force, rot_couple, load_factor, extra, kind, elem, prim, nodes, sl_seg,
-                              sl_t, pair_gap, pair_t, pair_normal, pair_point, pair_u, fresh, moves, approach,
-                              direction, sign * scale, use_contact, reach, obstacles, node_radius, step, trial_pos,
-                              trial_quat)
+        first = _saddle_trial(
+            pos,
+            quat,
+            node_dof,
+            rot_dof,
+            rest_len,
+            stretch_stiff,
+            joint_a,
+            joint_b,
+            joint_len,
+            bend_stiff,
+            node_force,
+            rot_couple,
+            load_factor,
+            extra,
+            kind,
+            elem,
+            prim,
+            nodes,
+            sl_seg,
+            sl_t,
+            pair_gap,
+            pair_t,
+            pair_normal,
+            pair_point,
+            pair_u,
+            fresh,
+            moves,
+            approach,
+            direction,
+            sign * scale,
+            use_contact,
+            reach,
+            obstacles,
+            node_radius,
+            step,
+            trial_pos,
+            trial_quat,
+        )
         growing = first[0] < energy - noise
         trial_scale = scale
         if not growing:
             for _k in range(40):
                 trial_scale *= 0.5
-                trial_energy, fraction = _saddle_trial(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff,
-                                                       joint_a, joint_b, joint_len, bend_stiff, node_force, rot_couple,
-                                                       load_factor, extra, kind, elem, prim, nodes, sl_seg, sl_t,
-                                                       pair_gap, pair_t, pair_normal, pair_point, pair_u, fresh, moves,
-                                                       approach, direction, sign * trial_scale, use_contact, reach,
-                                                       obstacles, node_radius, step, trial_pos, trial_quat)
+                trial_energy, fraction = _saddle_trial(
+                    pos,
+                    quat,
+                    node_dof,
+                    rot_dof,
+                    rest_len,
+                    stretch_stiff,
+                    joint_a,
+                    joint_b,
+                    joint_len,
+                    bend_stiff,
+                    node_force,
+                    rot_couple,
+                    load_factor,
+                    extra,
+                    kind,
+                    elem,
+                    prim,
+                    nodes,
+                    sl_seg,
+                    sl_t,
+                    pair_gap,
+                    pair_t,
+                    pair_normal,
+                    pair_point,
+                    pair_u,
+                    fresh,
+                    moves,
+                    approach,
+                    direction,
+                    sign * trial_scale,
+                    use_contact,
+                    reach,
+                    obstacles,
+                    node_radius,
+                    step,
+                    trial_pos,
+                    trial_quat,
+                )
                 if trial_energy < energy - noise:
                     break
             else:
@@ -471,20 +831,55 @@ def _leave_saddle(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a
         # then as far along the ray as the energy keeps falling (finer once the first trial overshot)
         factor = 2.0 if growing else math.sqrt(2.0)
         for _k in range(40):
-            trial_energy, fraction = _saddle_trial(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a,
-                                                   joint_b, joint_len, bend_stiff, node_force, rot_couple, load_factor,
-                                                   extra, kind, elem, prim, nodes, sl_seg, sl_t, pair_gap, pair_t,
-                                                   pair_normal, pair_point, pair_u, fresh, moves, approach, direction,
-                                                   sign * trial_scale, use_contact, reach, obstacles, node_radius,
-                                                   step, trial_pos, trial_quat)
+            trial_energy, fraction = _saddle_trial(
+                pos,
+                quat,
+                node_dof,
+                rot_dof,
+                rest_len,
+                stretch_stiff,
+                joint_a,
+                joint_b,
+                joint_len,
+                bend_stiff,
+                node_force,
+                rot_couple,
+                load_factor,
+                extra,
+                kind,
+                elem,
+                prim,
+                nodes,
+                sl_seg,
+                sl_t,
+                pair_gap,
+                pair_t,
+                pair_normal,
+                pair_point,
+                pair_u,
+                fresh,
+                moves,
+                approach,
+                direction,
+                sign * trial_scale,
+                use_contact,
+                reach,
+                obstacles,
+                node_radius,
+                step,
+                trial_pos,
+                trial_quat,
+            )
             if not (trial_energy < best_energy):
                 break
             best_scale, best_energy = sign * trial_scale * fraction, trial_energy
             if fraction < 1.0:
                 break
             trial_scale *= factor
-            if (trial_scale * largest_move > ESCAPE_LARGEST_MOVE * length
-                    or trial_scale * largest_turn > MAX_ROTATION_STEP):
+            if (
+                trial_scale * largest_move > ESCAPE_LARGEST_MOVE * length
+                or trial_scale * largest_turn > MAX_ROTATION_STEP
+            ):
                 break
         if best_energy < energy - noise:
             break
@@ -507,9 +902,33 @@ def _leave_saddle(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a
 
 
 @njit
-def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_len, stretch_stiff, joint_a, joint_b,
-                        joint_len, bend_stiff, node_force, rot_couple, load_factor, max_iterations, extra,
-                        searched_from, kind, elem, prim, gap_from, gaps_at, leave_saddles):
+def minimise_rod_energy(
+    pos,
+    quat,
+    node_dof,
+    rot_dof,
+    fixed,
+    dof_tol,
+    bw,
+    rest_len,
+    stretch_stiff,
+    joint_a,
+    joint_b,
+    joint_len,
+    bend_stiff,
+    node_force,
+    rot_couple,
+    load_factor,
+    max_iterations,
+    extra,
+    searched_from,
+    kind,
+    elem,
+    prim,
+    gap_from,
+    gaps_at,
+    leave_saddles,
+):
     """Newton-minimise in place. Returns (status, iterations, residual / tolerance, energy, deepest
     penetration of a candidate contact pair, and the candidate pairs with where they were searched
     and lower bounds of their gaps at the final positions).
@@ -574,8 +993,20 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                 pair_gap[p] = gap_from[p] - moves[p]
                 fresh[p] = False
         else:
-            pair_gaps(np.arange(n_pairs), pos, kind, elem, prim, obstacles, node_radius, pair_gap, pair_t,
-                      pair_normal, pair_point, pair_u)
+            pair_gaps(
+                np.arange(n_pairs),
+                pos,
+                kind,
+                elem,
+                prim,
+                obstacles,
+                node_radius,
+                pair_gap,
+                pair_t,
+                pair_normal,
+                pair_point,
+                pair_u,
+            )
     sl_point, sl_axis = extra[9], extra[10]
     sl_seg = np.full(sl_point.shape[0], -1, dtype=np.int64)
     sl_t = np.zeros(sl_point.shape[0])
@@ -602,10 +1033,23 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
             kind, elem, prim = find_pairs(pos, node_radius, node_part, 2.0 * reach, obstacles, self_gap)
             searched_at[:, :] = pos
             n_pairs = kind.shape[0]
-            (pair_gap, pair_t, pair_normal, pair_point, pair_u, pair_force, fresh, moves,
-             end_grad) = _pair_arrays(n_pairs)
-            pair_gaps(np.arange(n_pairs), pos, kind, elem, prim, obstacles, node_radius, pair_gap, pair_t,
-                      pair_normal, pair_point, pair_u)
+            (pair_gap, pair_t, pair_normal, pair_point, pair_u, pair_force, fresh, moves, end_grad) = _pair_arrays(
+                n_pairs
+            )
+            pair_gaps(
+                np.arange(n_pairs),
+                pos,
+                kind,
+                elem,
+                prim,
+                obstacles,
+                node_radius,
+                pair_gap,
+                pair_t,
+                pair_normal,
+                pair_point,
+                pair_u,
+            )
             nodes = pair_nodes(kind, elem, prim)
         # Only pairs that may touch are evaluated: every other gap is known to be positive, from a
         # lower bound carried along the steps since it was last evaluated (a gap shrinks at most as
@@ -617,12 +1061,42 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
         if sl_point.shape[0] > 0:
             # held fixed within this iteration
             sliding_crossings(pos, node_part, sl_point, sl_axis, sl_part, sl_seg, sl_t)
-        energy = rod_energy(pos, quat, rest_len, stretch_stiff, joint_a, joint_b, joint_len, bend_stiff, node_force,
-                            load_factor)
-        extra_energy = _assemble(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len,
-                                 bend_stiff, node_force, rot_couple, load_factor, grad, band, bw, 1.0, extra, kind,
-                                 elem, prim, live, sl_seg, sl_t, pair_gap, pair_t, pair_normal, pair_point, pair_u,
-                                 pair_force, end_grad)
+        energy = rod_energy(
+            pos, quat, rest_len, stretch_stiff, joint_a, joint_b, joint_len, bend_stiff, node_force, load_factor
+        )
+        extra_energy = _assemble(
+            pos,
+            quat,
+            node_dof,
+            rot_dof,
+            rest_len,
+            stretch_stiff,
+            joint_a,
+            joint_b,
+            joint_len,
+            bend_stiff,
+            node_force,
+            rot_couple,
+            load_factor,
+            grad,
+            band,
+            bw,
+            1.0,
+            extra,
+            kind,
+            elem,
+            prim,
+            live,
+            sl_seg,
+            sl_t,
+            pair_gap,
+            pair_t,
+            pair_normal,
+            pair_point,
+            pair_u,
+            pair_force,
+            end_grad,
+        )
         energy += extra_energy
         if not math.isfinite(energy):
             return NOT_FINITE, it, ratio, energy, _deepest(pair_gap, live), searched_at, kind, elem, prim, pair_gap
@@ -641,38 +1115,123 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
             stable = False
             for contact_model in range(2):
                 if contact_model == 1:
-                    rod_gradient_hessian(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b,
-                                         joint_len, bend_stiff, node_force, rot_couple, load_factor, grad_stability,
-                                         band, bw, True, 1.0)
-                    _extra_terms(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, live, sl_seg, sl_t,
-                                 grad_stability, band, bw, 3, pair_gap, pair_t, pair_normal, pair_point, pair_u,
-                                 pair_force, end_grad)
+                    rod_gradient_hessian(
+                        pos,
+                        quat,
+                        node_dof,
+                        rot_dof,
+                        rest_len,
+                        stretch_stiff,
+                        joint_a,
+                        joint_b,
+                        joint_len,
+                        bend_stiff,
+                        node_force,
+                        rot_couple,
+                        load_factor,
+                        grad_stability,
+                        band,
+                        bw,
+                        True,
+                        1.0,
+                    )
+                    _extra_terms(
+                        pos,
+                        quat,
+                        node_dof,
+                        rot_dof,
+                        extra,
+                        kind,
+                        elem,
+                        prim,
+                        live,
+                        sl_seg,
+                        sl_t,
+                        grad_stability,
+                        band,
+                        bw,
+                        3,
+                        pair_gap,
+                        pair_t,
+                        pair_normal,
+                        pair_point,
+                        pair_u,
+                        pair_force,
+                        end_grad,
+                    )
                 _prepare_system(band, bw, fixed, damping)
                 if self_gap > 0:
-                    Ut, k_c, k_s, spans, ut_store = _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal,
-                                                                   pair_force, end_grad, node_dof, fixed, cparams[1],
-                                                                   extra[2], extra[3], pos, pair_gap,
-                                                                   contact_model == 0, ut_store, spans)
+                    Ut, k_c, k_s, spans, ut_store = _self_coupling(
+                        kind,
+                        elem,
+                        prim,
+                        pair_t,
+                        pair_u,
+                        pair_normal,
+                        pair_force,
+                        end_grad,
+                        node_dof,
+                        fixed,
+                        cparams[1],
+                        extra[2],
+                        extra[3],
+                        pos,
+                        pair_gap,
+                        contact_model == 0,
+                        ut_store,
+                        spans,
+                    )
                 if S.shape[0] != Ut.shape[0]:
                     S = np.empty((Ut.shape[0], Ut.shape[0]))
                     piv = np.empty(Ut.shape[0], dtype=np.int64)
-                stable, _panels = factor_shifted(band, bw, damping, STABILITY_SHIFT, work, Ut, k_c, k_s, S, piv,
-                                                 spans)
+                stable, _panels = factor_shifted(band, bw, damping, STABILITY_SHIFT, work, Ut, k_c, k_s, S, piv, spans)
                 if stable or not use_contact:
                     break
             if stable:
                 return CONVERGED, it, ratio, energy, _deepest(pair_gap, live), searched_at, kind, elem, prim, pair_gap
             left = False
             if leave_saddles and it < max_iterations and escapes < MAX_ESCAPES:
-                curvature = negative_curvature_direction(band, bw, damping, fixed, Ut, k_c, k_s, work, S, piv,
-                                                         spans, delta)
+                curvature = negative_curvature_direction(
+                    band, bw, damping, fixed, Ut, k_c, k_s, work, S, piv, spans, delta
+                )
                 if approach.shape[0] != n_pairs:
                     approach = np.empty(n_pairs)
                 if curvature < 0.0:
-                    left = _leave_saddle(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b,
-                                         joint_len, bend_stiff, node_force, rot_couple, load_factor, extra, kind,
-                                         elem, prim, nodes, sl_seg, sl_t, pair_gap, pair_t, pair_normal, pair_point,
-                                         pair_u, fresh, moves, approach, grad, delta, energy, use_contact, reach)
+                    left = _leave_saddle(
+                        pos,
+                        quat,
+                        node_dof,
+                        rot_dof,
+                        rest_len,
+                        stretch_stiff,
+                        joint_a,
+                        joint_b,
+                        joint_len,
+                        bend_stiff,
+                        node_force,
+                        rot_couple,
+                        load_factor,
+                        extra,
+                        kind,
+                        elem,
+                        prim,
+                        nodes,
+                        sl_seg,
+                        sl_t,
+                        pair_gap,
+                        pair_t,
+                        pair_normal,
+                        pair_point,
+                        pair_u,
+                        fresh,
+                        moves,
+                        approach,
+                        grad,
+                        delta,
+                        energy,
+                        use_contact,
+                        reach,
+                    )
             if not left:
                 return UNSTABLE, it, ratio, energy, _deepest(pair_gap, live), searched_at, kind, elem, prim, pair_gap
             escapes += 1
@@ -684,9 +1243,26 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
         for i in range(n_dof):
             rhs[i] = -grad[i]
         if self_gap > 0:
-            Ut, k_c, k_s, spans, ut_store = _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal, pair_force,
-                                                           end_grad, node_dof, fixed, cparams[1], extra[2], extra[3],
-                                                           pos, pair_gap, True, ut_store, spans)
+            Ut, k_c, k_s, spans, ut_store = _self_coupling(
+                kind,
+                elem,
+                prim,
+                pair_t,
+                pair_u,
+                pair_normal,
+                pair_force,
+                end_grad,
+                node_dof,
+                fixed,
+                cparams[1],
+                extra[2],
+                extra[3],
+                pos,
+                pair_gap,
+                True,
+                ut_store,
+                spans,
+            )
         rod_strains(pos, quat, rest_len, joint_a, joint_b, s_zero, b_zero)
         exact = True
         accepted = False
@@ -695,19 +1271,64 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
             if rebuild:
                 # the Gauss-Newton matrix
                 geometric = 1.0 if exact else 0.0
-                _assemble(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len,
-                          bend_stiff, node_force, rot_couple, load_factor, grad, band, bw, geometric,
-                          extra, kind, elem, prim, live, sl_seg, sl_t, pair_gap, pair_t, pair_normal, pair_point,
-                          pair_u, pair_force, end_grad)
+                _assemble(
+                    pos,
+                    quat,
+                    node_dof,
+                    rot_dof,
+                    rest_len,
+                    stretch_stiff,
+                    joint_a,
+                    joint_b,
+                    joint_len,
+                    bend_stiff,
+                    node_force,
+                    rot_couple,
+                    load_factor,
+                    grad,
+                    band,
+                    bw,
+                    geometric,
+                    extra,
+                    kind,
+                    elem,
+                    prim,
+                    live,
+                    sl_seg,
+                    sl_t,
+                    pair_gap,
+                    pair_t,
+                    pair_normal,
+                    pair_point,
+                    pair_u,
+                    pair_force,
+                    end_grad,
+                )
                 _prepare_system(band, bw, fixed, damping)
                 for i in range(n_dof):
                     if fixed[i]:
                         grad[i] = 0.0
                 if self_gap > 0:
-                    Ut, k_c, k_s, spans, ut_store = _self_coupling(kind, elem, prim, pair_t, pair_u, pair_normal,
-                                                                   pair_force, end_grad, node_dof, fixed, cparams[1],
-                                                                   extra[2], extra[3], pos, pair_gap, exact, ut_store,
-                                                                   spans)
+                    Ut, k_c, k_s, spans, ut_store = _self_coupling(
+                        kind,
+                        elem,
+                        prim,
+                        pair_t,
+                        pair_u,
+                        pair_normal,
+                        pair_force,
+                        end_grad,
+                        node_dof,
+                        fixed,
+                        cparams[1],
+                        extra[2],
+                        extra[3],
+                        pos,
+                        pair_gap,
+                        exact,
+                        ut_store,
+                        spans,
+                    )
                 rebuild = False
             m_c = Ut.shape[0]
             if S.shape[0] != m_c:
@@ -754,12 +1375,37 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
             if use_contact and not too_far:
                 # the pairs this step could reach must have their true normal for the filter
                 pair_moves(nodes, _node_moves(delta, node_dof), moves)
-                evaluate_reachable(pos, kind, elem, prim, obstacles, node_radius, moves, pair_gap, pair_t, pair_normal,
-                                   pair_point, pair_u, fresh)
+                evaluate_reachable(
+                    pos,
+                    kind,
+                    elem,
+                    prim,
+                    obstacles,
+                    node_radius,
+                    moves,
+                    pair_gap,
+                    pair_t,
+                    pair_normal,
+                    pair_point,
+                    pair_u,
+                    fresh,
+                )
                 if approach.shape[0] != n_pairs:
                     approach = np.empty(n_pairs)
-                fraction = approach_fraction(delta, node_dof, kind, elem, prim, pair_gap, pair_t, pair_u, pair_normal,
-                                             node_radius, reach, approach)
+                fraction = approach_fraction(
+                    delta,
+                    node_dof,
+                    kind,
+                    elem,
+                    prim,
+                    pair_gap,
+                    pair_t,
+                    pair_u,
+                    pair_normal,
+                    node_radius,
+                    reach,
+                    approach,
+                )
                 if fraction < MIN_STEP_FRACTION:
                     too_far = True
                 elif fraction < 1.0:
@@ -780,11 +1426,33 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
             shortened = False
             for _length in range(2):
                 _retract(pos, quat, node_dof, rot_dof, delta, 1.0, trial_pos, trial_quat, rot_step)
-                trial_extra_energy = _trial_extra(trial_pos, trial_quat, node_dof, rot_dof, extra, kind, elem, prim,
-                                                  nodes, sl_seg, sl_t, pair_gap, delta)
-                trial_energy = trial_extra_energy + rod_energy(trial_pos, trial_quat, rest_len, stretch_stiff,
-                                                               joint_a, joint_b, joint_len, bend_stiff, node_force,
-                                                               load_factor)
+                trial_extra_energy = _trial_extra(
+                    trial_pos,
+                    trial_quat,
+                    node_dof,
+                    rot_dof,
+                    extra,
+                    kind,
+                    elem,
+                    prim,
+                    nodes,
+                    sl_seg,
+                    sl_t,
+                    pair_gap,
+                    delta,
+                )
+                trial_energy = trial_extra_energy + rod_energy(
+                    trial_pos,
+                    trial_quat,
+                    rest_len,
+                    stretch_stiff,
+                    joint_a,
+                    joint_b,
+                    joint_len,
+                    bend_stiff,
+                    node_force,
+                    load_factor,
+                )
                 couple = _couple_work(quat, rot_dof, rot_couple, load_factor, delta, R)
                 actual = energy - (trial_energy - couple)
                 # In the last digits the energy difference is noise; a step whose predicted gain is
@@ -800,8 +1468,9 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                 # ... and instead of damping and factorising again (several times per iteration on a
                 # faceted mesh), the step is shortened to where the facet (or other cables') pairs
                 # it closes balance the model (contact.plunge_step_length)
-                alpha, penalty = plunge_step_length(approach, fraction, kind, elem, pair_gap, fresh, cparams[1],
-                                                    extra[2], extra[3], slope, curvature)
+                alpha, penalty = plunge_step_length(
+                    approach, fraction, kind, elem, pair_gap, fresh, cparams[1], extra[2], extra[3], slope, curvature
+                )
                 if not (alpha < 1.0):
                     break
                 for i in range(n_dof):
@@ -830,8 +1499,21 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                 for j in range(joint_a.shape[0]):
                     for k in range(3):
                         b_plus[j, k] = (b_plus[j, k] - 2.0 * b_zero[j, k] + b_minus[j, k]) / 0.01
-                strain_jacobian_transpose(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b,
-                                          joint_len, bend_stiff, s_plus, b_plus, rhs_trial)
+                strain_jacobian_transpose(
+                    pos,
+                    quat,
+                    node_dof,
+                    rot_dof,
+                    rest_len,
+                    stretch_stiff,
+                    joint_a,
+                    joint_b,
+                    joint_len,
+                    bend_stiff,
+                    s_plus,
+                    b_plus,
+                    rhs_trial,
+                )
                 for i in range(n_dof):
                     rhs_trial[i] = 0.0 if fixed[i] else -rhs_trial[i]
                 low_rank_solve(work, bw, rhs_trial, correction, S, piv, panels)
@@ -840,16 +1522,67 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
                 within = True
                 if use_contact:
                     pair_moves(nodes, _node_moves(correction, node_dof), moves)
-                    evaluate_reachable(pos, kind, elem, prim, obstacles, node_radius, moves, pair_gap, pair_t,
-                                       pair_normal, pair_point, pair_u, fresh)
-                    within = approach_fraction(correction, node_dof, kind, elem, prim, pair_gap, pair_t, pair_u,
-                                               pair_normal, node_radius, reach, approach) >= 1.0
+                    evaluate_reachable(
+                        pos,
+                        kind,
+                        elem,
+                        prim,
+                        obstacles,
+                        node_radius,
+                        moves,
+                        pair_gap,
+                        pair_t,
+                        pair_normal,
+                        pair_point,
+                        pair_u,
+                        fresh,
+                    )
+                    within = (
+                        approach_fraction(
+                            correction,
+                            node_dof,
+                            kind,
+                            elem,
+                            prim,
+                            pair_gap,
+                            pair_t,
+                            pair_u,
+                            pair_normal,
+                            node_radius,
+                            reach,
+                            approach,
+                        )
+                        >= 1.0
+                    )
                 if within:
                     _retract(pos, quat, node_dof, rot_dof, correction, 1.0, corrected_pos, corrected_quat, rot_step)
-                    corrected_energy = rod_energy(corrected_pos, corrected_quat, rest_len, stretch_stiff, joint_a,
-                                                  joint_b, joint_len, bend_stiff, node_force, load_factor)
-                    corrected_energy += _trial_extra(corrected_pos, corrected_quat, node_dof, rot_dof, extra, kind,
-                                                     elem, prim, nodes, sl_seg, sl_t, pair_gap, correction)
+                    corrected_energy = rod_energy(
+                        corrected_pos,
+                        corrected_quat,
+                        rest_len,
+                        stretch_stiff,
+                        joint_a,
+                        joint_b,
+                        joint_len,
+                        bend_stiff,
+                        node_force,
+                        load_factor,
+                    )
+                    corrected_energy += _trial_extra(
+                        corrected_pos,
+                        corrected_quat,
+                        node_dof,
+                        rot_dof,
+                        extra,
+                        kind,
+                        elem,
+                        prim,
+                        nodes,
+                        sl_seg,
+                        sl_t,
+                        pair_gap,
+                        correction,
+                    )
                     corrected_couple = _couple_work(quat, rot_dof, rot_couple, load_factor, correction, R)
                     corrected_rho = (energy - (corrected_energy - corrected_couple)) / predicted
                     if math.isfinite(corrected_energy) and corrected_rho > rho:
@@ -890,16 +1623,58 @@ def minimise_rod_energy(pos, quat, node_dof, rot_dof, fixed, dof_tol, bw, rest_l
             lam = max(4.0 * lam, 1e-8)
         if not accepted:
             return STALLED, it, ratio, energy, _deepest(pair_gap, live), searched_at, kind, elem, prim, pair_gap
-    return (MAX_ITERATIONS, max_iterations, ratio, energy, _deepest(pair_gap, live), searched_at, kind, elem, prim,
-            pair_gap)
+    return (
+        MAX_ITERATIONS,
+        max_iterations,
+        ratio,
+        energy,
+        _deepest(pair_gap, live),
+        searched_at,
+        kind,
+        elem,
+        prim,
+        pair_gap,
+    )
 
 
 @njit
-def gradient_at(pos, quat, node_dof, rot_dof, n_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len, bend_stiff,
-                node_force, rot_couple, load_factor):
+def gradient_at(
+    pos,
+    quat,
+    node_dof,
+    rot_dof,
+    n_dof,
+    rest_len,
+    stretch_stiff,
+    joint_a,
+    joint_b,
+    joint_len,
+    bend_stiff,
+    node_force,
+    rot_couple,
+    load_factor,
+):
     """Energy gradient including the fixed degrees of freedom (they hold the reactions)."""
     grad = np.zeros(n_dof)
     band = np.zeros((1, 1))
-    rod_gradient_hessian(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len,
-                         bend_stiff, node_force, rot_couple, load_factor, grad, band, 0, False, 1.0)
+    rod_gradient_hessian(
+        pos,
+        quat,
+        node_dof,
+        rot_dof,
+        rest_len,
+        stretch_stiff,
+        joint_a,
+        joint_b,
+        joint_len,
+        bend_stiff,
+        node_force,
+        rot_couple,
+        load_factor,
+        grad,
+        band,
+        0,
+        False,
+        1.0,
+    )
     return grad

@@ -47,8 +47,9 @@ def hold_vector(boundary: Boundary, length: float) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0)
 
 
-def secant_displacement(memory: StepMemory | None, positions: np.ndarray, hold_now: np.ndarray,
-                        hold_next: np.ndarray) -> np.ndarray | None:
+def secant_displacement(
+    memory: StepMemory | None, positions: np.ndarray, hold_now: np.ndarray, hold_next: np.ndarray
+) -> np.ndarray | None:
     """Per-node displacement predicted for the step from ``hold_now`` to ``hold_next``, starting at
     ``positions``; None where the last step is no guide (no memory, another start, a different
     motion, or frames held differently)."""

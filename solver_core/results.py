@@ -27,8 +27,10 @@ STREAM_FORMAT = "cable-harness-result-stream/1"
 
 
 def _force_moment(d) -> dict:
-    out = {"force": np.asarray(d["force"], dtype=np.float64).tolist(),
-           "moment": np.asarray(d["moment"], dtype=np.float64).tolist()}
+    out = {
+        "force": np.asarray(d["force"], dtype=np.float64).tolist(),
+        "moment": np.asarray(d["moment"], dtype=np.float64).tolist(),
+    }
     if "deflection" in d:
         out["deflection"] = d["deflection"]
     return out
@@ -124,8 +126,17 @@ def _quantities(harness, cable_id, session, state) -> dict:
     n_joints = len(model.joint_a)
     directors = np.empty((model.n_segments, 3, 3))
     radii, curvatures = np.empty(n_joints), np.empty(n_joints)
-    length, max_strain, max_twist = _shape_kernel(state.positions, state.quats, model.rest_len, model.joint_a,
-                                                  model.joint_b, model.joint_len, directors, radii, curvatures)
+    length, max_strain, max_twist = _shape_kernel(
+        state.positions,
+        state.quats,
+        model.rest_len,
+        model.joint_a,
+        model.joint_b,
+        model.joint_len,
+        directors,
+        radii,
+        curvatures,
+    )
     return {
         "nodes": state.positions + model.origin,
         "directors": directors,
@@ -194,20 +205,31 @@ def cable_result(harness, cable_id: str, packed: bool = False) -> dict:
     if problem is not None:
         # The solver left no finite state to report: the cable is shown on its route between its frames.
         converged = False
-        message = (f"the solver produced non-finite values ({problem}); no equilibrium was found, the cable "
-                   f"is shown on its route between its held frames")
+        message = (
+            f"the solver produced non-finite values ({problem}); no equilibrium was found, the cable "
+            f"is shown on its route between its held frames"
+        )
         q = _quantities(harness, cable_id, session, initial_state(model, session.boundary, sag=0.0))
         if _not_finite(q) is not None:
             raise CaseError(f"cable {cable_id!r}: its frames give no finite route (check the case's ranges)")
     radii = q["radii"]
     if packed:
-        arrays = {"nodes": pack(q["nodes"]), "arc_lengths": pack(model.node_s), "directors": pack(q["directors"]),
-                  "curvatures": pack(q["curvatures"]), "bend_radius_s": pack(joint_arc_lengths(model))}
+        arrays = {
+            "nodes": pack(q["nodes"]),
+            "arc_lengths": pack(model.node_s),
+            "directors": pack(q["directors"]),
+            "curvatures": pack(q["curvatures"]),
+            "bend_radius_s": pack(joint_arc_lengths(model)),
+        }
     else:
         # extension of the format: the radius at every joint (null where straight) and its arc length
-        arrays = {"nodes": q["nodes"].tolist(), "arc_lengths": model.node_s.tolist(),
-                  "directors": q["directors"].tolist(), "bend_radii": _nullable(radii),
-                  "bend_radius_s": joint_arc_lengths(model).tolist()}
+        arrays = {
+            "nodes": q["nodes"].tolist(),
+            "arc_lengths": model.node_s.tolist(),
+            "directors": q["directors"].tolist(),
+            "bend_radii": _nullable(radii),
+            "bend_radius_s": joint_arc_lengths(model).tolist(),
+        }
     doc = {
         "nodes": arrays.pop("nodes"),
         "arc_lengths": arrays.pop("arc_lengths"),

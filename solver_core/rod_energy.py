@@ -55,15 +55,37 @@ def rod_energy(pos, quat, rest_len, stretch_stiff, joint_a, joint_b, joint_len, 
     for j in range(joint_a.shape[0]):
         quat_conj_mul(quat[joint_a[j]], quat[joint_b[j]], p)
         lb = joint_len[j]
-        energy += (2.0 / lb) * (bend_stiff[j, 0] * p[1] * p[1] + bend_stiff[j, 1] * p[2] * p[2] + bend_stiff[j, 2] * p[3] * p[3])
+        energy += (2.0 / lb) * (
+            bend_stiff[j, 0] * p[1] * p[1] + bend_stiff[j, 1] * p[2] * p[2] + bend_stiff[j, 2] * p[3] * p[3]
+        )
     for n in range(pos.shape[0]):
-        energy -= load_factor * (node_force[n, 0] * pos[n, 0] + node_force[n, 1] * pos[n, 1] + node_force[n, 2] * pos[n, 2])
+        energy -= load_factor * (
+            node_force[n, 0] * pos[n, 0] + node_force[n, 1] * pos[n, 1] + node_force[n, 2] * pos[n, 2]
+        )
     return energy
 
 
 @njit
-def rod_gradient_hessian(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len, bend_stiff,
-                         node_force, rot_couple, load_factor, grad, band, bw, with_hessian, geometric):
+def rod_gradient_hessian(
+    pos,
+    quat,
+    node_dof,
+    rot_dof,
+    rest_len,
+    stretch_stiff,
+    joint_a,
+    joint_b,
+    joint_len,
+    bend_stiff,
+    node_force,
+    rot_couple,
+    load_factor,
+    grad,
+    band,
+    bw,
+    with_hessian,
+    geometric,
+):
     """Assemble the gradient (and, if with_hessian, the lower band of the Hessian) in place.
 
     The Hessian is J^T C J (always positive semi-definite) plus ``geometric`` times the terms
@@ -143,7 +165,9 @@ def rod_gradient_hessian(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, 
                 ux0 = (0.0, -u[2], u[1])[s]
                 ux1 = (u[2], 0.0, -u[0])[s]
                 ux2 = (-u[1], u[0], 0.0)[s]
-                Htt[r, s] = A[r, 0] * ux0 + A[r, 1] * ux1 + A[r, 2] * ux2 + 0.5 * geometric * (n[r] * u[s] + u[r] * n[s])
+                Htt[r, s] = (
+                    A[r, 0] * ux0 + A[r, 1] * ux1 + A[r, 2] * ux2 + 0.5 * geometric * (n[r] * u[s] + u[r] * n[s])
+                )
             Htt[r, r] -= nu
         # H_te = ([u]x^T diag(c) + [n]x) R^T  (rows theta, columns e)
         for r in range(3):
@@ -260,7 +284,9 @@ def rod_gradient_hessian(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, 
         quat_to_matrix(quat[r], R)
         g0 = rot_dof[r]
         for k in range(3):
-            grad[g0 + k] -= load_factor * (R[0, k] * rot_couple[r, 0] + R[1, k] * rot_couple[r, 1] + R[2, k] * rot_couple[r, 2])
+            grad[g0 + k] -= load_factor * (
+                R[0, k] * rot_couple[r, 0] + R[1, k] * rot_couple[r, 1] + R[2, k] * rot_couple[r, 2]
+            )
 
 
 @njit
@@ -282,8 +308,21 @@ def rod_strains(pos, quat, rest_len, joint_a, joint_b, stretch_strain, bend_stra
 
 
 @njit
-def strain_jacobian_transpose(pos, quat, node_dof, rot_dof, rest_len, stretch_stiff, joint_a, joint_b, joint_len,
-                              bend_stiff, stretch_strain, bend_strain, out):
+def strain_jacobian_transpose(
+    pos,
+    quat,
+    node_dof,
+    rot_dof,
+    rest_len,
+    stretch_stiff,
+    joint_a,
+    joint_b,
+    joint_len,
+    bend_stiff,
+    stretch_strain,
+    bend_strain,
+    out,
+):
     """out = J^T W r for strain-shaped vectors r: the gradient the energy would have if its strains were r.
 
     W holds the element weights (l diag(GA, GA, EA) for stretch, 4/l_bar diag(EI, EI, GJ) for

@@ -53,18 +53,21 @@ class RodGroup(RodModel):
         pos = np.empty((self.n_nodes, 3))
         quat = np.tile(IDENTITY, (self.n_rotations, 1))
         for part, start, rots, state in zip(self.parts, self.node_start, self.rot_map, states):
-            pos[start:start + part.n_nodes] = state.positions + (part.origin - self.origin)
+            pos[start : start + part.n_nodes] = state.positions + (part.origin - self.origin)
             quat[rots] = state.quats
         return RodState(pos, quat)
 
     def split_state(self, state: RodState) -> list:
-        return [RodState(state.positions[start:start + part.n_nodes] - (part.origin - self.origin),
-                         state.quats[rots].copy())
-                for part, start, rots in zip(self.parts, self.node_start, self.rot_map)]
+        return [
+            RodState(
+                state.positions[start : start + part.n_nodes] - (part.origin - self.origin), state.quats[rots].copy()
+            )
+            for part, start, rots in zip(self.parts, self.node_start, self.rot_map)
+        ]
 
     def _write_part(self, state: RodState, index: int, part_state: RodState) -> None:
         part, start = self.parts[index], self.node_start[index]
-        state.positions[start:start + part.n_nodes] = part_state.positions + (part.origin - self.origin)
+        state.positions[start : start + part.n_nodes] = part_state.positions + (part.origin - self.origin)
         state.quats[self.rot_map[index]] = part_state.quats
 
     def apply_boundary(self, state: RodState, boundary: GroupBoundary) -> None:
@@ -93,13 +96,13 @@ def join_models(parts, states) -> RodGroup:
         n0 = sum(p.n_nodes for p in parts[:k])
         node_start.append(n0)
         rots = np.empty(part.n_rotations, dtype=np.int64)
-        rots[:part.n_segments] = n0 + np.arange(part.n_segments)
+        rots[: part.n_segments] = n0 + np.arange(part.n_segments)
         n_frames = part.n_rotations - part.n_segments
-        rots[part.n_segments:] = frame_rots + np.arange(n_frames)
+        rots[part.n_segments :] = frame_rots + np.arange(n_frames)
         frame_rots += n_frames
         rot_map.append(rots)
         dof_map.append(dof + np.arange(part.n_dof))
-        node_dof[n0:n0 + part.n_nodes] = dof + part.node_dof
+        node_dof[n0 : n0 + part.n_nodes] = dof + part.node_dof
         fixed.append(part.fixed)
         dof_tol.append(part.dof_tol)
         dof += part.n_dof
@@ -134,13 +137,34 @@ def join_models(parts, states) -> RodGroup:
     # and the next cable's start frame, one would widen the band from 8 to 14.
     bw = max(p.bw for p in parts)
     return RodGroup(
-        cable=None, origin=origin.copy(), node_s=np.concatenate(node_s), rest_len=rest,
-        stretch_stiff=np.concatenate(stretch), joint_a=np.concatenate(joint_a), joint_b=np.concatenate(joint_b),
-        joint_len=np.concatenate(joint_len), bend_stiff=np.concatenate(bend), node_dof=node_dof, rot_dof=rot_dof,
-        n_dof=dof, bw=bw, fixed=np.concatenate(fixed), node_force=np.concatenate(node_force), rot_couple=rot_couple,
-        dof_tol=np.concatenate(dof_tol), force_scale=max(p.force_scale for p in parts), start_frame=-1, end_frame=-1,
-        clip_nodes=(), clip_rots=(), clip_rot_mask=(), parts=tuple(parts), node_start=tuple(node_start),
-        rot_map=tuple(rot_map), dof_map=tuple(dof_map))
+        cable=None,
+        origin=origin.copy(),
+        node_s=np.concatenate(node_s),
+        rest_len=rest,
+        stretch_stiff=np.concatenate(stretch),
+        joint_a=np.concatenate(joint_a),
+        joint_b=np.concatenate(joint_b),
+        joint_len=np.concatenate(joint_len),
+        bend_stiff=np.concatenate(bend),
+        node_dof=node_dof,
+        rot_dof=rot_dof,
+        n_dof=dof,
+        bw=bw,
+        fixed=np.concatenate(fixed),
+        node_force=np.concatenate(node_force),
+        rot_couple=rot_couple,
+        dof_tol=np.concatenate(dof_tol),
+        force_scale=max(p.force_scale for p in parts),
+        start_frame=-1,
+        end_frame=-1,
+        clip_nodes=(),
+        clip_rots=(),
+        clip_rot_mask=(),
+        parts=tuple(parts),
+        node_start=tuple(node_start),
+        rot_map=tuple(rot_map),
+        dof_map=tuple(dof_map),
+    )
 
 
 @dataclass
@@ -163,8 +187,12 @@ class GroupInteractions(Interactions):
             self.stiffness = max(m.base_stiffness for m in self.members)
         if self.friction_state is None:
             states = [m.friction_state for m in self.members]
-            self.friction_state = FrictionState(*(np.concatenate([getattr(s, f) for s in states])
-                                                  for f in ("active", "normal", "force", "anchor", "sliding")))
+            self.friction_state = FrictionState(
+                *(
+                    np.concatenate([getattr(s, f) for s in states])
+                    for f in ("active", "normal", "force", "anchor", "sliding")
+                )
+            )
 
     def split_friction(self) -> list:
         """The joined friction state cut back into the cables'."""
@@ -172,8 +200,15 @@ class GroupInteractions(Interactions):
         for part, start in zip(self.model.parts, self.model.node_start):
             fs = self.friction_state
             sl = slice(start, start + part.n_nodes)
-            out.append(FrictionState(fs.active[sl].copy(), fs.normal[sl].copy(), fs.force[sl].copy(),
-                                     fs.anchor[sl].copy(), fs.sliding[sl].copy()))
+            out.append(
+                FrictionState(
+                    fs.active[sl].copy(),
+                    fs.normal[sl].copy(),
+                    fs.force[sl].copy(),
+                    fs.anchor[sl].copy(),
+                    fs.sliding[sl].copy(),
+                )
+            )
         return out
 
     def stiffen(self, factor: float) -> None:
@@ -217,9 +252,19 @@ class GroupInteractions(Interactions):
         for k, (m, b) in enumerate(zip(self.members, boundary.parts)):
             sl_point, sl_axis, sl_k, cc_node, cc_rot, cc_centre, cc_quat, cc_K, _ = m._mounts(b)
             shift = m.model.origin - group.origin
-            for slot, value in enumerate((sl_point + shift, sl_axis, sl_k, cc_node + group.node_start[k],
-                                          group.rot_map[k][cc_rot], cc_centre + shift, cc_quat, cc_K,
-                                          np.full(len(sl_point), k, dtype=np.int64))):
+            for slot, value in enumerate(
+                (
+                    sl_point + shift,
+                    sl_axis,
+                    sl_k,
+                    cc_node + group.node_start[k],
+                    group.rot_map[k][cc_rot],
+                    cc_centre + shift,
+                    cc_quat,
+                    cc_K,
+                    np.full(len(sl_point), k, dtype=np.int64),
+                )
+            ):
                 out[slot].append(value)
         return tuple(np.concatenate(v) for v in out)
 
@@ -228,4 +273,3 @@ class GroupInteractions(Interactions):
         for m, b, dofs in zip(self.members, boundary.parts, self.model.dof_map):
             tol[dofs] = m.dof_tolerance(b)
         return tol
-

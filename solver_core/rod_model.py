@@ -232,7 +232,7 @@ def build_rod_model(cable: CableSpec, gravity, tolerance: float) -> RodModel:
     fixed = np.zeros(n_dof, dtype=np.uint8)
 
     def fix_node(k):
-        fixed[node_dof[k]:node_dof[k] + 3] = 1
+        fixed[node_dof[k] : node_dof[k] + 3] = 1
 
     def fix_rot(r, mask):
         for c in range(3):
@@ -251,9 +251,12 @@ def build_rod_model(cable: CableSpec, gravity, tolerance: float) -> RodModel:
             fix_node(k)
         for r in rots:
             fix_rot(r, mask)
-    roll_held = (cable.start.normal is not None or (cable.end is not None and cable.end.normal is not None)
-                 or any(c.kind == "fixed" and c.stiffness is None for c in cable.clips)
-                 or any(c.stiffness is not None and _holds_roll(c) for c in cable.clips))
+    roll_held = (
+        cable.start.normal is not None
+        or (cable.end is not None and cable.end.normal is not None)
+        or any(c.kind == "fixed" and c.stiffness is None for c in cable.clips)
+        or any(c.stiffness is not None and _holds_roll(c) for c in cable.clips)
+    )
     if not roll_held:
         # Nothing sets the roll of the material frame: with a round section it is a gauge
         # freedom (no energy changes), so pin it at the start to keep the Hessian regular.
@@ -277,19 +280,41 @@ def build_rod_model(cable: CableSpec, gravity, tolerance: float) -> RodModel:
 
     # Convergence scales: forces relative to the largest of weight, applied loads and the
     # bending force scale EI/L^2; a round-off floor from the stiff stretch terms.
-    force_scale = max(sec.linear_density * cable.length * np.linalg.norm(g), load_total,
-                      sec.bend_stiffness / cable.length**2)
+    force_scale = max(
+        sec.linear_density * cable.length * np.linalg.norm(g), load_total, sec.bend_stiffness / cable.length**2
+    )
     eps = np.finfo(float).eps
     stiff = max(sec.stretch_stiffness, sec.shear_stiffness)
     force_floor = 64.0 * eps * stiff * cable.length / rest_len.min()
     moment_floor = 64.0 * eps * (stiff * cable.length + sec.bend_stiffness / rest_len.min())
     dof_tol = np.empty(n_dof)
     for k in range(n_nodes):
-        dof_tol[node_dof[k]:node_dof[k] + 3] = max(tolerance * force_scale, force_floor)
+        dof_tol[node_dof[k] : node_dof[k] + 3] = max(tolerance * force_scale, force_floor)
     for r in range(n_rots):
-        dof_tol[rot_dof[r]:rot_dof[r] + 3] = max(tolerance * force_scale * cable.length, moment_floor)
+        dof_tol[rot_dof[r] : rot_dof[r] + 3] = max(tolerance * force_scale * cable.length, moment_floor)
 
-    return RodModel(cable, cable.start.position.copy(), node_s, rest_len, stretch_stiff, joint_a, joint_b, joint_len,
-                    bend_stiff, node_dof, rot_dof, n_dof, int(bw), fixed, node_force, rot_couple, dof_tol,
-                    float(force_scale), start_frame, end_frame, tuple(clip_nodes), tuple(clip_rots),
-                    tuple(clip_masks))
+    return RodModel(
+        cable,
+        cable.start.position.copy(),
+        node_s,
+        rest_len,
+        stretch_stiff,
+        joint_a,
+        joint_b,
+        joint_len,
+        bend_stiff,
+        node_dof,
+        rot_dof,
+        n_dof,
+        int(bw),
+        fixed,
+        node_force,
+        rot_couple,
+        dof_tol,
+        float(force_scale),
+        start_frame,
+        end_frame,
+        tuple(clip_nodes),
+        tuple(clip_rots),
+        tuple(clip_masks),
+    )

@@ -196,12 +196,17 @@ def initial_state(model: RodModel, boundary: Boundary, sag: float = 1.0) -> RodS
     quats = np.zeros((model.n_rotations, 4))
     for i, fr in enumerate(frames):
         quats[i] = matrix_to_quat(fr)
-    quats[model.start_frame] = matrix_to_quat(frame_from_tangent(boundary.start.tangent, boundary.start.normal
-                                                                 if boundary.start.normal is not None
-                                                                 else frames[0][:, 0]))
+    quats[model.start_frame] = matrix_to_quat(
+        frame_from_tangent(
+            boundary.start.tangent, boundary.start.normal if boundary.start.normal is not None else frames[0][:, 0]
+        )
+    )
     if model.end_frame >= 0:
-        quats[model.end_frame] = matrix_to_quat(frame_from_tangent(
-            boundary.end.tangent, boundary.end.normal if boundary.end.normal is not None else frames[-1][:, 0]))
+        quats[model.end_frame] = matrix_to_quat(
+            frame_from_tangent(
+                boundary.end.tangent, boundary.end.normal if boundary.end.normal is not None else frames[-1][:, 0]
+            )
+        )
     for ci, rots in enumerate(model.clip_rots):
         for r in rots:
             if r >= model.n_segments:
@@ -239,8 +244,9 @@ def apply_boundary(model: RodModel, state: RodState, boundary: Boundary) -> None
         state.positions[-1] = boundary.end.position - o
         end_mask = FIXED_ALL if cable.end.normal is not None else None
         state.quats[model.end_frame] = _held_frame(state.quats[model.end_frame], boundary.end, end_mask)
-    for clip, frame, nodes, rots, mask in zip(cable.clips, boundary.clips, model.clip_nodes, model.clip_rots,
-                                              model.clip_rot_mask):
+    for clip, frame, nodes, rots, mask in zip(
+        cable.clips, boundary.clips, model.clip_nodes, model.clip_rots, model.clip_rot_mask
+    ):
         if clip.kind == "sliding" or clip.stiffness is not None:
             continue  # held through energies (mounts.py), not pinned
         for k in nodes:
@@ -273,8 +279,8 @@ def carry_boundary_motion(model: RodModel, state: RodState, old: Boundary, new: 
     for (ka, _), (kb, _) in zip(anchors, anchors[1:]):
         if kb - ka < 2:
             continue
-        w = ((s[ka + 1:kb] - s[ka]) / (s[kb] - s[ka]))[:, None]
-        state.positions[ka + 1:kb] += (1.0 - w) * disp[ka] + w * disp[kb]
+        w = ((s[ka + 1 : kb] - s[ka]) / (s[kb] - s[ka]))[:, None]
+        state.positions[ka + 1 : kb] += (1.0 - w) * disp[ka] + w * disp[kb]
     k_last, r_last = anchors[-1]
     if k_last < model.n_nodes - 1:
         R_old = matrix_from_quat(before.quats[r_last])
@@ -282,7 +288,7 @@ def carry_boundary_motion(model: RodModel, state: RodState, old: Boundary, new: 
         turn = R_new @ R_old.T
         pivot_old = before.positions[k_last]
         pivot_new = state.positions[k_last]
-        state.positions[k_last + 1:] = pivot_new + (before.positions[k_last + 1:] - pivot_old) @ turn.T
+        state.positions[k_last + 1 :] = pivot_new + (before.positions[k_last + 1 :] - pivot_old) @ turn.T
         for i in range(k_last, model.n_segments):
             state.quats[i] = matrix_to_quat(turn @ matrix_from_quat(before.quats[i]))
 
@@ -299,5 +305,8 @@ def interpolate_boundary(a: Boundary, b: Boundary, t: float) -> Boundary:
         normal = R[:, 0] if fb.normal is not None else None
         return Frame((1.0 - t) * fa.position + t * fb.position, R[:, 2], normal)
 
-    return Boundary(frame(a.start, b.start), None if b.end is None else frame(a.end, b.end),
-                    tuple(frame(fa, fb) for fa, fb in zip(a.clips, b.clips)))
+    return Boundary(
+        frame(a.start, b.start),
+        None if b.end is None else frame(a.end, b.end),
+        tuple(frame(fa, fb) for fa, fb in zip(a.clips, b.clips)),
+    )

@@ -45,8 +45,14 @@ from .materials import MATERIAL_KEYS
 SWEEP_FORMAT = "cable-harness-sweep/1"
 METRICS = ("converged", "length", "min_bend_radius", "max_tension", "peak_force", "min_clearance", "solve_ms")
 # the direction in which an output gets worse, for the summary's worst variant
-WORSE = {"length": max, "min_bend_radius": min, "max_tension": max, "peak_force": max, "min_clearance": min,
-         "solve_ms": max}
+WORSE = {
+    "length": max,
+    "min_bend_radius": min,
+    "max_tension": max,
+    "peak_force": max,
+    "min_clearance": min,
+    "solve_ms": max,
+}
 MAX_VARIANTS = 1_000_000
 _TOKEN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]|\.")
 
@@ -82,7 +88,7 @@ def set_path(doc, keys, value, where):
     """Set a field of a case document in place; every container on the way must exist."""
     target = doc
     for depth, key in enumerate(keys[:-1]):
-        target = _child(target, key, keys[:depth + 1], where)
+        target = _child(target, key, keys[: depth + 1], where)
     last = keys[-1]
     if isinstance(last, int):
         if not isinstance(target, list) or last >= len(target):
@@ -137,8 +143,11 @@ class Sweep:
         return out
 
     def digest(self) -> str:
-        text = json.dumps({"case": self.case_doc, "vary": self.vary, "samples": self.samples, "seed": self.seed},
-                          sort_keys=True, default=str)
+        text = json.dumps(
+            {"case": self.case_doc, "vary": self.vary, "samples": self.samples, "seed": self.seed},
+            sort_keys=True,
+            default=str,
+        )
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -148,8 +157,10 @@ def parse_sweep(doc, folder=".") -> Sweep:
         raise CaseError("sweep must be an object")
     for key in doc:
         if key not in ("format", "case", "samples", "seed", "vary"):
-            raise CaseError(f"sweep.{key if isinstance(key, str) else show(key)} is not a known key "
-                            f"(known: format, case, samples, seed, vary)")
+            raise CaseError(
+                f"sweep.{key if isinstance(key, str) else show(key)} is not a known key "
+                f"(known: format, case, samples, seed, vary)"
+            )
     if doc.get("format") != SWEEP_FORMAT:
         raise CaseError(f"sweep.format must be {SWEEP_FORMAT!r}, got {show(doc.get('format'))}")
     case = doc.get("case")
@@ -184,8 +195,9 @@ def parse_sweep(doc, folder=".") -> Sweep:
             values = v["values"]
             if not isinstance(values, list) or not values:
                 raise CaseError(f"{where}.values must be a non-empty list")
-            entry["values"] = [as_float(x, f"{where}.values[{k}]") if not isinstance(x, str) else x
-                               for k, x in enumerate(values)]
+            entry["values"] = [
+                as_float(x, f"{where}.values[{k}]") if not isinstance(x, str) else x for k, x in enumerate(values)
+            ]
         else:
             params = v[kind]
             if not isinstance(params, list) or len(params) != 2:
@@ -246,16 +258,20 @@ def _cable_outputs(case, cid, steps) -> dict:
     spec = case.cable(cid)
     docs = [s["cables"][cid] for s in steps]
     radii = [d["min_bend_radius"] for d in docs if d["min_bend_radius"] is not None]
-    forces = [np.linalg.norm(fm["force"]) for d in docs
-              for fm in list(d["end_forces"].values()) + list(d["clip_forces"])]
+    forces = [
+        np.linalg.norm(fm["force"]) for d in docs for fm in list(d["end_forces"].values()) + list(d["clip_forces"])
+    ]
     clearances = [_min_clearance(unpack(d["nodes"]), spec.diameter / 2.0, case.obstacles) for d in docs]
     clearances = [c for c in clearances if c is not None]
-    return {"converged": all(d["converged"] for d in docs), "length": docs[-1]["length"],
-            "min_bend_radius": min(radii) if radii else None,
-            "max_tension": max(spec.section.stretch_stiffness * d["max_strain"] for d in docs),
-            "peak_force": float(max(forces)) if forces else 0.0,
-            "min_clearance": min(clearances) if clearances else None,
-            "solve_ms": float(sum(d["solve_ms"] for d in docs))}
+    return {
+        "converged": all(d["converged"] for d in docs),
+        "length": docs[-1]["length"],
+        "min_bend_radius": min(radii) if radii else None,
+        "max_tension": max(spec.section.stretch_stiffness * d["max_strain"] for d in docs),
+        "peak_force": float(max(forces)) if forces else 0.0,
+        "min_clearance": min(clearances) if clearances else None,
+        "solve_ms": float(sum(d["solve_ms"] for d in docs)),
+    }
 
 
 def solve_variant(case_doc: dict, index: int, assignment: dict) -> dict:
@@ -278,8 +294,9 @@ def solve_variant(case_doc: dict, index: int, assignment: dict) -> dict:
             row.update({f"{c.id}.{k}": v for k, v in outputs.items()})
         row["converged"] = ok
         if not ok:
-            row["message"] = "; ".join(f"{cid}: {d['message']}" for step in steps
-                                       for cid, d in step["cables"].items() if "message" in d)[:500]
+            row["message"] = "; ".join(
+                f"{cid}: {d['message']}" for step in steps for cid, d in step["cables"].items() if "message" in d
+            )[:500]
     except CaseError as exc:
         row["message"] = f"invalid variant: {exc}"
     except Exception as exc:  # a bug: the row says so, the study goes on
@@ -297,8 +314,7 @@ def solve_chunk(case_doc, chunk) -> list:
 
 def columns_of(sweep: Sweep) -> list:
     ids = [c["id"] for c in sweep.case_doc["cables"]]
-    return (["variant"] + sweep.columns + ["converged"] + [f"{cid}.{m}" for cid in ids for m in METRICS]
-            + ["message"])
+    return ["variant"] + sweep.columns + ["converged"] + [f"{cid}.{m}" for cid in ids for m in METRICS] + ["message"]
 
 
 def _cell(value) -> str:
@@ -359,8 +375,13 @@ def _write_atomic(path, text):
 def summarise(sweep: Sweep, rows: list) -> dict:
     """Per output: min, max, mean, percentiles and the worst variant, over the converged variants."""
     ok = [r for r in rows if r["converged"]]
-    out = {"format": "cable-harness-sweep-summary/1", "variants": len(rows), "converged": len(ok),
-           "failed": [r["variant"] for r in rows if not r["converged"]], "outputs": {}}
+    out = {
+        "format": "cable-harness-sweep-summary/1",
+        "variants": len(rows),
+        "converged": len(ok),
+        "failed": [r["variant"] for r in rows if not r["converged"]],
+        "outputs": {},
+    }
     ids = [c["id"] for c in sweep.case_doc["cables"]]
     for cid in ids:
         for metric in METRICS[1:]:
@@ -372,10 +393,18 @@ def summarise(sweep: Sweep, rows: list) -> dict:
             worst_value, worst_row = WORSE[metric](pairs, key=lambda p: p[0])
             p5, p50, p95 = np.percentile(values, [5, 50, 95])
             out["outputs"][column] = {
-                "min": float(values.min()), "max": float(values.max()), "mean": float(values.mean()),
-                "p5": float(p5), "p50": float(p50), "p95": float(p95),
-                "worst": {"variant": worst_row["variant"], "value": float(worst_value),
-                          "inputs": {c: worst_row[c] for c in sweep.columns}}}
+                "min": float(values.min()),
+                "max": float(values.max()),
+                "mean": float(values.mean()),
+                "p5": float(p5),
+                "p50": float(p50),
+                "p95": float(p95),
+                "worst": {
+                    "variant": worst_row["variant"],
+                    "value": float(worst_value),
+                    "inputs": {c: worst_row[c] for c in sweep.columns},
+                },
+            }
     return out
 
 
@@ -431,8 +460,9 @@ def _client(scheduler, workers):
         except (OSError, TimeoutError, ValueError) as exc:
             raise CaseError(f"--scheduler {scheduler}: cannot connect: {' '.join(str(exc).split())[:120]}") from None
     n = workers or os.cpu_count() or 1
-    cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
-                           silence_logs=logging.ERROR)
+    cluster = LocalCluster(
+        n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=logging.ERROR
+    )
     return Client(cluster), cluster
 
 
@@ -442,10 +472,20 @@ def _warm_up():
     from .case import parse_case
     from .harness import Harness
 
-    doc = {"format": "cable-harness-case/1", "cables": [{
-        "id": "w", "length": 0.3, "diameter": 0.004, "material": {"preset": "lv2017_harness"}, "segments": 4,
-        "start": {"position": [0, 0, 0], "tangent": [1, 0, 0]},
-        "end": {"position": [0.2, 0, 0], "tangent": [1, 0, 0]}}]}
+    doc = {
+        "format": "cable-harness-case/1",
+        "cables": [
+            {
+                "id": "w",
+                "length": 0.3,
+                "diameter": 0.004,
+                "material": {"preset": "lv2017_harness"},
+                "segments": 4,
+                "start": {"position": [0, 0, 0], "tangent": [1, 0, 0]},
+                "end": {"position": [0.2, 0, 0], "tangent": [1, 0, 0]},
+            }
+        ],
+    }
     Harness.from_case(parse_case(doc)).solve_step()
     # what the worker holds now (modules, kernels) lives as long as it does: the garbage collector
     # need not traverse it again after every variant
@@ -454,8 +494,9 @@ def _warm_up():
     return True
 
 
-def run_sweep(sweep: Sweep, outdir: str, scheduler=None, workers=None, progress=None, plots=True,
-              chunk_size=None) -> dict:
+def run_sweep(
+    sweep: Sweep, outdir: str, scheduler=None, workers=None, progress=None, plots=True, chunk_size=None
+) -> dict:
     """Solve the variants missing from ``outdir``/results.csv on Dask; write results.csv (all rows, in
     variant order), summary.json and plots/. Returns the summary."""
     if os.path.exists(outdir) and not os.path.isdir(outdir):
@@ -483,8 +524,12 @@ def run_sweep(sweep: Sweep, outdir: str, scheduler=None, workers=None, progress=
     variants = sweep.variants()
     todo = [(i, a) for i, a in enumerate(variants) if i not in rows]
     # the table as far as it is complete (a line cut short by an interruption is dropped), then appended to
-    _write_atomic(table, "".join([_csv_line(columns, dict(zip(columns, columns)))]
-                                 + [_csv_line(columns, rows[i]) for i in sorted(rows)]))
+    _write_atomic(
+        table,
+        "".join(
+            [_csv_line(columns, dict(zip(columns, columns)))] + [_csv_line(columns, rows[i]) for i in sorted(rows)]
+        ),
+    )
     if progress:
         progress(f"{len(variants)} variants, {len(rows)} already in {table}, {len(todo)} to solve")
     if todo:
@@ -496,8 +541,9 @@ def run_sweep(sweep: Sweep, outdir: str, scheduler=None, workers=None, progress=
             if cluster is not None:
                 cluster.close()
     ordered = [rows[i] for i in range(len(variants))]
-    _write_atomic(table, "".join([_csv_line(columns, dict(zip(columns, columns)))]
-                                 + [_csv_line(columns, r) for r in ordered]))
+    _write_atomic(
+        table, "".join([_csv_line(columns, dict(zip(columns, columns)))] + [_csv_line(columns, r) for r in ordered])
+    )
     summary = summarise(sweep, ordered)
     if plots:
         summary["plots"] = [os.path.relpath(p, outdir) for p in plot(sweep, ordered, os.path.join(outdir, "plots"))]
@@ -512,7 +558,7 @@ def _solve_on(client, sweep, todo, columns, table, rows, progress, chunk_size):
     client.run(_warm_up)
     size = chunk_size or max(1, min(8, len(todo) // (4 * n_workers)))
     base = client.scatter(sweep.case_doc, broadcast=True)
-    futures = [client.submit(solve_chunk, base, todo[k:k + size], pure=False) for k in range(0, len(todo), size)]
+    futures = [client.submit(solve_chunk, base, todo[k : k + size], pure=False) for k in range(0, len(todo), size)]
     done, started, last = 0, time.perf_counter(), 0.0
     with open(table, "a", encoding="utf-8") as fh:
         for future in as_completed(futures):
@@ -528,16 +574,23 @@ def _solve_on(client, sweep, todo, columns, table, rows, progress, chunk_size):
 
 
 def add_sweep_parser(sub) -> None:
-    sweep = sub.add_parser("sweep", help="solve variants of a case in parallel (Dask) and summarise them",
-                           description="Solve the variants of a sweep file (cable-harness-sweep/1) on Dask and "
-                           "write OUTDIR/results.csv (a row per variant), summary.json and plots/. Run it again "
-                           "with the same OUTDIR to finish an interrupted sweep.")
+    sweep = sub.add_parser(
+        "sweep",
+        help="solve variants of a case in parallel (Dask) and summarise them",
+        description="Solve the variants of a sweep file (cable-harness-sweep/1) on Dask and "
+        "write OUTDIR/results.csv (a row per variant), summary.json and plots/. Run it again "
+        "with the same OUTDIR to finish an interrupted sweep.",
+    )
     sweep.add_argument("sweep", help="sweep JSON file (format cable-harness-sweep/1)")
-    sweep.add_argument("-o", "--output", required=True, metavar="OUTDIR",
-                       help="output folder (results.csv, summary.json, plots/)")
-    sweep.add_argument("--scheduler", metavar="ADDRESS",
-                       help="address of a running Dask scheduler, e.g. tcp://host:8786 (default: a local cluster "
-                       "with one worker per core)")
+    sweep.add_argument(
+        "-o", "--output", required=True, metavar="OUTDIR", help="output folder (results.csv, summary.json, plots/)"
+    )
+    sweep.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="address of a running Dask scheduler, e.g. tcp://host:8786 (default: a local cluster "
+        "with one worker per core)",
+    )
     sweep.add_argument("--workers", type=int, help="workers of the local cluster (default: one per core)")
     sweep.add_argument("--no-plots", action="store_true", help="write no plots")
     sweep.add_argument("-q", "--quiet", action="store_true", help="no progress on stdout")
@@ -550,6 +603,9 @@ def run_sweep_command(args) -> int:
     echo = None if args.quiet else print
     summary = run_sweep(sweep, args.output, args.scheduler, args.workers, echo, plots=not args.no_plots)
     if echo:
-        print(f"{summary['converged']} of {summary['variants']} variants converged; results in "
-              f"{os.path.join(args.output, 'results.csv')}", file=sys.stdout)
+        print(
+            f"{summary['converged']} of {summary['variants']} variants converged; results in "
+            f"{os.path.join(args.output, 'results.csv')}",
+            file=sys.stdout,
+        )
     return 0 if summary["converged"] == summary["variants"] else 1

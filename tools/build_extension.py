@@ -37,8 +37,17 @@ ROOT_FILES = (MANIFEST, "__init__.py", "LICENSE", "README.md")
 REQUIRED_DISTRIBUTIONS = ("numba", "llvmlite")
 REQUIRED_PYTHONS = ("cp311", "cp313")
 KNOWN_PLATFORMS = ("linux-x64", "linux-arm64", "windows-x64", "windows-arm64", "macos-x64", "macos-arm64")
-MANIFEST_REQUIRED = {"schema_version": str, "id": str, "version": str, "name": str, "tagline": str,
-                     "maintainer": str, "type": str, "blender_version_min": str, "license": list}
+MANIFEST_REQUIRED = {
+    "schema_version": str,
+    "id": str,
+    "version": str,
+    "name": str,
+    "tagline": str,
+    "maintainer": str,
+    "type": str,
+    "blender_version_min": str,
+    "license": list,
+}
 
 
 class BuildError(Exception):
@@ -76,13 +85,16 @@ class Wheel:
         raise BuildError(f"wheel {self.filename}: platform tag {'.'.join(tags)} is not a Blender platform")
 
     @staticmethod
-    def parse(path: str) -> "Wheel":
+    def parse(path: str) -> Wheel:
         name = path.rsplit("/", 1)[-1]
-        parts = name[:-len(".whl")].split("-") if name.endswith(".whl") else []
+        parts = name[: -len(".whl")].split("-") if name.endswith(".whl") else []
         if len(parts) not in (5, 6):
-            raise BuildError(f"manifest wheels: {path!r} is not a wheel file name (name-version-python-abi-platform.whl)")
-        return Wheel(path, parts[0].lower().replace("_", "-"), parts[1], parts[-3], parts[-2],
-                     tuple(parts[-1].split(".")))
+            raise BuildError(
+                f"manifest wheels: {path!r} is not a wheel file name (name-version-python-abi-platform.whl)"
+            )
+        return Wheel(
+            path, parts[0].lower().replace("_", "-"), parts[1], parts[-3], parts[-2], tuple(parts[-1].split("."))
+        )
 
 
 def check_manifest(manifest: dict) -> list[Wheel]:
@@ -112,8 +124,9 @@ def check_manifest(manifest: dict) -> list[Wheel]:
         if key not in ("files", "network", "clipboard", "camera", "microphone"):
             raise BuildError(f"{MANIFEST}: permissions.{key} is not a known permission")
         if not isinstance(reason, str) or not reason or reason.endswith(".") or len(reason) > 64:
-            raise BuildError(f"{MANIFEST}: permissions.{key} needs a reason of at most 64 characters "
-                             f"without a closing period")
+            raise BuildError(
+                f"{MANIFEST}: permissions.{key} needs a reason of at most 64 characters without a closing period"
+            )
     platforms = manifest.get("platforms", [])
     for platform in platforms:
         if platform not in KNOWN_PLATFORMS:
@@ -159,9 +172,24 @@ def fetch_wheel(wheel: Wheel, folder: Path, offline: bool, pins: dict[str, str])
             raise BuildError(f"{target} is missing (run without --offline to download it)")
         folder.mkdir(parents=True, exist_ok=True)
         print(f"[build] downloading {wheel.filename}", flush=True)
-        command = [sys.executable, "-m", "pip", "download", "--disable-pip-version-check", "-q", "--no-deps",
-                   "--only-binary=:all:", "--implementation", "cp", "--abi", wheel.abi,
-                   "--python-version", f"{wheel.python[2]}.{wheel.python[3:]}", "-d", str(folder)]
+        command = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--disable-pip-version-check",
+            "-q",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--implementation",
+            "cp",
+            "--abi",
+            wheel.abi,
+            "--python-version",
+            f"{wheel.python[2]}.{wheel.python[3:]}",
+            "-d",
+            str(folder),
+        ]
         for tag in wheel.platform_tags:
             command += ["--platform", tag]
         command.append(f"{wheel.distribution}=={wheel.version}")
@@ -188,8 +216,10 @@ def source_files() -> list[tuple[Path, str]]:
 def generated_manifest(text: str, platform: str, wheels: list[Wheel]) -> str:
     # The block Blender's `extension build --split-platforms` appends, so installers see one platform.
     listed = ", ".join(f'"{w.path}"' for w in wheels)
-    return (text + "\n\n# BEGIN GENERATED CONTENT.\n# This must not be included in source manifests.\n"
-            f'[build.generated]\nplatforms = ["{platform}"]\nwheels = [{listed}]\n# END GENERATED CONTENT.\n')
+    return (
+        text + "\n\n# BEGIN GENERATED CONTENT.\n# This must not be included in source manifests.\n"
+        f'[build.generated]\nplatforms = ["{platform}"]\nwheels = [{listed}]\n# END GENERATED CONTENT.\n'
+    )
 
 
 def verify_zip(path: Path, platform: str) -> None:
@@ -241,8 +271,11 @@ def build(platforms: list[str] | None, output: Path, wheel_folder: Path, offline
         except BuildError:
             path.unlink()
             raise
-        print(f"[build] {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path} "
-              f"({path.stat().st_size / 1e6:.1f} MB, {len(own)} wheels)", flush=True)
+        print(
+            f"[build] {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path} "
+            f"({path.stat().st_size / 1e6:.1f} MB, {len(own)} wheels)",
+            flush=True,
+        )
         built.append(path)
     return built
 

@@ -5,6 +5,7 @@
     python3 tools/dev.py demo      # the main job (see README)
     python3 tools/dev.py test      # all tests: solver tests first, then Blender tests
     python3 tools/dev.py test -k cantilever          # extra arguments go to pytest
+    python3 tools/dev.py lint      # ruff: lint and format check
     python3 tools/dev.py bench     # the benchmarks (print figures)
     python3 tools/dev.py demos     # rebuild the demo files in demo_blends/
     python3 tools/dev.py build     # the installable extension zips in dist/ (tools/build_extension.py)
@@ -57,8 +58,9 @@ def ensure_environment() -> Path:
         else:
             subprocess.run([base, "-m", "venv", "--clear", str(VENV)], check=True)
     _say("installing requirements (bpy is a ~370 MB download the first time)")
-    subprocess.run([str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q", "-r",
-                    str(REQUIREMENTS)], check=True)
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q", "-r", str(REQUIREMENTS)], check=True
+    )
     STAMP.write_text(wanted)
     return python
 
@@ -68,13 +70,15 @@ def run(python: Path, *args: str) -> int:
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in ("demo", "test", "bench", "demos", "build"):
+    if not argv or argv[0] not in ("demo", "test", "bench", "demos", "build", "lint"):
         print(__doc__)
         return 2
     command, rest = argv[0], argv[1:]
     if command == "build":  # standard library only: no environment needed
         return run(Path(sys.executable), str(ROOT / "tools" / "build_extension.py"), *rest)
     python = ensure_environment()
+    if command == "lint":
+        return run(python, "-m", "ruff", "check", ".", *rest) or run(python, "-m", "ruff", "format", "--check", ".")
     if command == "demos":
         return run(python, "-m", "demo_blends.build_demos", *rest)
     if command == "demo":

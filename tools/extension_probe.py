@@ -29,12 +29,18 @@ def run_probe(mode: str, user_dir, *args, timeout=600) -> dict:
     env = dict(os.environ, BLENDER_USER_RESOURCES=str(user_dir))
     env.pop("NUMBA_CACHE_DIR", None)  # the installed extension picks its own per-user cache folder
     root = Path(__file__).resolve().parent.parent
-    run = subprocess.run([sys.executable, "-m", "tools.extension_probe", mode, *map(str, args)], cwd=root,
-                         env=env, capture_output=True, text=True, timeout=timeout)
+    run = subprocess.run(
+        [sys.executable, "-m", "tools.extension_probe", mode, *map(str, args)],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     lines = [line for line in run.stdout.splitlines() if line.startswith("PROBE ")]
     if run.returncode != 0 or not lines:
         raise RuntimeError(f"probe {mode} failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}")
-    return json.loads(lines[-1][len("PROBE "):])
+    return json.loads(lines[-1][len("PROBE ") :])
 
 
 def _repo_directory(bpy) -> str:
@@ -59,8 +65,13 @@ def _solve_simple_harness(bpy) -> dict:
     outcome = bpy.ops.cable_harness.solve()
     seconds = time.perf_counter() - t0
     s = cable.cable_harness
-    return {"solve_result": sorted(outcome), "solve_s": seconds, "converged": bool(s.result_converged),
-            "length": s.result_length, "cable_length": s.length}
+    return {
+        "solve_result": sorted(outcome),
+        "solve_s": seconds,
+        "converged": bool(s.result_converged),
+        "length": s.result_length,
+        "cable_length": s.length,
+    }
 
 
 def _numba_cache_files(bpy) -> int:
@@ -73,8 +84,8 @@ def probe(mode: str, zip_path: str | None) -> dict:
         raise SystemExit("set BLENDER_USER_RESOURCES to a scratch folder first")
     os.environ.pop("NUMBA_CACHE_DIR", None)
     t_start = time.perf_counter()
-    import bpy
     import addon_utils
+    import bpy
 
     out = {"mode": mode}
     if mode == "install":

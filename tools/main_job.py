@@ -50,8 +50,11 @@ def render(scene, path: Path, frame: int, samples: int, resolution=(1280, 720)) 
     scene.render.resolution_percentage = 100
     scene.render.image_settings.file_format = "PNG"
     scene.render.filepath = str(path)
-    scene.view_settings.view_transform = "AgX" if "AgX" in [
-        i.identifier for i in scene.view_settings.bl_rna.properties["view_transform"].enum_items] else "Filmic"
+    scene.view_settings.view_transform = (
+        "AgX"
+        if "AgX" in [i.identifier for i in scene.view_settings.bl_rna.properties["view_transform"].enum_items]
+        else "Filmic"
+    )
     import bpy
 
     bpy.ops.render.render(write_still=True)
@@ -107,8 +110,10 @@ def main(argv=None) -> int:
     else:
         t = time.perf_counter()
         render(scene, OUT / "demo.png", RENDER_FRAME, args.samples)
-        progress(f"rendered out/demo.png (frame {RENDER_FRAME}, Cycles {args.samples} samples) in "
-                 f"{time.perf_counter() - t:.1f} s")
+        progress(
+            f"rendered out/demo.png (frame {RENDER_FRAME}, Cycles {args.samples} samples) in "
+            f"{time.perf_counter() - t:.1f} s"
+        )
 
     _operator(lambda: bpy.ops.cable_harness.export_report(directory=str(OUT)), "writing the report")
     import json

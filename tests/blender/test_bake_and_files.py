@@ -60,8 +60,9 @@ def test_bake_keys_every_frame_and_plays_back_without_the_extension(tmp_path):
     path = tmp_path / "baked.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(path))
     env = dict(os.environ, BLENDER_USER_RESOURCES=str(tmp_path / "fresh_user"))
-    out = subprocess.run([sys.executable, "-c", PLAYBACK, str(path)], capture_output=True, text=True, env=env,
-                         check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", PLAYBACK, str(path)], capture_output=True, text=True, env=env, check=True
+    )
     played = json.loads(out.stdout.split("RESULT", 1)[1])
     assert played["enabled"] == [] and played["has_props"] is False  # really without the extension
     for f, pts in played["frames"].items():
@@ -165,7 +166,16 @@ def test_operators_that_change_data_can_be_undone():
         cable = bpy.data.objects["Cable"]  # undo replaces the data: look it up again
         assert np.abs(curve_world_points(cable) - drawn).max() < 1e-7
         assert not cable.cable_harness.result_valid
-    for op in ("make_cable", "solve", "reset", "bake", "clear_bake", "import_case", "add_clip", "add_connector",
-               "assign_role"):
+    for op in (
+        "make_cable",
+        "solve",
+        "reset",
+        "bake",
+        "clear_bake",
+        "import_case",
+        "add_clip",
+        "add_connector",
+        "assign_role",
+    ):
         cls = getattr(bpy.types, f"CABLE_HARNESS_OT_{op}")
         assert "UNDO" in cls.bl_options, op

@@ -9,7 +9,6 @@ import sys
 import bpy
 import numpy as np
 import pytest
-
 from helpers.blender_env import MODULE
 from helpers.blender_scenes import simple_harness
 
@@ -33,10 +32,13 @@ def _step_with_holed_block(path):
     hole = BRepPrimAPI_MakeCylinder(gp_Ax2(gp_Pnt(20, 10, -1), gp_Dir(0, 0, 1)), 4.0, 12.0).Shape()
     document = TDocStd_Document(TCollection_ExtendedString("XmlOcaf"))
     tool = XCAFDoc_DocumentTool.ShapeTool_s(document.Main())
-    TDataStd_Name.Set_s(tool.AddShape(BRepAlgoAPI_Cut(block, hole).Shape(), False),
-                        TCollection_ExtendedString("holed_block"))
-    TDataStd_Name.Set_s(tool.AddShape(BRepPrimAPI_MakeBox(gp_Pnt(100, 0, 0), 10.0, 10.0, 10.0).Shape(), False),
-                        TCollection_ExtendedString("cube"))
+    TDataStd_Name.Set_s(
+        tool.AddShape(BRepAlgoAPI_Cut(block, hole).Shape(), False), TCollection_ExtendedString("holed_block")
+    )
+    TDataStd_Name.Set_s(
+        tool.AddShape(BRepPrimAPI_MakeBox(gp_Pnt(100, 0, 0), 10.0, 10.0, 10.0).Shape(), False),
+        TCollection_ExtendedString("cube"),
+    )
     writer = STEPCAFControl_Writer()
     writer.SetNameMode(True)
     assert writer.Transfer(document, STEPControl_AsIs) and writer.Write(str(path)) == IFSelect_RetDone
@@ -111,8 +113,7 @@ def test_bake_log_and_report_agree_with_the_frames_they_summarise(tmp_path):
     bpy.context.scene.frame_set(6)
     simulation = sys.modules[f"{MODULE}.cable_harness.simulation"]
     fresh = simulation.HarnessSimulation(bpy.context.scene).tick(bpy.context, write=False).results[cable.name]
-    assert records[5]["forces"]["end"] == pytest.approx(np.linalg.norm(fresh["end_forces"]["end"]["force"]),
-                                                        rel=1e-3)
+    assert records[5]["forces"]["end"] == pytest.approx(np.linalg.norm(fresh["end_forces"]["end"]["force"]), rel=1e-3)
     assert bpy.ops.cable_harness.export_report(directory=str(tmp_path)) == {"FINISHED"}
     report = json.loads((tmp_path / "report.json").read_text())
     (summary,) = report["cables"]

@@ -3,7 +3,6 @@
 
 import bpy
 import pytest
-
 from helpers.blender_env import ROOT
 
 

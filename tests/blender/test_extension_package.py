@@ -6,7 +6,6 @@ import tomllib
 import zipfile
 
 import pytest
-
 from helpers.blender_env import ROOT
 
 from tools import build_extension

@@ -27,9 +27,20 @@ def test_register_unregister_three_times_leaves_nothing_behind():
 
 
 def test_solve_case_file_operator(tmp_path):
-    case = {"format": "cable-harness-case/1", "cables": [{
-        "id": "W1", "length": 0.3, "diameter": 0.004, "material": {"preset": "lv2017_harness"}, "segments": 20,
-        "start": {"position": [0, 0, 0], "tangent": [1, 0, 0], "normal": [0, 0, 1]}, "end": None}]}
+    case = {
+        "format": "cable-harness-case/1",
+        "cables": [
+            {
+                "id": "W1",
+                "length": 0.3,
+                "diameter": 0.004,
+                "material": {"preset": "lv2017_harness"},
+                "segments": 20,
+                "start": {"position": [0, 0, 0], "tangent": [1, 0, 0], "normal": [0, 0, 1]},
+                "end": None,
+            }
+        ],
+    }
     path = tmp_path / "case.json"
     path.write_text(json.dumps(case))
     assert bpy.ops.cable_harness.solve_case_file(filepath=str(path)) == {"FINISHED"}

@@ -14,14 +14,19 @@ def _simulation_module(extension):
     return sys.modules[f"{extension.__name__}.cable_harness.simulation"]
 
 
-@pytest.mark.parametrize("breakage,message", [
-    (lambda start, end, clip, cable: setattr(cable.cable_harness, "start", None), "has no start connector"),
-    (lambda start, end, clip, cable: setattr(cable.cable_harness, "diameter", 0.0), "diameter must be positive"),
-    (lambda start, end, clip, cable: setattr(cable.cable_harness, "length", 0.25),
-     "apart but the cable is only 0.25 m long"),
-    (lambda start, end, clip, cable: bpy.data.objects.remove(clip), "clip 1 in its list is missing"),
-    (lambda start, end, clip, cable: setattr(start.cable_harness, "role", "NONE"), "is not a connector"),
-])
+@pytest.mark.parametrize(
+    "breakage,message",
+    [
+        (lambda start, end, clip, cable: setattr(cable.cable_harness, "start", None), "has no start connector"),
+        (lambda start, end, clip, cable: setattr(cable.cable_harness, "diameter", 0.0), "diameter must be positive"),
+        (
+            lambda start, end, clip, cable: setattr(cable.cable_harness, "length", 0.25),
+            "apart but the cable is only 0.25 m long",
+        ),
+        (lambda start, end, clip, cable: bpy.data.objects.remove(clip), "clip 1 in its list is missing"),
+        (lambda start, end, clip, cable: setattr(start.cable_harness, "role", "NONE"), "is not a connector"),
+    ],
+)
 def test_bad_input_is_reported_and_changes_nothing(breakage, message):
     start, end, clip, cable = simple_harness()
     bpy.ops.cable_harness.solve()

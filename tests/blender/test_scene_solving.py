@@ -35,8 +35,11 @@ def test_blender_solve_matches_the_cli_on_the_exported_case(tmp_path):
     case_path = tmp_path / "case.json"
     assert bpy.ops.cable_harness.export_case(filepath=str(case_path)) == {"FINISHED"}
     result_path = tmp_path / "result.json"
-    subprocess.run([sys.executable, "-m", "solver_core", "solve", str(case_path), "-o", str(result_path), "-q"],
-                   cwd=ROOT, check=True)
+    subprocess.run(
+        [sys.executable, "-m", "solver_core", "solve", str(case_path), "-o", str(result_path), "-q"],
+        cwd=ROOT,
+        check=True,
+    )
     cli_nodes = np.array(json.loads(result_path.read_text())["steps"][0]["cables"][cable.name]["nodes"])
     # the curve stores float32 coordinates
     assert np.abs(blender_points - cli_nodes).max() < 1e-6
@@ -152,10 +155,16 @@ def test_scene_contact_settings_reach_the_case_and_come_back_from_it(tmp_path):
     path = tmp_path / "case.json"
     assert bpy.ops.cable_harness.export_case(filepath=str(path)) == {"FINISHED"}
     doc = json.loads(path.read_text())
-    assert doc["contact"] == {"friction_static": pytest.approx(0.4), "friction_dynamic": pytest.approx(0.3),
-                              "cable_cable": True}
+    assert doc["contact"] == {
+        "friction_static": pytest.approx(0.4),
+        "friction_dynamic": pytest.approx(0.3),
+        "cable_cable": True,
+    }
     bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)
     assert bpy.ops.cable_harness.import_case(filepath=str(path)) == {"FINISHED"}
     settings = bpy.context.scene.cable_harness
-    assert (settings.friction_static, settings.friction_dynamic, settings.cable_cable) == \
-        (pytest.approx(0.4), pytest.approx(0.3), True)
+    assert (settings.friction_static, settings.friction_dynamic, settings.cable_cable) == (
+        pytest.approx(0.4),
+        pytest.approx(0.3),
+        True,
+    )

@@ -25,7 +25,11 @@ def cable(**overrides):
 
 
 def case(*cables, **overrides):
-    doc = {"format": "cable-harness-case/1", "gravity": [0.0, 0.0, -9.81], "cables": copy.deepcopy(list(cables)) or [cable()]}
+    doc = {
+        "format": "cable-harness-case/1",
+        "gravity": [0.0, 0.0, -9.81],
+        "cables": copy.deepcopy(list(cables)) or [cable()],
+    }
     doc.update(copy.deepcopy(overrides))
     return doc
 
@@ -57,7 +61,9 @@ def min_clearance(nodes, radius, obstacles=(), others=()):
     nodes = np.asarray(nodes, dtype=float)
     worst = np.inf
     samples = np.linspace(0.0, 1.0, 9)
-    pts = (nodes[:-1, None, :] * (1 - samples)[None, :, None] + nodes[1:, None, :] * samples[None, :, None]).reshape(-1, 3)
+    pts = (nodes[:-1, None, :] * (1 - samples)[None, :, None] + nodes[1:, None, :] * samples[None, :, None]).reshape(
+        -1, 3
+    )
     for o in obstacles:
         if o["type"] == "plane":
             n = np.asarray(o["normal"], float)
@@ -71,7 +77,9 @@ def min_clearance(nodes, radius, obstacles=(), others=()):
         worst = min(worst, float(d.min()) - radius)
     for other, other_radius in others:
         other = np.asarray(other, float)
-        q = (other[:-1, None, :] * (1 - samples)[None, :, None] + other[1:, None, :] * samples[None, :, None]).reshape(-1, 3)
+        q = (other[:-1, None, :] * (1 - samples)[None, :, None] + other[1:, None, :] * samples[None, :, None]).reshape(
+            -1, 3
+        )
         d = np.linalg.norm(pts[:, None, :] - q[None, :, :], axis=2).min()
         worst = min(worst, float(d) - radius - other_radius)
     return worst

@@ -6,16 +6,30 @@ import numpy as np
 
 
 def plate(x0, x1, half_width, z=0.0):
-    return {"type": "mesh", "vertices": [[x0, -half_width, z], [x1, -half_width, z], [x1, half_width, z],
-                                         [x0, half_width, z]], "triangles": [[0, 1, 2], [0, 2, 3]]}
+    return {
+        "type": "mesh",
+        "vertices": [[x0, -half_width, z], [x1, -half_width, z], [x1, half_width, z], [x0, half_width, z]],
+        "triangles": [[0, 1, 2], [0, 2, 3]],
+    }
 
 
 def box(lo, hi):
     (x0, y0, z0), (x1, y1, z1) = lo, hi
-    v = [[x0, y0, z0], [x1, y0, z0], [x1, y1, z0], [x0, y1, z0], [x0, y0, z1], [x1, y0, z1], [x1, y1, z1],
-         [x0, y1, z1]]
-    t = [[0, 2, 1], [0, 3, 2], [4, 5, 6], [4, 6, 7], [0, 1, 5], [0, 5, 4], [1, 2, 6], [1, 6, 5], [2, 3, 7],
-         [2, 7, 6], [3, 0, 4], [3, 4, 7]]
+    v = [[x0, y0, z0], [x1, y0, z0], [x1, y1, z0], [x0, y1, z0], [x0, y0, z1], [x1, y0, z1], [x1, y1, z1], [x0, y1, z1]]
+    t = [
+        [0, 2, 1],
+        [0, 3, 2],
+        [4, 5, 6],
+        [4, 6, 7],
+        [0, 1, 5],
+        [0, 5, 4],
+        [1, 2, 6],
+        [1, 6, 5],
+        [2, 3, 7],
+        [2, 7, 6],
+        [3, 0, 4],
+        [3, 4, 7],
+    ]
     return {"type": "mesh", "vertices": v, "triangles": t}
 
 

@@ -11,16 +11,26 @@ import numpy as np
 import pytest
 from helpers.cases import cable, case
 
-from solver_core import CaseError, PRESETS, case_to_dict, parse_case, section_stiffness
+from solver_core import PRESETS, CaseError, case_to_dict, parse_case, section_stiffness
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _with(path, value, base=None):
     """A valid case with one field (dotted path, list indices as ints) replaced or removed."""
-    doc = base or case(cable(end={"position": [0.2, 0, 0], "tangent": [1, 0, 0], "normal": [0, 0, 1]},
-                             clips=[{"s": 0.1, "kind": "fixed", "length": 0.01,
-                                     "frame": {"position": [0.08, 0, 0.01], "tangent": [1, 0, 0]}}]))
+    doc = base or case(
+        cable(
+            end={"position": [0.2, 0, 0], "tangent": [1, 0, 0], "normal": [0, 0, 1]},
+            clips=[
+                {
+                    "s": 0.1,
+                    "kind": "fixed",
+                    "length": 0.01,
+                    "frame": {"position": [0.08, 0, 0.01], "tangent": [1, 0, 0]},
+                }
+            ],
+        )
+    )
     target = doc
     for key in path[:-1]:
         target = target[key]
@@ -60,13 +70,22 @@ BAD = [
     (("solver",), {"tolerance": 0}, "solver.tolerance"),
     (("solver",), {"max_iterations": 0}, "solver.max_iterations"),
     (("steps",), [{"cables": {"W9": {}}}], "steps[0].cables.W9: there is no cable"),
-    (("steps",), [{"cables": {"W1": {"clips": {"3": {"frame": {"position": [0, 0, 0], "tangent": [1, 0, 0]}}}}}}],
-     "steps[0].cables.W1.clips.3"),
-    (("steps",), [{"cables": {"W1": {"end": {"position": [1.0, 0, 0], "tangent": [1, 0, 0]}}}}],
-     "steps[0].cables.W1: start and end"),
+    (
+        ("steps",),
+        [{"cables": {"W1": {"clips": {"3": {"frame": {"position": [0, 0, 0], "tangent": [1, 0, 0]}}}}}}],
+        "steps[0].cables.W1.clips.3",
+    ),
+    (
+        ("steps",),
+        [{"cables": {"W1": {"end": {"position": [1.0, 0, 0], "tangent": [1, 0, 0]}}}}],
+        "steps[0].cables.W1: start and end",
+    ),
     (("obstacles",), [{"type": "cube"}], "obstacles[0].type"),
-    (("obstacles",), [{"type": "mesh", "vertices": [[0, 0, 0]], "triangles": [[0, 1, 2]]}],
-     "obstacles[0].triangles refers to a vertex index"),
+    (
+        ("obstacles",),
+        [{"type": "mesh", "vertices": [[0, 0, 0]], "triangles": [[0, 1, 2]]}],
+        "obstacles[0].triangles refers to a vertex index",
+    ),
     (("contact",), {"friction_static": -0.1}, "contact.friction_static"),
 ]
 
@@ -86,13 +105,15 @@ def test_duplicate_cable_ids_are_rejected():
 def test_clips_that_overlap_along_the_cable_are_rejected():
     clip = {"s": 0.1, "length": 0.02, "frame": {"position": [0.1, 0, 0], "tangent": [1, 0, 0]}}
     with pytest.raises(CaseError, match="overlaps"):
-        parse_case(case(cable(clips=[clip, dict(clip, s=0.11, frame={"position": [0.11, 0, 0],
-                                                                       "tangent": [1, 0, 0]})])))
+        parse_case(
+            case(cable(clips=[clip, dict(clip, s=0.11, frame={"position": [0.11, 0, 0], "tangent": [1, 0, 0]})]))
+        )
 
 
 def test_case_round_trips_through_its_document():
-    doc = _with(("steps",), [{"cables": {"W1": {"end": {"position": [0.19, 0, 0], "tangent": [1, 0, 0],
-                                                        "normal": [0, 0, 1]}}}}])
+    doc = _with(
+        ("steps",), [{"cables": {"W1": {"end": {"position": [0.19, 0, 0], "tangent": [1, 0, 0], "normal": [0, 0, 1]}}}}]
+    )
     doc["cables"][0]["loads"] = [{"s": 0.2, "force": [0, 0, -1.0], "moment": [0, 0.1, 0]}]
     doc["cables"][0]["route"] = [[0, 0, 0], [0.1, 0, -0.05], [0.2, 0, 0]]
     first = parse_case(doc)
@@ -124,8 +145,9 @@ class TestMaterials:
         assert s.twist_stiffness == pytest.approx(0.5e9 * math.pi * 0.01**4 / 32)
 
     def test_overrides_win(self):
-        s = section_stiffness({"E": 1e9, "nu": 0.3, "density": 1000, "EI": 0.5, "GJ": 0.25, "EA": 99.0,
-                               "linear_density": 0.2}, 0.004)
+        s = section_stiffness(
+            {"E": 1e9, "nu": 0.3, "density": 1000, "EI": 0.5, "GJ": 0.25, "EA": 99.0, "linear_density": 0.2}, 0.004
+        )
         assert (s.bend_stiffness, s.twist_stiffness, s.stretch_stiffness, s.linear_density) == (0.5, 0.25, 99.0, 0.2)
 
     def test_presets_resolve_and_cite_a_source(self):
@@ -159,8 +181,17 @@ class TestCommandLine:
         c = result["steps"][0]["cables"]["W1"]
         assert len(c["nodes"]) == 21 and len(c["directors"]) == 20
         assert c["min_bend_radius"] > 0 and c["converged"] is True
-        for key in ("length", "max_twist_rate", "end_forces", "clip_forces", "contacts", "iterations", "residual",
-                    "energy", "solve_ms"):
+        for key in (
+            "length",
+            "max_twist_rate",
+            "end_forces",
+            "clip_forces",
+            "contacts",
+            "iterations",
+            "residual",
+            "energy",
+            "solve_ms",
+        ):
             assert key in c
 
     def test_invalid_case_exits_non_zero_with_one_line_naming_the_field(self, tmp_path):
@@ -179,8 +210,10 @@ class TestCommandLine:
 
     def test_non_converged_case_exits_one_and_still_writes_a_result(self, tmp_path):
         case_file = tmp_path / "case.json"
-        doc = case(cable(end={"position": [0.2, 0.05, 0.0], "tangent": [0, 1, 0], "normal": [0, 0, 1]}),
-                   solver={"max_iterations": 1})
+        doc = case(
+            cable(end={"position": [0.2, 0.05, 0.0], "tangent": [0, 1, 0], "normal": [0, 0, 1]}),
+            solver={"max_iterations": 1},
+        )
         case_file.write_text(json.dumps(doc))
         out_file = tmp_path / "r.json"
         run = self._run("solve", str(case_file), "-o", str(out_file), "-q")
@@ -190,16 +223,21 @@ class TestCommandLine:
 
 
 def test_solver_core_never_imports_blender():
-    code = "import sys, solver_core, solver_core.cli; print(any(m.split('.')[0] in ('bpy', 'mathutils', 'bmesh') " \
-           "for m in sys.modules))"
+    code = (
+        "import sys, solver_core, solver_core.cli; print(any(m.split('.')[0] in ('bpy', 'mathutils', 'bmesh') "
+        "for m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
     import ast
 
     for path in (ROOT / "solver_core").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
-                [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else ([node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            )
             for name in names:
                 assert name.split(".")[0] not in ("bpy", "mathutils", "bmesh", "gpu"), path
             if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:

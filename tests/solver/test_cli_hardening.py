@@ -27,9 +27,13 @@ FIELD = ("cables", "gravity", "obstacles", "steps", "solver", "contact", "case",
 
 def base(**cable_overrides):
     """A small valid case with a clip and a step: every family below mutates a copy of it."""
-    c = cable(segments=6, end={"position": [0.2, 0, 0], "tangent": [1, 0, 0], "normal": [0, 0, 1]},
-              clips=[{"s": 0.1, "kind": "fixed", "length": 0.01,
-                      "frame": {"position": [0.08, 0, 0.01], "tangent": [1, 0, 0]}}])
+    c = cable(
+        segments=6,
+        end={"position": [0.2, 0, 0], "tangent": [1, 0, 0], "normal": [0, 0, 1]},
+        clips=[
+            {"s": 0.1, "kind": "fixed", "length": 0.01, "frame": {"position": [0.08, 0, 0.01], "tangent": [1, 0, 0]}}
+        ],
+    )
     c.update(cable_overrides)
     return case(c, steps=[{"cables": {"W1": {"end": {"position": [0.19, 0, 0], "tangent": [1, 0, 0]}}}}])
 
@@ -47,6 +51,7 @@ def run_cli(*args):
 
 def strict_json(text):
     """Parse JSON that must hold no NaN or Infinity, and check every number in it is finite."""
+
     def refuse(token):
         raise AssertionError(f"non-finite {token} in the output")
 
@@ -78,18 +83,37 @@ def mutate(doc, path, value):
 
 REPORTED = [
     ("material preset as a list", ("cables", 0, "material", "preset"), ["pvc_wire"], "cables[0].material.preset"),
-    ("ragged mesh vertices", ("obstacles",), [{"type": "mesh", "vertices": [[0, 0, 0], [1, 0]],
-                                               "triangles": [[0, 1, 1]]}], "obstacles[0].vertices"),
-    ("ragged mesh triangles", ("obstacles",), [{"type": "mesh", "vertices": [[0, 0, 0], [1, 0, 0], [0, 1, 0]],
-                                                "triangles": [[0, 1, 2], [0, 1]]}], "obstacles[0].triangles"),
-    ("string in a mesh vertex", ("obstacles",), [{"type": "mesh", "vertices": [[0, 0, "a"], [1, 0, 0], [0, 1, 0]],
-                                                  "triangles": [[0, 1, 2]]}], "obstacles[0].vertices"),
+    (
+        "ragged mesh vertices",
+        ("obstacles",),
+        [{"type": "mesh", "vertices": [[0, 0, 0], [1, 0]], "triangles": [[0, 1, 1]]}],
+        "obstacles[0].vertices",
+    ),
+    (
+        "ragged mesh triangles",
+        ("obstacles",),
+        [{"type": "mesh", "vertices": [[0, 0, 0], [1, 0, 0], [0, 1, 0]], "triangles": [[0, 1, 2], [0, 1]]}],
+        "obstacles[0].triangles",
+    ),
+    (
+        "string in a mesh vertex",
+        ("obstacles",),
+        [{"type": "mesh", "vertices": [[0, 0, "a"], [1, 0, 0], [0, 1, 0]], "triangles": [[0, 1, 2]]}],
+        "obstacles[0].vertices",
+    ),
     ("string in a vector", ("cables", 0, "start", "position"), [0, "0", 0], "cables[0].start.position[1]"),
-    ("step clip without frame", ("steps",), [{"cables": {"W1": {"clips": {"0": {}}}}}],
-     "steps[0].cables.W1.clips.0.frame is missing"),
-    ("step clip key not an ASCII index", ("steps",),
-     [{"cables": {"W1": {"clips": {"²": {"frame": {"position": [0.08, 0, 0.01], "tangent": [1, 0, 0]}}}}}}],
-     "steps[0].cables.W1.clips.²"),
+    (
+        "step clip without frame",
+        ("steps",),
+        [{"cables": {"W1": {"clips": {"0": {}}}}}],
+        "steps[0].cables.W1.clips.0.frame is missing",
+    ),
+    (
+        "step clip key not an ASCII index",
+        ("steps",),
+        [{"cables": {"W1": {"clips": {"²": {"frame": {"position": [0.08, 0, 0.01], "tangent": [1, 0, 0]}}}}}}],
+        "steps[0].cables.W1.clips.²",
+    ),
     ("400-digit length", ("cables", 0, "length"), 10**400, "cables[0].length"),
     ("length 1e308 with a free end", ("cables", 0, "length"), 1e308, "cables[0].length"),
     ("gravity 1e300", ("gravity",), [0, 0, -1e300], "gravity[2]"),
@@ -97,8 +121,12 @@ REPORTED = [
     ("huge modulus", ("cables", 0, "material", "E"), 1e308, "cables[0].material.E"),
     ("vanishing diameter", ("cables", 0, "diameter"), 1e-300, "cables[0].diameter"),
     ("iteration count beyond 64 bits", ("solver",), {"max_iterations": 10**30}, "solver.max_iterations"),
-    ("mesh index beyond 64 bits", ("obstacles",), [{"type": "mesh", "vertices": [[0, 0, 0], [1, 0, 0], [0, 1, 0]],
-                                                    "triangles": [[0, 1, 10**30]]}], "obstacles[0].triangles"),
+    (
+        "mesh index beyond 64 bits",
+        ("obstacles",),
+        [{"type": "mesh", "vertices": [[0, 0, 0], [1, 0, 0], [0, 1, 0]], "triangles": [[0, 1, 10**30]]}],
+        "obstacles[0].triangles",
+    ),
     ("key with a line break", ("cables", 0, "co\nlour"), 1, "cables[0].'co\\nlour' is not a known key"),
 ]
 
@@ -112,16 +140,30 @@ def test_reported_inputs_raise_case_error_naming_the_field(what, path, value, fi
 
 
 CONTRADICTIONS = [
-    ("two zero-length clips at one point with different tangents",
-     [{"s": 0.1, "frame": {"position": [0.1, 0, 0], "tangent": [1, 0, 0]}},
-      {"s": 0.1, "frame": {"position": [0.1, 0, 0], "tangent": [0, 1, 0]}}], "clips[1] overlaps clips[0]"),
-    ("a zero-length clip at the end of a clip with another tangent",
-     [{"s": 0.1, "length": 0.02, "frame": {"position": [0.1, 0, 0], "tangent": [1, 0, 0]}},
-      {"s": 0.11, "frame": {"position": [0.11, 0, 0], "tangent": [0, 1, 0]}}], "with different tangents"),
-    ("overlapping sliding clips",
-     [{"s": 0.1, "kind": "sliding", "length": 0.02, "frame": {"position": [0.1, 0, 0], "tangent": [1, 0, 0]}},
-      {"s": 0.105, "kind": "sliding", "length": 0.02, "frame": {"position": [0.105, 0, 0], "tangent": [1, 0, 0]}}],
-     "clips[1] overlaps clips[0]"),
+    (
+        "two zero-length clips at one point with different tangents",
+        [
+            {"s": 0.1, "frame": {"position": [0.1, 0, 0], "tangent": [1, 0, 0]}},
+            {"s": 0.1, "frame": {"position": [0.1, 0, 0], "tangent": [0, 1, 0]}},
+        ],
+        "clips[1] overlaps clips[0]",
+    ),
+    (
+        "a zero-length clip at the end of a clip with another tangent",
+        [
+            {"s": 0.1, "length": 0.02, "frame": {"position": [0.1, 0, 0], "tangent": [1, 0, 0]}},
+            {"s": 0.11, "frame": {"position": [0.11, 0, 0], "tangent": [0, 1, 0]}},
+        ],
+        "with different tangents",
+    ),
+    (
+        "overlapping sliding clips",
+        [
+            {"s": 0.1, "kind": "sliding", "length": 0.02, "frame": {"position": [0.1, 0, 0], "tangent": [1, 0, 0]}},
+            {"s": 0.105, "kind": "sliding", "length": 0.02, "frame": {"position": [0.105, 0, 0], "tangent": [1, 0, 0]}},
+        ],
+        "clips[1] overlaps clips[0]",
+    ),
 ]
 
 
@@ -133,8 +175,10 @@ def test_contradictions_are_refused(what, clips, message):
 
 
 def test_clips_that_only_touch_with_one_tangent_are_accepted():
-    clips = [{"s": 0.1, "length": 0.02, "frame": {"position": [0.1, 0, 0], "tangent": [1, 0, 0]}},
-             {"s": 0.11, "frame": {"position": [0.11, 0, 0], "tangent": [1, 0, 0]}}]
+    clips = [
+        {"s": 0.1, "length": 0.02, "frame": {"position": [0.1, 0, 0], "tangent": [1, 0, 0]}},
+        {"s": 0.11, "frame": {"position": [0.11, 0, 0], "tangent": [1, 0, 0]}},
+    ]
     assert len(parse_case(case(cable(clips=clips))).cables[0].clips) == 2
 
 
@@ -171,9 +215,14 @@ def test_harness_refuses_unknown_cables_in_a_step():
 
 # ---------------------------------------------------------------- files and the output
 
+
 def test_file_level_problems(tmp_path):
-    cases = {"nonutf8.json": b'{"format": "\xff"}', "nested.json": b"[" * 200000, "empty.json": b"",
-             "digits.json": b'{"format": 1' + b"0" * 5000 + b"}"}
+    cases = {
+        "nonutf8.json": b'{"format": "\xff"}',
+        "nested.json": b"[" * 200000,
+        "empty.json": b"",
+        "digits.json": b'{"format": 1' + b"0" * 5000 + b"}",
+    }
     for name, data in cases.items():
         (tmp_path / name).write_bytes(data)
         code, _, err = run_cli("solve", str(tmp_path / name))
@@ -189,8 +238,11 @@ def test_output_problems_are_found_before_solving(tmp_path, monkeypatch):
         raise AssertionError("solved before the output was checked")
 
     monkeypatch.setattr(cli, "solve_to", never)
-    for target, message in ((tmp_path / "missing" / "r.json", "does not exist"), (tmp_path, "is a folder"),
-                            (Path("/proc/r.json"), "cannot write in /proc")):
+    for target, message in (
+        (tmp_path / "missing" / "r.json", "does not exist"),
+        (tmp_path, "is a folder"),
+        (Path("/proc/r.json"), "cannot write in /proc"),
+    ):
         code, _, err = run_cli("solve", str(case_file), "-o", str(target))
         assert code == 2 and message in err and err.startswith("error: -o "), err
 
@@ -224,8 +276,12 @@ def test_streamed_json_lines_match_the_document(tmp_path):
     assert run_cli("solve", str(case_file), "-o", str(tmp_path / "r.jsonl"), "-q")[0] == 0
     doc = strict_json((tmp_path / "r.json").read_text())
     lines = [strict_json(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
-    assert lines[0] == {"format": "cable-harness-result-stream/1", "result_format": "cable-harness-result/1",
-                        "cables": ["W1"], "steps": 2}
+    assert lines[0] == {
+        "format": "cable-harness-result-stream/1",
+        "result_format": "cable-harness-result/1",
+        "cables": ["W1"],
+        "steps": 2,
+    }
     assert [line["step"] for line in lines[1:-1]] == [0, 1]
     assert lines[-1] == {"end": True, "converged": True, "warnings": []}
     for line, step in zip(lines[1:-1], doc["steps"]):
@@ -274,31 +330,74 @@ def test_non_finite_state_is_a_failure_with_a_message():
 
 # ---------------------------------------------------------------- property-based: the fuzz families
 
+
 def json_values():
-    leaves = (st.none() | st.booleans() | st.integers(min_value=-10**400, max_value=10**400)
-              | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=8))
-    return st.recursive(leaves, lambda inner: st.lists(inner, max_size=4)
-                        | st.dictionaries(st.text(max_size=6), inner, max_size=3), max_leaves=8)
+    leaves = (
+        st.none()
+        | st.booleans()
+        | st.integers(min_value=-(10**400), max_value=10**400)
+        | st.floats(allow_nan=True, allow_infinity=True)
+        | st.text(max_size=8)
+    )
+    return st.recursive(
+        leaves,
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+        max_leaves=8,
+    )
 
 
-extreme_numbers = (st.floats(allow_nan=True, allow_infinity=True)
-                   | st.sampled_from([0, -0.0, 1e-320, 1e-300, 1e300, 1e308, -1e308, 10**400, 2**63, -2**63])
-                   | st.floats(min_value=-1e7, max_value=1e7))
+extreme_numbers = (
+    st.floats(allow_nan=True, allow_infinity=True)
+    | st.sampled_from([0, -0.0, 1e-320, 1e-300, 1e300, 1e308, -1e308, 10**400, 2**63, -(2**63)])
+    | st.floats(min_value=-1e7, max_value=1e7)
+)
 
-PATHS = [("cables", 0, "length"), ("cables", 0, "diameter"), ("cables", 0, "segments"), ("cables", 0, "id"),
-         ("cables", 0, "material"), ("cables", 0, "material", "E"), ("cables", 0, "material", "nu"),
-         ("cables", 0, "material", "preset"), ("cables", 0, "material", "density"), ("cables", 0, "start"),
-         ("cables", 0, "start", "position"), ("cables", 0, "start", "tangent"), ("cables", 0, "end"),
-         ("cables", 0, "clips"), ("cables", 0, "clips", 0, "s"), ("cables", 0, "clips", 0, "kind"),
-         ("cables", 0, "clips", 0, "length"), ("cables", 0, "clips", 0, "frame"), ("cables", 0, "loads"),
-         ("cables", 0, "route"), ("gravity",), ("obstacles",), ("contact",), ("solver",), ("steps",),
-         ("steps", 0, "cables"), ("steps", 0, "cables", "W1"), ("steps", 0, "cables", "W1", "clips"),
-         ("format",), ("cables",)]
-NUMBER_PATHS = [("cables", 0, "length"), ("cables", 0, "diameter"), ("cables", 0, "material", "E"),
-                ("cables", 0, "material", "density"), ("cables", 0, "clips", 0, "s"),
-                ("cables", 0, "clips", 0, "length"), ("gravity", 2), ("cables", 0, "start", "position", 0),
-                ("cables", 0, "end", "position", 0), ("cables", 0, "clips", 0, "frame", "position", 2),
-                ("solver", "tolerance"), ("solver", "max_iterations")]
+PATHS = [
+    ("cables", 0, "length"),
+    ("cables", 0, "diameter"),
+    ("cables", 0, "segments"),
+    ("cables", 0, "id"),
+    ("cables", 0, "material"),
+    ("cables", 0, "material", "E"),
+    ("cables", 0, "material", "nu"),
+    ("cables", 0, "material", "preset"),
+    ("cables", 0, "material", "density"),
+    ("cables", 0, "start"),
+    ("cables", 0, "start", "position"),
+    ("cables", 0, "start", "tangent"),
+    ("cables", 0, "end"),
+    ("cables", 0, "clips"),
+    ("cables", 0, "clips", 0, "s"),
+    ("cables", 0, "clips", 0, "kind"),
+    ("cables", 0, "clips", 0, "length"),
+    ("cables", 0, "clips", 0, "frame"),
+    ("cables", 0, "loads"),
+    ("cables", 0, "route"),
+    ("gravity",),
+    ("obstacles",),
+    ("contact",),
+    ("solver",),
+    ("steps",),
+    ("steps", 0, "cables"),
+    ("steps", 0, "cables", "W1"),
+    ("steps", 0, "cables", "W1", "clips"),
+    ("format",),
+    ("cables",),
+]
+NUMBER_PATHS = [
+    ("cables", 0, "length"),
+    ("cables", 0, "diameter"),
+    ("cables", 0, "material", "E"),
+    ("cables", 0, "material", "density"),
+    ("cables", 0, "clips", 0, "s"),
+    ("cables", 0, "clips", 0, "length"),
+    ("gravity", 2),
+    ("cables", 0, "start", "position", 0),
+    ("cables", 0, "end", "position", 0),
+    ("cables", 0, "clips", 0, "frame", "position", 2),
+    ("solver", "tolerance"),
+    ("solver", "max_iterations"),
+]
 
 
 @st.composite
@@ -317,8 +416,14 @@ def malformed_documents(draw):
         kinds = st.sampled_from(["fixed", "rotating", "sliding"])
         lengths = st.sampled_from([0.0, 0.005, 0.02])
         doc["cables"][0]["clips"] = [
-            {"s": s + draw(st.sampled_from([0.0, 0.001, 0.01])) * k, "kind": draw(kinds), "length": draw(lengths),
-             "frame": {"position": [s, 0, 0], "tangent": draw(tangents)}} for k in range(2)]
+            {
+                "s": s + draw(st.sampled_from([0.0, 0.001, 0.01])) * k,
+                "kind": draw(kinds),
+                "length": draw(lengths),
+                "frame": {"position": [s, 0, 0], "tangent": draw(tangents)},
+            }
+            for k in range(2)
+        ]
     else:
         vertices = draw(st.lists(st.lists(extreme_numbers, min_size=2, max_size=4), min_size=0, max_size=4))
         triangles = draw(st.lists(st.lists(st.integers(-2, 2**64), min_size=2, max_size=4), max_size=3))
@@ -326,8 +431,12 @@ def malformed_documents(draw):
     return doc
 
 
-FUZZ = settings(max_examples=120, deadline=None, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+FUZZ = settings(
+    max_examples=120,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 
 
 @FUZZ
@@ -372,11 +481,17 @@ def test_cli_on_arbitrary_bytes(data, tmp_path_factory):
 def test_exit_codes_from_a_separate_process(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_bytes(b'{"format": "\xff"}')
-    run = subprocess.run([sys.executable, "-m", "solver_core", "solve", str(bad)], cwd=ROOT, capture_output=True,
-                         text=True)
+    run = subprocess.run(
+        [sys.executable, "-m", "solver_core", "solve", str(bad)], cwd=ROOT, capture_output=True, text=True
+    )
     assert run.returncode == 2 and "Traceback" not in run.stderr and run.stderr.count("\n") == 1
     good = tmp_path / "good.json"
     good.write_text(json.dumps(mutate(base(), ("cables", 0, "material", "E"), np.float32(2e8).item())))
-    run = subprocess.run([sys.executable, "-m", "solver_core", "solve", str(good), "-o", str(tmp_path / "r.jsonl"),
-                          "-q"], cwd=ROOT, capture_output=True, text=True, env={**os.environ})
+    run = subprocess.run(
+        [sys.executable, "-m", "solver_core", "solve", str(good), "-o", str(tmp_path / "r.jsonl"), "-q"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ},
+    )
     assert run.returncode == 0, run.stderr

@@ -19,9 +19,14 @@ from solver_core import solve_case  # noqa: E402
 from solver_core.cli import main  # noqa: E402
 from solver_core.sweep import load_sweep  # noqa: E402
 
-BASE = case(cable(segments=20, end={"position": [0.2, 0, 0], "tangent": [1, 0, 0], "normal": [0, 0, 1]},
-                  clips=[{"s": 0.15, "frame": {"position": [0.1, 0, -0.03], "tangent": [1, 0, 0]}}]),
-            obstacles=[{"type": "plane", "point": [0, 0, -0.1], "normal": [0, 0, 1]}])
+BASE = case(
+    cable(
+        segments=20,
+        end={"position": [0.2, 0, 0], "tangent": [1, 0, 0], "normal": [0, 0, 1]},
+        clips=[{"s": 0.15, "frame": {"position": [0.1, 0, -0.03], "tangent": [1, 0, 0]}}],
+    ),
+    obstacles=[{"type": "plane", "point": [0, 0, -0.1], "normal": [0, 0, 1]}],
+)
 
 
 def run_cli(*args):
@@ -67,19 +72,27 @@ def direct(assignment):
     result = solve_case(doc)["steps"][-1]["cables"]["W1"]
     forces = [np.linalg.norm(f["force"]) for f in [*result["end_forces"].values(), *result["clip_forces"]]]
     nodes = np.array(result["nodes"])
-    return {"converged": result["converged"], "length": result["length"],
-            "min_bend_radius": result["min_bend_radius"], "peak_force": max(forces),
-            "min_clearance": float(nodes[:, 2].min() + 0.1 - 0.002),  # above the plane z = -0.1, less the radius
-            "max_tension": 126e6 * np.pi * 0.002**2 * result["max_strain"] if "cables[0].material.E" not in assignment
-            else assignment["cables[0].material.E"] * np.pi * 0.002**2 * result["max_strain"]}
+    return {
+        "converged": result["converged"],
+        "length": result["length"],
+        "min_bend_radius": result["min_bend_radius"],
+        "peak_force": max(forces),
+        "min_clearance": float(nodes[:, 2].min() + 0.1 - 0.002),  # above the plane z = -0.1, less the radius
+        "max_tension": 126e6 * np.pi * 0.002**2 * result["max_strain"]
+        if "cables[0].material.E" not in assignment
+        else assignment["cables[0].material.E"] * np.pi * 0.002**2 * result["max_strain"],
+    }
 
 
 def test_rows_equal_direct_solves_through_a_scheduler(tmp_path, scheduler):
-    vary = [{"path": "cables[0].length", "uniform": [0.29, 0.31]},
-            {"path": "cables[0].clips[0].frame.position[2]", "normal": [-0.03, 0.002]}]
+    vary = [
+        {"path": "cables[0].length", "uniform": [0.29, 0.31]},
+        {"path": "cables[0].clips[0].frame.position[2]", "normal": [-0.03, 0.002]},
+    ]
     sweep_file = write_sweep(tmp_path, vary, samples=3, seed=7)
-    code, out, err = run_cli("sweep", str(sweep_file), "-o", str(tmp_path / "out"), "--scheduler", scheduler,
-                             "--no-plots")
+    code, out, err = run_cli(
+        "sweep", str(sweep_file), "-o", str(tmp_path / "out"), "--scheduler", scheduler, "--no-plots"
+    )
     assert code == 0, err
     rows = read_csv(tmp_path / "out" / "results.csv")
     draws = load_sweep(sweep_file).variants()
@@ -101,10 +114,13 @@ def test_rows_equal_direct_solves_through_a_scheduler(tmp_path, scheduler):
 
 
 def test_a_grid_covers_the_grid_exactly_and_failures_are_rows(tmp_path, scheduler):
-    vary = [{"path": "cables[0].material.E", "values": [1e8, 1.26e8]},
-            {"path": "cables[0].length", "values": [0.3, 0.29, 0.1]}]  # 0.1 m cannot span 0.2 m
-    code, out, err = run_cli("sweep", str(write_sweep(tmp_path, vary)), "-o", str(tmp_path / "out"),
-                             "--scheduler", scheduler)
+    vary = [
+        {"path": "cables[0].material.E", "values": [1e8, 1.26e8]},
+        {"path": "cables[0].length", "values": [0.3, 0.29, 0.1]},
+    ]  # 0.1 m cannot span 0.2 m
+    code, out, err = run_cli(
+        "sweep", str(write_sweep(tmp_path, vary)), "-o", str(tmp_path / "out"), "--scheduler", scheduler
+    )
     assert code == 1, err  # some variants failed; the study is complete
     rows = read_csv(tmp_path / "out" / "results.csv")
     got = [(float(r["cables[0].material.E"]), float(r["cables[0].length"])) for r in rows]
@@ -117,9 +133,10 @@ def test_a_grid_covers_the_grid_exactly_and_failures_are_rows(tmp_path, schedule
             assert r["converged"] == "true"
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["failed"] == [2, 5] and summary["converged"] == 4
-    assert sorted(summary["plots"]) == sorted(f"plots/W1.{m}.png" for m in
-                                              ("length", "min_bend_radius", "max_tension", "peak_force",
-                                               "min_clearance", "solve_ms"))
+    assert sorted(summary["plots"]) == sorted(
+        f"plots/W1.{m}.png"
+        for m in ("length", "min_bend_radius", "max_tension", "peak_force", "min_clearance", "solve_ms")
+    )
     assert all((tmp_path / "out" / p).stat().st_size > 0 for p in summary["plots"])
 
 
@@ -152,27 +169,34 @@ def read_csv_text(lines):
 
 def test_a_local_cluster_by_default(tmp_path):
     vary = [{"path": "cables[0].length", "values": [0.3, 0.29]}]
-    code, out, err = run_cli("sweep", str(write_sweep(tmp_path, vary)), "-o", str(tmp_path / "out"), "--workers", "1",
-                             "--no-plots")
+    code, out, err = run_cli(
+        "sweep", str(write_sweep(tmp_path, vary)), "-o", str(tmp_path / "out"), "--workers", "1", "--no-plots"
+    )
     assert code == 0, err
     assert "2 of 2 variants converged" in out
     assert len(read_csv(tmp_path / "out" / "results.csv")) == 2
 
 
-@pytest.mark.parametrize("doc,message", [
-    ({"format": "cable-harness-sweep/2"}, "sweep.format"),
-    ({"vary": []}, "sweep.vary must be a non-empty list"),
-    ({"vary": [{"path": "cables[0].lenght", "values": [1]}]}, "sweep.vary[0].path: the case has no cables[0].lenght"),
-    ({"vary": [{"path": "cables[9].length", "values": [1]}]}, "sweep.vary[0].path: the case has no cables[9]"),
-    ({"vary": [{"path": "cables[0]..length", "values": [1]}]}, "sweep.vary[0].path"),
-    ({"vary": [{"path": "cables[0].length", "uniform": [0.3]}]}, "sweep.vary[0].uniform"),
-    ({"vary": [{"path": "cables[0].length", "uniform": [0.3, 0.2]}]}, "sweep.vary[0].uniform"),
-    ({"vary": [{"path": "cables[0].length", "normal": [0.3, "x"]}]}, "sweep.vary[0].normal[1]"),
-    ({"vary": [{"path": "cables[0].length", "values": [0.3], "normal": [0.3, 0.1]}]}, "exactly one of"),
-    ({"vary": [{"path": "cables[0].length", "values": [0.3]}], "samples": 5}, "sweep.samples"),
-    ({"case": "missing.json"}, "cannot read case file"),
-    ({"seed": -1}, "sweep.seed"),
-])
+@pytest.mark.parametrize(
+    "doc,message",
+    [
+        ({"format": "cable-harness-sweep/2"}, "sweep.format"),
+        ({"vary": []}, "sweep.vary must be a non-empty list"),
+        (
+            {"vary": [{"path": "cables[0].lenght", "values": [1]}]},
+            "sweep.vary[0].path: the case has no cables[0].lenght",
+        ),
+        ({"vary": [{"path": "cables[9].length", "values": [1]}]}, "sweep.vary[0].path: the case has no cables[9]"),
+        ({"vary": [{"path": "cables[0]..length", "values": [1]}]}, "sweep.vary[0].path"),
+        ({"vary": [{"path": "cables[0].length", "uniform": [0.3]}]}, "sweep.vary[0].uniform"),
+        ({"vary": [{"path": "cables[0].length", "uniform": [0.3, 0.2]}]}, "sweep.vary[0].uniform"),
+        ({"vary": [{"path": "cables[0].length", "normal": [0.3, "x"]}]}, "sweep.vary[0].normal[1]"),
+        ({"vary": [{"path": "cables[0].length", "values": [0.3], "normal": [0.3, 0.1]}]}, "exactly one of"),
+        ({"vary": [{"path": "cables[0].length", "values": [0.3]}], "samples": 5}, "sweep.samples"),
+        ({"case": "missing.json"}, "cannot read case file"),
+        ({"seed": -1}, "sweep.seed"),
+    ],
+)
 def test_invalid_sweep_files_name_the_field(tmp_path, doc, message):
     full = {"format": "cable-harness-sweep/1", "case": BASE, "vary": [{"path": "cables[0].length", "values": [0.3]}]}
     full.update(doc)

@@ -28,9 +28,10 @@ def test_heavy_cable_on_a_table_lifted_at_one_end_leaves_it_at_the_analytic_leng
     EI = E * math.pi * d**4 / 64
     q = LINEAR_DENSITY * 9.81
     a = (72 * EI * h / q) ** 0.25
-    doc = case(cable(length=0.8, segments=320, start={"position": [0, 0, R + h], "tangent": [1, 0, 0],
-                                                     "normal": [0, 0, 1]}),
-               obstacles=[TABLE])
+    doc = case(
+        cable(length=0.8, segments=320, start={"position": [0, 0, R + h], "tangent": [1, 0, 0], "normal": [0, 0, 1]}),
+        obstacles=[TABLE],
+    )
     result = first(solve(doc))
     assert result["converged"]
     lift_off = min(c["s"] for c in result["contacts"])
@@ -45,8 +46,12 @@ def test_heavy_cable_on_a_table_lifted_at_one_end_leaves_it_at_the_analytic_leng
 def test_contact_complementarity():
     # Jin 2016, Eqs. 9-12: at every contact the force is compressive and the gap closed; wherever a
     # gap is open there is no force. Checked node by node along a cable lifted off a table.
-    doc = case(cable(length=0.5, segments=100, start={"position": [0, 0, R + 0.015], "tangent": [1, 0, 0],
-                                                     "normal": [0, 0, 1]}), obstacles=[TABLE])
+    doc = case(
+        cable(
+            length=0.5, segments=100, start={"position": [0, 0, R + 0.015], "tangent": [1, 0, 0], "normal": [0, 0, 1]}
+        ),
+        obstacles=[TABLE],
+    )
     result = first(solve(doc))
     nodes = np.array(result["nodes"])
     s = np.array(result["arc_lengths"])
@@ -63,18 +68,27 @@ def test_contact_complementarity():
 
 
 def test_cable_draped_over_a_sphere_is_symmetric_and_its_weight_is_carried():
-    doc = case(cable(length=0.3, segments=60, material={"E": 20e6, "nu": 0.4, "density": 1500},
-                     start={"position": [-0.12, 0, -0.02], "tangent": [0, 0, 1]},
-                     end={"position": [0.12, 0, -0.02], "tangent": [0, 0, -1]},
-                     route=[[-0.12, 0, -0.02], [-0.1, 0, 0.09], [0.1, 0, 0.09], [0.12, 0, -0.02]]),
-               obstacles=[{"type": "sphere", "center": [0, 0, 0], "radius": 0.06}])
+    doc = case(
+        cable(
+            length=0.3,
+            segments=60,
+            material={"E": 20e6, "nu": 0.4, "density": 1500},
+            start={"position": [-0.12, 0, -0.02], "tangent": [0, 0, 1]},
+            end={"position": [0.12, 0, -0.02], "tangent": [0, 0, -1]},
+            route=[[-0.12, 0, -0.02], [-0.1, 0, 0.09], [0.1, 0, 0.09], [0.12, 0, -0.02]],
+        ),
+        obstacles=[{"type": "sphere", "center": [0, 0, 0], "radius": 0.06}],
+    )
     result = first(solve(doc))
     assert result["converged"] and result["contacts"]
     nodes = np.array(result["nodes"])
     assert np.abs(nodes[::-1] * [-1, 1, 1] - nodes).max() < 1e-9  # mirror symmetric
     weight = 1500 * math.pi * 0.004**2 / 4 * 0.3 * 9.81
-    vertical = (sum(c["force"][2] for c in result["contacts"]) + result["end_forces"]["start"]["force"][2]
-                + result["end_forces"]["end"]["force"][2])
+    vertical = (
+        sum(c["force"][2] for c in result["contacts"])
+        + result["end_forces"]["start"]["force"][2]
+        + result["end_forces"]["end"]["force"][2]
+    )
     assert vertical == pytest.approx(weight, rel=1e-6)
     for c in result["contacts"]:  # contact forces point away from the sphere's centre
         radial = np.array(c["point"]) / np.linalg.norm(c["point"])
@@ -84,8 +98,10 @@ def test_cable_draped_over_a_sphere_is_symmetric_and_its_weight_is_carried():
 
 def test_cable_held_against_a_plane_from_either_side():
     # floor below and ceiling above: the unilateral constraint acts on the side its normal points to
-    for plane, load in (({"type": "plane", "point": [0, 0, -0.01], "normal": [0, 0, 1]}, -2.0),
-                        ({"type": "plane", "point": [0, 0, 0.01], "normal": [0, 0, -1]}, 2.0)):
+    for plane, load in (
+        ({"type": "plane", "point": [0, 0, -0.01], "normal": [0, 0, 1]}, -2.0),
+        ({"type": "plane", "point": [0, 0, 0.01], "normal": [0, 0, -1]}, 2.0),
+    ):
         doc = case(cable(length=0.3, segments=60, loads=[{"s": 0.3, "force": [0, 0, load]}]), obstacles=[plane])
         result = first(solve(doc))
         assert result["converged"] and result["contacts"]
@@ -96,11 +112,33 @@ def test_cable_held_against_a_plane_from_either_side():
 
 def test_cable_cannot_slip_through_a_thin_plate_between_nodes():
     # a 0.5 mm plate under a cable whose segments are 10 times longer than the plate is thick
-    plate = {"type": "mesh", "vertices": [[0.05, -0.1, -0.01], [0.25, -0.1, -0.01], [0.25, 0.1, -0.01],
-                                          [0.05, 0.1, -0.01], [0.05, -0.1, -0.0105], [0.25, -0.1, -0.0105],
-                                          [0.25, 0.1, -0.0105], [0.05, 0.1, -0.0105]],
-             "triangles": [[0, 1, 2], [0, 2, 3], [4, 6, 5], [4, 7, 6], [0, 4, 5], [0, 5, 1], [1, 5, 6], [1, 6, 2],
-                           [2, 6, 7], [2, 7, 3], [3, 7, 4], [3, 4, 0]]}
+    plate = {
+        "type": "mesh",
+        "vertices": [
+            [0.05, -0.1, -0.01],
+            [0.25, -0.1, -0.01],
+            [0.25, 0.1, -0.01],
+            [0.05, 0.1, -0.01],
+            [0.05, -0.1, -0.0105],
+            [0.25, -0.1, -0.0105],
+            [0.25, 0.1, -0.0105],
+            [0.05, 0.1, -0.0105],
+        ],
+        "triangles": [
+            [0, 1, 2],
+            [0, 2, 3],
+            [4, 6, 5],
+            [4, 7, 6],
+            [0, 4, 5],
+            [0, 5, 1],
+            [1, 5, 6],
+            [1, 6, 2],
+            [2, 6, 7],
+            [2, 7, 3],
+            [3, 7, 4],
+            [3, 4, 0],
+        ],
+    }
     doc = case(cable(length=0.3, segments=12, loads=[{"s": 0.3, "force": [0, 0, -3.0]}]), obstacles=[plate])
     result = first(solve(doc))
     assert result["converged"] and result["contacts"]
@@ -123,18 +161,28 @@ def test_mesh_edges_and_vertices_do_not_multiply_contact_forces():
     mesh = {"type": "mesh", "vertices": verts, "triangles": tris}
     on_mesh = first(solve(case(cable(length=0.8, segments=160, start=start), obstacles=[mesh])))
     assert np.abs(np.array(on_mesh["nodes"]) - np.array(on_plane["nodes"])).max() < 0.01 * R
-    assert (sum(c["force"][2] for c in on_mesh["contacts"])
-            == pytest.approx(sum(c["force"][2] for c in on_plane["contacts"]), rel=1e-3))
+    assert sum(c["force"][2] for c in on_mesh["contacts"]) == pytest.approx(
+        sum(c["force"][2] for c in on_plane["contacts"]), rel=1e-3
+    )
 
 
 def test_two_crossed_cables_pressed_together_touch_without_penetrating():
     # two taut cables crossing 5 mm apart, the upper one pressed down at its middle (no gravity)
-    a = cable(id="A", length=0.3, segments=60, start={"position": [-0.15, 0, 0], "tangent": [1, 0, 0],
-                                                      "normal": [0, 0, 1]},
-              end={"position": [0.15, 0, 0], "tangent": [1, 0, 0], "normal": [0, 0, 1]})
-    b = cable(id="B", length=0.3, segments=60, loads=[{"s": 0.15, "force": [0, 0, -3.0]}],
-              start={"position": [0.0025, -0.15, 0.005], "tangent": [0, 1, 0], "normal": [0, 0, 1]},
-              end={"position": [0.0025, 0.15, 0.005], "tangent": [0, 1, 0], "normal": [0, 0, 1]})
+    a = cable(
+        id="A",
+        length=0.3,
+        segments=60,
+        start={"position": [-0.15, 0, 0], "tangent": [1, 0, 0], "normal": [0, 0, 1]},
+        end={"position": [0.15, 0, 0], "tangent": [1, 0, 0], "normal": [0, 0, 1]},
+    )
+    b = cable(
+        id="B",
+        length=0.3,
+        segments=60,
+        loads=[{"s": 0.15, "force": [0, 0, -3.0]}],
+        start={"position": [0.0025, -0.15, 0.005], "tangent": [0, 1, 0], "normal": [0, 0, 1]},
+        end={"position": [0.0025, 0.15, 0.005], "tangent": [0, 1, 0], "normal": [0, 0, 1]},
+    )
     # taut cables pressed this hard stretch 0.7 %, beyond the default ultimate strain
     stretchy = {"ultimate_strain": 0.02}
     apart = solve(case(a, b, gravity=[0, 0, 0], solver=stretchy))["steps"][0]["cables"]
@@ -160,13 +208,20 @@ def test_other_cables_segments_found_by_the_grid_are_those_brute_force_finds(rng
     cq, cp = np.empty(3), np.empty(3)
     for _ in range(4):
         pos = np.cumsum(rng.normal(scale=0.005, size=(50, 3)), axis=0)
-        others = [np.cumsum(rng.normal(scale=0.005, size=(40, 3)), axis=0) + rng.normal(scale=0.01, size=3)
-                  for _ in range(4)]
+        others = [
+            np.cumsum(rng.normal(scale=0.005, size=(40, 3)), axis=0) + rng.normal(scale=0.01, size=3) for _ in range(4)
+        ]
         a = np.concatenate([o[:-1] for o in others])
         b = np.concatenate([o[1:] for o in others])
         cap_r = rng.uniform(0.001, 0.004, size=len(a))
-        kind, elem, prim = find_pairs(pos, np.full(len(pos), radius), np.zeros(len(pos), dtype=np.int64), reach,
-                                      ObstacleSet().with_capsules(a, b, cap_r).kernel_arrays(), 0)
+        kind, elem, prim = find_pairs(
+            pos,
+            np.full(len(pos), radius),
+            np.zeros(len(pos), dtype=np.int64),
+            reach,
+            ObstacleSet().with_capsules(a, b, cap_r).kernel_arrays(),
+            0,
+        )
 
         def continues(c):
             return c + 1 < len(a) and (a[c + 1] == b[c]).all()
@@ -193,8 +248,14 @@ def test_self_contact_pairs_found_by_the_grid_are_those_brute_force_finds(rng):
     cq, cp = np.empty(3), np.empty(3)
     for _ in range(3):
         pos = np.cumsum(rng.normal(scale=0.004, size=(120, 3)), axis=0)  # a random walk that meets itself
-        kind, elem, prim = find_pairs(pos, np.full(len(pos), radius), np.zeros(len(pos), dtype=np.int64), reach,
-                                      ObstacleSet().kernel_arrays(), gap)
+        kind, elem, prim = find_pairs(
+            pos,
+            np.full(len(pos), radius),
+            np.zeros(len(pos), dtype=np.int64),
+            reach,
+            ObstacleSet().kernel_arrays(),
+            gap,
+        )
         brute = set()
         n_seg = len(pos) - 1
         for i in range(len(pos)):
@@ -229,11 +290,30 @@ def test_contact_energy_is_continuous_as_a_crossing_slides_past_a_node():
         pos = base + [shift, 0.0, 0.0]
         kind, elem, prim = find_pairs(pos, np.full(n, radius), np.zeros(n, dtype=np.int64), 0.005, obstacles, 0)
         m = len(kind)
-        energies.append(contact_energy(pos, kind, elem, prim, obstacles, np.full(n, radius), 1e6, node_len,
-                                       np.full(n - 1, seg),
-                                       np.arange(n) * 3, np.zeros(1), np.zeros((1, 1)), 0, 0, np.empty(m),
-                                       np.empty(m), np.empty((m, 3)), np.empty((m, 3)), np.empty(m),
-                                       np.empty((m, 3))))
+        energies.append(
+            contact_energy(
+                pos,
+                kind,
+                elem,
+                prim,
+                obstacles,
+                np.full(n, radius),
+                1e6,
+                node_len,
+                np.full(n - 1, seg),
+                np.arange(n) * 3,
+                np.zeros(1),
+                np.zeros((1, 1)),
+                0,
+                0,
+                np.empty(m),
+                np.empty(m),
+                np.empty((m, 3)),
+                np.empty((m, 3)),
+                np.empty(m),
+                np.empty((m, 3)),
+            )
+        )
     assert np.allclose(energies, 0.5 * 1e6 * seg * 0.0005**2, rtol=1e-9)
 
 
@@ -244,8 +324,22 @@ def test_a_segment_cutting_a_box_corner_between_two_outside_nodes_is_a_contact()
     from solver_core.contact import TRI_SEG, ObstacleSet, contact_energy, find_pairs
 
     corners = np.array([[x, y, z] for x in (0.05, 0.25) for y in (-0.1, 0.1) for z in (-0.3, -0.1)])
-    faces = np.array([[0, 1, 3], [0, 3, 2], [4, 6, 7], [4, 7, 5], [0, 4, 5], [0, 5, 1], [2, 3, 7], [2, 7, 6],
-                      [0, 2, 6], [0, 6, 4], [1, 5, 7], [1, 7, 3]])
+    faces = np.array(
+        [
+            [0, 1, 3],
+            [0, 3, 2],
+            [4, 6, 7],
+            [4, 7, 5],
+            [0, 4, 5],
+            [0, 5, 1],
+            [2, 3, 7],
+            [2, 7, 6],
+            [0, 2, 6],
+            [0, 6, 4],
+            [1, 5, 7],
+            [1, 7, 3],
+        ]
+    )
     obstacles = ObstacleSet(triangles=corners[faces], triangle_owner=np.zeros(12, dtype=np.int64)).kernel_arrays()
     pos = np.array([[0.1, 0.091, -0.098], [0.1, 0.102, -0.108]])
     kind, elem, prim = find_pairs(pos, np.full(2, R), np.zeros(2, dtype=np.int64), 0.002, obstacles, 0)
@@ -253,9 +347,28 @@ def test_a_segment_cutting_a_box_corner_between_two_outside_nodes_is_a_contact()
     m = len(kind)
     grad = np.zeros(6)
     gap, force = np.empty(m), np.empty((m, 3))
-    energy = contact_energy(pos, kind, elem, prim, obstacles, np.full(2, R), 1e6, np.full(2, 0.01), np.full(1, 0.015),
-                            np.array([0, 3]), grad, np.zeros((1, 1)), 0, 1, gap, np.empty(m), np.empty((m, 3)),
-                            np.empty((m, 3)), np.empty(m), force)
+    energy = contact_energy(
+        pos,
+        kind,
+        elem,
+        prim,
+        obstacles,
+        np.full(2, R),
+        1e6,
+        np.full(2, 0.01),
+        np.full(1, 0.015),
+        np.array([0, 3]),
+        grad,
+        np.zeros((1, 1)),
+        0,
+        1,
+        gap,
+        np.empty(m),
+        np.empty((m, 3)),
+        np.empty((m, 3)),
+        np.empty(m),
+        force,
+    )
     assert energy > 0.0 and gap[kind == TRI_SEG].min() < -0.5 * R
     push = -(grad[0:3] + grad[3:6])  # the net force on the segment points out of the corner (+y, +z)
     assert push[1] > 0.0 and push[2] > 0.0
@@ -264,24 +377,43 @@ def test_a_segment_cutting_a_box_corner_between_two_outside_nodes_is_a_contact()
 def test_initial_guesses_do_not_pass_through_cables_placed_before():
     # B's route crosses 10 mm above a taut A; its full sag would take it through A to the other side,
     # where distances alone could never bring it back. With cable-cable contact its guess stays above.
-    a = cable(id="A", length=0.3, segments=30, start={"position": [-0.15, 0, 0], "tangent": [1, 0, 0]},
-              end={"position": [0.15, 0, 0], "tangent": [1, 0, 0]})
-    b = cable(id="B", length=0.4, segments=40, start={"position": [0.0, -0.15, 0.01], "tangent": [0, 1, 0]},
-              end={"position": [0.0, 0.15, 0.01], "tangent": [0, 1, 0]})
+    a = cable(
+        id="A",
+        length=0.3,
+        segments=30,
+        start={"position": [-0.15, 0, 0], "tangent": [1, 0, 0]},
+        end={"position": [0.15, 0, 0], "tangent": [1, 0, 0]},
+    )
+    b = cable(
+        id="B",
+        length=0.4,
+        segments=40,
+        start={"position": [0.0, -0.15, 0.01], "tangent": [0, 1, 0]},
+        end={"position": [0.0, 0.15, 0.01], "tangent": [0, 1, 0]},
+    )
     for contact, above in (({}, False), ({"cable_cable": True}, True)):
         harness = Harness.from_case(parse_case(case(a, b, contact=contact)))
         nodes = harness.cables["B"].state.positions + harness.cables["B"].model.origin
         middle = nodes[np.abs(nodes[:, 1]).argmin()]
         assert (middle[2] > 2 * R) == above
         if above:
-            assert min_clearance(nodes, R, others=[(harness.cables["A"].state.positions
-                                                    + harness.cables["A"].model.origin, R)]) >= 0.0
+            assert (
+                min_clearance(
+                    nodes, R, others=[(harness.cables["A"].state.positions + harness.cables["A"].model.origin, R)]
+                )
+                >= 0.0
+            )
     result = solve(case(a, b, contact={"cable_cable": True}))["steps"][0]["cables"]
     assert result["A"]["converged"] and result["B"]["converged"]
     assert np.array(result["B"]["nodes"])[20, 2] > np.array(result["A"]["nodes"])[15, 2]  # B rests on A
     # a route drawn right through the other cable is reported as such
-    through = cable(id="B", length=0.4, segments=40, start={"position": [0.0, -0.15, 0.0], "tangent": [0, 1, 0]},
-                    end={"position": [0.0, 0.15, 0.0], "tangent": [0, 1, 0]})
+    through = cable(
+        id="B",
+        length=0.4,
+        segments=40,
+        start={"position": [0.0, -0.15, 0.0], "tangent": [0, 1, 0]},
+        end={"position": [0.0, 0.15, 0.0], "tangent": [0, 1, 0]},
+    )
     warnings = Harness.from_case(parse_case(case(a, through, contact={"cable_cable": True}))).warnings
     assert any("'B'" in w and "another cable" in w for w in warnings)
 
@@ -296,10 +428,16 @@ class TestFriction:
     def _solve(self, theta_deg, mu_s, mu_d):
         th = math.radians(theta_deg)
         n = np.array([0, -math.sin(th), math.cos(th)])
-        doc = case(cable(length=self.L, segments=60, material={"E": self.E, "nu": 0.3, "density": 1500},
-                         start={"position": (R * n).tolist(), "tangent": [1, 0, 0], "normal": n.tolist()}),
-                   obstacles=[{"type": "plane", "point": [0, 0, 0], "normal": n.tolist()}],
-                   contact={"friction_static": mu_s, "friction_dynamic": mu_d})
+        doc = case(
+            cable(
+                length=self.L,
+                segments=60,
+                material={"E": self.E, "nu": 0.3, "density": 1500},
+                start={"position": (R * n).tolist(), "tangent": [1, 0, 0], "normal": n.tolist()},
+            ),
+            obstacles=[{"type": "plane", "point": [0, 0, 0], "normal": n.tolist()}],
+            contact={"friction_static": mu_s, "friction_dynamic": mu_d},
+        )
         result = first(solve(doc))
         assert result["converged"]
         _no_penetration(result, doc)
@@ -330,12 +468,17 @@ class TestFriction:
         # the cable just follows and ends where it began; with friction the far part holds on while
         # the near part bends, and the way back leaves it bent: the result depends on the path.
         def round_trip(mu):
-            doc = case(cable(length=0.3, segments=60, start={"position": [0, 0, R], "tangent": [1, 0, 0],
-                                                             "normal": [0, 0, 1]}),
-                       obstacles=[TABLE], contact={"friction_static": mu, "friction_dynamic": mu})
+            doc = case(
+                cable(
+                    length=0.3, segments=60, start={"position": [0, 0, R], "tangent": [1, 0, 0], "normal": [0, 0, 1]}
+                ),
+                obstacles=[TABLE],
+                contact={"friction_static": mu, "friction_dynamic": mu},
+            )
             moves = [[0, 0.01, R], [0, 0.02, R], [0, 0.01, R], [0, 0.0, R]]
-            doc["steps"] = [{"cables": {"W1": {"start": {"position": p, "tangent": [1, 0, 0],
-                                                         "normal": [0, 0, 1]}}}} for p in moves]
+            doc["steps"] = [
+                {"cables": {"W1": {"start": {"position": p, "tangent": [1, 0, 0], "normal": [0, 0, 1]}}}} for p in moves
+            ]
             steps = solve(doc)["steps"]
             assert all(s["cables"]["W1"]["converged"] for s in steps)
             return np.array(steps[0]["cables"]["W1"]["nodes"]), np.array(steps[-1]["cables"]["W1"]["nodes"])
@@ -352,15 +495,25 @@ class TestMounts:
     def test_sliding_clip_takes_no_force_along_its_axis(self):
         # Gravity is vertical and the clip axis horizontal: if the clip took no axial force, nothing
         # else but the start connector could, so its axial reaction (from its own pinned dofs) is zero.
-        doc = case(cable(length=0.4, segments=80, clips=[{"s": 0.21, "kind": "sliding", "length": 0.01,
-                                                          "frame": self.FRAME}]))
+        doc = case(
+            cable(length=0.4, segments=80, clips=[{"s": 0.21, "kind": "sliding", "length": 0.01, "frame": self.FRAME}])
+        )
         result = first(solve(doc))
         assert result["converged"]
         clip = np.array(result["clip_forces"][0]["force"])
         assert np.linalg.norm(clip) > 0.1
         assert abs(result["end_forces"]["start"]["force"][0]) < 1e-6 * np.linalg.norm(clip)
-        fixed = first(solve(case(cable(length=0.4, segments=80, clips=[{"s": 0.21, "kind": "fixed",
-                                                                        "length": 0.01, "frame": self.FRAME}]))))
+        fixed = first(
+            solve(
+                case(
+                    cable(
+                        length=0.4,
+                        segments=80,
+                        clips=[{"s": 0.21, "kind": "fixed", "length": 0.01, "frame": self.FRAME}],
+                    )
+                )
+            )
+        )
         assert abs(fixed["end_forces"]["start"]["force"][0]) > 0.1  # a fixed clip does hold axially
         # the cable passes through the clip on its axis
         nodes = np.array(result["nodes"])
@@ -370,22 +523,39 @@ class TestMounts:
     def test_sliding_clip_lets_the_cable_be_pulled_through(self):
         # moving the start connector back pulls the cable through the sliding clip: the free part
         # beyond the clip gets shorter by as much; a fixed clip would not let it through
-        doc = case(cable(length=0.4, segments=80, clips=[{"s": 0.21, "kind": "sliding", "length": 0.01,
-                                                          "frame": self.FRAME}]))
-        doc["steps"] = [{"cables": {"W1": {"start": {"position": [-0.02 * k, 0, 0], "tangent": [1, 0, 0],
-                                                     "normal": [0, 0, 1]}}}} for k in range(1, 4)]
+        doc = case(
+            cable(length=0.4, segments=80, clips=[{"s": 0.21, "kind": "sliding", "length": 0.01, "frame": self.FRAME}])
+        )
+        doc["steps"] = [
+            {"cables": {"W1": {"start": {"position": [-0.02 * k, 0, 0], "tangent": [1, 0, 0], "normal": [0, 0, 1]}}}}
+            for k in range(1, 4)
+        ]
         steps = solve(doc)["steps"]
         tips = [np.array(s["cables"]["W1"]["nodes"][-1]) for s in steps]
         assert all(s["cables"]["W1"]["converged"] for s in steps)
         assert tips[-1][0] < tips[0][0] - 0.03
 
     def test_stiff_compliant_clip_gives_the_rigid_result_and_a_soft_one_yields_by_force_over_stiffness(self):
-        rigid = first(solve(case(cable(length=0.4, segments=80,
-                                       clips=[{"s": 0.21, "kind": "fixed", "length": 0.0, "frame": self.FRAME}]))))
+        rigid = first(
+            solve(
+                case(
+                    cable(
+                        length=0.4,
+                        segments=80,
+                        clips=[{"s": 0.21, "kind": "fixed", "length": 0.0, "frame": self.FRAME}],
+                    )
+                )
+            )
+        )
         weight = np.array([0, 0, -9.81 * LINEAR_DENSITY * 0.4])
         for k, close in ((1e9, True), (1e3, False)):
-            clip = {"s": 0.21, "kind": "fixed", "length": 0.0, "frame": self.FRAME,
-                    "stiffness": {"translational": k, "rotational": k / 100}}
+            clip = {
+                "s": 0.21,
+                "kind": "fixed",
+                "length": 0.0,
+                "frame": self.FRAME,
+                "stiffness": {"translational": k, "rotational": k / 100},
+            }
             result = first(solve(case(cable(length=0.4, segments=80, clips=[clip]))))
             assert result["converged"]
             diff = np.abs(np.array(result["nodes"]) - np.array(rigid["nodes"])).max()
@@ -399,23 +569,41 @@ class TestMounts:
     def test_matrix_stiffness_in_the_clip_frame(self):
         # a clip soft only along its own y axis (world y here) yields only sideways under a sideways pull
         K = np.diag([1e9, 2e3, 1e9, 1e6, 1e6, 1e6]).tolist()
-        clip = {"s": 0.2, "kind": "fixed", "length": 0.0, "stiffness": {"matrix": K},
-                "frame": {"position": [0.2, 0, 0], "tangent": [1, 0, 0], "normal": [0, 0, 1]}}
-        result = first(solve(case(cable(length=0.3, segments=60, clips=[clip],
-                                        loads=[{"s": 0.3, "force": [0, 1.0, 0]}]), gravity=[0, 0, 0])))
+        clip = {
+            "s": 0.2,
+            "kind": "fixed",
+            "length": 0.0,
+            "stiffness": {"matrix": K},
+            "frame": {"position": [0.2, 0, 0], "tangent": [1, 0, 0], "normal": [0, 0, 1]},
+        }
+        result = first(
+            solve(
+                case(
+                    cable(length=0.3, segments=60, clips=[clip], loads=[{"s": 0.3, "force": [0, 1.0, 0]}]),
+                    gravity=[0, 0, 0],
+                )
+            )
+        )
         d = np.array(result["clip_forces"][0]["deflection"]["translation"])
         assert abs(d[1]) > 1e-4 and abs(d[0]) < 1e-8 and abs(d[2]) < 1e-8
 
 
 def test_ultimate_length_refuses_a_step_and_keeps_the_last_valid_state():
-    doc = case(cable(length=0.3, segments=60, material={"E": 20e6, "nu": 0.4, "density": 1500},
-                     start={"position": [-0.12, 0, -0.02], "tangent": [0, 0, 1]},
-                     end={"position": [0.12, 0, -0.02], "tangent": [0, 0, -1]},
-                     route=[[-0.12, 0, -0.02], [-0.1, 0, 0.09], [0.1, 0, 0.09], [0.12, 0, -0.02]]),
-               obstacles=[{"type": "sphere", "center": [0, 0, 0], "radius": 0.06}],
-               solver={"ultimate_strain": 0.01})
-    doc["steps"] = [{"cables": {"W1": {"end": {"position": [0.12 + 0.01 * k, 0, -0.02], "tangent": [0, 0, -1]}}}}
-                    for k in (1, 3)]
+    doc = case(
+        cable(
+            length=0.3,
+            segments=60,
+            material={"E": 20e6, "nu": 0.4, "density": 1500},
+            start={"position": [-0.12, 0, -0.02], "tangent": [0, 0, 1]},
+            end={"position": [0.12, 0, -0.02], "tangent": [0, 0, -1]},
+            route=[[-0.12, 0, -0.02], [-0.1, 0, 0.09], [0.1, 0, 0.09], [0.12, 0, -0.02]],
+        ),
+        obstacles=[{"type": "sphere", "center": [0, 0, 0], "radius": 0.06}],
+        solver={"ultimate_strain": 0.01},
+    )
+    doc["steps"] = [
+        {"cables": {"W1": {"end": {"position": [0.12 + 0.01 * k, 0, -0.02], "tangent": [0, 0, -1]}}}} for k in (1, 3)
+    ]
     steps = [s["cables"]["W1"] for s in solve(doc)["steps"]]
     assert steps[0]["converged"] and steps[0]["max_strain"] < 0.01
     refused = steps[-1]
@@ -442,11 +630,24 @@ def test_a_cable_looped_over_itself_rests_on_its_own_lower_leg():
     # leg 12 mm up. Under gravity the upper leg sinks onto the lower one. Without cable-cable contact
     # it sinks through it; with it (self-contact) the legs touch, nothing penetrates, the two legs
     # take equal and opposite forces and the table and connectors carry exactly the weight.
-    route = [[-0.15, 0, R], [0.05, 0, R], [0.1, 0.05, R], [0.05, 0.1, R], [0.0, 0.05, 6 * R], [0.0, 0.0, 6 * R],
-             [0.0, -0.05, 6 * R], [0.0, -0.15, R]]
+    route = [
+        [-0.15, 0, R],
+        [0.05, 0, R],
+        [0.1, 0.05, R],
+        [0.05, 0.1, R],
+        [0.0, 0.05, 6 * R],
+        [0.0, 0.0, 6 * R],
+        [0.0, -0.05, 6 * R],
+        [0.0, -0.15, R],
+    ]
     length = 1.02 * float(np.linalg.norm(np.diff(np.array(route), axis=0), axis=1).sum())
-    looped = cable(length=round(length, 4), segments=80, start={"position": route[0], "tangent": [1, 0, 0]},
-                   end={"position": route[-1], "tangent": [0, -1, 0]}, route=route)
+    looped = cable(
+        length=round(length, 4),
+        segments=80,
+        start={"position": route[0], "tangent": [1, 0, 0]},
+        end={"position": route[-1], "tangent": [0, -1, 0]},
+        route=route,
+    )
     through = first(solve(case(looped, obstacles=[TABLE])))
     assert through["converged"] and _self_clearance(through["nodes"]) < -R
     doc = case(looped, obstacles=[TABLE], contact={"cable_cable": True})
@@ -460,19 +661,32 @@ def test_a_cable_looped_over_itself_rests_on_its_own_lower_leg():
     assert lower and all(c["force"][2] < 0.0 for c in lower)  # the upper leg presses the lower one down
     assert np.allclose(sum(np.array(c["force"]) for c in own), 0.0, atol=1e-12)
     weight = WIRE["density"] * math.pi * 0.004**2 / 4 * looped["length"] * 9.81
-    vertical = (sum(c["force"][2] for c in result["contacts"]) + result["end_forces"]["start"]["force"][2]
-                + result["end_forces"]["end"]["force"][2])
+    vertical = (
+        sum(c["force"][2] for c in result["contacts"])
+        + result["end_forces"]["start"]["force"][2]
+        + result["end_forces"]["end"]["force"][2]
+    )
     assert vertical == pytest.approx(weight, rel=1e-6)
 
 
 def _crossed_pair(load, b_height):
     """Two equal cables clamped straight at both ends, A along x, B along y crossing above its middle
     (centre lines ``b_height`` apart), B pushed down at its middle with ``load`` newtons; no gravity."""
-    a = cable(id="A", length=0.3, segments=30, start={"position": [-0.15, 0, 0], "tangent": [1, 0, 0]},
-              end={"position": [0.15, 0, 0], "tangent": [1, 0, 0]})
-    b = cable(id="B", length=0.3, segments=30, loads=[{"s": 0.15, "force": [0, 0, -load]}],
-              start={"position": [0.0, -0.15, b_height], "tangent": [0, 1, 0]},
-              end={"position": [0.0, 0.15, b_height], "tangent": [0, 1, 0]})
+    a = cable(
+        id="A",
+        length=0.3,
+        segments=30,
+        start={"position": [-0.15, 0, 0], "tangent": [1, 0, 0]},
+        end={"position": [0.15, 0, 0], "tangent": [1, 0, 0]},
+    )
+    b = cable(
+        id="B",
+        length=0.3,
+        segments=30,
+        loads=[{"s": 0.15, "force": [0, 0, -load]}],
+        start={"position": [0.0, -0.15, b_height], "tangent": [0, 1, 0]},
+        end={"position": [0.0, 0.15, b_height], "tangent": [0, 1, 0]},
+    )
     return case(a, b, gravity=[0, 0, 0], contact={"cable_cable": True})
 
 
@@ -508,8 +722,12 @@ def test_cables_that_meet_during_a_step_are_solved_together():
     # B starts well clear above A and is lowered onto it in one step: solved apart first, they meet,
     # and must then be solved together (the contact again carries half the load, nothing penetrates).
     doc = _crossed_pair(0.05, 0.03)
-    lowered = {"B": {"start": {"position": [0.0, -0.15, 2 * R], "tangent": [0, 1, 0]},
-                     "end": {"position": [0.0, 0.15, 2 * R], "tangent": [0, 1, 0]}}}
+    lowered = {
+        "B": {
+            "start": {"position": [0.0, -0.15, 2 * R], "tangent": [0, 1, 0]},
+            "end": {"position": [0.0, 0.15, 2 * R], "tangent": [0, 1, 0]},
+        }
+    }
     doc["steps"] = [{"cables": lowered}]
     steps = solve(doc)["steps"]
     assert not steps[0]["cables"]["A"]["contacts"]
@@ -525,10 +743,8 @@ def test_cables_that_cannot_be_solved_together_are_solved_one_by_one_and_say_so(
     # share are approximate. A joint solve that keeps failing is tried again after 1, 2, 4 ... steps
     # (each failure of ten cables costs seconds of a frozen Blender while a connector is dragged).
     import solver_core.harness as harness_module
-    from solver_core.equilibrium import SolveReport
+    from solver_core.equilibrium import MAX_CONTINUATION_DEPTH, SNAP_THROUGH_ROUNDS, SolveReport
     from solver_core.rod_group import RodGroup
-
-    from solver_core.equilibrium import MAX_CONTINUATION_DEPTH, SNAP_THROUGH_ROUNDS
 
     solve_equilibrium = harness_module.solve_equilibrium
     depths = []
@@ -543,8 +759,10 @@ def test_cables_that_cannot_be_solved_together_are_solved_one_by_one_and_say_so(
 
     monkeypatch.setattr(harness_module, "solve_equilibrium", failing_for_groups)
     doc = _crossed_pair(0.05, 2 * R)
-    doc["steps"] = [{"cables": {"B": {"start": {"position": [0, -0.15 + 0.001 * k, 2 * R], "tangent": [0, 1, 0]}}}}
-                    for k in range(1, 7)]
+    doc["steps"] = [
+        {"cables": {"B": {"start": {"position": [0, -0.15 + 0.001 * k, 2 * R], "tangent": [0, 1, 0]}}}}
+        for k in range(1, 7)
+    ]
     steps_at = []
 
     def solve_step(self, *args, **kwargs):
@@ -577,8 +795,9 @@ def test_a_group_starts_from_the_unstiffened_contact_stiffness():
     a, b = harness.cables["A"], harness.cables["B"]
     a.interactions.stiffen(100.0)
     group = join_models([a.model, b.model], [a.state, b.state])
-    joined = GroupInteractions(group, harness.obstacles, harness.contact_settings,
-                               members=(a.interactions, b.interactions))
+    joined = GroupInteractions(
+        group, harness.obstacles, harness.contact_settings, members=(a.interactions, b.interactions)
+    )
     assert joined.stiffness == pytest.approx(WIRE["E"], rel=1e-12)
     assert a.interactions.stiffness == pytest.approx(100.0 * WIRE["E"], rel=1e-12)  # its own is its own
 
@@ -589,8 +808,16 @@ def test_a_step_refused_for_one_cable_of_a_touching_group_is_refused_for_all():
     # would stretch, although only B was moved.
     doc = _crossed_pair(0.05, 2 * R)
     doc["solver"] = {"ultimate_strain": 2e-4}
-    doc["steps"] = [{"cables": {"B": {"start": {"position": [0, -0.15, 0], "tangent": [0, 1, 0]},
-                                      "end": {"position": [0, 0.15, 0], "tangent": [0, 1, 0]}}}}]
+    doc["steps"] = [
+        {
+            "cables": {
+                "B": {
+                    "start": {"position": [0, -0.15, 0], "tangent": [0, 1, 0]},
+                    "end": {"position": [0, 0.15, 0], "tangent": [0, 1, 0]},
+                }
+            }
+        }
+    ]
     before, after = (s["cables"] for s in solve(doc)["steps"])
     assert before["A"]["converged"] and before["B"]["converged"] and before["A"]["max_strain"] < 2e-4
     for cid in "AB":
@@ -604,13 +831,27 @@ def test_a_refused_step_stays_refused_while_other_cables_are_solved():
     # meet; a cable whose own step was refused must not be "re-solved" in a later round against its
     # old connectors and reported converged (the move it was asked for would silently be dropped).
     material = {"E": 20e6, "nu": 0.4, "density": 1500}
-    a, b = (cable(id=name, length=0.3, segments=30, material=material,
-                  start={"position": [-0.12, y, 0], "tangent": [1, 0, 0]},
-                  end={"position": [0.12, y, 0], "tangent": [1, 0, 0]}) for name, y in (("A", 0.0), ("B", 0.2)))
+    a, b = (
+        cable(
+            id=name,
+            length=0.3,
+            segments=30,
+            material=material,
+            start={"position": [-0.12, y, 0], "tangent": [1, 0, 0]},
+            end={"position": [0.12, y, 0], "tangent": [1, 0, 0]},
+        )
+        for name, y in (("A", 0.0), ("B", 0.2))
+    )
     doc = case(a, b, contact={"cable_cable": True}, solver={"ultimate_strain": 1e-4})
     # pulled nearly straight under its own weight: the tension strains A beyond 0.01 %
-    doc["steps"] = [{"cables": {"A": {"end": {"position": [0.179, 0, 0], "tangent": [1, 0, 0]}},
-                                "B": {"end": {"position": [0.12, 0.2, 0.01], "tangent": [1, 0, 0]}}}}]
+    doc["steps"] = [
+        {
+            "cables": {
+                "A": {"end": {"position": [0.179, 0, 0], "tangent": [1, 0, 0]}},
+                "B": {"end": {"position": [0.12, 0.2, 0.01], "tangent": [1, 0, 0]}},
+            }
+        }
+    ]
     steps = solve(doc)["steps"]
     moved = steps[-1]["cables"]
     assert moved["B"]["converged"]
@@ -627,8 +868,19 @@ def test_obstacles_tree_finds_every_triangle_brute_force_finds(rng):
         lo = rng.uniform(-1, 0.8, size=3)
         hi = lo + rng.uniform(0.01, 0.4, size=3)
         out = np.empty(4000, dtype=np.int64)
-        n = query_box(tree.node_min, tree.node_max, tree.node_left, tree.node_right, tree.node_start,
-                      tree.node_count, tree.order, lo, hi, out, 0)
+        n = query_box(
+            tree.node_min,
+            tree.node_max,
+            tree.node_left,
+            tree.node_right,
+            tree.node_start,
+            tree.node_count,
+            tree.order,
+            lo,
+            hi,
+            out,
+            0,
+        )
         brute = np.flatnonzero(((tris.min(axis=1) <= hi) & (tris.max(axis=1) >= lo)).all(axis=1))
         found = set(out[:n].tolist())
         # a broad phase: every overlapping triangle is found (whole leaves of up to 4 may come along)
@@ -662,8 +914,9 @@ def _uv_sphere(radius, n_lon=48, n_lat=24):
         th = math.pi * i / n_lat
         for j in range(n_lon):
             ph = 2 * math.pi * j / n_lon
-            verts.append([radius * math.sin(th) * math.cos(ph), radius * math.sin(th) * math.sin(ph),
-                          radius * math.cos(th)])
+            verts.append(
+                [radius * math.sin(th) * math.cos(ph), radius * math.sin(th) * math.sin(ph), radius * math.cos(th)]
+            )
 
     def ring(i, j):
         return 2 + (i - 1) * n_lon + j % n_lon
@@ -678,10 +931,14 @@ def _uv_sphere(radius, n_lon=48, n_lat=24):
 
 def test_cable_draped_over_a_tessellated_sphere_matches_the_smooth_sphere():
     # resting contact on a curved faceted surface converges and touches the facets where it should
-    spec = cable(length=0.3, segments=60, material={"E": 20e6, "nu": 0.4, "density": 1500},
-                 start={"position": [-0.12, 0, -0.02], "tangent": [0, 0, 1]},
-                 end={"position": [0.12, 0, -0.02], "tangent": [0, 0, -1]},
-                 route=[[-0.12, 0, -0.02], [-0.1, 0, 0.09], [0.1, 0, 0.09], [0.12, 0, -0.02]])
+    spec = cable(
+        length=0.3,
+        segments=60,
+        material={"E": 20e6, "nu": 0.4, "density": 1500},
+        start={"position": [-0.12, 0, -0.02], "tangent": [0, 0, 1]},
+        end={"position": [0.12, 0, -0.02], "tangent": [0, 0, -1]},
+        route=[[-0.12, 0, -0.02], [-0.1, 0, 0.09], [0.1, 0, 0.09], [0.12, 0, -0.02]],
+    )
     smooth = first(solve(case(spec, obstacles=[{"type": "sphere", "center": [0, 0, 0], "radius": 0.06}])))
     mesh = _uv_sphere(0.06, n_lon=24, n_lat=12)
     doc = case(spec, obstacles=[mesh])
@@ -749,8 +1006,11 @@ def test_clearance_is_the_exact_surface_gap_to_the_nearest_triangle():
     # off to the side: distance to the nearest edge (Pythagoras)
     side = tri + np.array([0.0, 0.5 + 0.03, 0.0])  # the apex edge y >= 0.03 ... nearest vertex/edge
     gap, _ = clearance(line, r, side)
-    brute = min(np.linalg.norm(np.array([x, 0, h]) - p) for x in np.linspace(0, 1, 20001)
-                for p in [side[0, 0] + u * (side[0, 1] - side[0, 0]) for u in np.linspace(0, 1, 201)])
+    brute = min(
+        np.linalg.norm(np.array([x, 0, h]) - p)
+        for x in np.linspace(0, 1, 20001)
+        for p in [side[0, 0] + u * (side[0, 1] - side[0, 0]) for u in np.linspace(0, 1, 201)]
+    )
     assert gap == pytest.approx(brute - r, abs=1e-5)
     # a cable passing through the triangle has a negative gap
     through = np.array([[0.5, 0.0, -0.1], [0.5, 0.0, 0.1]])
@@ -766,18 +1026,41 @@ def test_a_route_through_a_closed_box_is_seen_even_when_no_node_is_near_a_face()
     from solver_core import Harness, parse_case
 
     corners = np.array([[x, y, z] for x in (-0.1, 0.1) for y in (-0.1, 0.1) for z in (-0.3, -0.1)])
-    faces = [[0, 1, 3], [0, 3, 2], [4, 6, 7], [4, 7, 5], [0, 4, 5], [0, 5, 1], [2, 3, 7], [2, 7, 6],
-             [0, 2, 6], [0, 6, 4], [1, 5, 7], [1, 7, 3]]
+    faces = [
+        [0, 1, 3],
+        [0, 3, 2],
+        [4, 6, 7],
+        [4, 7, 5],
+        [0, 4, 5],
+        [0, 5, 1],
+        [2, 3, 7],
+        [2, 7, 6],
+        [0, 2, 6],
+        [0, 6, 4],
+        [1, 5, 7],
+        [1, 7, 3],
+    ]
     route = [[-0.4, 0.0, -0.2], [0.0, 0.0, -0.2], [0.4, 0.0, -0.2]]
-    doc = case(cable(length=0.8, segments=4, start={"position": [-0.4, 0.0, -0.2], "tangent": [1, 0, 0]},
-                     end={"position": [0.4, 0.0, -0.2], "tangent": [1, 0, 0]}, route=route),
-               obstacles=[{"type": "mesh", "vertices": corners.tolist(), "triangles": faces}], gravity=[0, 0, 0])
+    doc = case(
+        cable(
+            length=0.8,
+            segments=4,
+            start={"position": [-0.4, 0.0, -0.2], "tangent": [1, 0, 0]},
+            end={"position": [0.4, 0.0, -0.2], "tangent": [1, 0, 0]},
+            route=route,
+        ),
+        obstacles=[{"type": "mesh", "vertices": corners.tolist(), "triangles": faces}],
+        gravity=[0, 0, 0],
+    )
     harness = Harness.from_case(parse_case(doc))
     assert any("passes through an obstacle" in w for w in harness.warnings)
     # the same route beside the box is fine
     beside = [[x, 0.3, z] for x, _, z in route]
-    doc["cables"][0].update(route=beside, start={"position": beside[0], "tangent": [1, 0, 0]},
-                            end={"position": beside[-1], "tangent": [1, 0, 0]})
+    doc["cables"][0].update(
+        route=beside,
+        start={"position": beside[0], "tangent": [1, 0, 0]},
+        end={"position": beside[-1], "tangent": [1, 0, 0]},
+    )
     assert not Harness.from_case(parse_case(doc)).warnings
 
 
@@ -786,17 +1069,38 @@ def test_cable_paid_out_onto_a_box_slides_off_its_edge_and_its_weight_is_carried
     # box, so the cable starts as deep as it can above it and is paid out; on the way it slides off
     # the box's top edge (a snap-through the continuation has to follow to the end).
     corners = np.array([[x, y, z] for x in (0.05, 0.25) for y in (-0.1, 0.1) for z in (-0.3, -0.1)])
-    faces = [[0, 1, 3], [0, 3, 2], [4, 6, 7], [4, 7, 5], [0, 4, 5], [0, 5, 1], [2, 3, 7], [2, 7, 6],
-             [0, 2, 6], [0, 6, 4], [1, 5, 7], [1, 7, 3]]
-    doc = case(cable(length=0.6, segments=30, start={"position": [0, 0, 0], "tangent": [0, 0, -1]},
-                     end={"position": [0.3, 0, 0], "tangent": [0, 0, 1]}),
-               obstacles=[{"type": "mesh", "vertices": corners.tolist(), "triangles": faces}])
+    faces = [
+        [0, 1, 3],
+        [0, 3, 2],
+        [4, 6, 7],
+        [4, 7, 5],
+        [0, 4, 5],
+        [0, 5, 1],
+        [2, 3, 7],
+        [2, 7, 6],
+        [0, 2, 6],
+        [0, 6, 4],
+        [1, 5, 7],
+        [1, 7, 3],
+    ]
+    doc = case(
+        cable(
+            length=0.6,
+            segments=30,
+            start={"position": [0, 0, 0], "tangent": [0, 0, -1]},
+            end={"position": [0.3, 0, 0], "tangent": [0, 0, 1]},
+        ),
+        obstacles=[{"type": "mesh", "vertices": corners.tolist(), "triangles": faces}],
+    )
     result = first(solve(doc))
     assert result["converged"], result.get("message")
     assert result["contacts"]
     weight = WIRE["density"] * math.pi * 0.004**2 / 4 * 0.6 * 9.81
-    vertical = (sum(c["force"][2] for c in result["contacts"]) + result["end_forces"]["start"]["force"][2]
-                + result["end_forces"]["end"]["force"][2])
+    vertical = (
+        sum(c["force"][2] for c in result["contacts"])
+        + result["end_forces"]["start"]["force"][2]
+        + result["end_forces"]["end"]["force"][2]
+    )
     assert vertical == pytest.approx(weight, rel=1e-6)
     _no_penetration(result, doc)
 
@@ -809,9 +1113,14 @@ def test_contact_stiffened_on_the_way_to_a_failed_solve_is_put_back(monkeypatch)
     from solver_core import equilibrium
     from solver_core.newton import MAX_ITERATIONS
 
-    doc = case(cable(start={"position": [0, 0, R], "tangent": [1, 0, 0], "normal": [0, 0, 1]},
-                     end={"position": [0.3, 0, R], "tangent": [1, 0, 0], "normal": [0, 0, 1]},
-                     loads=[{"s": 0.15, "force": [0, 0, -40.0]}]), obstacles=[TABLE])
+    doc = case(
+        cable(
+            start={"position": [0, 0, R], "tangent": [1, 0, 0], "normal": [0, 0, 1]},
+            end={"position": [0.3, 0, R], "tangent": [1, 0, 0], "normal": [0, 0, 1]},
+            loads=[{"s": 0.15, "force": [0, 0, -40.0]}],
+        ),
+        obstacles=[TABLE],
+    )
     h = Harness.from_case(parse_case(doc))
     session = h.cables["W1"]
     before = session.interactions.stiffness
@@ -821,8 +1130,11 @@ def test_contact_stiffened_on_the_way_to_a_failed_solve_is_put_back(monkeypatch)
     def first_call_only(*args):
         calls.append(args[5][1][1])  # the contact stiffness this minimisation ran with
         status, iterations, ratio, energy, depth = real(*args)
-        return ((status, iterations, ratio, energy, depth) if len(calls) == 1
-                else (MAX_ITERATIONS, iterations, ratio, energy, depth))
+        return (
+            (status, iterations, ratio, energy, depth)
+            if len(calls) == 1
+            else (MAX_ITERATIONS, iterations, ratio, energy, depth)
+        )
 
     monkeypatch.setattr(equilibrium, "_minimise", first_call_only)
     report = h.solve_step()["W1"]
@@ -846,9 +1158,20 @@ def test_a_step_is_cut_where_it_would_carry_a_segment_across_another_cable(kind_
     move, gap = 0.8 * R, 0.01 * R
     delta = np.array([0.0, 0.0, -move, 0.0, 0.0, -move, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
     node_dof = np.array([0, 3, 6, 9])  # the other side (self pairs: nodes 2 and 3) stays put
-    fraction = contact.approach_fraction(delta, node_dof, kind, np.array([0]), np.array([2]), np.array([gap]),
-                                         np.array([0.5]), np.array([0.5]), np.array([[0.0, 0.0, 1.0]]),
-                                         np.full(4, R), 10 * R, np.empty(1))
+    fraction = contact.approach_fraction(
+        delta,
+        node_dof,
+        kind,
+        np.array([0]),
+        np.array([2]),
+        np.array([gap]),
+        np.array([0.5]),
+        np.array([0.5]),
+        np.array([[0.0, 0.0, 1.0]]),
+        np.full(4, R),
+        10 * R,
+        np.empty(1),
+    )
     assert fraction == pytest.approx(allowed * R / move, rel=1e-12)
 
 
@@ -864,13 +1187,18 @@ def _crumpled_mesh_crossing_cable_and_loop(rng):
     verts = np.column_stack((x.ravel(), y.ravel(), z.ravel()))
     i = np.arange(n_grid - 1)
     a = (i[:, None] * n_grid + i[None, :]).ravel()
-    tris = np.concatenate((np.column_stack((a, a + 1, a + n_grid + 1)),
-                           np.column_stack((a, a + n_grid + 1, a + n_grid))))
-    obstacles = (ObstacleSet(triangles=verts[tris], triangle_owner=np.zeros(len(tris), dtype=np.int64))
-                 .with_capsules([[0.1, -0.1, 0.6 * R]], [[0.1, 0.1, 0.6 * R]], [R]).kernel_arrays())
+    tris = np.concatenate(
+        (np.column_stack((a, a + 1, a + n_grid + 1)), np.column_stack((a, a + n_grid + 1, a + n_grid)))
+    )
+    obstacles = (
+        ObstacleSet(triangles=verts[tris], triangle_owner=np.zeros(len(tris), dtype=np.int64))
+        .with_capsules([[0.1, -0.1, 0.6 * R]], [[0.1, 0.1, 0.6 * R]], [R])
+        .kernel_arrays()
+    )
     s = np.linspace(0.0, 1.0, 61)
-    pos = np.column_stack((0.12 * s - 0.04 * np.sin(2 * np.pi * s), 0.04 * np.sin(2 * np.pi * s),
-                           0.9 * R + 1.8 * R * s))
+    pos = np.column_stack(
+        (0.12 * s - 0.04 * np.sin(2 * np.pi * s), 0.04 * np.sin(2 * np.pi * s), 0.9 * R + 1.8 * R * s)
+    )
     radius, part = np.full(len(pos), R), np.zeros(len(pos), dtype=np.int64)
     seg = float(np.linalg.norm(np.diff(pos, axis=0), axis=1).max())
     reach, self_gap = max(R, 0.5 * seg), 4
@@ -901,8 +1229,23 @@ def test_a_cable_pressed_from_below_and_crossed_from_above_carries_both_contacts
     m = len(kind)
     grad = np.zeros(3 * n)
     pair = np.zeros(m), np.zeros(m), np.zeros((m, 3)), np.zeros((m, 3)), np.zeros(m), np.zeros((m, 3))
-    energy = contact_energy(pos, kind, elem, prim, obstacles, np.full(n, R), k, np.full(n, s), np.full(n - 1, s),
-                            np.arange(n) * 3, grad, np.zeros((1, 1)), 0, 1, *pair)
+    energy = contact_energy(
+        pos,
+        kind,
+        elem,
+        prim,
+        obstacles,
+        np.full(n, R),
+        k,
+        np.full(n, s),
+        np.full(n - 1, s),
+        np.arange(n) * 3,
+        grad,
+        np.zeros((1, 1)),
+        0,
+        1,
+        *pair,
+    )
     at_node = 2 * d1**2 * (1 - 4 ** (-2 / END_POWER))
     assert energy == pytest.approx(0.5 * k * s * (d1**2 + d2**2 + at_node), rel=1e-9)
     # only forces between the cables: they sum to zero
@@ -931,9 +1274,28 @@ def test_crossing_cables_contact_gradient_matches_finite_differences():
         seg_pairs += int((kind == SELF_SEG).sum())
 
         def energy(x, grad, mode):
-            return contact_energy(x, kind, elem, prim, obstacles, np.full(8, R), k, np.full(8, s), np.full(7, s),
-                                  np.arange(8) * 3, grad, np.zeros((1, 1)), 0, mode, np.zeros(m), np.zeros(m),
-                                  np.zeros((m, 3)), np.zeros((m, 3)), np.zeros(m), np.zeros((m, 3)))
+            return contact_energy(
+                x,
+                kind,
+                elem,
+                prim,
+                obstacles,
+                np.full(8, R),
+                k,
+                np.full(8, s),
+                np.full(7, s),
+                np.arange(8) * 3,
+                grad,
+                np.zeros((1, 1)),
+                0,
+                mode,
+                np.zeros(m),
+                np.zeros(m),
+                np.zeros((m, 3)),
+                np.zeros((m, 3)),
+                np.zeros(m),
+                np.zeros((m, 3)),
+            )
 
         grad = np.zeros(24)
         energy(pos, grad, 1)
@@ -941,7 +1303,7 @@ def test_crossing_cables_contact_gradient_matches_finite_differences():
         for i in range(24):
             e = np.zeros(24)
             e[i] = h
-            fd = (energy(pos + e.reshape(8, 3), np.zeros(24), 0) - energy(pos - e.reshape(8, 3), np.zeros(24), 0))
+            fd = energy(pos + e.reshape(8, 3), np.zeros(24), 0) - energy(pos - e.reshape(8, 3), np.zeros(24), 0)
             assert fd / (2 * h) == pytest.approx(grad[i], abs=1e-7 * np.abs(grad).max())
     assert seg_pairs > 20
 
@@ -983,17 +1345,67 @@ def test_the_newton_matrix_counts_a_crossing_at_a_node_once():
     pair_arrays = (np.zeros(m), np.zeros(m), np.zeros((m, 3)), np.zeros((m, 3)), np.zeros(m), np.zeros((m, 3)))
 
     def energy(x):
-        return contact_energy_of(np.arange(m), x, kind, elem, prim, obstacles, radii, k, node_len, seg_len,
-                                 node_dof, np.zeros(3 * n), np.zeros((1, 1)), 0, 0, *pair_arrays, np.empty((0, 12)))
+        return contact_energy_of(
+            np.arange(m),
+            x,
+            kind,
+            elem,
+            prim,
+            obstacles,
+            radii,
+            k,
+            node_len,
+            seg_len,
+            node_dof,
+            np.zeros(3 * n),
+            np.zeros((1, 1)),
+            0,
+            0,
+            *pair_arrays,
+            np.empty((0, 12)),
+        )
 
     def newton_matrix(end_grad):
         band = np.zeros((3 * n, bw + 1))
-        contact_energy_of(np.arange(m), pos, kind, elem, prim, obstacles, radii, k, node_len, seg_len, node_dof,
-                          np.zeros(3 * n), band, bw, 2, *pair_arrays, end_grad)
+        contact_energy_of(
+            np.arange(m),
+            pos,
+            kind,
+            elem,
+            prim,
+            obstacles,
+            radii,
+            k,
+            node_len,
+            seg_len,
+            node_dof,
+            np.zeros(3 * n),
+            band,
+            bw,
+            2,
+            *pair_arrays,
+            end_grad,
+        )
         Ut, k_c, k_s, _spans, _store = _self_coupling(
-            kind, elem, prim, pair_arrays[1], pair_arrays[4], pair_arrays[2], pair_arrays[5], end_grad, node_dof,
-            np.zeros(3 * n, dtype=np.bool_), k, node_len, seg_len, pos, pair_arrays[0], True, np.zeros((0, 3 * n)),
-            np.zeros((0, 4), dtype=np.int64))
+            kind,
+            elem,
+            prim,
+            pair_arrays[1],
+            pair_arrays[4],
+            pair_arrays[2],
+            pair_arrays[5],
+            end_grad,
+            node_dof,
+            np.zeros(3 * n, dtype=np.bool_),
+            k,
+            node_len,
+            seg_len,
+            pos,
+            pair_arrays[0],
+            True,
+            np.zeros((0, 3 * n)),
+            np.zeros((0, 4), dtype=np.int64),
+        )
         return _dense_newton_matrix(band, bw, Ut, k_c, k_s)
 
     H = newton_matrix(np.zeros((m, 12)))
@@ -1007,7 +1419,7 @@ def test_the_newton_matrix_counts_a_crossing_at_a_node_once():
     # lifting the node tilts A's segments under the crossing: the segment distance's own curvature
     # (segment_pair_curvature) is then ~0.1 % of the matrix, the power mean's (left out) far less
     for v, tolerance in ((lower_b, 1e-5), (lift_node, 1e-4)):
-        fd = (energy(pos + h * v) - 2 * energy(pos) + energy(pos - h * v)) / h ** 2
+        fd = (energy(pos + h * v) - 2 * energy(pos) + energy(pos - h * v)) / h**2
         assert v.ravel() @ H @ v.ravel() == pytest.approx(fd, rel=tolerance)
 
 
@@ -1041,10 +1453,11 @@ def test_a_step_closing_open_pairs_stops_at_the_minimum_of_model_plus_their_pena
 
         def phi(a):
             closing = np.maximum(0.0, a * scale * approach - gap)[counts]
-            return -slope * a + 0.5 * curvature * a * a + 0.5 * (k[counts] * closing ** 2).sum()
+            return -slope * a + 0.5 * curvature * a * a + 0.5 * (k[counts] * closing**2).sum()
 
-        alpha, penalty = plunge_step_length(approach, scale, kind, elem, gap, fresh, stiffness, node_len, seg_len,
-                                            slope, curvature)
+        alpha, penalty = plunge_step_length(
+            approach, scale, kind, elem, gap, fresh, stiffness, node_len, seg_len, slope, curvature
+        )
         if not np.any((scale * approach > gap)[counts]):
             assert (alpha, penalty) == (1.0, 0.0)
             continue
@@ -1052,12 +1465,22 @@ def test_a_step_closing_open_pairs_stops_at_the_minimum_of_model_plus_their_pena
         best = minimize_scalar(phi, bounds=(0.0, 1.0), method="bounded", options={"xatol": 1e-13})
         assert alpha == pytest.approx(best.x, rel=1e-6, abs=1e-9)
         closing = np.maximum(0.0, alpha * scale * approach - gap)[counts]
-        assert penalty == pytest.approx(0.5 * (k[counts] * closing ** 2).sum(), rel=1e-9, abs=1e-30)
+        assert penalty == pytest.approx(0.5 * (k[counts] * closing**2).sum(), rel=1e-9, abs=1e-30)
     assert closes >= 10
     # nothing closed: the whole step
-    assert plunge_step_length(np.zeros(3), 1.0, np.full(3, TRI_NODE), np.zeros(3, dtype=np.int64), np.ones(3),
-                              np.ones(3, dtype=np.bool_), stiffness, np.full(1, seg), np.full(1, seg), 1e-4,
-                              1e-4) == (1.0, 0.0)
+    assert plunge_step_length(
+        np.zeros(3),
+        1.0,
+        np.full(3, TRI_NODE),
+        np.zeros(3, dtype=np.int64),
+        np.ones(3),
+        np.ones(3, dtype=np.bool_),
+        stiffness,
+        np.full(1, seg),
+        np.full(1, seg),
+        1e-4,
+        1e-4,
+    ) == (1.0, 0.0)
 
 
 def test_gap_bounds_carried_along_steps_stay_below_the_true_gaps_and_leave_out_only_open_pairs():
@@ -1066,8 +1489,15 @@ def test_gap_bounds_carried_along_steps_stay_below_the_true_gaps_and_leave_out_o
     # evaluates only the pairs whose bound is not positive. Over a chain of random steps of every node,
     # against a crumpled mesh, a crossing cable and a loop onto itself, the bounds must never exceed
     # the true gaps, and the pairs kept must give the energy and gradient of all candidate pairs.
-    from solver_core.contact import (contact_energy, contact_energy_of, lower_gaps, pair_gaps, pair_moves,
-                                     pair_nodes, pairs_that_may_touch)
+    from solver_core.contact import (
+        contact_energy,
+        contact_energy_of,
+        lower_gaps,
+        pair_gaps,
+        pair_moves,
+        pair_nodes,
+        pairs_that_may_touch,
+    )
 
     rng = np.random.default_rng(7)
     obstacles, pos, radius, reach, self_gap, kind, elem, prim = _crumpled_mesh_crossing_cable_and_loop(rng)
@@ -1093,11 +1523,44 @@ def test_gap_bounds_carried_along_steps_stay_below_the_true_gaps_and_leave_out_o
         assert np.all(bound[0] <= true[0] + 1e-15)
         live = pairs_that_may_touch(bound[0])
         grad_all, grad_live = np.zeros(3 * n), np.zeros(3 * n)
-        energy_all = contact_energy(pos, kind, elem, prim, obstacles, radius, k, node_len, seg_len, node_dof,
-                                    grad_all, np.zeros((1, 1)), 0, 1, *arrays(), np.zeros((m, 3)))
-        energy_live = contact_energy_of(live, pos, kind, elem, prim, obstacles, radius, k, node_len, seg_len,
-                                        node_dof, grad_live, np.zeros((1, 1)), 0, 1, *bound, np.zeros((m, 3)),
-                                        np.empty((0, 12)))
+        energy_all = contact_energy(
+            pos,
+            kind,
+            elem,
+            prim,
+            obstacles,
+            radius,
+            k,
+            node_len,
+            seg_len,
+            node_dof,
+            grad_all,
+            np.zeros((1, 1)),
+            0,
+            1,
+            *arrays(),
+            np.zeros((m, 3)),
+        )
+        energy_live = contact_energy_of(
+            live,
+            pos,
+            kind,
+            elem,
+            prim,
+            obstacles,
+            radius,
+            k,
+            node_len,
+            seg_len,
+            node_dof,
+            grad_live,
+            np.zeros((1, 1)),
+            0,
+            1,
+            *bound,
+            np.zeros((m, 3)),
+            np.empty((0, 12)),
+        )
         assert energy_live == pytest.approx(energy_all, rel=1e-12) and np.allclose(grad_live, grad_all, rtol=1e-12)
         kept.append(len(live))
         touching += int((true[0] < 0.0).sum())
@@ -1111,8 +1574,17 @@ def test_the_step_filter_is_the_documented_rule_over_every_pair():
     # with allowed = max(gap, half a radius; a tenth for segments crossing cables), but no nearer the
     # surface than MIN_SEPARATION radii, and the approach
     # the step of the pair's contact point (both sides' for a cable's own segments) against its normal.
-    from solver_core.contact import (CAP_NODE, CAP_SEG, MIN_SEPARATION, PLANE, SELF_NODE, SELF_SEG, TRI_NODE,
-                                     approach_fraction, pair_gaps)
+    from solver_core.contact import (
+        CAP_NODE,
+        CAP_SEG,
+        MIN_SEPARATION,
+        PLANE,
+        SELF_NODE,
+        SELF_SEG,
+        TRI_NODE,
+        approach_fraction,
+        pair_gaps,
+    )
 
     rng = np.random.default_rng(11)
     obstacles, pos, radius, reach, _self_gap, kind, elem, prim = _crumpled_mesh_crossing_cable_and_loop(rng)
@@ -1150,8 +1622,9 @@ def test_the_step_filter_is_the_documented_rule_over_every_pair():
             cut_by_pairs += by_pairs < expected
             expected = min(expected, by_pairs)
             approach = np.empty(m)
-            fraction = approach_fraction(step.ravel(), node_dof, kind, elem, prim, gap, t, u, normal, radius, reach,
-                                         approach)
+            fraction = approach_fraction(
+                step.ravel(), node_dof, kind, elem, prim, gap, t, u, normal, radius, reach, approach
+            )
             assert fraction == pytest.approx(expected, rel=1e-12, abs=1e-300)
             # the approaches handed on: each pair's own, or 0 where it cannot reach its gap
             assert np.all((np.abs(approach - approaches) <= 1e-12 * R) | ((approach == 0.0) & (approaches <= gap)))
@@ -1172,9 +1645,14 @@ def test_a_step_from_pairs_handed_on_by_the_last_solve_ends_where_a_fresh_search
     a = (i * n + j).ravel()
     tris = np.concatenate((np.column_stack((a, a + 1, a + n + 1)), np.column_stack((a, a + n + 1, a + n))))
     mesh = {"type": "mesh", "vertices": verts.tolist(), "triangles": tris.tolist()}
-    doc = case(cable(length=0.31, start={"position": [0.0, 0.0, 0.003], "tangent": [1, 0, 0], "normal": [0, 0, 1]},
-                     end={"position": [0.3, 0.0, 0.003], "tangent": [1, 0, 0], "normal": [0, 0, 1]}),
-               obstacles=[mesh])
+    doc = case(
+        cable(
+            length=0.31,
+            start={"position": [0.0, 0.0, 0.003], "tangent": [1, 0, 0], "normal": [0, 0, 1]},
+            end={"position": [0.3, 0.0, 0.003], "tangent": [1, 0, 0], "normal": [0, 0, 1]},
+        ),
+        obstacles=[mesh],
+    )
     results = []
     for handed_on in (True, False):
         h = Harness.from_case(parse_case(doc))
@@ -1234,8 +1712,9 @@ def test_the_curvature_of_a_segment_distance_matches_second_differences(t0, u0):
     for i in range(12):
         for j in range(12):
             ei, ej = np.eye(12)[i] * h, np.eye(12)[j] * h
-            fd[i, j] = (energy(x + ei + ej) - energy(x + ei - ej) - energy(x - ei + ej)
-                        + energy(x - ei - ej)) / (4 * h * h)
+            fd[i, j] = (energy(x + ei + ej) - energy(x + ei - ej) - energy(x - ei + ej) + energy(x - ei - ej)) / (
+                4 * h * h
+            )
     curvature = fd - k * np.outer(grad_d, grad_d)
     assert np.abs(curvature).max() > 1e-4 * k  # what is tested is there
     assert np.abs(H - fd).max() < 2e-3 * np.abs(curvature).max()
@@ -1267,17 +1746,69 @@ def test_the_newton_matrix_follows_a_pressed_crossing_as_the_cables_slide():
 
     def gradient(x):
         g = np.zeros(3 * n)
-        contact_energy_of(np.arange(m), x, kind, elem, prim, obstacles, radii, k, node_len, seg_len, node_dof, g,
-                          np.zeros((1, 1)), 0, 1, *pair_arrays, np.empty((0, 12)))
+        contact_energy_of(
+            np.arange(m),
+            x,
+            kind,
+            elem,
+            prim,
+            obstacles,
+            radii,
+            k,
+            node_len,
+            seg_len,
+            node_dof,
+            g,
+            np.zeros((1, 1)),
+            0,
+            1,
+            *pair_arrays,
+            np.empty((0, 12)),
+        )
         return g
 
     band, end_grad = np.zeros((3 * n, bw + 1)), np.zeros((m, 12))
-    contact_energy_of(np.arange(m), pos, kind, elem, prim, obstacles, radii, k, node_len, seg_len, node_dof,
-                      np.zeros(3 * n), band, bw, 2, *pair_arrays, end_grad)
+    contact_energy_of(
+        np.arange(m),
+        pos,
+        kind,
+        elem,
+        prim,
+        obstacles,
+        radii,
+        k,
+        node_len,
+        seg_len,
+        node_dof,
+        np.zeros(3 * n),
+        band,
+        bw,
+        2,
+        *pair_arrays,
+        end_grad,
+    )
+
     def coupling(exact, store, last_spans):
-        return _self_coupling(kind, elem, prim, pair_arrays[1], pair_arrays[4], pair_arrays[2], pair_arrays[5],
-                              end_grad, node_dof, np.zeros(3 * n, dtype=np.bool_), k, node_len, seg_len, pos,
-                              pair_arrays[0], exact, store, last_spans)
+        return _self_coupling(
+            kind,
+            elem,
+            prim,
+            pair_arrays[1],
+            pair_arrays[4],
+            pair_arrays[2],
+            pair_arrays[5],
+            end_grad,
+            node_dof,
+            np.zeros(3 * n, dtype=np.bool_),
+            k,
+            node_len,
+            seg_len,
+            pos,
+            pair_arrays[0],
+            exact,
+            store,
+            last_spans,
+        )
 
     Ut, k_c, k_s, spans, store = coupling(True, np.zeros((0, 3 * n)), np.zeros((0, 4), dtype=np.int64))
     for row, (lo, hi, lo2, hi2) in zip(Ut, spans):  # the Woodbury products look only there
@@ -1289,7 +1820,7 @@ def test_the_newton_matrix_follows_a_pressed_crossing_as_the_cables_slide():
     gauss_newton = coupling(False, np.zeros((0, 3 * n)), np.zeros((0, 4), dtype=np.int64))
     again = coupling(False, store.copy(), spans)
     assert len(again[0]) == len(gauss_newton[0]) < len(Ut)
-    assert np.array_equal(again[0], gauss_newton[0]) and not again[4][len(again[0]):].any()
+    assert np.array_equal(again[0], gauss_newton[0]) and not again[4][len(again[0]) :].any()
     assert len(k_c) == 1 and len(k_s) == 4  # the pair's coupling, and its curvature as whole terms
     H = _dense_newton_matrix(band, bw, Ut, k_c, k_s)
     acting = np.abs(pair_arrays[5]).sum(axis=1) > 0.0
@@ -1325,8 +1856,12 @@ def test_the_contact_report_follows_the_state_and_the_stiffness_it_is_asked_for(
     # lying on the table, pressed a further 10 um.
     from solver_core.contact import PLANE
 
-    h = harness(case(cable(length=0.3, segments=30, start={"position": [0, 0, R], "tangent": [1, 0, 0],
-                                                          "normal": [0, 0, 1]}), obstacles=[TABLE]))
+    h = harness(
+        case(
+            cable(length=0.3, segments=30, start={"position": [0, 0, R], "tangent": [1, 0, 0], "normal": [0, 0, 1]}),
+            obstacles=[TABLE],
+        )
+    )
     assert h.solve_step()["W1"].converged
     session = h.cables["W1"]
     interactions, state = session.interactions, session.state
@@ -1365,9 +1900,28 @@ def test_the_contact_report_searches_only_touching_pairs_and_misses_nothing():
         n = len(kind)
         gap, t, u = np.empty(n), np.empty(n), np.empty(n)
         normal, point, force = np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 3))
-        contact_energy(state.positions, kind, elem, prim, obstacles, it.node_radius, it.stiffness, it.node_lengths,
-                       session.model.rest_len, session.model.node_dof, np.zeros(1), np.zeros((1, 1)), 0, 0, gap, t,
-                       normal, point, u, force)
+        contact_energy(
+            state.positions,
+            kind,
+            elem,
+            prim,
+            obstacles,
+            it.node_radius,
+            it.stiffness,
+            it.node_lengths,
+            session.model.rest_len,
+            session.model.node_dof,
+            np.zeros(1),
+            np.zeros((1, 1)),
+            0,
+            0,
+            gap,
+            t,
+            normal,
+            point,
+            u,
+            force,
+        )
         wide = {(int(kind[p]), int(elem[p]), int(prim[p])): force[p] for p in np.flatnonzero((force != 0).any(axis=1))}
         assert len(kind) > 2 * len(wide)  # the wide search did find open pairs
         assert reported.keys() == wide.keys()
@@ -1385,13 +1939,21 @@ def _fan(n_cables, segments):
         angle = math.radians(-45 + 10 * k)
         d = np.array([math.cos(angle), math.sin(angle), 0.0])
         start = -0.25 * d + np.array([0, 0, 0.004 * k + 0.002])
-        cables.append(cable(id=f"C{k}", length=0.52, segments=segments,
-                            start={"position": start.tolist(), "tangent": d.tolist(), "normal": [0, 0, 1]},
-                            end={"position": (start + 0.5 * d).tolist(), "tangent": d.tolist(), "normal": [0, 0, 1]},
-                            route=[start.tolist(), (start + 0.25 * d + [0, 0, 0.003 * k]).tolist(),
-                                   (start + 0.5 * d).tolist()]))
-    return case(*cables, contact={"cable_cable": True},
-                obstacles=[{"type": "plane", "point": [0, 0, -0.05], "normal": [0, 0, 1]}])
+        cables.append(
+            cable(
+                id=f"C{k}",
+                length=0.52,
+                segments=segments,
+                start={"position": start.tolist(), "tangent": d.tolist(), "normal": [0, 0, 1]},
+                end={"position": (start + 0.5 * d).tolist(), "tangent": d.tolist(), "normal": [0, 0, 1]},
+                route=[start.tolist(), (start + 0.25 * d + [0, 0, 0.003 * k]).tolist(), (start + 0.5 * d).tolist()],
+            )
+        )
+    return case(
+        *cables,
+        contact={"cable_cable": True},
+        obstacles=[{"type": "plane", "point": [0, 0, -0.05], "normal": [0, 0, 1]}],
+    )
 
 
 def test_no_newton_step_of_a_pile_of_cables_raises_its_energy(monkeypatch):

@@ -26,19 +26,40 @@ def _energy_along(model, state, delta, node_force):
     pos = state.positions.copy()
     quat = state.quats.copy()
     for n in range(model.n_nodes):
-        pos[n] += delta[model.node_dof[n]:model.node_dof[n] + 3]
+        pos[n] += delta[model.node_dof[n] : model.node_dof[n] + 3]
     for r in range(model.n_rotations):
-        quat_retract(state.quats[r], delta[model.rot_dof[r]:model.rot_dof[r] + 3], quat[r])
-    return rod_energy(pos, quat, model.rest_len, model.stretch_stiff, model.joint_a, model.joint_b, model.joint_len,
-                      model.bend_stiff, node_force, 1.0)
+        quat_retract(state.quats[r], delta[model.rot_dof[r] : model.rot_dof[r] + 3], quat[r])
+    return rod_energy(
+        pos,
+        quat,
+        model.rest_len,
+        model.stretch_stiff,
+        model.joint_a,
+        model.joint_b,
+        model.joint_len,
+        model.bend_stiff,
+        node_force,
+        1.0,
+    )
 
 
 LAYOUTS = {
     "clamped-free": {"segments": 5},
-    "clamped-clamped": {"segments": 5, "end": {"position": [0.2, 0.05, 0.02], "tangent": [0, 1, 0],
-                                              "normal": [0, 0, 1]}},
-    "point-clip": {"segments": 6, "clips": [{"s": 0.15, "kind": "rotating", "length": 0.0,
-                                             "frame": {"position": [0.14, 0.01, 0.0], "tangent": [1, 0, 0]}}]},
+    "clamped-clamped": {
+        "segments": 5,
+        "end": {"position": [0.2, 0.05, 0.02], "tangent": [0, 1, 0], "normal": [0, 0, 1]},
+    },
+    "point-clip": {
+        "segments": 6,
+        "clips": [
+            {
+                "s": 0.15,
+                "kind": "rotating",
+                "length": 0.0,
+                "frame": {"position": [0.14, 0.01, 0.0], "tangent": [1, 0, 0]},
+            }
+        ],
+    },
 }
 
 
@@ -49,17 +70,35 @@ def test_gradient_and_hessian_match_finite_differences(rng, layout, geometric):
     node_force = model.node_force * 50.0  # make the load terms count
     grad = np.zeros(model.n_dof)
     band = np.zeros((model.n_dof, model.bw + 1))
-    rod_gradient_hessian(state.positions, state.quats, model.node_dof, model.rot_dof, model.rest_len,
-                         model.stretch_stiff, model.joint_a, model.joint_b, model.joint_len, model.bend_stiff,
-                         node_force, np.zeros((model.n_rotations, 3)), 1.0, grad, band, model.bw, True, geometric)
+    rod_gradient_hessian(
+        state.positions,
+        state.quats,
+        model.node_dof,
+        model.rot_dof,
+        model.rest_len,
+        model.stretch_stiff,
+        model.joint_a,
+        model.joint_b,
+        model.joint_len,
+        model.bend_stiff,
+        node_force,
+        np.zeros((model.n_rotations, 3)),
+        1.0,
+        grad,
+        band,
+        model.bw,
+        True,
+        geometric,
+    )
 
     h = 1e-6
     fd_grad = np.empty(model.n_dof)
     for i in range(model.n_dof):
         e = np.zeros(model.n_dof)
         e[i] = h
-        fd_grad[i] = (_energy_along(model, state, e, node_force)
-                      - _energy_along(model, state, -e, node_force)) / (2 * h)
+        fd_grad[i] = (_energy_along(model, state, e, node_force) - _energy_along(model, state, -e, node_force)) / (
+            2 * h
+        )
     assert np.abs(grad - fd_grad).max() <= 1e-7 * np.abs(grad).max()
 
     H = dense_from_band(band, model.bw)
@@ -98,17 +137,35 @@ def test_a_groups_gradient_and_hessian_are_its_cables_own_in_their_band_width(rn
     # (8 for cables without point clips: the frames at the ends sit outside the segments' dofs).
     from solver_core.rod_group import join_models
 
-    parts = [_perturbed_model(rng, **LAYOUTS[layout]) for layout in ("clamped-clamped", "clamped-free",
-                                                                     "clamped-clamped")]
+    parts = [
+        _perturbed_model(rng, **LAYOUTS[layout]) for layout in ("clamped-clamped", "clamped-free", "clamped-clamped")
+    ]
     group = join_models([m for m, _ in parts], [s for _, s in parts])
     joined = group.join_states([s for _, s in parts])
     assert [m.bw for m, _ in parts] == [8, 8, 8] and group.bw == 8
 
     def assemble(model, state):
         grad, band = np.zeros(model.n_dof), np.zeros((model.n_dof, model.bw + 1))
-        rod_gradient_hessian(state.positions, state.quats, model.node_dof, model.rot_dof, model.rest_len,
-                             model.stretch_stiff, model.joint_a, model.joint_b, model.joint_len, model.bend_stiff,
-                             model.node_force, model.rot_couple, 1.0, grad, band, model.bw, True, 1.0)
+        rod_gradient_hessian(
+            state.positions,
+            state.quats,
+            model.node_dof,
+            model.rot_dof,
+            model.rest_len,
+            model.stretch_stiff,
+            model.joint_a,
+            model.joint_b,
+            model.joint_len,
+            model.bend_stiff,
+            model.node_force,
+            model.rot_couple,
+            1.0,
+            grad,
+            band,
+            model.bw,
+            True,
+            1.0,
+        )
         return grad, dense_from_band(band, model.bw)
 
     grad, H = assemble(group, joined)
@@ -134,14 +191,43 @@ def test_strain_jacobian_transpose_of_the_strains_is_the_elastic_gradient(rng):
     bend = np.empty((len(model.joint_a), 3))
     rod_strains(state.positions, state.quats, model.rest_len, model.joint_a, model.joint_b, stretch, bend)
     jtwr = np.empty(model.n_dof)
-    strain_jacobian_transpose(state.positions, state.quats, model.node_dof, model.rot_dof, model.rest_len,
-                              model.stretch_stiff, model.joint_a, model.joint_b, model.joint_len, model.bend_stiff,
-                              stretch, bend, jtwr)
+    strain_jacobian_transpose(
+        state.positions,
+        state.quats,
+        model.node_dof,
+        model.rot_dof,
+        model.rest_len,
+        model.stretch_stiff,
+        model.joint_a,
+        model.joint_b,
+        model.joint_len,
+        model.bend_stiff,
+        stretch,
+        bend,
+        jtwr,
+    )
     grad = np.zeros(model.n_dof)
     zero = np.zeros_like(model.node_force)
-    rod_gradient_hessian(state.positions, state.quats, model.node_dof, model.rot_dof, model.rest_len,
-                         model.stretch_stiff, model.joint_a, model.joint_b, model.joint_len, model.bend_stiff,
-                         zero, np.zeros((model.n_rotations, 3)), 1.0, grad, np.zeros((1, 1)), 0, False, 1.0)
+    rod_gradient_hessian(
+        state.positions,
+        state.quats,
+        model.node_dof,
+        model.rot_dof,
+        model.rest_len,
+        model.stretch_stiff,
+        model.joint_a,
+        model.joint_b,
+        model.joint_len,
+        model.bend_stiff,
+        zero,
+        np.zeros((model.n_rotations, 3)),
+        1.0,
+        grad,
+        np.zeros((1, 1)),
+        0,
+        False,
+        1.0,
+    )
     assert np.allclose(jtwr, grad, rtol=0, atol=1e-12 * np.abs(grad).max())
 
 
@@ -164,9 +250,11 @@ def test_contact_gradient_and_hessian_match_finite_differences(rng):
 
     triangles = []
     # node 1: its projection lies beyond an edge (edge region); node 2: inside a face; node 4: near a vertex
-    for k, offsets in ((1, [(0.004, -0.01), (0.004, 0.01), (0.02, 0.0)]),
-                       (2, [(-0.01, -0.01), (0.01, -0.01), (0.0, 0.015)]),
-                       (4, [(0.003, 0.002), (0.02, 0.01), (0.02, -0.005)])):
+    for k, offsets in (
+        (1, [(0.004, -0.01), (0.004, 0.01), (0.02, 0.0)]),
+        (2, [(-0.01, -0.01), (0.01, -0.01), (0.0, 0.015)]),
+        (4, [(0.003, 0.002), (0.02, 0.01), (0.02, -0.005)]),
+    ):
         n, u, v = tangent_plane(k)
         base = x[k] - 0.0015 * n
         triangles.append([base + a * u + b * v for a, b in offsets])
@@ -175,7 +263,8 @@ def test_contact_gradient_and_hessian_match_finite_differences(rng):
     caps_a = np.array([x[3] - 0.0028 * n - 0.02 * u])  # a cable passing beside node 3
     caps_b = np.array([x[3] - 0.0028 * n + 0.02 * u])
     obstacles = ObstacleSet(triangles=tri, triangle_owner=np.zeros(3, dtype=np.int64)).with_capsules(
-        caps_a, caps_b, np.array([0.0015]))
+        caps_a, caps_b, np.array([0.0015])
+    )
     arrays = obstacles.kernel_arrays()
     radius, stiffness = 0.002, 1e6
     radii, parts = np.full(len(x), radius), np.zeros(len(x), dtype=np.int64)
@@ -187,13 +276,43 @@ def test_contact_gradient_and_hessian_match_finite_differences(rng):
         return np.empty(n), np.empty(n), np.empty((n, 3)), np.empty((n, 3)), np.empty(n), np.empty((n, 3))
 
     def energy(pos):
-        return contact_energy(pos, kind, elem, prim, arrays, radii, stiffness, node_len, model.rest_len,
-                              model.node_dof, np.zeros(1), np.zeros((1, 1)), 0, 0, *scratch())
+        return contact_energy(
+            pos,
+            kind,
+            elem,
+            prim,
+            arrays,
+            radii,
+            stiffness,
+            node_len,
+            model.rest_len,
+            model.node_dof,
+            np.zeros(1),
+            np.zeros((1, 1)),
+            0,
+            0,
+            *scratch(),
+        )
 
     grad = np.zeros(model.n_dof)
     band = np.zeros((model.n_dof, model.bw + 1))
-    contact_energy(x, kind, elem, prim, arrays, radii, stiffness, node_len, model.rest_len, model.node_dof, grad,
-                   band, model.bw, 2, *scratch())
+    contact_energy(
+        x,
+        kind,
+        elem,
+        prim,
+        arrays,
+        radii,
+        stiffness,
+        node_len,
+        model.rest_len,
+        model.node_dof,
+        grad,
+        band,
+        model.bw,
+        2,
+        *scratch(),
+    )
     assert energy(x) > 0.0  # some pairs really are in contact
     h = 1e-7
     node_dofs = np.concatenate([np.arange(model.node_dof[k], model.node_dof[k] + 3) for k in range(model.n_nodes)])
@@ -203,10 +322,40 @@ def test_contact_gradient_and_hessian_match_finite_differences(rng):
         e.flat[list(node_dofs).index(i)] = h
         gp = np.zeros(model.n_dof)
         gm = np.zeros(model.n_dof)
-        contact_energy(x + e, kind, elem, prim, arrays, radii, stiffness, node_len, model.rest_len, model.node_dof,
-                       gp, np.zeros((1, 1)), 0, 1, *scratch())
-        contact_energy(x - e, kind, elem, prim, arrays, radii, stiffness, node_len, model.rest_len, model.node_dof,
-                       gm, np.zeros((1, 1)), 0, 1, *scratch())
+        contact_energy(
+            x + e,
+            kind,
+            elem,
+            prim,
+            arrays,
+            radii,
+            stiffness,
+            node_len,
+            model.rest_len,
+            model.node_dof,
+            gp,
+            np.zeros((1, 1)),
+            0,
+            1,
+            *scratch(),
+        )
+        contact_energy(
+            x - e,
+            kind,
+            elem,
+            prim,
+            arrays,
+            radii,
+            stiffness,
+            node_len,
+            model.rest_len,
+            model.node_dof,
+            gm,
+            np.zeros((1, 1)),
+            0,
+            1,
+            *scratch(),
+        )
         assert abs((energy(x + e) - energy(x - e)) / (2 * h) - grad[i]) <= 1e-6 * np.abs(grad).max()
         column = (gp - gm) / (2 * h)
         # node pairs: exact Hessian (with curvature); segment pairs: Gauss-Newton only
@@ -218,9 +367,20 @@ def test_self_contact_gradient_moves_both_legs_and_matches_finite_differences():
     # crossing legs overlap by 1 mm. The energy depends on both legs; so must the gradient.
     from solver_core.contact import SELF_NODE, SELF_SEG, ObstacleSet, contact_energy, find_pairs
 
-    x = np.array([[0.00, 0.0, 0.0], [0.01, 0.0, 0.0], [0.02, 0.0, 0.0], [0.03, 0.0, 0.0], [0.04, 0.0, 0.0],
-                  [0.05, 0.012, 0.001], [0.035, 0.02, 0.003], [0.024, 0.006, 0.003], [0.021, -0.007, 0.003],
-                  [0.018, -0.02, 0.003]])
+    x = np.array(
+        [
+            [0.00, 0.0, 0.0],
+            [0.01, 0.0, 0.0],
+            [0.02, 0.0, 0.0],
+            [0.03, 0.0, 0.0],
+            [0.04, 0.0, 0.0],
+            [0.05, 0.012, 0.001],
+            [0.035, 0.02, 0.003],
+            [0.024, 0.006, 0.003],
+            [0.021, -0.007, 0.003],
+            [0.018, -0.02, 0.003],
+        ]
+    )
     n = len(x)
     arrays = ObstacleSet().kernel_arrays()
     radius, stiffness = 0.002, 1e6
@@ -231,9 +391,28 @@ def test_self_contact_gradient_moves_both_legs_and_matches_finite_differences():
     node_dof = np.arange(n) * 3
 
     def evaluate(pos, grad, mode):
-        return contact_energy(pos, kind, elem, prim, arrays, radii, stiffness, node_len, seg_len, node_dof, grad,
-                              np.zeros((1, 1)), 0, mode, np.empty(m), np.empty(m), np.empty((m, 3)),
-                              np.empty((m, 3)), np.empty(m), np.empty((m, 3)))
+        return contact_energy(
+            pos,
+            kind,
+            elem,
+            prim,
+            arrays,
+            radii,
+            stiffness,
+            node_len,
+            seg_len,
+            node_dof,
+            grad,
+            np.zeros((1, 1)),
+            0,
+            mode,
+            np.empty(m),
+            np.empty(m),
+            np.empty((m, 3)),
+            np.empty((m, 3)),
+            np.empty(m),
+            np.empty((m, 3)),
+        )
 
     grad = np.zeros(3 * n)
     assert evaluate(x, grad, 1) > 0.0 and set(kind.tolist()) & {SELF_NODE, SELF_SEG}
@@ -243,7 +422,7 @@ def test_self_contact_gradient_moves_both_legs_and_matches_finite_differences():
     for i in range(3 * n):
         e = np.zeros(3 * n)
         e[i] = h
-        fd = (evaluate(x + e.reshape(n, 3), np.zeros(3 * n), 0) - evaluate(x - e.reshape(n, 3), np.zeros(3 * n), 0))
+        fd = evaluate(x + e.reshape(n, 3), np.zeros(3 * n), 0) - evaluate(x - e.reshape(n, 3), np.zeros(3 * n), 0)
         assert abs(fd / (2 * h) - grad[i]) <= 1e-6 * np.abs(grad).max()
 
 
@@ -256,7 +435,7 @@ def test_band_cholesky_matches_numpy_and_refuses_an_indefinite_matrix(rng):
     band = rng.normal(size=(n, bw + 1)) * 0.3
     band[:, bw] = 3.0 + rng.uniform(size=n)
     for i in range(bw):
-        band[i, :bw - i] = np.nan
+        band[i, : bw - i] = np.nan
     dense = dense_from_band(np.nan_to_num(band), bw)
     reference = np.linalg.cholesky(dense)
     factor = band.copy()
@@ -264,7 +443,7 @@ def test_band_cholesky_matches_numpy_and_refuses_an_indefinite_matrix(rng):
     for i in range(n):
         for j in range(max(0, i - bw), i + 1):
             assert factor[i, bw - (i - j)] == pytest.approx(reference[i, j], rel=1e-12, abs=1e-14)
-        assert np.isnan(factor[i, :max(0, bw - i)]).all()
+        assert np.isnan(factor[i, : max(0, bw - i)]).all()
     rhs = rng.normal(size=n)
     out = np.empty(n)
     band_cholesky_solve(factor, bw, rhs, out)
@@ -299,8 +478,8 @@ def test_low_rank_coupling_solve_matches_a_dense_solve(rng, blocks):
     m = 2 * pairs + singles
     Ut = np.zeros((m, n))
     for p in range(pairs - 1):
-        Ut[2 * p, 3 * p:3 * p + 3] = rng.normal(size=3)
-        Ut[2 * p + 1, 40 + 3 * p:43 + 3 * p] = rng.normal(size=3)
+        Ut[2 * p, 3 * p : 3 * p + 3] = rng.normal(size=3)
+        Ut[2 * p + 1, 40 + 3 * p : 43 + 3 * p] = rng.normal(size=3)
     Ut[2 * pairs - 2, 22:28] = rng.normal(size=6)  # across the boundary of the first two blocks
     Ut[2 * pairs - 1, 52:55] = rng.normal(size=3)
     # single terms k v v^T, v in two pieces (two cables): far apart, then within one block
@@ -330,7 +509,7 @@ def test_low_rank_coupling_solve_matches_a_dense_solve(rng, blocks):
             nonzero = np.flatnonzero(row)
             spans[a, :2] = nonzero[0], nonzero[-1] + 1
         if pieces:
-            spans[2 * pairs:, :4] = [[5, 11, 45, 48], [50, 53, 12, 15], [2, 5, 9, 12]]
+            spans[2 * pairs :, :4] = [[5, 11, 45, 48], [50, 53, 12, 15], [2, 5, 9, 12]]
         factored, panels = low_rank_factor(band, bw, Ut, k, k_s, S, piv, spans)
         assert factored
         out = np.empty(n)

@@ -17,12 +17,24 @@ HARNESS_CABLE = cable(
     start={"position": [0.0, 0.0, 0.0], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]},
     end={"position": [0.35, 0.1, -0.05], "tangent": [0.0, 1.0, 0.0], "normal": [0.0, 0.0, 1.0]},
     clips=[
-        {"s": 0.15, "kind": "fixed", "length": 0.012,
-         "frame": {"position": [0.12, 0.0, 0.03], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}},
-        {"s": 0.33, "kind": "rotating", "length": 0.01,
-         "frame": {"position": [0.28, 0.02, 0.0], "tangent": [0.6, 0.8, 0.0]}},
-        {"s": 0.45, "kind": "fixed", "length": 0.0,
-         "frame": {"position": [0.33, 0.0, -0.02], "tangent": [0.0, 1.0, 0.0], "normal": [0.0, 0.0, 1.0]}},
+        {
+            "s": 0.15,
+            "kind": "fixed",
+            "length": 0.012,
+            "frame": {"position": [0.12, 0.0, 0.03], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]},
+        },
+        {
+            "s": 0.33,
+            "kind": "rotating",
+            "length": 0.01,
+            "frame": {"position": [0.28, 0.02, 0.0], "tangent": [0.6, 0.8, 0.0]},
+        },
+        {
+            "s": 0.45,
+            "kind": "fixed",
+            "length": 0.0,
+            "frame": {"position": [0.33, 0.0, -0.02], "tangent": [0.0, 1.0, 0.0], "normal": [0.0, 0.0, 1.0]},
+        },
     ],
     loads=[{"s": 0.25, "force": [0.0, 0.05, -0.2]}],
 )
@@ -118,8 +130,9 @@ def test_solution_is_invariant_under_rigid_rotation_of_the_case(rng):
 
 
 def test_roll_free_end_transmits_no_twisting_moment():
-    spec = cable(length=0.4, segments=40,
-                 end={"position": [0.25, 0.1, 0.0], "tangent": [0.0, 0.0, 1.0]})  # no normal: roll free
+    spec = cable(
+        length=0.4, segments=40, end={"position": [0.25, 0.1, 0.0], "tangent": [0.0, 0.0, 1.0]}
+    )  # no normal: roll free
     result = first(solve(case(spec)))
     assert result["converged"]
     directors = np.array(result["directors"])
@@ -129,8 +142,11 @@ def test_roll_free_end_transmits_no_twisting_moment():
 
 
 def test_end_frame_normal_sets_the_roll_of_the_last_segment():
-    spec = cable(length=0.4, segments=40,
-                 end={"position": [0.3, 0.0, 0.0], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 1.0, 0.0]})
+    spec = cable(
+        length=0.4,
+        segments=40,
+        end={"position": [0.3, 0.0, 0.0], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 1.0, 0.0]},
+    )
     result = first(solve(case(spec, gravity=[0.0, 0.0, 0.0])))
     directors = np.array(result["directors"])
     # a quarter turn of twist between a start normal +z and an end normal +y, uniform along the cable
@@ -195,8 +211,9 @@ def test_a_failed_solve_with_the_frames_still_is_tried_once_not_split():
     still = solve_equilibrium(model, state, held, held, 2)
     assert not still.converged and still.substeps == 1
     assert np.array_equal(still.state.positions, state.positions)  # the last good state
-    moved = Boundary(held.start, Frame(held.end.position + [0.0, 0.0, 0.01], held.end.tangent, held.end.normal),
-                     held.clips)
+    moved = Boundary(
+        held.start, Frame(held.end.position + [0.0, 0.0, 0.01], held.end.tangent, held.end.normal), held.clips
+    )
     split = solve_equilibrium(model, state, moved, held, 2)
     assert not split.converged and split.substeps == MAX_CONTINUATION_DEPTH + 1
 
@@ -222,7 +239,7 @@ def test_the_first_guess_of_a_free_end_cable_starts_at_its_connector(monkeypatch
     from solver_core.rod_state import initial_centerline, initial_state
 
     def filled(shape, dtype=float, *args, **kwargs):  # integer arrays (indices) get a huge index instead
-        return np.full(shape, 1e300 if np.dtype(dtype).kind == "f" else 2 ** 62, dtype, *args, **kwargs)
+        return np.full(shape, 1e300 if np.dtype(dtype).kind == "f" else 2**62, dtype, *args, **kwargs)
 
     monkeypatch.setattr(np, "empty", filled)
     doc = parse_case(case(cable(start={"position": [0.1, 0.2, 0.3], "tangent": [0, 1, 0]})))
@@ -231,7 +248,7 @@ def test_the_first_guess_of_a_free_end_cable_starts_at_its_connector(monkeypatch
     line = initial_centerline(model, boundary, sag=1.0)
     assert np.allclose(line[0], [0.1, 0.2, 0.3]) and np.allclose(line[-1] - line[0], [0, doc.cables[0].length, 0])
     state = initial_state(model, boundary, sag=1.0)
-    tangents = np.array([matrix_from_quat(q)[:, 2] for q in state.quats[:model.n_segments]])
+    tangents = np.array([matrix_from_quat(q)[:, 2] for q in state.quats[: model.n_segments]])
     assert np.allclose(tangents, [0.0, 1.0, 0.0])
 
 
@@ -247,8 +264,9 @@ def test_several_cables_are_solved_independently():
 def test_steps_are_solved_in_sequence_from_the_previous_result():
     doc = case(HARNESS_CABLE)
     end = doc["cables"][0]["end"]
-    doc["steps"] = [{"cables": {"W1": {"end": {**end, "position": [0.35, 0.1 + 0.01 * k, -0.05]}}}}
-                    for k in range(1, 4)]
+    doc["steps"] = [
+        {"cables": {"W1": {"end": {**end, "position": [0.35, 0.1 + 0.01 * k, -0.05]}}}} for k in range(1, 4)
+    ]
     result = solve(doc)
     assert len(result["steps"]) == 4
     for k, step in enumerate(result["steps"]):
@@ -270,9 +288,12 @@ def test_free_tail_route_shorter_than_the_cable_is_paid_out():
 
 
 def test_straight_line_route_shorter_than_the_cable_sags_to_the_same_equilibrium():
-    spec = cable(length=0.3, segments=50,
-                 start={"position": [0, 0, 0], "tangent": [0, 0, -1], "normal": [1, 0, 0]},
-                 end={"position": [0.1, 0, 0], "tangent": [0, 0, 1], "normal": [1, 0, 0]})
+    spec = cable(
+        length=0.3,
+        segments=50,
+        start={"position": [0, 0, 0], "tangent": [0, 0, -1], "normal": [1, 0, 0]},
+        end={"position": [0.1, 0, 0], "tangent": [0, 0, 1], "normal": [1, 0, 0]},
+    )
     guided = first(solve(case(spec)))
     straight = first(solve(case(dict(spec, route=[[0, 0, 0], [0.1, 0, 0]]))))
     assert straight["converged"] and guided["converged"]
@@ -295,9 +316,13 @@ def test_directors_are_orthonormal_and_d3_follows_the_centre_line():
 
 def test_bend_radius_of_a_rolled_ring_is_its_radius():
     L, EI = 1.0, 1.0
-    spec = cable(length=L, diameter=0.01, segments=60, material={"EI": EI, "GJ": 0.8, "EA": 1e6, "GA": 1e6,
-                                                                 "linear_density": 1.0},
-                 loads=[{"s": L, "moment": [0.0, -math.pi * EI / L, 0.0]}])  # half circle
+    spec = cable(
+        length=L,
+        diameter=0.01,
+        segments=60,
+        material={"EI": EI, "GJ": 0.8, "EA": 1e6, "GA": 1e6, "linear_density": 1.0},
+        loads=[{"s": L, "moment": [0.0, -math.pi * EI / L, 0.0]}],
+    )  # half circle
     result = first(solve(case(spec, gravity=[0, 0, 0])))
     assert result["min_bend_radius"] == pytest.approx(L / math.pi, rel=2e-3)
 

@@ -83,9 +83,13 @@ def _honest(result, obstacle):
 @pytest.mark.parametrize("segments", [4, 8, 12, 40])
 def test_cable_routed_over_a_zero_thickness_plate_never_passes_it(segments, every_iterate):
     plate = _plate(0.25, 0.45, 0.5)
-    rod = cable(length=0.8, segments=segments, start={"position": [0, 0, 0.05], "tangent": [1, 0, 0]},
-                end={"position": [0.7, 0, 0.05], "tangent": [1, 0, 0]},
-                route=[[0, 0, 0.05], [0.35, 0, 0.1], [0.7, 0, 0.05]])
+    rod = cable(
+        length=0.8,
+        segments=segments,
+        start={"position": [0, 0, 0.05], "tangent": [1, 0, 0]},
+        end={"position": [0.7, 0, 0.05], "tangent": [1, 0, 0]},
+        route=[[0, 0, 0.05], [0.35, 0, 0.1], [0.7, 0, 0.05]],
+    )
     result = first(solve(case(rod, obstacles=[plate])))
     nodes = np.array(result["nodes"])
     over = (nodes[:, 0] > 0.25) & (nodes[:, 0] < 0.45) & (np.abs(nodes[:, 1]) < 0.5)
@@ -96,9 +100,13 @@ def test_cable_routed_over_a_zero_thickness_plate_never_passes_it(segments, ever
 
 def test_plate_drape_converges_at_a_moderate_resolution():
     plate = _plate(0.25, 0.45, 0.5)
-    rod = cable(length=0.8, segments=40, start={"position": [0, 0, 0.05], "tangent": [1, 0, 0]},
-                end={"position": [0.7, 0, 0.05], "tangent": [1, 0, 0]},
-                route=[[0, 0, 0.05], [0.35, 0, 0.1], [0.7, 0, 0.05]])
+    rod = cable(
+        length=0.8,
+        segments=40,
+        start={"position": [0, 0, 0.05], "tangent": [1, 0, 0]},
+        end={"position": [0.7, 0, 0.05], "tangent": [1, 0, 0]},
+        route=[[0, 0, 0.05], [0.35, 0, 0.1], [0.7, 0, 0.05]],
+    )
     result = first(solve(case(rod, obstacles=[plate])))
     assert _honest(result, plate)
 
@@ -106,9 +114,13 @@ def test_plate_drape_converges_at_a_moderate_resolution():
 @pytest.mark.parametrize("segments", [6, 12, 40])
 def test_cable_draped_over_a_box_edge_never_cuts_it(segments, every_iterate):
     box = _box((0.2, -0.3, -0.2), (0.5, 0.3, 0.0))
-    rod = cable(length=0.7, segments=segments, start={"position": [0, 0, 0.05], "tangent": [1, 0, 0]},
-                end={"position": [0.6, 0, 0.05], "tangent": [1, 0, 0]},
-                route=[[0, 0, 0.05], [0.3, 0, 0.06], [0.6, 0, 0.05]])
+    rod = cable(
+        length=0.7,
+        segments=segments,
+        start={"position": [0, 0, 0.05], "tangent": [1, 0, 0]},
+        end={"position": [0.6, 0, 0.05], "tangent": [1, 0, 0]},
+        route=[[0, 0, 0.05], [0.3, 0, 0.06], [0.6, 0, 0.05]],
+    )
     result = first(solve(case(rod, obstacles=[box])))
     nodes = np.array(result["nodes"])
     inside = (nodes[:, 0] > 0.2) & (nodes[:, 0] < 0.5) & (nodes[:, 2] < 0.0) & (np.abs(nodes[:, 1]) < 0.3)
@@ -120,9 +132,13 @@ def test_cable_draped_over_a_box_edge_never_cuts_it(segments, every_iterate):
 @pytest.mark.parametrize("segments", [8, 20])
 def test_cable_over_a_tessellated_cylinder_stays_outside(segments, every_iterate):
     cyl = _cylinder(0.3, -0.05, 0.05, 0.4)
-    rod = cable(length=0.7, segments=segments, start={"position": [0, 0, 0.02], "tangent": [1, 0, 0]},
-                end={"position": [0.6, 0, 0.02], "tangent": [1, 0, 0]},
-                route=[[0, 0, 0.02], [0.3, 0, 0.03], [0.6, 0, 0.02]])
+    rod = cable(
+        length=0.7,
+        segments=segments,
+        start={"position": [0, 0, 0.02], "tangent": [1, 0, 0]},
+        end={"position": [0.6, 0, 0.02], "tangent": [1, 0, 0]},
+        route=[[0, 0, 0.02], [0.3, 0, 0.03], [0.6, 0, 0.02]],
+    )
     result = first(solve(case(rod, obstacles=[cyl])))
     nodes = np.array(result["nodes"])
     radial = np.hypot(nodes[:, 0] - 0.3, nodes[:, 2] + 0.05)

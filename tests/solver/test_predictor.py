@@ -62,10 +62,16 @@ def _dragged_over_facets(monkeypatch, predict: bool):
     xs = np.linspace(0.0, 0.3, 41)
     route = [[float(v), 0.0, 0.001 * math.sin(30.0 * v) + R + 0.0005] for v in xs]
     length = float(np.linalg.norm(np.diff(np.array(route), axis=0), axis=1).sum())
-    doc = case(cable(length=round(length, 5), segments=40, route=route,
-                     start={"position": route[0], "tangent": [1, 0, 0], "normal": [0, 0, 1]},
-                     end={"position": route[-1], "tangent": [1, 0, 0], "normal": [0, 0, 1]}),
-               obstacles=[{"type": "mesh", "vertices": verts.tolist(), "triangles": tris.tolist()}])
+    doc = case(
+        cable(
+            length=round(length, 5),
+            segments=40,
+            route=route,
+            start={"position": route[0], "tangent": [1, 0, 0], "normal": [0, 0, 1]},
+            end={"position": route[-1], "tangent": [1, 0, 0], "normal": [0, 0, 1]},
+        ),
+        obstacles=[{"type": "mesh", "vertices": verts.tolist(), "triangles": tris.tolist()}],
+    )
     h = Harness.from_case(parse_case(doc))
     assert h.solve_step()["W1"].converged
     end = h.cables["W1"].boundary.end

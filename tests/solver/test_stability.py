@@ -38,8 +38,13 @@ def clamped_elastica(end_distance, s):
 
 
 def _straight_rod(segments, torsion=GJ):
-    return cable(length=L, segments=segments, material=dict(ROD, GJ=torsion), start={"position": [0, 0, 0], "tangent": [1, 0, 0],
-                 "normal": [0, 0, 1]}, end={"position": [L, 0, 0], "tangent": [1, 0, 0], "normal": [0, 0, 1]})
+    return cable(
+        length=L,
+        segments=segments,
+        material=dict(ROD, GJ=torsion),
+        start={"position": [0, 0, 0], "tangent": [1, 0, 0], "normal": [0, 0, 1]},
+        end={"position": [L, 0, 0], "tangent": [1, 0, 0], "normal": [0, 0, 1]},
+    )
 
 
 def test_compressed_rod_buckles_into_the_clamped_elastica():
@@ -128,9 +133,13 @@ def test_a_straight_saddle_is_left_the_same_way_whatever_the_round_off():
 
 
 def _hanging(segments=40, **extra):
-    return cable(length=0.3, segments=segments, start={"position": [0, 0, 0], "tangent": [1, 0, 0],
-                 "normal": [0, 0, 1]}, end={"position": [0.25, 0, 0], "tangent": [1, 0, 0], "normal": [0, 0, 1]},
-                 **extra)
+    return cable(
+        length=0.3,
+        segments=segments,
+        start={"position": [0, 0, 0], "tangent": [1, 0, 0], "normal": [0, 0, 1]},
+        end={"position": [0.25, 0, 0], "tangent": [1, 0, 0], "normal": [0, 0, 1]},
+        **extra,
+    )
 
 
 @pytest.mark.parametrize("offset", [0.0, 1e3])
@@ -157,6 +166,7 @@ def test_cable_pressed_straight_onto_a_plane_buckles_off_its_straight_line():
     assert np.abs(nodes[:, 1:]).max() > 0.02
     assert nodes[:, 2].min() > -0.01 * 0.002
 
+
 def test_first_solve_beyond_the_ultimate_strain_is_a_failure():
     # a 1 kN side load would stretch the cable by some 40 %: refused on the first solve as on a step
     rod = _hanging(segments=30, loads=[{"s": 0.15, "force": [0.0, 1000.0, 0.0]}])
@@ -168,8 +178,13 @@ def test_first_solve_beyond_the_ultimate_strain_is_a_failure():
 
 def _standing(length, **extra):
     # clamped at its base pointing up, free top: Greenhill's heavy column
-    return cable(length=length, segments=50, start={"position": [0, 0, 0], "tangent": [0, 0, 1], "normal": [1, 0, 0]},
-                 end=None, **extra)
+    return cable(
+        length=length,
+        segments=50,
+        start={"position": [0, 0, 0], "tangent": [0, 0, 1], "normal": [1, 0, 0]},
+        end=None,
+        **extra,
+    )
 
 
 def test_heavy_column_stands_below_greenhills_length_and_bends_over_above_it():
@@ -180,4 +195,3 @@ def test_heavy_column_stands_below_greenhills_length_and_bends_over_above_it():
     bent = first(solve(case(_standing(0.26))))
     assert bent["converged"] and bent["stable"]
     assert np.abs(np.array(bent["nodes"])[:, :2]).max() > 0.01
-
