@@ -84,8 +84,11 @@ def probe(mode: str, zip_path: str | None) -> dict:
         raise SystemExit("set BLENDER_USER_RESOURCES to a scratch folder first")
     os.environ.pop("NUMBA_CACHE_DIR", None)
     t_start = time.perf_counter()
-    import addon_utils
+    # isort: off
     import bpy
+    import addon_utils  # importable once bpy is
+
+    # isort: on
 
     out = {"mode": mode}
     if mode == "install":

@@ -1,9 +1,13 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Fixtures for the headless Blender tests (see helpers/blender_env.py for how the extension loads)."""
 
+# isort: off
+from helpers.blender_env import disable_extension, enable_extension  # first: it prepares the environment
+
 import bpy  # noqa: E402
 import pytest  # noqa: E402
-from helpers.blender_env import disable_extension, enable_extension  # first: it prepares the environment
+
+# isort: on
 
 
 @pytest.fixture(scope="session", autouse=True)
