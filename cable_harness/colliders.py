@@ -15,7 +15,7 @@ import numpy as np
 from mathutils import Vector
 from mathutils.bvhtree import BVHTree
 
-from ..solver_core.contact import sharp_edges
+from ..solver_core import sharp_edges
 
 _dirty_geometry: set = set()
 

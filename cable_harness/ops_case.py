@@ -9,8 +9,7 @@ from bpy.props import StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 from mathutils import Matrix
 
-from ..solver_core import PRESETS, CaseError, load_case, solve_case
-from ..solver_core.rotations import frame_from_tangent
+from ..solver_core import PRESETS, CaseError, frame_from_tangent, load_case, solve_case
 from .ops_authoring import DEFAULT_MARKER_SIZE_M, _link
 from .scene_model import (
     CABLE,

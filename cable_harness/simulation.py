@@ -21,11 +21,7 @@ import bpy
 import numpy as np
 from mathutils import Matrix
 
-from ..solver_core import CableChange, Harness
-from ..solver_core.case import parse_frame
-from ..solver_core.clearance import clearance
-from ..solver_core.contact import ObstacleSet
-from ..solver_core.rod_state import interpolate_boundary
+from ..solver_core import CableChange, Harness, ObstacleSet, clearance_to_triangles, interpolate_boundary, parse_frame
 from .colliders import ColliderCache
 from .scene_model import (
     CABLE,
@@ -339,7 +335,7 @@ class HarnessSimulation:
         triangles, _ = self.colliders.nearby_triangles(
             colliders, context.evaluated_depsgraph_get(), points / self.scale, search_m / self.scale
         )
-        gap, where = clearance(points, 0.5 * session.model.cable.diameter, triangles * self.scale)
+        gap, where = clearance_to_triangles(points, 0.5 * session.model.cable.diameter, triangles * self.scale)
         if where < 0.0 or gap > search_m:
             return None, None
         segment = min(int(where), len(session.model.rest_len) - 1)

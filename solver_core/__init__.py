@@ -3,16 +3,31 @@
 
 Never imports bpy or mathutils, and only imports itself relatively, so it runs both as the
 top-level package ``solver_core`` (CLI, tests, benchmarks) and as a sub-package of the Blender
-extension.
+extension. The names below are its public API: the Blender layer imports nothing else.
 """
 
-from .case import CableChange, CableSpec, Case, Clip, Frame, Load, SolverSettings, case_to_dict, load_case, parse_case
+from .case import (
+    CableChange,
+    CableSpec,
+    Case,
+    Clip,
+    Frame,
+    Load,
+    SolverSettings,
+    case_to_dict,
+    load_case,
+    parse_case,
+    parse_frame,
+)
+from .clearance import clearance_to_triangles
+from .contact import ObstacleSet, sharp_edges
 from .equilibrium import SolveReport, solve_equilibrium
 from .errors import CaseError
 from .harness import RESULT_FORMAT, Harness, solve_case
 from .materials import PRESETS, SectionStiffness, section_stiffness
 from .rod_model import Boundary, RodModel, build_rod_model
-from .rod_state import RodState, initial_state
+from .rod_state import RodState, initial_state, interpolate_boundary
+from .rotations import frame_from_tangent
 
 __all__ = [
     "Boundary",
@@ -24,6 +39,7 @@ __all__ = [
     "Frame",
     "Harness",
     "Load",
+    "ObstacleSet",
     "PRESETS",
     "RESULT_FORMAT",
     "RodModel",
@@ -33,10 +49,15 @@ __all__ = [
     "SolverSettings",
     "build_rod_model",
     "case_to_dict",
+    "clearance_to_triangles",
+    "frame_from_tangent",
     "initial_state",
+    "interpolate_boundary",
     "load_case",
     "parse_case",
+    "parse_frame",
     "section_stiffness",
+    "sharp_edges",
     "solve_case",
     "solve_equilibrium",
 ]

@@ -30,7 +30,7 @@ def _nearest_segment_triangle(positions, triangles):
     return best, best_segment, best_t
 
 
-def clearance(positions: np.ndarray, radius: float, triangles: np.ndarray):
+def clearance_to_triangles(positions: np.ndarray, radius: float, triangles: np.ndarray):
     """(gap, arc-length fraction index) of a cable whose centre line is ``positions`` (n, 3) and whose
     radius is ``radius`` to triangles (m, 3, 3): the gap is negative where the cable cuts a triangle.
     Returns (inf, -1.0) when there are no triangles. The second value is the segment index plus the

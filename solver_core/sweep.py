@@ -232,7 +232,7 @@ def load_sweep(path) -> Sweep:
 def _min_clearance(nodes, radius, obstacles) -> float | None:
     """Smallest gap between the cable's surface and the obstacles: exact for planes and spheres (over
     the segments), segment-triangle distances for meshes (clearance.py); None without obstacles."""
-    from .clearance import clearance
+    from .clearance import clearance_to_triangles
 
     best = math.inf
     a, b = nodes[:-1], nodes[1:]
@@ -248,7 +248,7 @@ def _min_clearance(nodes, radius, obstacles) -> float | None:
             best = min(best, float(gap))
         else:
             tris = np.asarray(o["vertices"])[np.asarray(o["triangles"])]
-            best = min(best, clearance(nodes, radius, tris)[0])
+            best = min(best, clearance_to_triangles(nodes, radius, tris)[0])
     return best if math.isfinite(best) else None
 
 

@@ -989,7 +989,7 @@ def test_sharp_edges_are_bends_and_open_borders_of_the_whole_mesh():
 
 
 def test_clearance_is_the_exact_surface_gap_to_the_nearest_triangle():
-    from solver_core.clearance import clearance
+    from solver_core import clearance_to_triangles as clearance
 
     # a cable along x at height h over a triangle lying in z = 0: gap h - r wherever it is over the
     # triangle; the nearest point is found along the segment, not only at nodes
