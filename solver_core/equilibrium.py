@@ -29,9 +29,14 @@ PSEUDO_STEP_ITERATIONS = 50
 PSEUDO_FINISH_ITERATIONS = 20
 PSEUDO_BUDGET = 20  # Newton iterations in all, in units of a solve's max_iterations
 SETTLE_ROUNDS = 4  # descents in pseudo-time per piece of a path
+# Newton iterations of one solve in all (bisections, pseudo-time and saddle escapes included), in units
+# of its max_iterations: a solve that has not found an equilibrium by then fails, so that no solve can
+# hold an interactive session for minutes
+SOLVE_BUDGET = 50
 # Where a piece of the path ends on a saddle, the point at which stability was lost is bisected for
 # until the piece is this fraction of the path before it (or 2^-30 of the whole path) long.
 STABILITY_BISECTION = 0.25
+BUDGET_SPENT = -1  # the solve's status once SOLVE_BUDGET is spent (not a kernel status)
 
 
 @dataclass
@@ -113,7 +118,14 @@ def _minimise(
 
 
 def settle_in_pseudo_time(
-    model, interactions, state: RodState, boundary, load_factor: float, rest_len: np.ndarray, max_iterations: int
+    model,
+    interactions,
+    state: RodState,
+    boundary,
+    load_factor: float,
+    rest_len: np.ndarray,
+    max_iterations: int,
+    budget: int | None = None,
 ):
     """Follow the descent from ``state`` (modified in place) by implicit Euler steps in pseudo-time,
     the incremental potential E(x) + sum_i w_i/2 |x_i - x_i^k|^2 (pseudo-transient continuation,
@@ -134,8 +146,9 @@ def settle_in_pseudo_time(
     own = np.arange(n, dtype=np.int64)
     quats = np.tile(np.array([1.0, 0.0, 0.0, 0.0]), (n, 1))
     total = 0
+    budget = PSEUDO_BUDGET * max_iterations if budget is None else min(budget, PSEUDO_BUDGET * max_iterations)
     for _step in range(MAX_PSEUDO_STEPS):
-        if total > PSEUDO_BUDGET * max_iterations:
+        if total > budget:
             break
         K = np.zeros((n, 6, 6))
         for k in range(3):
@@ -291,6 +304,7 @@ def solve_equilibrium(
     """
     t0 = time.perf_counter()
     counters = {"iterations": 0, "substeps": 0, "status": CONVERGED, "ratio": 0.0}
+    budget = SOLVE_BUDGET * max_iterations
     if interactions is None:
         interactions = Interactions(model, ObstacleSet())
     friction_before = interactions.friction_state.copy()
@@ -325,6 +339,9 @@ def solve_equilibrium(
         # unstable first, as a slowly loaded cable does: from the end of a long piece (a 1 % step of a
         # rod's end is some 250 Euler loads) the steepest way down is a wrinkle, not the elastica.
         # So a piece ending on a saddle is bisected until it is short, and only then left.
+        if counters["iterations"] >= budget:
+            counters["status"] = BUDGET_SPENT
+            return None
         located = still or tb - ta <= max(STABILITY_BISECTION * ta, 2.0**-30)
         trial = start.copy()
         b_a, _, _ = configure(ta)
@@ -368,7 +385,14 @@ def solve_equilibrium(
             settled = first.copy()
             for _round in range(SETTLE_ROUNDS):
                 status, more = settle_in_pseudo_time(
-                    model, interactions, settled, b_b, load_factor, rest_len, max_iterations
+                    model,
+                    interactions,
+                    settled,
+                    b_b,
+                    load_factor,
+                    rest_len,
+                    max_iterations,
+                    budget - counters["iterations"] - iterations,
                 )
                 iterations += more
                 trial = settled.copy()
@@ -436,7 +460,11 @@ def solve_equilibrium(
     # contact stiffened on the way to a failure stays as it was (stiffer contact only makes the next
     # try harder)
     interactions.stiffen(stiffness_before / interactions.stiffness)
-    reason = STATUS_TEXT[counters["status"]]
+    reason = (
+        f"{counters['iterations']} iterations spent (at most {SOLVE_BUDGET} x solver.max_iterations per solve)"
+        if counters["status"] == BUDGET_SPENT or counters["iterations"] >= budget
+        else STATUS_TEXT[counters["status"]]
+    )
     return SolveReport(
         state.copy(),
         False,

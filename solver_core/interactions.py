@@ -12,6 +12,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .contact import NODE_KINDS, SELF_KINDS, ObstacleSet, contact_energy, find_pairs, segment_penetration
+from .crossing import step_crosses_triangles
 from .mounts import compliant_energy, sliding_crossings, sliding_energy
 from .rod_model import Boundary, RodModel, clip_stiffness_matrix
 from .rod_state import RodState
@@ -381,6 +382,15 @@ class Interactions:
         deepest = float(max(0.0, -finite.min())) if finite.size else 0.0
         return max(
             deepest, segment_penetration(state.positions, self.node_radius, self.node_part, self._shifted_obstacles())
+        )
+
+    def crosses_between(self, before: RodState, after: RodState) -> bool:
+        """Whether moving the nodes on straight lines from ``before`` to ``after`` carries the centre
+        line through a face of a mesh obstacle (exact, whatever the move: crossing.py)."""
+        if not self.uses_contact:
+            return False
+        return bool(
+            step_crosses_triangles(before.positions, after.positions, self.node_part, self._shifted_obstacles())
         )
 
     def mount_reactions(self, state: RodState, boundary: Boundary) -> dict:
