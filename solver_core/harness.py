@@ -19,7 +19,7 @@ from .interactions import ContactSettings, Interactions
 from .predictor import StepMemory, hold_vector, secant_displacement
 from .rod_group import GroupBoundary, GroupInteractions, RodGroup, join_models
 from .rod_model import Boundary, RodModel, build_rod_model
-from .rod_state import RodState, initial_state
+from .rod_state import RodState, initial_state, prolong_state
 
 RESULT_FORMAT = "cable-harness-result/1"
 
@@ -37,6 +37,10 @@ class CableSession:
 
 
 MAX_SAG_STEPS = 64  # the initial sag is lowered onto obstacles in at most this many steps
+# The first solve of a cable on at least NESTED_MIN_SEGMENTS segments starts from its solution on
+# COARSE_SEGMENTS (Harness._solve_from_coarse)
+COARSE_SEGMENTS = 100
+NESTED_MIN_SEGMENTS = 300
 # Cables are solved together when they come this close (in reaches, see Interactions.reach, beyond
 # their surfaces); groups are formed again after a solve, at most this often per step, when cables
 # solved apart have met.
@@ -194,15 +198,18 @@ class Harness:
             hold_now, hold_next = hold_vector(previous, length), hold_vector(target, length)
             if not session.interactions.settings.friction:
                 predictor = secant_displacement(session.last_step, session.state.positions, hold_now, hold_next)
-        report = solve_equilibrium(
-            session.model,
-            session.state,
-            target,
-            previous,
-            self.case.solver.max_iterations,
-            session.interactions,
-            predictor=predictor,
-        )
+        report, spent = self._solve_from_coarse(cable_id, session, target) if previous is None else (None, 0)
+        if report is None:
+            report = solve_equilibrium(
+                session.model,
+                session.state,
+                target,
+                previous,
+                self.case.solver.max_iterations,
+                session.interactions,
+                predictor=predictor,
+            )
+        report.iterations += spent
         session.group_contacts = None
         if report.converged:
             strain = max_axial_strain(session.model, report.state)
@@ -233,6 +240,36 @@ class Harness:
             session.boundary = target
             session.solved = True
         return report
+
+    def _solve_from_coarse(self, cable_id: str, session: CableSession, target: Boundary) -> tuple:
+        """Nested iteration for the first solve of a finely divided cable: the same cable on
+        COARSE_SEGMENTS segments is solved first (its initial guess chosen as for any cable), and the
+        fine solve starts from it (rod_state.prolong_state), so that the cold solve's long way from
+        the guess is walked on the coarse model and the fine one only refines it: the iterations
+        stop growing with the resolution. Returns (report or None, iterations spent on the way);
+        None where the coarse or the refining solve fails (the fine cable is then solved as usual)."""
+        model = session.model
+        if model.n_segments < NESTED_MIN_SEGMENTS:
+            return None, 0
+        coarse_model = build_rod_model(
+            replace(model.cable, segments=COARSE_SEGMENTS), self.case.gravity, self.case.solver.tolerance
+        )
+        interactions = Interactions(coarse_model, session.interactions.obstacles, session.interactions.settings)
+        coarse = CableSession(coarse_model, target, None, interactions)
+        self._choose_initial_state(cable_id, coarse)
+        max_iterations = self.case.solver.max_iterations
+        first = solve_equilibrium(coarse_model, coarse.state, target, None, max_iterations, interactions)
+        if not first.converged:
+            return None, first.iterations
+        start = prolong_state(coarse_model, first.state, model, target)
+        friction_before = session.interactions.friction_state.copy()
+        report = solve_equilibrium(model, start, target, None, max_iterations, session.interactions)
+        if not report.converged:
+            session.interactions.friction_state = friction_before
+            return None, first.iterations + report.iterations
+        report.iterations += first.iterations
+        report.solve_ms += first.solve_ms
+        return report, 0
 
     def solve_step(self, changes: dict | None = None, cable_ids=None) -> dict:
         """Solve every cable, or those in ``cable_ids`` (the others stay as they are and are met as

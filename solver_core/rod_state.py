@@ -310,3 +310,27 @@ def interpolate_boundary(a: Boundary, b: Boundary, t: float) -> Boundary:
         None if b.end is None else frame(a.end, b.end),
         tuple(frame(fa, fb) for fa, fb in zip(a.clips, b.clips)),
     )
+
+
+def prolong_state(coarse: RodModel, state: RodState, model: RodModel, boundary: Boundary) -> RodState:
+    """A state of ``model`` from one of the same cable on fewer segments (``coarse``): nodes on the
+    coarse centre line at their own arc lengths, segment frames blended between the coarse ones at
+    their mid-points (normalised linear blend, the nearer sign), the boundary applied. Every new node
+    lies on a coarse segment, so the fine centre line keeps the coarse one's clearances."""
+    world = state.positions + coarse.origin
+    s = model.node_s
+    positions = np.column_stack([np.interp(s, coarse.node_s, world[:, k]) for k in range(3)]) - model.origin
+    fine = initial_state(model, boundary, sag=1.0)
+    fine.positions[:] = positions
+    coarse_mid = 0.5 * (coarse.node_s[1:] + coarse.node_s[:-1])
+    mid = 0.5 * (s[1:] + s[:-1])
+    j = np.clip(np.searchsorted(coarse_mid, mid) - 1, 0, coarse.n_segments - 1)
+    k = np.minimum(j + 1, coarse.n_segments - 1)
+    span = coarse_mid[k] - coarse_mid[j]
+    t = np.where(span > 0.0, np.clip((mid - coarse_mid[j]) / np.where(span > 0.0, span, 1.0), 0.0, 1.0), 0.0)
+    qa, qb = state.quats[j], state.quats[k]
+    sign = np.where(np.einsum("ij,ij->i", qa, qb) < 0.0, -1.0, 1.0)
+    q = (1.0 - t)[:, None] * qa + (t * sign)[:, None] * qb
+    fine.quats[: model.n_segments] = q / np.linalg.norm(q, axis=1)[:, None]
+    apply_boundary(model, fine, boundary)
+    return fine
