@@ -15,9 +15,9 @@ _modules = []
 
 def register():
     numba_cache.configure(ROOT_PACKAGE)
-    from . import colliders, ops_authoring, ops_bake, ops_cad, ops_case, ops_report, ops_solve, props, ui
+    from . import colliders, operators, props, ui
 
-    _modules[:] = [props, colliders, ops_authoring, ops_solve, ops_bake, ops_case, ops_cad, ops_report, ui]
+    _modules[:] = [props, colliders, operators, ui]
     for module in _modules:
         module.register()
 

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """STEP files to triangle meshes through OpenCASCADE (the ``OCP`` bindings of cadquery-ocp-novtk).
 
-Kept free of bpy: the operator in ops_cad turns the parts into Blender meshes. The CAD kernel is an
+Kept free of bpy: the operator in operators/cad.py turns the parts into Blender meshes. The CAD kernel is an
 optional dependency (~400 MB): without it ``read_step`` raises CadKernelMissing with the command
 that installs it, and the rest of the extension works as before.
 """

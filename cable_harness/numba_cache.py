@@ -9,8 +9,7 @@ development checkouts) numba's default next to the sources is kept.
 """
 
 import os
-
-import bpy
+import sys
 
 
 def configure(root_package: str) -> str | None:
@@ -18,9 +17,11 @@ def configure(root_package: str) -> str | None:
         return os.environ["NUMBA_CACHE_DIR"]
     if not root_package.startswith("bl_ext."):
         return None
+    # imported here, so that the Blender layer's bpy-free modules can be imported (and tested) without bpy
+    import bpy
+
     path = bpy.utils.extension_path_user(root_package, path="numba_cache", create=True)
     os.environ["NUMBA_CACHE_DIR"] = path
-    import sys
 
     numba_config = sys.modules.get("numba.core.config")
     if numba_config is not None:

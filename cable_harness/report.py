@@ -14,6 +14,8 @@ import math
 from pathlib import Path
 
 LOG_FORMAT = "cable-harness-bake-log/1"
+# the measurements of the last bake (read by Export Report), a text saved with the .blend
+BAKE_LOG_TEXT = "cable_harness_bake_log.json"
 REPORT_FORMAT = "cable-harness-report/1"
 
 

@@ -21,7 +21,8 @@ import bpy
 import numpy as np
 from mathutils import Matrix
 
-from ..solver_core import CableChange, Harness, ObstacleSet, clearance_to_triangles, interpolate_boundary, parse_frame
+from ..solver_core import CableChange, Harness, ObstacleSet, parse_frame
+from . import follow
 from .colliders import ColliderCache
 from .scene_model import (
     CABLE,
@@ -39,12 +40,6 @@ from .scene_model import (
 BROAD_PHASE_ROUNDS = 4
 # how far from a cable the clearance read-out looks for collider triangles
 CLEARANCE_SEARCH_M = 0.05
-# A collider moved by hand between two ticks further than this fraction of the thinnest cable's
-# radius (at any corner of its box) is followed in sub-steps: contact only pushes a cable along where
-# the collider moves less than the cable's radius per solve. At most MAX_SUBSTEPS per tick (a tick
-# must stay short); the rest of a longer drag is followed in the next ticks.
-SUBSTEP_MOVE = 0.4
-MAX_SUBSTEPS = 64
 
 
 @dataclass
@@ -148,8 +143,7 @@ class HarnessSimulation:
                 report.failed[name] = cable_report.message
         for name in report.failed:
             # refused input (e.g. a connector pulled out of reach): hold the last good state
-            session = self.harness.cables.get(name)
-            if name not in report.results and session is not None and session.solved:
+            if name not in report.results and self.harness.has_cable(name) and self.harness.is_solved(name):
                 report.results[name] = self.harness.cable_result(name)
         report.warnings = [w for w in self.harness.warnings if w not in self.reported_warnings]
         self.reported_warnings.update(report.warnings)
@@ -174,12 +168,12 @@ class HarnessSimulation:
         colliders to this one's: one solve at t = 1 (poses None: as in the scene) unless a collider moved
         too far since for contact to push the cables along (a fast drag). Then the colliders' matrices and
         the holders' frames are interpolated (matrices by polar decomposition, frames along the rotation
-        geodesic), as Bake does with sub-frames, in steps of SUBSTEP_MOVE radii, MAX_SUBSTEPS at most:
+        geodesic), as Bake does with sub-frames, in the steps of follow.py:
         the last solve may stop short of t = 1, and the next tick follows on."""
         whole = (1.0, targets, None)
         if not self.collider_poses or not targets:
             return [whole]
-        radius = 0.5 * min(self.harness.cables[n].model.cable.diameter for n in targets)
+        radius = min(self.harness.cable_radius(n) for n in targets)
         depsgraph = context.evaluated_depsgraph_get()
         move = 0.0
         moved = {}
@@ -187,26 +181,21 @@ class HarnessSimulation:
             before = self.collider_poses.get(ob.name)
             if before is None or before == poses[ob.name]:
                 continue
-            box = np.array([list(c) for c in ob.evaluated_get(depsgraph).bound_box], dtype=np.float64)
-            a, b = np.array(before), np.array(poses[ob.name])
-            shift = (box @ b[:3, :3].T + b[:3, 3]) - (box @ a[:3, :3].T + a[:3, 3])
-            move = max(move, float(np.linalg.norm(shift, axis=1).max()) * self.scale)
+            box = follow.evaluated_box(ob, depsgraph)
+            shift = follow.largest_move(follow.world_corners(box, before), follow.world_corners(box, poses[ob.name]))
+            move = max(move, shift * self.scale)
             moved[ob.name] = (Matrix(before), Matrix(poses[ob.name]))
-        needed = int(np.ceil(move / (SUBSTEP_MOVE * radius))) if move > 0.0 else 1
+        needed = follow.steps_needed(move, radius)
         steps = []
-        for k in range(1, min(needed, MAX_SUBSTEPS) + 1):
+        for k in range(1, min(needed, follow.MAX_FOLLOW_STEPS) + 1):
             t = k / needed
             if t >= 1.0:
                 steps.append(whole)
                 break
             sub_targets = {}
             for name, change in targets.items():
-                session = self.harness.cables[name]
-                if not session.solved:
-                    sub_targets[name] = change
-                    continue
-                part = interpolate_boundary(session.boundary, self.harness.changed_boundary(name, change), t)
-                sub_targets[name] = CableChange(start=part.start, end=part.end, clips=dict(enumerate(part.clips)))
+                solved = self.harness.is_solved(name)
+                sub_targets[name] = self.harness.step_part(name, change, t) if solved else change
             steps.append((t, sub_targets, {name: a.lerp(b, t) for name, (a, b) in moved.items()}))
         return steps
 
@@ -289,26 +278,14 @@ class HarnessSimulation:
         self.signatures[new] = self.signatures.pop(old, None)
 
     def _positions(self, targets) -> dict:
-        return {n: self.harness.cables[n].state.positions + self.harness.cables[n].model.origin for n in targets}
+        return {n: self.harness.world_nodes(n) for n in targets}
 
     def _collide(self, scene, context, targets, report, points: dict, poses=None) -> float:
         """Broad phase: triangles of collider meshes within reach of ``points`` (per cable, a list of
         node arrays, world, m), handed to
         the solver as one mesh obstacle; its narrow phase (exact distances, contact forces) is the same
         as for case meshes. Returns the reach (m)."""
-        # a few diameters and a couple of segments around the cable; around a cable not solved yet,
-        # as far as its first equilibrium may be from its drawn route (a sag can reach half its length)
-        reach = max(
-            (
-                max(
-                    4.0 * s.model.cable.diameter,
-                    2.0 * float(s.model.rest_len.max()),
-                    0.0 if s.solved else 0.5 * s.model.cable.length,
-                )
-                for s in (self.harness.cables[n] for n in targets)
-            ),
-            default=0.0,
-        )
+        reach = max((self.harness.contact_reach(n) for n in targets), default=0.0)
         colliders = harness_objects(scene, COLLIDER)
         if not colliders or not targets:
             if not self.harness.obstacles.empty:
@@ -326,20 +303,17 @@ class HarnessSimulation:
     def clearance(self, context, name: str, search_m: float = CLEARANCE_SEARCH_M):
         """(gap in m, arc length in m) of a solved cable to the scene's colliders; (None, None) when no
         collider comes within ``search_m`` of it."""
-        session = self.harness.cables.get(name)
         scene = bpy.data.scenes.get(self.scene_name) or context.scene
         colliders = harness_objects(scene, COLLIDER)
-        if session is None or not colliders:
+        if not self.harness.has_cable(name) or not colliders:
             return None, None
-        points = session.state.positions + session.model.origin
         triangles, _ = self.colliders.nearby_triangles(
-            colliders, context.evaluated_depsgraph_get(), points / self.scale, search_m / self.scale
+            colliders,
+            context.evaluated_depsgraph_get(),
+            self.harness.world_nodes(name) / self.scale,
+            search_m / self.scale,
         )
-        gap, where = clearance_to_triangles(points, 0.5 * session.model.cable.diameter, triangles * self.scale)
-        if where < 0.0 or gap > search_m:
-            return None, None
-        segment = min(int(where), len(session.model.rest_len) - 1)
-        return gap, float(session.model.node_s[segment] + (where - segment) * session.model.rest_len[segment])
+        return self.harness.clearance(name, triangles * self.scale, search_m)
 
     def write(self, report: TickReport) -> None:
         for name, result in report.results.items():

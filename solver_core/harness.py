@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .case import CableChange, CableSpec, Case, check_step_request
+from .clearance import clearance_to_triangles
 from .contact import NODE_KINDS, SELF_KINDS, ObstacleSet, obstacles_from_case
 from .contact_geometry import nodes_within
 from .equilibrium import MAX_CONTINUATION_DEPTH, SNAP_THROUGH_ROUNDS, SolveReport, held_frames, solve_equilibrium
@@ -19,7 +20,7 @@ from .interactions import ContactSettings, Interactions
 from .predictor import StepMemory, hold_vector, secant_displacement
 from .rod_group import GroupBoundary, GroupInteractions, RodGroup, join_models
 from .rod_model import Boundary, RodModel, build_rod_model
-from .rod_state import RodState, initial_state, prolong_state
+from .rod_state import RodState, initial_state, interpolate_boundary, prolong_state
 
 RESULT_FORMAT = "cable-harness-result/1"
 
@@ -131,6 +132,53 @@ class Harness:
         else:
             state = initial_state(session.model, session.boundary, sag=1.0)
         session.state = state
+
+    # ---------------------------------------------------------------- read-outs for a scene layer
+
+    def has_cable(self, cable_id: str) -> bool:
+        return cable_id in self.cables
+
+    def is_solved(self, cable_id: str) -> bool:
+        """Whether the cable has an equilibrium (its state is one, not the initial guess)."""
+        return self.cables[cable_id].solved
+
+    def cable_radius(self, cable_id: str) -> float:
+        """The cable's radius, metres."""
+        return 0.5 * self.cables[cable_id].model.cable.diameter
+
+    def world_nodes(self, cable_id: str) -> np.ndarray:
+        """The cable's nodes in world coordinates (metres), a new (n, 3) array."""
+        session = self.cables[cable_id]
+        return session.state.positions + session.model.origin
+
+    def contact_reach(self, cable_id: str) -> float:
+        """How far from the cable's nodes a broad phase must look for obstacles (metres): a few
+        diameters and a couple of segments around a solved cable; around one not solved yet, as far as
+        its first equilibrium may be from its guess (a sag can reach half its length)."""
+        session = self.cables[cable_id]
+        model = session.model
+        return max(
+            4.0 * model.cable.diameter,
+            2.0 * float(model.rest_len.max()),
+            0.0 if session.solved else 0.5 * model.cable.length,
+        )
+
+    def step_part(self, cable_id: str, change: CableChange, t: float) -> CableChange:
+        """The change of a sub-step: the cable's holders ``t`` of the way (0..1) from where they are
+        to where ``change`` moves them (positions linearly, frames along the rotation geodesic)."""
+        part = interpolate_boundary(self.cables[cable_id].boundary, self.changed_boundary(cable_id, change), t)
+        return CableChange(start=part.start, end=part.end, clips=dict(enumerate(part.clips)))
+
+    def clearance(self, cable_id: str, triangles: np.ndarray, search: float) -> tuple:
+        """(gap, arc length) of the cable's surface to the nearest of ``triangles`` (m, world), or
+        (None, None) when none comes within ``search`` metres."""
+        session = self.cables[cable_id]
+        model = session.model
+        gap, where = clearance_to_triangles(self.world_nodes(cable_id), self.cable_radius(cable_id), triangles)
+        if where < 0.0 or gap > search:
+            return None, None
+        segment = min(int(where), model.n_segments - 1)
+        return gap, float(model.node_s[segment] + (where - segment) * model.rest_len[segment])
 
     def rename_cable(self, old: str, new: str) -> None:
         """Give a cable a new id (its object was renamed), keeping its state and results."""

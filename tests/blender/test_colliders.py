@@ -94,8 +94,7 @@ def test_bake_follows_a_collider_that_jumps_further_than_a_radius_per_frame(exte
     # move at once: the frame is recorded only once the ticks have caught up.
     if limit is not None:
         prefix = f"{extension.__name__}.cable_harness"
-        monkeypatch.setattr(sys.modules[f"{prefix}.ops_bake"], "MAX_SUBFRAMES", limit)
-        monkeypatch.setattr(sys.modules[f"{prefix}.simulation"], "MAX_SUBSTEPS", limit)
+        monkeypatch.setattr(sys.modules[f"{prefix}.follow"], "MAX_FOLLOW_STEPS", limit)
     *_, cable = simple_harness(with_clip=False)
     bpy.ops.cable_harness.solve()
     bottom = curve_world_points(cable)[:, 2].min()
@@ -125,6 +124,7 @@ def test_a_collider_dragged_further_than_a_radius_in_one_tick_pushes_the_cable_a
     # is followed over the next ticks: the solver's floor lags behind the scene's, the cable always
     # above it, until it catches up and the cable lies on the floor.
     simulation_module = sys.modules[f"{extension.__name__}.cable_harness.simulation"]
+    follow = sys.modules[f"{extension.__name__}.cable_harness.follow"]
     *_, cable = simple_harness(with_clip=False)
     bpy.ops.cable_harness.solve()
     bottom = curve_world_points(cable)[:, 2].min()
@@ -133,7 +133,7 @@ def test_a_collider_dragged_further_than_a_radius_in_one_tick_pushes_the_cable_a
     assert not simulation.tick(bpy.context).failed
     radius = 0.5 * cable.cable_harness.diameter
     start, lifted = bottom - 0.01, 0.5 * bottom
-    per_tick = simulation_module.MAX_SUBSTEPS * simulation_module.SUBSTEP_MOVE * radius
+    per_tick = follow.MAX_FOLLOW_STEPS * follow.FOLLOW_MOVE * radius
     assert lifted - start > per_tick  # more than one tick can follow
     floor.location.z = lifted
     bpy.context.view_layer.update()

@@ -140,7 +140,7 @@ def _our_handlers():
 
 
 def test_unregister_leaves_no_handlers_timers_or_classes_behind(extension):
-    solve_module = sys.modules[f"{extension.__name__}.cable_harness.ops_solve"]
+    solve_module = sys.modules[f"{extension.__name__}.cable_harness.operators.solve"]
     assert _our_handlers()
     for _ in range(3):
         disable_extension()

@@ -5,32 +5,15 @@ import bpy
 import numpy as np
 from bpy.props import IntProperty
 
-from .scene_model import CABLE, HarnessInputError, ensure_cable_curve, harness_objects, write_curve_points
-from .simulation import HarnessSimulation
+from ..scene_model import HarnessInputError, ensure_cable_curve, write_curve_points
+from ..simulation import HarnessSimulation
+from .common import cables_in_context, run_solve
 
 TICK_SECONDS = 1.0 / 30.0
 
 # Simulations that are running, so that a file load or unregister can stop them; bumping the
 # generation tells every running modal operator to finish at its next event.
 _state = {"generation": 0, "timers": []}
-
-
-def _cables_in_context(context):
-    chosen = [o for o in context.selected_objects if o.cable_harness.role == CABLE]
-    return chosen or harness_objects(context.scene, CABLE)
-
-
-def run_solve(operator, context, cables=None):
-    try:
-        report = HarnessSimulation(context.scene, cables or _cables_in_context(context)).tick(context)
-    except HarnessInputError as exc:
-        operator.report({"ERROR"}, str(exc))
-        return None
-    if report.needs_attention:
-        operator.report({"WARNING"}, report.summary())
-    else:
-        operator.report({"INFO"}, report.summary())
-    return report
 
 
 class CABLE_HARNESS_OT_solve(bpy.types.Operator):
@@ -61,7 +44,7 @@ class CABLE_HARNESS_OT_simulate(bpy.types.Operator):
 
     def _start(self, context) -> bool:
         try:
-            self._simulation = HarnessSimulation(context.scene, _cables_in_context(context))
+            self._simulation = HarnessSimulation(context.scene, cables_in_context(context))
         except HarnessInputError as exc:
             self.report({"ERROR"}, str(exc))
             return False
@@ -134,7 +117,7 @@ class CABLE_HARNESS_OT_reset(bpy.types.Operator):
     bl_options = {"REGISTER", "UNDO"}
 
     def execute(self, context):
-        for ob in _cables_in_context(context):
+        for ob in cables_in_context(context):
             s = ob.cable_harness
             if len(s.route) < 2:
                 continue

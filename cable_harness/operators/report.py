@@ -7,8 +7,7 @@ import os
 import bpy
 from bpy.props import BoolProperty, StringProperty
 
-from .ops_bake import BAKE_LOG_TEXT
-from .report import write_report
+from ..report import BAKE_LOG_TEXT, write_report
 
 
 def bake_log(blend_data) -> dict | None:

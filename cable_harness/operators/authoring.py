@@ -7,31 +7,31 @@ import bpy
 import numpy as np
 from bpy.props import EnumProperty, FloatProperty, IntProperty
 
-from .props import ROLES
-from .scene_model import CABLE, CLIP, CONNECTOR, metres_per_unit, object_frame
+from ..props import ROLES
+from ..scene_model import (
+    CABLE,
+    CLIP,
+    CONNECTOR,
+    ensure_cable_curve,
+    metres_per_unit,
+    object_frame,
+    write_curve_points,
+)
+from .common import MARKER_SIZE_M, link_new_object, run_solve
 
 DEFAULT_DIAMETER_M = 0.004
 DEFAULT_CLIP_LENGTH_M = 0.01
-DEFAULT_MARKER_SIZE_M = 0.02
-
-
-def _link(context, ob):
-    (context.collection or context.scene.collection).objects.link(ob)
-    for other in context.selected_objects:
-        other.select_set(False)
-    ob.select_set(True)
-    context.view_layer.objects.active = ob
 
 
 def _add_marker(context, name, display, rotation, role):
     scale = metres_per_unit(context.scene)
     ob = bpy.data.objects.new(name, None)
     ob.empty_display_type = display
-    ob.empty_display_size = DEFAULT_MARKER_SIZE_M / scale
+    ob.empty_display_size = MARKER_SIZE_M / scale
     ob.location = context.scene.cursor.location
     ob.rotation_euler = rotation
     ob.cable_harness.role = role
-    _link(context, ob)
+    link_new_object(context, ob)
     return ob
 
 
@@ -147,7 +147,7 @@ def make_cable(context, start, end, clips, slack_percent, diameter_units, segmen
     length = arc[-1] * (1.0 + slack_percent / 100.0)
     curve = bpy.data.curves.new("Cable", "CURVE")
     ob = bpy.data.objects.new("Cable", curve)
-    _link(context, ob)
+    link_new_object(context, ob)
     s = ob.cable_harness
     s.role = CABLE
     s.start = start
@@ -162,8 +162,6 @@ def make_cable(context, start, end, clips, slack_percent, diameter_units, segmen
         ref.reversed = flip
     for p in route:
         s.route.add().co = p
-    from .scene_model import ensure_cable_curve, write_curve_points
-
     ensure_cable_curve(ob, len(route), 0.5 * diameter_units)
     write_curve_points(ob, route, np.zeros(len(route)))
     return ob
@@ -204,8 +202,6 @@ class CABLE_HARNESS_OT_make_cable(bpy.types.Operator):
         diameter = self.diameter or DEFAULT_DIAMETER_M / metres_per_unit(context.scene)
         ob = make_cable(context, start, end, clips, self.slack, diameter, self.segments)
         if self.solve:
-            from .ops_solve import run_solve
-
             run_solve(self, context, [ob])
         return {"FINISHED"}
 

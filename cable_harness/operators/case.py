@@ -9,9 +9,8 @@ from bpy.props import StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 from mathutils import Matrix
 
-from ..solver_core import PRESETS, CaseError, frame_from_tangent, load_case, solve_case
-from .ops_authoring import DEFAULT_MARKER_SIZE_M, _link
-from .scene_model import (
+from ...solver_core import PRESETS, CaseError, frame_from_tangent, load_case, solve_case
+from ..scene_model import (
     CABLE,
     CLIP,
     CONNECTOR,
@@ -20,7 +19,8 @@ from .scene_model import (
     metres_per_unit,
     write_curve_points,
 )
-from .simulation import export_case
+from ..simulation import export_case
+from .common import MARKER_SIZE_M, link_new_object
 
 
 class CABLE_HARNESS_OT_export_case(bpy.types.Operator, ExportHelper):
@@ -51,7 +51,7 @@ class CABLE_HARNESS_OT_export_case(bpy.types.Operator, ExportHelper):
 def _marker(context, name, frame, scale, role, display, into=False):
     ob = bpy.data.objects.new(name, None)
     ob.empty_display_type = display
-    ob.empty_display_size = DEFAULT_MARKER_SIZE_M / scale
+    ob.empty_display_size = MARKER_SIZE_M / scale
     tangent = -frame.tangent if into else frame.tangent
     F = frame_from_tangent(tangent, frame.normal)
     M = np.eye(4)
@@ -60,7 +60,7 @@ def _marker(context, name, frame, scale, role, display, into=False):
     ob.matrix_world = Matrix(M.tolist())  # rows; a nested list would be read column by column
     ob.cable_harness.role = role
     ob.cable_harness.roll_free = frame.normal is None
-    _link(context, ob)
+    link_new_object(context, ob)
     return ob
 
 
@@ -83,7 +83,7 @@ def build_scene_from_case(context, case) -> list:
         )
         curve = bpy.data.curves.new(spec.id, "CURVE")
         ob = bpy.data.objects.new(spec.id, curve)
-        _link(context, ob)
+        link_new_object(context, ob)
         s = ob.cable_harness
         s.role = CABLE
         s.start, s.end = start, end

@@ -7,20 +7,12 @@ import json
 import bpy
 import numpy as np
 
-from .baking import bake_cable, clear_bake
-from .ops_solve import _cables_in_context
-from .report import LOG_FORMAT
-from .scene_model import COLLIDER, HarnessInputError, harness_objects, point_tilts
-from .simulation import CLEARANCE_SEARCH_M, HarnessSimulation
-
-# the measurements of the last bake (read by Export Report), saved with the .blend
-BAKE_LOG_TEXT = "cable_harness_bake_log.json"
-# Distances do not tell sides apart: a collider moving more than part of a cable radius between two
-# solves can pass through the cable. Between frames where one does, the bake solves at sub-frames; a
-# move too long for them is followed further by each tick's own sub-steps (simulation.py), and a frame
-# is recorded once the solver has caught up with it.
-SUBFRAME_MOVE = 0.4  # of the thinnest cable's radius, per sub-frame at most
-MAX_SUBFRAMES = 64
+from .. import follow
+from ..baking import bake_cable, clear_bake
+from ..report import BAKE_LOG_TEXT, LOG_FORMAT
+from ..scene_model import COLLIDER, HarnessInputError, harness_objects, point_tilts
+from ..simulation import CLEARANCE_SEARCH_M, HarnessSimulation
+from .common import cables_in_context
 
 
 def _holders(ob) -> list[dict]:
@@ -93,17 +85,6 @@ class _BakeRun:
     def done(self) -> bool:
         return self.index >= len(self.frames)
 
-    def _collider_corners(self, context) -> np.ndarray | None:
-        """World corners of every collider's (evaluated) bounding box, metres."""
-        depsgraph = context.evaluated_depsgraph_get()
-        corners = []
-        for ob in harness_objects(context.scene, COLLIDER):
-            evaluated = ob.evaluated_get(depsgraph)
-            M = np.array([list(r) for r in evaluated.matrix_world])
-            box = np.array([list(c) for c in evaluated.bound_box], dtype=np.float64)
-            corners.append(box @ M[:3, :3].T + M[:3, 3])
-        return np.concatenate(corners) * self.simulation.scale if corners else None
-
     def _follow_colliders(self, context, previous: int, frame: int, before, after) -> None:
         """Solve at sub-frames between ``previous`` and ``frame`` when a collider moves too far
         between them (corners ``before`` and ``after``) for contact to push the cables along (it would
@@ -111,8 +92,7 @@ class _BakeRun:
         if before is None or after is None or before.shape != after.shape:
             return
         radius = 0.5 * min(c["diameter"] for c in self.log["cables"].values())
-        move = float(np.linalg.norm(after - before, axis=1).max())
-        count = int(min(MAX_SUBFRAMES, np.ceil(move / (SUBFRAME_MOVE * radius))))
+        count = min(follow.MAX_FOLLOW_STEPS, follow.steps_needed(follow.largest_move(before, after), radius))
         for k in range(1, count):
             t = previous + (frame - previous) * k / count
             context.scene.frame_set(int(np.floor(t)), subframe=float(t - np.floor(t)))
@@ -123,12 +103,14 @@ class _BakeRun:
     def step(self, context) -> None:
         frame = self.frames[self.index]
         context.scene.frame_set(frame)
-        corners = self._collider_corners(context)
+        corners = follow.collider_corners(
+            harness_objects(context.scene, COLLIDER), context.evaluated_depsgraph_get(), self.simulation.scale
+        )
         if self.index > 0:
             self._follow_colliders(context, self.frames[self.index - 1], frame, self.corners, corners)
         self.corners = corners  # where the colliders were at the last solved frame
         report = self.simulation.tick(context)
-        while report.to_follow > 0.0:  # each tick follows the rest of the move MAX_SUBSTEPS sub-steps further
+        while report.to_follow > 0.0:  # each tick follows the rest of the move further (follow.py)
             report = self.simulation.tick(context)
         for name, result in report.results.items():
             ob = bpy.data.objects.get(name)
@@ -172,7 +154,7 @@ class CABLE_HARNESS_OT_bake(bpy.types.Operator):
 
     def _begin(self, context) -> bool:
         try:
-            self._run = _BakeRun(context, _cables_in_context(context))
+            self._run = _BakeRun(context, cables_in_context(context))
         except HarnessInputError as exc:
             self.report({"ERROR"}, str(exc))
             return False
@@ -246,7 +228,7 @@ class CABLE_HARNESS_OT_clear_bake(bpy.types.Operator):
     bl_options = {"REGISTER", "UNDO"}
 
     def execute(self, context):
-        cleared = sum(clear_bake(ob) for ob in _cables_in_context(context))
+        cleared = sum(clear_bake(ob) for ob in cables_in_context(context))
         self.report({"INFO"}, f"cleared the bake of {cleared} cable(s)")
         return {"FINISHED"}
 

@@ -8,8 +8,8 @@ import numpy as np
 from bpy.props import BoolProperty, FloatProperty, StringProperty
 from bpy_extras.io_utils import ImportHelper
 
-from .cad_import import CadKernelMissing, CadReadError, read_step
-from .scene_model import COLLIDER, metres_per_unit
+from ..cad_import import CadKernelMissing, CadReadError, read_step
+from ..scene_model import COLLIDER, metres_per_unit
 
 
 def mesh_from_triangles(name: str, vertices: np.ndarray, triangles: np.ndarray):

@@ -1,0 +1,36 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""What the operators share: the cables a command acts on (the selected ones, or all of the scene's),
+linking a new object as the active, only selected one, and one solve reported to an operator."""
+
+from ..scene_model import CABLE, HarnessInputError, harness_objects
+from ..simulation import HarnessSimulation
+
+# the display size of a new connector or clip empty, in metres of the scene
+MARKER_SIZE_M = 0.02
+
+
+def cables_in_context(context) -> list:
+    """The selected cables, or every cable of the scene when none is selected."""
+    chosen = [o for o in context.selected_objects if o.cable_harness.role == CABLE]
+    return chosen or harness_objects(context.scene, CABLE)
+
+
+def link_new_object(context, ob) -> None:
+    """Link ``ob`` into the active collection and make it the active, only selected object."""
+    (context.collection or context.scene.collection).objects.link(ob)
+    for other in context.selected_objects:
+        other.select_set(False)
+    ob.select_set(True)
+    context.view_layer.objects.active = ob
+
+
+def run_solve(operator, context, cables=None):
+    """Solve the cables once (those of the context by default) and report the outcome on ``operator``;
+    returns the tick report, or None when the scene's input was refused."""
+    try:
+        report = HarnessSimulation(context.scene, cables or cables_in_context(context)).tick(context)
+    except HarnessInputError as exc:
+        operator.report({"ERROR"}, str(exc))
+        return None
+    operator.report({"WARNING"} if report.needs_attention else {"INFO"}, report.summary())
+    return report

@@ -1,0 +1,99 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The Blender layer's bpy-free helpers, tested without Blender: following fast colliders
+(cable_harness/follow.py), curve tilts from the solver's directors (scene_model.point_tilts) and the
+report's maxima over a bake log (report.py), each against a reference worked out by hand."""
+
+import math
+import sys
+
+import numpy as np
+import pytest
+from helpers.blender_free import layer_module
+
+follow = layer_module("follow")
+scene_model = layer_module("scene_model")
+report = layer_module("report")
+
+
+def test_the_helpers_import_without_bpy():
+    assert "bpy" not in sys.modules
+
+
+@pytest.mark.parametrize(
+    ("move_radii", "steps"),
+    [(0.0, 1), (0.1, 1), (0.4, 1), (0.41, 2), (4.0, 10), (4.01, 11), (100.0, 250)],
+)
+def test_a_collider_move_is_followed_in_steps_of_at_most_the_follow_fraction_of_a_radius(move_radii, steps):
+    radius = 0.002
+    assert follow.steps_needed(move_radii * radius, radius) == steps
+    # each step moves the collider no further than FOLLOW_MOVE radii
+    assert move_radii / steps <= follow.FOLLOW_MOVE + 1e-12
+
+
+def test_box_corners_placed_and_their_largest_move():
+    box = np.array([[x, y, z] for x in (0.0, 1.0) for y in (0.0, 2.0) for z in (0.0, 3.0)])
+    turn = np.array([[0.0, -1.0, 0.0, 5.0], [1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0]])
+    placed = follow.world_corners(box, turn)
+    # a quarter turn about z maps (x, y, z) to (-y, x, z), then 5 m along x
+    assert np.allclose(placed, np.column_stack((5.0 - box[:, 1], box[:, 0], box[:, 2])))
+    # corner (1, 2, z) goes to (3, 1, z): the farthest, sqrt(4 + 1)
+    assert follow.largest_move(box, placed) == pytest.approx(max(np.linalg.norm(placed - box, axis=1)))
+    assert follow.largest_move(box, box) == 0.0
+
+
+def _frames(tangents, roll):
+    """Per segment (d1, d2, d3): d3 the tangent, d1 rolled by ``roll`` (rad) about it from the in-plane
+    normal of a curve in the x-z plane."""
+    out = []
+    for t, a in zip(tangents, roll):
+        t = t / np.linalg.norm(t)
+        n = np.cross([0.0, 1.0, 0.0], t)
+        b = np.cross(t, n)
+        d1 = math.cos(a) * n + math.sin(a) * b
+        out.append(np.array([d1, np.cross(t, d1), t]))
+    return np.array(out)
+
+
+def test_point_tilts_follow_a_uniform_twist_of_a_straight_cable():
+    twist = 0.1  # rad per segment
+    segments = 12
+    directors = _frames([np.array([0.0, 0.0, 1.0])] * segments, twist * np.arange(segments))
+    tilts = scene_model.point_tilts(directors)
+    # per segment 0, 0.1, ... ; a node between two segments takes their mean, the ends their segment's
+    expected = np.concatenate(([0.0], twist * (np.arange(segments - 1) + 0.5), [twist * (segments - 1)]))
+    assert np.allclose(tilts, expected)
+
+
+def test_a_cable_bent_in_a_plane_without_twist_has_no_tilt():
+    angles = np.linspace(0.0, 0.9 * math.pi, 20)
+    tangents = [np.array([math.cos(a), 0.0, math.sin(a)]) for a in angles]
+    tilts = scene_model.point_tilts(_frames(tangents, np.zeros(len(angles))))
+    assert np.abs(tilts).max() < 1e-12
+
+
+def test_report_takes_each_worst_value_and_the_frame_it_occurs_in():
+    info = {
+        "rest_length": 1.0,
+        "diameter": 0.004,
+        "allowed_bend_radius": 0.02,
+        "holders": [{"key": "start", "object": "A", "kind": "connector"}],
+    }
+
+    def record(frame, radius, gap, force):
+        return {
+            "frame": frame,
+            "converged": True,
+            "length": 1.0,
+            "min_bend_radius": radius,
+            "min_bend_radius_s": 0.5,
+            "clearance": gap,
+            "clearance_s": 0.25,
+            "forces": {"start": force},
+        }
+
+    records = [record(1, 0.05, 0.01, 2.0), record(2, 0.015, None, 7.5), record(3, 0.03, 0.002, 3.0)]
+    summary = report.cable_summary("W1", info, records)
+    assert (summary["min_bend_radius"], summary["min_bend_radius_frame"]) == (0.015, 2)
+    assert summary["bend_radius_ok"] is False  # 15 mm < 20 mm allowed
+    assert (summary["min_clearance"], summary["min_clearance_frame"]) == (0.002, 3)
+    assert summary["peak_forces"][0]["peak_force"] == 7.5 and summary["peak_forces"][0]["frame"] == 2
