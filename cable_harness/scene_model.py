@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from ..solver_core import PRESETS, CaseError, parse_case
+from ..solver_core import PRESETS, CableChange, CaseError, Frame, parse_case
 
 CONNECTOR, CLIP, CABLE, COLLIDER = "CONNECTOR", "CLIP", "CABLE", "COLLIDER"
 
@@ -34,7 +34,7 @@ def _matrix(ob) -> np.ndarray:
     return np.array([list(row) for row in ob.matrix_world])
 
 
-def object_frame(ob, scale, *, into=False, roll_free=False, flip=False) -> dict:
+def holder_frame(ob, scale, *, into=False, roll_free=False, flip=False) -> Frame:
     """The frame of a connector or clip in SI: position, tangent (local +Z) and normal (local +X).
 
     ``into``: the cable runs into this connector (its end), so the tangent is minus the outlet.
@@ -42,14 +42,65 @@ def object_frame(ob, scale, *, into=False, roll_free=False, flip=False) -> dict:
     """
     M = _matrix(ob)
     axes = M[:3, :3]
-    z = axes[:, 2] / np.linalg.norm(axes[:, 2])
+    z_length = float(np.linalg.norm(axes[:, 2])) if np.all(np.isfinite(M)) else 0.0
+    if not z_length > 1e-12:
+        raise HarnessInputError(f"{ob.name!r} has no direction: its scale along its local Z axis is zero")
+    z = axes[:, 2] / z_length
     x = axes[:, 0] - z * (axes[:, 0] @ z)
-    norm_x = np.linalg.norm(x)
+    norm_x = float(np.linalg.norm(x))
     tangent = -z if (into or flip) else z
-    frame = {"position": (M[:3, 3] * scale).tolist(), "tangent": tangent.tolist()}
-    if not roll_free and norm_x > 1e-12:
-        frame["normal"] = (x / norm_x).tolist()
-    return frame
+    normal = x / norm_x if not roll_free and norm_x > 1e-12 else None
+    return Frame(M[:3, 3] * scale, tangent, normal)
+
+
+def object_frame(ob, scale, *, into=False, roll_free=False, flip=False) -> dict:
+    """``holder_frame`` as a case-format frame."""
+    frame = holder_frame(ob, scale, into=into, roll_free=roll_free, flip=flip)
+    doc = {"position": frame.position.tolist(), "tangent": frame.tangent.tolist()}
+    if frame.normal is not None:
+        doc["normal"] = frame.normal.tolist()
+    return doc
+
+
+def holder_frames(ob, scale) -> CableChange:
+    """Where a cable's connectors and clips are now: the per-tick input of a cable already built."""
+    s = ob.cable_harness
+    if s.start is None or any(ref.clip is None for ref in s.clips):
+        raise HarnessInputError(f"cable {ob.name!r} lost a connector or clip")
+    start = holder_frame(s.start, scale, roll_free=s.start.cable_harness.roll_free)
+    end = None if s.end is None else holder_frame(s.end, scale, into=True, roll_free=s.end.cable_harness.roll_free)
+    clips = {i: holder_frame(ref.clip, scale, flip=ref.reversed) for i, ref in enumerate(s.clips)}
+    return CableChange(start=start, end=end, clips=clips)
+
+
+def build_signature(ob, scale) -> tuple:
+    """Every setting of a cable that its solver model is built from (all but where its holders are
+    and its route): when this changes, the cable is rebuilt; otherwise a tick is a step."""
+    s = ob.cable_harness
+
+    def holder(h):
+        return None if h is None else (h.cable_harness.role, h.cable_harness.roll_free)
+
+    def clip(ref):
+        c = None if ref.clip is None else ref.clip.cable_harness
+        if c is None:
+            return (ref.s, None)
+        stiffness = (c.clip_translational_stiffness, c.clip_rotational_stiffness) if c.clip_compliant else None
+        return (ref.s, c.role, c.clip_kind, c.clip_length, stiffness)
+
+    material = (s.material,)
+    if s.material == "CUSTOM":
+        material += (s.youngs_modulus, s.poisson_ratio, s.density)
+    return (
+        scale,
+        s.length,
+        s.diameter,
+        s.segments,
+        material,
+        holder(s.start),
+        holder(s.end),
+        tuple(clip(ref) for ref in s.clips),
+    )
 
 
 def material_document(settings) -> dict:

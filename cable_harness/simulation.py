@@ -21,16 +21,18 @@ import bpy
 import numpy as np
 from mathutils import Matrix
 
-from ..solver_core import CableChange, Harness, ObstacleSet, parse_frame
+from ..solver_core import CaseError, Harness, ObstacleSet
 from . import follow
 from .colliders import ColliderCache
 from .scene_model import (
     CABLE,
     COLLIDER,
     HarnessInputError,
+    build_signature,
     cable_document,
     case_document,
     harness_objects,
+    holder_frames,
     metres_per_unit,
     parse_scene_case,
     write_cable_result,
@@ -88,16 +90,6 @@ def _find_object(name, uid):
     return None
 
 
-def _static_signature(doc: dict) -> str:
-    """Everything of a cable document except where its holders are: a change means rebuild."""
-    static = dict(doc)
-    static["start"] = {"free_roll": "normal" not in doc["start"]}
-    static["end"] = None if doc["end"] is None else {"free_roll": "normal" not in doc["end"]}
-    static["clips"] = [{k: v for k, v in c.items() if k != "frame"} for c in doc["clips"]]
-    static.pop("route", None)
-    return json.dumps(static, sort_keys=True)
-
-
 class HarnessSimulation:
     def __init__(self, scene, cable_objects=None):
         self.scene_name = scene.name
@@ -109,7 +101,7 @@ class HarnessSimulation:
         doc = case_document(scene, cables)  # raises HarnessInputError naming the first problem
         self.case = parse_scene_case(doc)
         self.harness = Harness.from_case(self.case)
-        self.signatures = {c["id"]: _static_signature(c) for c in doc["cables"]}
+        self.signatures = {ob.name: build_signature(ob, self.scale) for ob in cables}
         self.reported_warnings = set()
         self.colliders = ColliderCache()
         self.collider_poses = {}  # collider name -> world matrix (4 x 4 nested tuples) at the last tick
@@ -210,7 +202,11 @@ class HarnessSimulation:
         for _ in range(BROAD_PHASE_ROUNDS):
             t_solve = time.perf_counter()
             # all cables of the tick together: with cable-cable contact they are swept until they agree
-            reports = self.harness.solve_step(targets, cable_ids=list(targets))
+            try:
+                reports = self.harness.solve_step(targets, cable_ids=list(targets))
+            except CaseError as exc:  # a step the solver refuses is that tick's failure, not a traceback
+                report.failed.update({n: str(exc) for n in targets})
+                return solve_ms, {}
             solve_ms += (time.perf_counter() - t_solve) * 1e3
             after = self._positions(targets)
             # how far each node ended from the nearest place (of the same node) triangles were fetched at
@@ -246,13 +242,10 @@ class HarnessSimulation:
             if ob.name != name:  # renamed while running: carry its solver session over
                 self._rename(name, ob.name)
             try:
-                # the route matters only when a cable is (re)built: not read on ordinary ticks
-                doc = cable_document(ob, self.scale, with_route=False)
-                parse_scene_case(
-                    {"format": "cable-harness-case/1", "gravity": self.case.gravity.tolist(), "cables": [doc]}
-                )
-                signature = _static_signature(doc)
+                signature = build_signature(ob, self.scale)
                 if self.signatures.get(ob.name) != signature:
+                    # settings changed: validate the whole cable as the case format does and rebuild it
+                    # from its route; otherwise only its holders' frames are read
                     rebuilt = parse_scene_case(
                         {
                             "format": "cable-harness-case/1",
@@ -262,14 +255,9 @@ class HarnessSimulation:
                     )
                     self.harness.add_cable(rebuilt.cables[0])
                     self.signatures[ob.name] = signature
+                targets[ob.name] = holder_frames(ob, self.scale)
             except HarnessInputError as exc:
                 report.failed[ob.name] = str(exc)
-                continue
-            targets[ob.name] = CableChange(
-                start=parse_frame(doc["start"], "start"),
-                end=None if doc["end"] is None else parse_frame(doc["end"], "end"),
-                clips={i: parse_frame(c["frame"], f"clips[{i}]") for i, c in enumerate(doc["clips"])},
-            )
         self.cables = live
         return targets
 

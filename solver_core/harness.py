@@ -95,6 +95,12 @@ class Harness:
         session = CableSession(model, boundary, None, interactions)  # the state is chosen next
         self._choose_initial_state(cable.id, session)
         self.cables[cable.id] = session
+        # the case is what steps are checked against (clip counts): it must describe the rebuilt cable
+        others = tuple(c for c in self.case.cables if c.id != cable.id)
+        if len(others) == len(self.case.cables):
+            self.case = replace(self.case, cables=others + (cable,))
+        else:
+            self.case = replace(self.case, cables=tuple(cable if c.id == cable.id else c for c in self.case.cables))
 
     def _choose_initial_state(self, cable_id: str, session: CableSession) -> None:
         # Distances do not tell sides apart: a start inside an obstacle, or on the far side of one the

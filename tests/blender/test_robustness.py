@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Bad input, objects deleted or renamed while simulating, the modal operator, clean unregister."""
 
+import math
 import sys
 
 import bpy
@@ -93,6 +94,49 @@ def test_cable_settings_changed_while_simulating_rebuild_the_cable(extension):
     cable.cable_harness.segments = 25
     report = simulation.tick(bpy.context)
     assert report.solved == 1 and len(cable.data.splines[0].points) == 26
+
+
+def test_a_clip_added_while_simulating_is_part_of_the_next_steps(extension):
+    start, end, clip, cable = simple_harness()
+    cable.cable_harness.clips.clear()
+    simulation = _simulation_module(extension).HarnessSimulation(bpy.context.scene)
+    assert simulation.tick(bpy.context).solved == 1
+    ref = cable.cable_harness.clips.add()
+    ref.clip, ref.s = clip, 0.5 * cable.cable_harness.length
+    report = simulation.tick(bpy.context)  # rebuilt with the clip
+    assert report.solved == 1, report.failed
+    place(clip, (0.15, 0.03, -0.06), 1.0, (0.0, math.pi / 2.0, 0.0))
+    report = simulation.tick(bpy.context)  # a step that moves the clip the rebuilt cable now has
+    assert report.solved == 1, report.failed
+    middle = curve_world_points(cable)[len(cable.data.splines[0].points) // 2]
+    assert np.linalg.norm(middle - (0.15, 0.03, -0.06)) < 0.01
+
+
+def test_ticks_between_setting_changes_read_only_the_holders(extension, monkeypatch):
+    start, end, clip, cable = simple_harness()
+    simulation_module = _simulation_module(extension)
+    simulation = simulation_module.HarnessSimulation(bpy.context.scene)
+    simulation.tick(bpy.context)
+
+    def no_document(*args, **kwargs):
+        raise AssertionError("a case document was built for a tick that only moved a connector")
+
+    monkeypatch.setattr(simulation_module, "cable_document", no_document)
+    monkeypatch.setattr(simulation_module, "parse_scene_case", no_document)
+    place(end, (0.28, 0.0, 0.0), 1.0)
+    report = simulation.tick(bpy.context)
+    assert report.solved == 1, report.failed
+    assert np.linalg.norm(curve_world_points(cable)[-1] - (0.28, 0.0, 0.0)) < 1e-6
+
+
+def test_a_connector_scaled_flat_is_reported_by_name(extension):
+    start, end, clip, cable = simple_harness()
+    simulation = _simulation_module(extension).HarnessSimulation(bpy.context.scene)
+    simulation.tick(bpy.context)
+    end.scale = (1.0, 1.0, 0.0)
+    bpy.context.view_layer.update()
+    report = simulation.tick(bpy.context)
+    assert f"{end.name!r} has no direction" in report.failed["Cable"]
 
 
 def test_stand_in_events_have_only_real_event_attributes():

@@ -213,6 +213,21 @@ def test_harness_refuses_unknown_cables_in_a_step():
         h.solve_step({"W1": {"start": frame}})
 
 
+def test_a_cable_rebuilt_with_another_clip_count_takes_steps_for_its_new_clips():
+    doc = base()
+    h = Harness.from_case(parse_case(doc))
+    assert len(h.case.cables[0].clips) == 1
+    second = {"s": 0.2, "frame": {"position": [0.15, 0.0, -0.02], "tangent": [1, 0, 0], "normal": [0, 0, 1]}}
+    doc["cables"][0]["clips"].append(second)
+    h.add_cable(parse_case(doc).cables[0])  # as Blender does when a clip is added to the cable's list
+    assert len(h.case.cables) == 1 and len(h.case.cables[0].clips) == 2
+    moved = Frame(np.array([0.15, 0.01, -0.02]), np.array([1.0, 0, 0]), np.array([0, 0, 1.0]))
+    report = h.solve_step({"W1": CableChange(clips={1: moved})})["W1"]
+    assert report.converged, report.message
+    with pytest.raises(CaseError, match="changes.W1.clips.2"):
+        h.solve_step({"W1": CableChange(clips={2: moved})})
+
+
 # ---------------------------------------------------------------- files and the output
 
 
