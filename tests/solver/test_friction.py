@@ -1,0 +1,84 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Coulomb friction (lagged, smoothed) against closed-form sticking and sliding limits."""
+
+import math
+
+import numpy as np
+import pytest
+from helpers.cases import cable, case, first, solve
+from helpers.contact_scenes import (
+    TABLE,
+    R,
+    no_penetration,
+)
+
+
+class TestFriction:
+    """A cable lying across an incline, clamped at one end: it holds while tan(theta) < mu_s, and once it
+    slips it sags in the incline's plane as a cantilever under w (sin(theta) - mu_d cos(theta))."""
+
+    E = 2e9
+    L = 0.3
+
+    def _solve(self, theta_deg, mu_s, mu_d):
+        th = math.radians(theta_deg)
+        n = np.array([0, -math.sin(th), math.cos(th)])
+        doc = case(
+            cable(
+                length=self.L,
+                segments=60,
+                material={"E": self.E, "nu": 0.3, "density": 1500},
+                start={"position": (R * n).tolist(), "tangent": [1, 0, 0], "normal": n.tolist()},
+            ),
+            obstacles=[{"type": "plane", "point": [0, 0, 0], "normal": n.tolist()}],
+            contact={"friction_static": mu_s, "friction_dynamic": mu_d},
+        )
+        result = first(solve(doc))
+        assert result["converged"]
+        no_penetration(result, doc)
+        downslope = np.array([0, -math.cos(th), -math.sin(th)])
+        return float(np.array(result["nodes"][-1]) @ downslope), th
+
+    def _cantilever(self, th, mu_d):
+        w = 1500 * math.pi * 0.004**2 / 4 * 9.81
+        EI = self.E * math.pi * 0.004**4 / 64
+        return w * (math.sin(th) - mu_d * math.cos(th)) * self.L**4 / (8 * EI)
+
+    def test_holds_below_the_static_limit(self):
+        for theta, mu_s in ((10, 0.3), (20, 0.5)):
+            deflection, th = self._solve(theta, mu_s, 0.2)
+            assert deflection < 0.05 * self._cantilever(th, 0.0)  # only the stick compliance
+
+    def test_slips_above_the_static_limit_against_dynamic_friction(self):
+        for theta in (20, 30):
+            deflection, th = self._solve(theta, 0.3, 0.2)
+            assert deflection == pytest.approx(self._cantilever(th, 0.2), rel=0.01)
+
+    def test_frictionless_slides_freely(self):
+        deflection, th = self._solve(10, 0.0, 0.0)
+        assert deflection == pytest.approx(self._cantilever(th, 0.0), rel=0.01)
+
+    def test_friction_makes_the_result_depend_on_the_path(self):
+        # The start connector of a cable lying on a table is moved sideways and back. Frictionless,
+        # the cable just follows and ends where it began; with friction the far part holds on while
+        # the near part bends, and the way back leaves it bent: the result depends on the path.
+        def round_trip(mu):
+            doc = case(
+                cable(
+                    length=0.3, segments=60, start={"position": [0, 0, R], "tangent": [1, 0, 0], "normal": [0, 0, 1]}
+                ),
+                obstacles=[TABLE],
+                contact={"friction_static": mu, "friction_dynamic": mu},
+            )
+            moves = [[0, 0.01, R], [0, 0.02, R], [0, 0.01, R], [0, 0.0, R]]
+            doc["steps"] = [
+                {"cables": {"W1": {"start": {"position": p, "tangent": [1, 0, 0], "normal": [0, 0, 1]}}}} for p in moves
+            ]
+            steps = solve(doc)["steps"]
+            assert all(s["cables"]["W1"]["converged"] for s in steps)
+            return np.array(steps[0]["cables"]["W1"]["nodes"]), np.array(steps[-1]["cables"]["W1"]["nodes"])
+
+        before, after = round_trip(0.0)
+        assert np.abs(after - before).max() < 1e-6
+        before, after = round_trip(0.5)
+        assert np.abs(after - before).max() > 1e-3
