@@ -1112,6 +1112,12 @@ def contact_energy_of(
                 for r in range(3):
                     for s in range(3):
                         _band_add(band, bw, node_dof[ia] + r, node_dof[ib] + s, k_pair * wa * wb * nrm[r] * nrm[s])
+        if kind[p] == SPHERE:
+            # A sphere is smooth: the curvature of its distance is the real surface's, and where a
+            # cable lies over its top it is what makes the top unstable (it is kept in the
+            # Gauss-Newton model too, mode 3: the facet and crossing terms left out there are saddles
+            # of the discretisation only).
+            _sphere_segment_curvature(pos, elem[p], obstacles[2][prim[p]], f, node_dof, band, bw)
         if mode == 2 and kind[p] == SELF_SEG and n_ends > 0 and pair_end_grad.shape[0] == kind.shape[0]:
             # - k grad(M) grad(M)^T of E = k/2 (D_s^2 - M^2): near a node the segment pair's own
             # k grad(D_s) grad(D_s)^T is nearly cancelled by it, and without it the model counted a
@@ -1150,6 +1156,39 @@ def contact_energy_of(
                         band, bw, node_dof[j] + r, node_dof[j] + s, -k_pair * pair_normal[q, r] * pair_normal[q, s]
                     )
     return energy
+
+
+@njit
+def _sphere_segment_curvature(pos, i, centre, f, node_dof, band, bw):
+    """Adds -f grad^2(d) of the distance d(x_i, x_i+1) = min_t |(1 - t) x_i + t x_i+1 - c| to a sphere's
+    centre (the radius is a constant). With the closest point p at t, n = (p - c) / r, e = x_i+1 - x_i
+    and W = [(1 - t) I, t I]: grad^2(d) = W^T (I - n n^T) W / r - g g^T r / |e|^2, the second term
+    the minimisation over t (a Schur complement), g = [(1 - t) e / r - n, t e / r + n]; at an end of
+    the segment (t clamped) only the first term, on that node."""
+    e = pos[i + 1] - pos[i]
+    ee = e @ e
+    t = ((centre - pos[i]) @ e) / ee if ee > 0.0 else 0.0
+    interior = 0.0 < t < 1.0
+    t = min(max(t, 0.0), 1.0)
+    q = (1.0 - t) * pos[i] + t * pos[i + 1] - centre
+    r = math.sqrt(q @ q)
+    if r <= 0.0:
+        return
+    n = q / r
+    w = (1.0 - t, t)
+    g = np.empty((2, 3))
+    for k in range(3):
+        g[0, k] = (1.0 - t) * e[k] / r - n[k]
+        g[1, k] = t * e[k] / r + n[k]
+    for a in range(2):
+        for b in range(2):
+            for u in range(3):
+                for v in range(3):
+                    h = w[a] * w[b] * ((1.0 if u == v else 0.0) - n[u] * n[v]) / r
+                    if interior:
+                        h -= g[a, u] * g[b, v] * r / ee
+                    if h != 0.0:
+                        _band_add(band, bw, node_dof[i + a] + u, node_dof[i + b] + v, -f * h)
 
 
 @njit

@@ -15,6 +15,10 @@ from helpers.contact_scenes import (
 
 from solver_core import Harness, parse_case
 
+# Static friction that holds a cable lying over the top of a sphere there: frictionless, the top is
+# unstable (test_stability.py) and the cable slides off to one side.
+HELD_ON_TOP = {"friction_static": 0.5, "friction_dynamic": 0.5}
+
 
 def test_heavy_cable_on_a_table_lifted_at_one_end_leaves_it_at_the_analytic_length():
     # A heavy beam lifted by h with a horizontal clamp leaves a rigid table at a = (72 EI h / q)^(1/4)
@@ -230,6 +234,7 @@ def test_ultimate_length_refuses_a_step_and_keeps_the_last_valid_state():
         ),
         obstacles=[{"type": "sphere", "center": [0, 0, 0], "radius": 0.06}],
         solver={"ultimate_strain": 0.01},
+        contact=HELD_ON_TOP,  # without friction the top of the sphere is unstable: the cable slides off
     )
     doc["steps"] = [
         {"cables": {"W1": {"end": {"position": [0.12 + 0.01 * k, 0, -0.02], "tangent": [0, 0, -1]}}}} for k in (1, 3)
@@ -274,9 +279,11 @@ def test_cable_draped_over_a_tessellated_sphere_matches_the_smooth_sphere():
         end={"position": [0.12, 0, -0.02], "tangent": [0, 0, -1]},
         route=[[-0.12, 0, -0.02], [-0.1, 0, 0.09], [0.1, 0, 0.09], [0.12, 0, -0.02]],
     )
-    smooth = first(solve(case(spec, obstacles=[{"type": "sphere", "center": [0, 0, 0], "radius": 0.06}])))
+    sphere = {"type": "sphere", "center": [0, 0, 0], "radius": 0.06}
+    smooth = first(solve(case(spec, obstacles=[sphere], contact=HELD_ON_TOP)))
+    assert smooth["converged"] and smooth["stable"]
     mesh = _uv_sphere(0.06, n_lon=24, n_lat=12)
-    doc = case(spec, obstacles=[mesh])
+    doc = case(spec, obstacles=[mesh], contact=HELD_ON_TOP)
     faceted = first(solve(doc))
     assert faceted["converged"] and faceted["contacts"]
     # every contact on the faceted sphere lies between its facets' inner distance and its radius

@@ -516,3 +516,47 @@ def test_low_rank_coupling_solve_matches_a_dense_solve(rng, blocks):
         low_rank_solve(band, bw, rhs, out, S, piv, panels)
         assert np.allclose(out, reference, rtol=1e-10, atol=1e-12)
         assert np.allclose(full @ out, rhs, rtol=1e-10, atol=1e-12)
+
+
+def test_contact_with_a_sphere_has_the_exact_hessian():
+    # A sphere is smooth, so the penalty's Hessian over segment pairs against it is exact: the
+    # Gauss-Newton part k grad(d) grad(d)^T plus the distance's curvature -f grad^2(d), including how
+    # the closest point moves along the segment. Without the curvature a cable lying over the top of a
+    # sphere looked stable (its top is not) and Newton crept as the cable slid round it.
+    from solver_core.contact import SPHERE, ObstacleSet, contact_energy, find_pairs
+
+    rng = np.random.default_rng(7)
+    # a cable bent over a sphere of radius 0.1, its nodes 0.5 mm inside the cable's surface distance
+    angles = np.linspace(-0.6, 0.6, 9)
+    x = np.column_stack((0.1 * np.sin(angles), np.zeros_like(angles), 0.1 * np.cos(angles)))
+    x *= (0.1 + 0.002 - 0.0005) / 0.1
+    x += 1e-3 * rng.standard_normal(x.shape) * np.array([1.0, 1.0, 0.2])
+    arrays = ObstacleSet(sphere_centre=np.zeros((1, 3)), sphere_radius=np.array([0.1])).kernel_arrays()
+    radii, parts = np.full(len(x), 0.002), np.zeros(len(x), dtype=np.int64)
+    node_dof = np.arange(len(x), dtype=np.int64) * 3
+    n_dof, bw = 3 * len(x), 5
+    seg_len = np.linalg.norm(np.diff(x, axis=0), axis=1)
+    node_len = np.full(len(x), seg_len.mean())
+    kind, elem, prim = find_pairs(x, radii, parts, 0.01, arrays, 0)
+    assert (kind == SPHERE).any()
+    n = len(kind)
+
+    def evaluate(pos, mode):
+        grad, band = np.zeros(n_dof), np.zeros((n_dof, bw + 1))
+        scratch = (np.empty(n), np.empty(n), np.empty((n, 3)), np.empty((n, 3)), np.empty(n), np.empty((n, 3)))
+        energy = contact_energy(
+            pos, kind, elem, prim, arrays, radii, 1e5, node_len, seg_len, node_dof, grad, band, bw, mode, *scratch
+        )
+        return energy, grad, dense_from_band(band, bw)
+
+    energy, _, H = evaluate(x, 2)
+    assert energy > 0.0
+    h = 1e-8
+    fd = np.empty((n_dof, n_dof))
+    for i in range(n_dof):
+        e = np.zeros(n_dof)
+        e[i] = h
+        fd[:, i] = (evaluate(x + e.reshape(x.shape), 1)[1] - evaluate(x - e.reshape(x.shape), 1)[1]) / (2 * h)
+    assert np.abs(fd - H).max() <= 1e-5 * np.abs(H).max()
+    # the curvature is what the Gauss-Newton part lacks: it is a real part of the Hessian here
+    assert np.abs(H - evaluate(x, 3)[2]).max() < 1e-12 * np.abs(H).max()

@@ -195,3 +195,28 @@ def test_heavy_column_stands_below_greenhills_length_and_bends_over_above_it():
     bent = first(solve(case(_standing(0.26))))
     assert bent["converged"] and bent["stable"]
     assert np.abs(np.array(bent["nodes"])[:, :2]).max() > 0.01
+
+
+def test_a_heavy_cable_over_the_top_of_a_frictionless_sphere_slides_off_and_rests_against_it():
+    # Ends held symmetrically either side of a sphere, below its top, the route drawn over it: lying
+    # over the top in the plane of the ends balances, but the top is unstable (the sphere's curvature
+    # makes sliding sideways go downhill). The cable must leave it sideways, although nothing in the
+    # start breaks the symmetry, and come to rest against the sphere's side. Before the sphere's
+    # curvature entered the Hessian, a softer cable was reported converged and stable on the top.
+    sphere = {"type": "sphere", "center": [0, 0, 0], "radius": 0.1}
+    rod = cable(
+        length=0.42,
+        segments=40,
+        material={"EI": 1e-2, "GJ": 1e-2, "EA": 1e4, "linear_density": 0.1},
+        start={"position": [-0.15, 0, -0.05], "tangent": [0.6, 0, 0.8]},
+        end={"position": [0.15, 0, -0.05], "tangent": [0.6, 0, -0.8]},
+        route=[[-0.15, 0, -0.05], [-0.1, 0, 0.07], [0, 0, 0.13], [0.1, 0, 0.07], [0.15, 0, -0.05]],
+    )
+    doc = case(rod, obstacles=[sphere], contact={"friction_static": 0.0, "friction_dynamic": 0.0})
+    result = first(solve(doc))
+    assert result["converged"] and result["stable"] is True
+    nodes = np.array(result["nodes"])
+    assert np.abs(nodes[:, 1]).max() > 0.05  # off to one side
+    radius = 0.002
+    gap = np.linalg.norm(nodes, axis=1).min() - 0.1 - radius
+    assert -0.01 * radius <= gap < 0.1 * radius  # resting against the sphere, not in it
