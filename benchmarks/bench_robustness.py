@@ -29,21 +29,28 @@ from tests.helpers.obstacles import plate as _plate  # noqa: E402
 
 
 def _obstacle(kind, rng):
-    """An obstacle document, the x-range the cable is routed over, and the height below which a node
-    in that range is on the far side of it (through)."""
+    """An obstacle document, the x-range the cable is routed over, the height below which a node in
+    that range is on the far side of it, and its half-width across the route (|y| beyond which a cable
+    has gone round it)."""
     if kind == "plate":
-        return _plate(0.25, 0.45, rng.uniform(0.1, 0.5)), (0.25, 0.45), 0.0
+        half_width = rng.uniform(0.1, 0.5)
+        return _plate(0.25, 0.45, half_width), (0.25, 0.45), 0.0, half_width
     if kind == "box":
-        return _box((0.22, -0.3, -0.2), (0.48, 0.3, 0.0)), (0.22, 0.48), 0.0
+        return _box((0.22, -0.3, -0.2), (0.48, 0.3, 0.0)), (0.22, 0.48), 0.0, 0.3
     r = rng.uniform(0.05, 0.12) if kind == "sphere" else rng.uniform(0.04, 0.1)
     if kind == "sphere":
         obstacle = {"type": "sphere", "center": [0.35, 0.0, -r], "radius": r}
-    else:
-        obstacle = _cylinder(0.35, -r, r, 0.4, facets=int(rng.integers(8, 33)))
-    return obstacle, (0.35 - 0.5 * r, 0.35 + 0.5 * r), -r
+        return obstacle, (0.35 - 0.5 * r, 0.35 + 0.5 * r), -r, r
+    obstacle = _cylinder(0.35, -r, r, 0.4, facets=int(rng.integers(8, 33)))
+    return obstacle, (0.35 - 0.5 * r, 0.35 + 0.5 * r), -r, 0.2
 
 
-def _through(nodes, footprint, below):
+def _through(nodes, footprint, below, widest, half_width):
+    """On the far side of the obstacle without having gone round it: under its footprint while no
+    iterate reached beyond its half-width across the route (``widest``: the largest |y| of any
+    iterate), so that the only way there was through it."""
+    if widest >= half_width:
+        return False
     x0, x1 = footprint
     over = (nodes[:, 0] > x0) & (nodes[:, 0] < x1) & (np.abs(nodes[:, 1]) < 0.1)
     return bool((nodes[over, 2] < below).any())
@@ -82,7 +89,7 @@ def drapes(n, rng):
     times = []
     for k in range(n):
         kind = kinds[k % 4]
-        obstacle, footprint, below = _obstacle(kind, rng)
+        obstacle, footprint, below, half_width = _obstacle(kind, rng)
         segments = int(rng.integers(4, 41))
         height = rng.uniform(0.01, 0.08)
         span = 0.7
@@ -123,7 +130,8 @@ def drapes(n, rng):
         finally:
             equilibrium.minimise_rod_energy = recorder.real
         converged += ok
-        through += _through(nodes, footprint, below)
+        widest = max(np.abs(p[:, 1] + origin[1]).max() for p in recorder.states)
+        through += _through(nodes, footprint, below, widest, half_width)
         if ok:
             worst_final = max(worst_final, -min_clearance(nodes, R, [obstacle]))
         sample = recorder.states[:: max(1, len(recorder.states) // 200)]
