@@ -20,9 +20,15 @@ def register():
     _modules[:] = [props, colliders, operators, ui]
     for module in _modules:
         module.register()
+    from . import warmup
+
+    warmup.start()  # compiles the solver's kernels in another process when the cache is cold
 
 
 def unregister():
+    from . import warmup
+
+    warmup.cancel()
     for module in reversed(_modules):
         module.unregister()
     _modules.clear()

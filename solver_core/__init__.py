@@ -6,6 +6,7 @@ top-level package ``solver_core`` (CLI, tests, benchmarks) and as a sub-package 
 extension. The names below are its public API: the Blender layer imports nothing else.
 """
 
+from ._jit import CACHE_DIR
 from .case import (
     CableChange,
     CableSpec,
@@ -28,9 +29,11 @@ from .materials import PRESETS, SectionStiffness, section_stiffness
 from .rod_model import Boundary, RodModel, build_rod_model
 from .rod_state import RodState, initial_state, interpolate_boundary
 from .rotations import frame_from_tangent
+from .warmup import kernels_are_warm, warm_up
 
 __all__ = [
     "Boundary",
+    "CACHE_DIR",
     "CableChange",
     "CableSpec",
     "Case",
@@ -53,6 +56,7 @@ __all__ = [
     "frame_from_tangent",
     "initial_state",
     "interpolate_boundary",
+    "kernels_are_warm",
     "load_case",
     "parse_case",
     "parse_frame",
@@ -60,4 +64,5 @@ __all__ = [
     "sharp_edges",
     "solve_case",
     "solve_equilibrium",
+    "warm_up",
 ]

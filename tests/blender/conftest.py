@@ -4,6 +4,8 @@
 # isort: off
 from helpers.blender_env import disable_extension, enable_extension  # first: it prepares the environment
 
+import sys  # noqa: E402
+
 import bpy  # noqa: E402
 import pytest  # noqa: E402
 
@@ -13,6 +15,12 @@ import pytest  # noqa: E402
 @pytest.fixture(scope="session", autouse=True)
 def extension():
     module = enable_extension()
+    # as an interactive Blender does on enabling (a background one skips it): compile the solver's
+    # kernels in a separate process (cable_harness/warmup.py); the tests then load them from the cache
+    warmup = sys.modules[f"{module.__name__}.cable_harness.warmup"]
+    if not sys.modules[f"{module.__name__}.solver_core"].kernels_are_warm():
+        warmup.start(force=True)
+        warmup.wait(1200)
     yield module
     disable_extension()
 

@@ -1,0 +1,138 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The solver's kernels compiled in the background after the extension is enabled.
+
+A fresh install (or an upgrade) has no compiled kernels: the first Solve would freeze Blender while
+numba compiles them (minutes on a small machine). Instead, ``start`` runs ``python -m
+solver_core.warmup`` in a separate process, writing into the same per-user cache; meanwhile Solve,
+Simulate and Bake are greyed out with a note (``preparing``), and the panel shows the progress. A
+start with a warm cache (``kernels_are_warm``) runs nothing, and neither does a background Blender
+(scripts, the test suite), where the first solve compiles in-process; CABLE_HARNESS_WARMUP=1 or 0
+overrides that either way.
+"""
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import bpy
+
+from ..solver_core import CACHE_DIR, kernels_are_warm
+
+_state = {"process": None, "started": 0.0, "failed": "", "log": None}
+
+
+def _extension_root() -> Path:
+    # not resolved: numba files its cache under the source's path as imported, so the child must import
+    # the solver through the same (possibly linked) folder as this process does
+    return Path(os.path.abspath(__file__)).parent.parent
+
+
+def command() -> list:
+    """The warm-up process: the interpreter running Blender, importing this extension's solver."""
+    return [sys.executable, "-m", "solver_core.warmup"]
+
+
+def start(force: bool = False) -> bool:
+    """Start compiling unless the kernels are compiled, it runs already, or it is switched off."""
+    if _state["process"] is not None or (kernels_are_warm() and not force):
+        return False
+    # with a window only (a background Blender runs a script that waits for its solve anyway), unless
+    # CABLE_HARNESS_WARMUP says otherwise
+    wanted = os.environ.get("CABLE_HARNESS_WARMUP", "0" if bpy.app.background else "1") != "0"
+    if not (wanted or force):
+        return False
+    env = dict(os.environ)
+    # the extension's wheels (numba, llvmlite) are on Blender's path, not necessarily on the child's
+    env["PYTHONPATH"] = os.pathsep.join([str(_extension_root()), *[p for p in sys.path if p]])
+    log = Path(CACHE_DIR).parent / "warmup.log"  # a file, not a pipe: a full pipe would stall the child
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "wb") as stderr:
+            _state["process"] = subprocess.Popen(
+                command(),
+                cwd=str(log.parent),  # not the extension folder: "-m" would import from its resolved path
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
+            )
+        _state["log"] = log
+    except OSError as exc:  # no interpreter to run: the first solve compiles in-process
+        _state["failed"] = f"could not start the background compile ({exc}); the first solve compiles instead"
+        return False
+    _state["started"] = time.monotonic()
+    _state["failed"] = ""
+    if not bpy.app.timers.is_registered(_poll):
+        bpy.app.timers.register(_poll, first_interval=1.0, persistent=True)
+    return True
+
+
+def preparing() -> bool:
+    process = _state["process"]
+    return process is not None and process.poll() is None
+
+
+def progress() -> str:
+    """What the panel shows while compiling: kernels compiled so far and the time it has taken."""
+    if not preparing():
+        return _state["failed"]
+    compiled = sum(1 for _ in Path(CACHE_DIR).rglob("*.nbi")) if Path(CACHE_DIR).exists() else 0
+    seconds = time.monotonic() - _state["started"]
+    return f"Preparing the solver (first start only): {compiled} kernels compiled, {seconds:.0f} s"
+
+
+def wait(timeout: float) -> bool:
+    """Block until the compile ends (scripts and tests); True when the kernels are compiled."""
+    process = _state["process"]
+    if process is not None:
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        _finish()
+    return kernels_are_warm()
+
+
+def _finish() -> None:
+    process = _state["process"]
+    if process is None or process.poll() is None:
+        return
+    _state["process"] = None
+    if process.returncode != 0:
+        try:
+            lines = _state["log"].read_text(errors="replace").strip().splitlines()
+        except (OSError, AttributeError):
+            lines = []
+        reason = f": {lines[-1]}" if lines else ""
+        _state["failed"] = f"the background compile failed{reason}; the first solve compiles instead"
+
+
+def _redraw() -> None:
+    for window in getattr(bpy.context.window_manager, "windows", []):
+        for area in window.screen.areas:
+            if area.type == "VIEW_3D":
+                area.tag_redraw()
+
+
+def _poll():
+    _redraw()
+    if preparing():
+        return 1.0
+    _finish()
+    return None
+
+
+def cancel() -> None:
+    """Stop a running compile (the extension is being disabled)."""
+    process = _state["process"]
+    if process is not None and process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(5.0)
+        except subprocess.TimeoutExpired:
+            process.kill()
+    _state["process"] = None
+    if bpy.app.timers.is_registered(_poll):
+        bpy.app.timers.unregister(_poll)
