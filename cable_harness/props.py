@@ -20,6 +20,7 @@ from bpy.props import (
 )
 
 from ..solver_core import PRESETS
+from .scene_model import ROLE_OBJECT_TYPES, sync_cable_bevel
 
 ROLES = [
     ("NONE", "None", "Not part of the harness"),
@@ -28,6 +29,23 @@ ROLES = [
     ("CABLE", "Cable", "A cable solved between connectors and clips"),
     ("COLLIDER", "Collider", "A mesh the cables rest on and wrap around"),
 ]
+
+# Roles are offered only to object types that can carry them (scene_model.ROLE_OBJECT_TYPES): a
+# cable is a curve the solver writes its centre line into, a collider a mesh whose triangles it touches.
+# (identifier, name, description, number): the numbers are those the roles were saved with
+_NUMBERED_ROLES = [(*item, number) for number, item in enumerate(ROLES)]
+_ROLES_BY_TYPE = {}
+
+
+def _role_items(self, context):
+    """The roles an object of this type can take (the list is kept: Blender holds its strings)."""
+    kind = getattr(self.id_data, "type", "")
+    if kind not in _ROLES_BY_TYPE:
+        _ROLES_BY_TYPE[kind] = [
+            item for item in _NUMBERED_ROLES if item[0] not in ROLE_OBJECT_TYPES or kind in ROLE_OBJECT_TYPES[item[0]]
+        ]
+    return _ROLES_BY_TYPE[kind]
+
 
 CLIP_KINDS = [
     ("fixed", "Fixed", "Position, direction and roll held over the clip length"),
@@ -40,6 +58,27 @@ MATERIALS = [(name, name.replace("_", " ").title(), p.description) for name, p i
 ]
 
 
+def _settings_changed(self, context):
+    """A setting the solved cable was built from changed: its read-outs are of the old settings."""
+    self.result_stale = True
+
+
+def _diameter_changed(self, context):
+    self.result_stale = True
+    if self.id_data.type == "CURVE":
+        sync_cable_bevel(self.id_data)
+
+
+def _length_changed(self, context):
+    # the clips keep their place along the cable in proportion (a clip at mid-length stays there)
+    if self.clip_length_basis > 0.0 and self.length > 0.0:
+        ratio = self.length / self.clip_length_basis
+        for ref in self.clips:
+            ref.s *= ratio
+    self.clip_length_basis = self.length
+    self.result_stale = True
+
+
 def _is_connector(self, obj):
     return obj.cable_harness.role == "CONNECTOR"
 
@@ -49,7 +88,7 @@ def _is_clip(self, obj):
 
 
 class CableHarnessClipRef(bpy.types.PropertyGroup):
-    clip: PointerProperty(name="Clip", type=bpy.types.Object, poll=_is_clip)  # type: ignore
+    clip: PointerProperty(name="Clip", type=bpy.types.Object, poll=_is_clip, description="The clip object")  # type: ignore
     s: FloatProperty(
         name="Arc Length",
         description="Arc length of the cable at the clip centre",
@@ -63,11 +102,18 @@ class CableHarnessClipRef(bpy.types.PropertyGroup):
 
 
 class CableHarnessPoint(bpy.types.PropertyGroup):
-    co: FloatVectorProperty(name="Location", size=3, subtype="TRANSLATION", unit="LENGTH")  # type: ignore
+    co: FloatVectorProperty(
+        name="Location", description="A point of the drawn route (world)", size=3, subtype="TRANSLATION", unit="LENGTH"
+    )  # type: ignore
 
 
 class CableHarnessSettings(bpy.types.PropertyGroup):
-    role: EnumProperty(name="Role", items=ROLES, default="NONE")  # type: ignore
+    role: EnumProperty(
+        name="Role",
+        items=_role_items,
+        default=0,
+        description="What this object is in the harness (cables must be curves, colliders meshes)",
+    )  # type: ignore
 
     # connector
     roll_free: BoolProperty(
@@ -77,7 +123,9 @@ class CableHarnessSettings(bpy.types.PropertyGroup):
     )  # type: ignore
 
     # clip
-    clip_kind: EnumProperty(name="Kind", items=CLIP_KINDS, default="fixed")  # type: ignore
+    clip_kind: EnumProperty(
+        name="Kind", items=CLIP_KINDS, default="fixed", description="What the clip holds of the cable passing it"
+    )  # type: ignore
     clip_length: FloatProperty(
         name="Length",
         description="Length of cable the clip holds (0: a point clip)",
@@ -89,8 +137,18 @@ class CableHarnessSettings(bpy.types.PropertyGroup):
     clip_compliant: BoolProperty(
         name="Compliant", default=False, description="The clip yields elastically instead of holding rigidly"
     )  # type: ignore
-    clip_translational_stiffness: FloatProperty(name="Translational Stiffness", description="N/m", min=0.0, default=1e4)  # type: ignore
-    clip_rotational_stiffness: FloatProperty(name="Rotational Stiffness", description="N m/rad", min=0.0, default=10.0)  # type: ignore
+    clip_translational_stiffness: FloatProperty(
+        name="Translational Stiffness (N/m)",
+        description="Force per metre with which a compliant clip resists the cable moving off its centre, in N/m",
+        min=0.0,
+        default=1e4,
+    )  # type: ignore
+    clip_rotational_stiffness: FloatProperty(
+        name="Rotational Stiffness (N·m/rad)",
+        description="Moment per radian with which a compliant clip resists the cable turning in it, in N·m/rad",
+        min=0.0,
+        default=10.0,
+    )  # type: ignore
 
     # cable
     start: PointerProperty(
@@ -99,17 +157,61 @@ class CableHarnessSettings(bpy.types.PropertyGroup):
     end: PointerProperty(
         name="End", type=bpy.types.Object, poll=_is_connector, description="Connector at the end (empty: a free end)"
     )  # type: ignore
-    clips: CollectionProperty(type=CableHarnessClipRef)  # type: ignore
-    active_clip: IntProperty(name="Active Clip", default=0)  # type: ignore
-    route: CollectionProperty(type=CableHarnessPoint)  # type: ignore
-    length: FloatProperty(
-        name="Length", description="Length of the cable", min=0.0, default=1.0, subtype="DISTANCE", unit="LENGTH"
+    clips: CollectionProperty(
+        type=CableHarnessClipRef, description="The clips the cable passes, in order from its start"
     )  # type: ignore
-    diameter: FloatProperty(name="Diameter", min=0.0, default=0.004, subtype="DISTANCE", unit="LENGTH")  # type: ignore
-    material: EnumProperty(name="Material", items=MATERIALS, default="lv2017_harness")  # type: ignore
-    youngs_modulus: FloatProperty(name="Young's Modulus", description="MPa", min=0.0, default=126.0)  # type: ignore
-    poisson_ratio: FloatProperty(name="Poisson's Ratio", min=0.0, max=0.499, default=0.3)  # type: ignore
-    density: FloatProperty(name="Density", description="kg/m^3", min=0.0, default=1500.0)  # type: ignore
+    active_clip: IntProperty(name="Active Clip", default=0, description="The clip selected in the list")  # type: ignore
+    route: CollectionProperty(
+        type=CableHarnessPoint, description="The drawn route the cable starts from (Reset puts it back there)"
+    )  # type: ignore
+    length: FloatProperty(
+        name="Length",
+        description="Length of the cable (its clips keep their place along it in proportion when this changes)",
+        min=0.0,
+        default=1.0,
+        subtype="DISTANCE",
+        unit="LENGTH",
+        update=_length_changed,
+    )  # type: ignore
+    clip_length_basis: FloatProperty(options={"HIDDEN"})  # type: ignore  # the length the clips' s refer to
+    diameter: FloatProperty(
+        name="Diameter",
+        description="Outer diameter of the cable: its contact radius is half of it, and the curve's bevel shows it",
+        min=0.0,
+        default=0.004,
+        subtype="DISTANCE",
+        unit="LENGTH",
+        update=_diameter_changed,
+    )  # type: ignore
+    material: EnumProperty(
+        name="Material",
+        items=MATERIALS,
+        default="lv2017_harness",
+        description="Stiffness and density of the cable: a preset (python -m solver_core presets) or custom values",
+        update=_settings_changed,
+    )  # type: ignore
+    youngs_modulus: FloatProperty(
+        name="Young's Modulus (MPa)",
+        description="Young's modulus of the cable's homogenised section, in MPa (N/mm²)",
+        min=0.0,
+        default=126.0,
+        update=_settings_changed,
+    )  # type: ignore
+    poisson_ratio: FloatProperty(
+        name="Poisson's Ratio",
+        description="Poisson's ratio (dimensionless): sets the torsional stiffness GJ = EJ / (1 + nu)",
+        min=0.0,
+        max=0.499,
+        default=0.3,
+        update=_settings_changed,
+    )  # type: ignore
+    density: FloatProperty(
+        name="Density (kg/m³)",
+        description="Mass per volume of the cable's section, in kg/m³ (its weight is what gravity pulls)",
+        min=0.0,
+        default=1500.0,
+        update=_settings_changed,
+    )  # type: ignore
     min_bend_radius_allowed: FloatProperty(
         name="Allowed Bend Radius",
         description="Smallest bend radius the cable may have (0: no check)",
@@ -118,11 +220,19 @@ class CableHarnessSettings(bpy.types.PropertyGroup):
         subtype="DISTANCE",
         unit="LENGTH",
     )  # type: ignore
-    segments: IntProperty(name="Segments", min=2, soft_max=1000, default=60)  # type: ignore
+    segments: IntProperty(
+        name="Segments",
+        description="Number of rod segments the cable is solved with (more: finer bends, slower solves)",
+        min=2,
+        soft_max=1000,
+        default=60,
+        update=_settings_changed,
+    )  # type: ignore
     solver_model: EnumProperty(
         name="Model",
         items=[("cosserat", "Cosserat Rod", "Discrete Cosserat rod, quasi-static Newton solver")],
         default="cosserat",
+        description="The rod model the cable is solved with",
     )  # type: ignore
 
     # collider
@@ -136,19 +246,35 @@ class CableHarnessSettings(bpy.types.PropertyGroup):
     )  # type: ignore
 
     # last result of a cable (read-outs)
-    result_valid: BoolProperty(default=False)  # type: ignore
-    result_converged: BoolProperty(default=False)  # type: ignore
-    result_length: FloatProperty(name="Solved Length", subtype="DISTANCE", unit="LENGTH")  # type: ignore
-    result_min_bend_radius: FloatProperty(name="Min Bend Radius", subtype="DISTANCE", unit="LENGTH")  # type: ignore
-    result_solve_ms: FloatProperty(name="Solve Time (ms)")  # type: ignore
-    result_iterations: IntProperty(name="Iterations")  # type: ignore
-    result_start_force: FloatProperty(name="Start Force (N)")  # type: ignore
-    result_end_force: FloatProperty(name="End Force (N)")  # type: ignore
-    result_message: StringProperty(name="Message")  # type: ignore
+    result_valid: BoolProperty(default=False, options={"HIDDEN"})  # type: ignore
+    result_stale: BoolProperty(default=False, options={"HIDDEN"})  # type: ignore
+    result_converged: BoolProperty(default=False, options={"HIDDEN"})  # type: ignore
+    result_length: FloatProperty(
+        name="Solved Length", description="Length of the solved centre line", subtype="DISTANCE", unit="LENGTH"
+    )  # type: ignore
+    result_min_bend_radius: FloatProperty(
+        name="Min Bend Radius",
+        description="Smallest bend radius along the solved cable (0: straight)",
+        subtype="DISTANCE",
+        unit="LENGTH",
+    )  # type: ignore
+    result_solve_ms: FloatProperty(name="Solve Time (ms)", description="Time the last solve took, in ms")  # type: ignore
+    result_iterations: IntProperty(name="Iterations", description="Newton iterations of the last solve")  # type: ignore
+    result_start_force: FloatProperty(
+        name="Start Force (N)", description="Force the cable exerts on its start connector, in N"
+    )  # type: ignore
+    result_end_force: FloatProperty(
+        name="End Force (N)", description="Force the cable exerts on its end connector, in N"
+    )  # type: ignore
+    result_message: StringProperty(name="Message", description="Why the last solve failed, or what to look at")  # type: ignore
+
+    # the bevel depth the extension last gave the curve (scene_model.sync_cable_bevel): a different
+    # depth on the curve was set by the user and is kept
+    bevel_depth_set: FloatProperty(options={"HIDDEN"})  # type: ignore
 
     # what a bake made (so that Clear Bake removes exactly that)
-    bake_action: StringProperty()  # type: ignore
-    bake_previous_action: StringProperty()  # type: ignore
+    bake_action: StringProperty(options={"HIDDEN"})  # type: ignore
+    bake_previous_action: StringProperty(options={"HIDDEN"})  # type: ignore
 
 
 class CableHarnessSceneSettings(bpy.types.PropertyGroup):

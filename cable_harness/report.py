@@ -24,9 +24,14 @@ def _finite(x):
 
 
 def cable_summary(name: str, info: dict, records: list[dict]) -> dict:
-    """Summary of one cable over the baked frames (records in frame order)."""
+    """Summary of one cable over the baked frames (records in frame order).
+
+    Only frames whose solve converged count: a frame that did not is no result (the cable was not
+    keyed there), so it takes no part in the worst values and peaks and is listed on its own."""
     if not records:
         raise ValueError(f"bake log: cable {name!r} has no frames")
+    failed = [r["frame"] for r in records if not r.get("converged", True)]
+    records = [r for r in records if r.get("converged", True)]
     bend = [
         (r["min_bend_radius"], r["frame"], r.get("min_bend_radius_s"))
         for r in records
@@ -52,11 +57,11 @@ def cable_summary(name: str, info: dict, records: list[dict]) -> dict:
                 "frame": frame,
             }
         )
-    last = records[-1]
+    last = records[-1] if records else {}
     return {
         "cable": name,
         "rest_length": info["rest_length"],
-        "length": last["length"],
+        "length": last.get("length"),
         "diameter": info["diameter"],
         "material": info.get("material"),
         "min_bend_radius": worst_bend[0],
@@ -69,8 +74,8 @@ def cable_summary(name: str, info: dict, records: list[dict]) -> dict:
         "min_clearance_s": worst_gap[2],
         "clearance_search": info.get("clearance_search"),
         "peak_forces": holders,
-        "frames": len(records),
-        "frames_not_converged": [r["frame"] for r in records if not r.get("converged", True)],
+        "frames": len(records) + len(failed),
+        "frames_not_converged": failed,
     }
 
 
@@ -129,6 +134,15 @@ def csv_rows(report: dict):
                 "unit": "N",
                 "frame": h["frame"],
             }
+        if c["frames_not_converged"]:
+            yield {
+                "cable": name,
+                "quantity": "frames not converged (not keyed, not in the values above)",
+                "where": " ".join(str(f) for f in c["frames_not_converged"]),
+                "value": len(c["frames_not_converged"]),
+                "unit": "frames",
+                "ok": False,
+            }
 
 
 def write_csv(report: dict, path: Path) -> Path:
@@ -152,8 +166,12 @@ def write_plots(log: dict, report: dict, folder: Path) -> list[Path]:
     cables = report["cables"]
     fig, axes = plt.subplots(len(cables), 1, figsize=(8, 2.6 * len(cables)), squeeze=False)
     for ax, c in zip(axes[:, 0], cables):
+        solved = [r for r in log["frames"][c["cable"]] if r.get("converged", True)]
+        if not solved:
+            ax.set_title(f"{c['cable']}: no frame converged")
+            continue
         frame = c["min_bend_radius_frame"]
-        record = next((r for r in log["frames"][c["cable"]] if r["frame"] == frame), log["frames"][c["cable"]][-1])
+        record = next((r for r in solved if r["frame"] == frame), solved[-1])
         s = [1e3 * x for x, r in zip(record["bend_radius_s"], record["bend_radii"]) if r is not None]
         radius = [1e3 * r for r in record["bend_radii"] if r is not None]
         ax.semilogy(s, radius, lw=1.4, label=f"frame {record['frame']}")
@@ -175,13 +193,18 @@ def write_plots(log: dict, report: dict, folder: Path) -> list[Path]:
         records = log["frames"][c["cable"]]
         frames = [r["frame"] for r in records]
         for holder in log["cables"][c["cable"]]["holders"]:
-            values = [r["forces"].get(holder["key"]) for r in records]
+            # a frame that did not converge is a gap in the line, not a value
+            values = [r["forces"].get(holder["key"]) if r.get("converged", True) else None for r in records]
             ax.plot(
                 frames,
                 [math.nan if v is None else v for v in values],
                 lw=1.3,
+                marker=".",
+                ms=3,
                 label=f"{holder['object']} ({holder['kind']})",
             )
+        for k, frame in enumerate(c["frames_not_converged"]):
+            ax.axvline(frame, color="tab:red", ls="--", lw=0.8, label="not converged" if k == 0 else None)
         ax.set_title(f"{c['cable']}: force on the cable at connectors and clips")
         ax.set_xlabel("frame")
         ax.set_ylabel("|F| (N)")
@@ -211,7 +234,7 @@ def summary_text(report: dict) -> str:
         for h in c["peak_forces"]:
             lines.append(f"    peak {h['peak_force']:.3f} N at {h['object']} ({h['kind']}), frame {h['frame']}")
         if c["frames_not_converged"]:
-            lines.append(f"    frames that kept the last good state: {c['frames_not_converged']}")
+            lines.append(f"    NOT CONVERGED at frames {c['frames_not_converged']}: not keyed, not in the values above")
     return "\n".join(lines)
 
 

@@ -9,6 +9,7 @@ metres describe the same physical harness. ``scene.gravity`` is taken in m/s^2.
 """
 
 import math
+import re
 
 import numpy as np
 
@@ -26,8 +27,14 @@ def metres_per_unit(scene) -> float:
     return scale if scale > 0.0 else 1.0
 
 
+# object types that can be cables and colliders (props.ROLE_OBJECT_TYPES offers the roles by these)
+ROLE_OBJECT_TYPES = {CABLE: {"CURVE"}, COLLIDER: {"MESH"}}
+
+
 def harness_objects(scene, role):
-    return [ob for ob in scene.objects if ob.cable_harness.role == role]
+    """The scene's objects with this role (and of a type that can carry it)."""
+    types = ROLE_OBJECT_TYPES.get(role)
+    return [ob for ob in scene.objects if ob.cable_harness.role == role and (types is None or ob.type in types)]
 
 
 def _matrix(ob) -> np.ndarray:
@@ -195,15 +202,51 @@ def case_document(scene, cable_objects=None) -> dict:
     }
 
 
-def parse_scene_case(doc):
-    """Validate with the solver's own rules; name the cable object instead of its index."""
+# the solver's field paths in a message, as the panel names them
+_FIELD_WORDS = [
+    (re.compile(r"\.clips\[(\d+)\]\.s\b"), lambda m: f" clip {int(m.group(1)) + 1}'s arc position"),
+    (re.compile(r"\.clips\[(\d+)\]\.length\b"), lambda m: f" clip {int(m.group(1)) + 1}'s length"),
+    (re.compile(r"\.?\bclips\[(\d+)\]"), lambda m: f" clip {int(m.group(1)) + 1}"),
+    (re.compile(r"\.(length|diameter|segments)\b"), lambda m: f" {m.group(1)}"),
+    (re.compile(r"\.(start|end)\b(?!\.)"), lambda m: f" {m.group(1)} connector"),
+]
+_LENGTH = re.compile(r"(-?\d+(?:\.\d+)?(?:e[-+]?\d+)?) m\b")
+_UNIT_NAMES = {1.0: "m", 0.01: "cm", 0.001: "mm"}
+
+
+def plain_message(text: str, scale: float = 1.0) -> str:
+    """A solver message in the panel's words: field names instead of paths, lengths in the scene's
+    unit (metres, centimetres or millimetres; other unit scales keep metres)."""
+    for pattern, words in _FIELD_WORDS:
+        text = pattern.sub(words, text)
+    # (scale_length is single precision: 0.001 arrives as 0.0010000000475)
+    unit = next((name for factor, name in _UNIT_NAMES.items() if math.isclose(scale, factor, rel_tol=1e-6)), None)
+    if unit is not None and unit != "m":
+        text = _LENGTH.sub(lambda m: f"{float(m.group(1)) / scale:.6g} {unit}", text)
+    return text
+
+
+def parse_scene_case(doc, scale: float = 1.0):
+    """Validate with the solver's own rules; the message names the cable object and its settings as
+    the panel does, lengths in the scene's unit (``scale``: metres per Blender unit)."""
     try:
         return parse_case(doc)
     except CaseError as exc:
         text = str(exc)
         for i, cable in enumerate(doc["cables"]):
             text = text.replace(f"cables[{i}]", f"cable {cable['id']!r}")
-        raise HarnessInputError(text) from None
+        raise HarnessInputError(plain_message(text, scale)) from None
+
+
+def mark_refused_cables(scene, cable_objects) -> None:
+    """After a solve was refused for bad input: each cable that cannot be solved as set says why in
+    its read-outs, which would otherwise still show its last result as this solve's."""
+    for ob in cable_objects:
+        try:
+            parse_scene_case(case_document(scene, [ob]), metres_per_unit(scene))
+        except HarnessInputError as exc:
+            ob.cable_harness.result_converged = False
+            ob.cable_harness.result_message = str(exc)
 
 
 # ---------------------------------------------------------------- writing results
@@ -237,19 +280,46 @@ def point_tilts(directors: np.ndarray) -> np.ndarray:
     return tilt
 
 
-def ensure_cable_curve(ob, n_points: int, radius_units: float) -> None:
-    """One 3-D POLY spline with n points and a round bevel of the cable radius."""
+def style_new_cable_curve(curve) -> None:
+    """How a new cable curve looks (round bevel, capped, minimum twist); set once, when the extension
+    creates the curve: afterwards these settings are the user's."""
+    curve.dimensions = "3D"
+    curve.twist_mode = "MINIMUM"
+    curve.bevel_mode = "ROUND"
+    curve.bevel_resolution = 4
+    curve.use_fill_caps = True
+
+
+def sync_cable_bevel(ob) -> None:
+    """Bevel depth = the cable radius in the object's local units (so an object scaled by 2 draws the
+    same thickness), unless the user set another depth since the extension last set it."""
+    s = ob.cable_harness
+    M = _matrix(ob)[:3, :3]
+    scale = abs(float(np.linalg.det(M))) ** (1.0 / 3.0)
+    wanted = 0.5 * s.diameter / scale if scale > 1e-12 else 0.5 * s.diameter
+    curve = ob.data
+    ours = s.bevel_depth_set
+    if ours == 0.0 or math.isclose(curve.bevel_depth, ours, rel_tol=1e-6, abs_tol=1e-12):
+        curve.bevel_depth = wanted
+        s.bevel_depth_set = curve.bevel_depth
+
+
+def ensure_cable_curve(ob, n_points: int) -> None:
+    """A single spline of n points to write the centre line into; only the points are touched, and
+    the spline is made anew (as POLY) only when there is none of a kind with points (POLY or NURBS)
+    or its point count differs. Bevel, resolution, caps and twist stay as the user set them."""
     cu = ob.data
-    cu.dimensions = "3D"
-    cu.twist_mode = "MINIMUM"
-    cu.bevel_mode = "ROUND"
-    cu.bevel_depth = radius_units
-    cu.bevel_resolution = 4
-    cu.use_fill_caps = True
-    if len(cu.splines) != 1 or cu.splines[0].type != "POLY" or len(cu.splines[0].points) != n_points:
-        cu.splines.clear()
-        spline = cu.splines.new("POLY")
+    if cu.dimensions != "3D":  # a 2-D curve cannot hold a 3-D centre line
+        cu.dimensions = "3D"
+    splines = cu.splines
+    if len(splines) != 1 or splines[0].type not in ("POLY", "NURBS") or len(splines[0].points) != n_points:
+        kind = splines[0].type if len(splines) == 1 and splines[0].type in ("POLY", "NURBS") else "POLY"
+        splines.clear()
+        spline = splines.new(kind)
         spline.points.add(n_points - 1)
+        if kind == "NURBS":
+            spline.use_endpoint_u = True
+    sync_cable_bevel(ob)
 
 
 def write_curve_points(ob, world_points_units: np.ndarray, tilts: np.ndarray) -> None:
@@ -268,9 +338,10 @@ def write_cable_result(ob, result: dict, scale: float) -> None:
     s = ob.cable_harness
     nodes = np.asarray(result["nodes"]) / scale
     directors = np.asarray(result["directors"])
-    ensure_cable_curve(ob, len(nodes), 0.5 * s.diameter)
+    ensure_cable_curve(ob, len(nodes))
     write_curve_points(ob, nodes, point_tilts(directors))
     s.result_valid = True
+    s.result_stale = False
     s.result_converged = bool(result["converged"])
     s.result_length = result["length"] / scale
     radius = result["min_bend_radius"]

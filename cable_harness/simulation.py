@@ -35,6 +35,7 @@ from .scene_model import (
     holder_frames,
     metres_per_unit,
     parse_scene_case,
+    plain_message,
     write_cable_result,
 )
 
@@ -99,7 +100,7 @@ class HarnessSimulation:
             raise HarnessInputError("the scene has no cable (mark a curve as a cable or use Add > Cable Harness)")
         self.cables = [(ob.name, getattr(ob, "session_uid", None)) for ob in cables]
         doc = case_document(scene, cables)  # raises HarnessInputError naming the first problem
-        self.case = parse_scene_case(doc)
+        self.case = parse_scene_case(doc, self.scale)
         self.harness = Harness.from_case(self.case)
         self.signatures = {ob.name: build_signature(ob, self.scale) for ob in cables}
         self.reported_warnings = set()
@@ -251,13 +252,18 @@ class HarnessSimulation:
                             "format": "cable-harness-case/1",
                             "gravity": self.case.gravity.tolist(),
                             "cables": [cable_document(ob, self.scale)],
-                        }
+                        },
+                        self.scale,
                     )
                     self.harness.add_cable(rebuilt.cables[0])
                     self.signatures[ob.name] = signature
-                targets[ob.name] = holder_frames(ob, self.scale)
+                change = holder_frames(ob, self.scale)
+                self.harness.check_reach(ob.name, change)  # holders out of reach: no equilibrium to seek
+                targets[ob.name] = change
             except HarnessInputError as exc:
                 report.failed[ob.name] = str(exc)
+            except CaseError as exc:  # a step out of reach: in the scene's words and units
+                report.failed[ob.name] = plain_message(str(exc), self.scale)
         self.cables = live
         return targets
 
@@ -311,6 +317,14 @@ class HarnessSimulation:
                 own = [w for w in self.harness.warnings if f"cable {name!r}" in w]
                 if own:  # shown in the panel next to the result
                     ob.cable_harness.result_message = "; ".join(filter(None, [ob.cable_harness.result_message, *own]))
+        for name, message in report.failed.items():
+            # the curve keeps the last good state, but the panel must not call it this solve's result
+            ob = bpy.data.objects.get(name)
+            if ob is not None and ob.cable_harness.role == CABLE:
+                s = ob.cable_harness
+                s.result_converged = False
+                own = [w for w in self.harness.warnings if f"cable {name!r}" in w]
+                s.result_message = "; ".join([message, *own])
 
 
 def collider_obstacles(scene, depsgraph, scale: float) -> list:

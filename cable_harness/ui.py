@@ -3,6 +3,7 @@
 
 import bpy
 
+from . import warmup
 from .scene_model import CABLE, CLIP, COLLIDER, CONNECTOR
 
 
@@ -24,6 +25,9 @@ class VIEW3D_PT_cable_harness(bpy.types.Panel):
         layout = self.layout
         layout.use_property_split = True
         layout.use_property_decorate = False
+        note = warmup.progress()
+        if note:  # the kernels are compiled in the background (or that failed): Solve waits for it
+            layout.box().label(text=note, icon="TIME" if warmup.preparing() else "ERROR")
         row = layout.row(align=True)
         row.operator("cable_harness.simulate", icon="PLAY")
         row.operator("cable_harness.solve", icon="CHECKMARK")
@@ -57,7 +61,14 @@ class VIEW3D_PT_cable_harness(bpy.types.Panel):
         layout.prop(s, "start")
         layout.prop(s, "end")
         layout.label(text="Clips (in order along the cable)")
-        layout.template_list("CABLE_HARNESS_UL_clips", "", s, "clips", s, "active_clip", rows=2)
+        row = layout.row()
+        row.template_list("CABLE_HARNESS_UL_clips", "", s, "clips", s, "active_clip", rows=3)
+        buttons = row.column(align=True)
+        buttons.operator("cable_harness.clip_add", icon="ADD", text="")
+        buttons.operator("cable_harness.clip_remove", icon="REMOVE", text="")
+        buttons.separator()
+        buttons.operator("cable_harness.clip_move", icon="TRIA_UP", text="").direction = "UP"
+        buttons.operator("cable_harness.clip_move", icon="TRIA_DOWN", text="").direction = "DOWN"
         layout.prop(s, "length")
         layout.prop(s, "diameter")
         layout.prop(s, "segments")
@@ -72,11 +83,15 @@ class VIEW3D_PT_cable_harness(bpy.types.Panel):
         if not s.result_valid:
             box.label(text="Not solved yet")
             return
-        box.label(
-            text="Converged" if s.result_converged else "NOT converged",
-            icon="CHECKMARK" if s.result_converged else "ERROR",
-        )
+        if s.result_converged:
+            box.label(text="Converged", icon="CHECKMARK")
+        else:
+            box.alert = True
+            box.label(text="NOT converged: the values below are of the last good state", icon="ERROR")
+        if s.result_stale:
+            box.label(text="Settings changed since this result: solve again", icon="INFO")
         col = box.column()
+        col.active = s.result_converged and not s.result_stale
         col.prop(s, "result_length", emboss=False)
         col.prop(s, "result_min_bend_radius", emboss=False)
         col.prop(s, "result_start_force", emboss=False)

@@ -242,7 +242,7 @@ def _parse_clip(obj, where, length) -> Clip:
     clip_length = _number(obj.get("length", 0.0), f"{where}.length", non_negative=True)
     if not (0.0 < s - clip_length / 2.0 and s + clip_length / 2.0 < length):
         raise CaseError(
-            f"{where}.s = {s:g} (with length {clip_length:g}) lies outside the cable's interior (0, {length:g})"
+            f"{where}.s = {s:g} m (with length {clip_length:g} m) lies outside the cable's interior, 0 to {length:g} m"
         )
     return Clip(
         s,
@@ -259,7 +259,7 @@ def _parse_load(obj, where, length) -> Load:
         raise CaseError(f"{where}.s is missing")
     s = _number(obj["s"], f"{where}.s")
     if not 0.0 <= s <= length:
-        raise CaseError(f"{where}.s = {s:g} lies outside the cable [0, {length:g}]")
+        raise CaseError(f"{where}.s = {s:g} m lies outside the cable, 0 to {length:g} m")
     force = _vector(obj["force"], f"{where}.force", MAX_LOAD) if "force" in obj else np.zeros(3)
     moment = _vector(obj["moment"], f"{where}.moment", MAX_LOAD) if "moment" in obj else np.zeros(3)
     return Load(s, force, moment)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .case import CableChange, CableSpec, Case, check_step_request
+from .case import CableChange, CableSpec, Case, check_reachable, check_step_request
 from .clearance import clearance_to_triangles
 from .contact import NODE_KINDS, SELF_KINDS, ObstacleSet, obstacles_from_case
 from .contact_geometry import nodes_within
@@ -232,6 +232,15 @@ class Harness:
             session.state, session.boundary, session.solved = state.copy(), boundary, solved
             session.last_report = last_report
             session.interactions.friction_state = friction.copy()
+
+    def check_reach(self, cable_id: str, change: CableChange) -> None:
+        """CaseError when ``change`` holds the cable further apart than its length allows (its ends, or
+        two holders along it, further apart than the cable between them): no equilibrium exists."""
+        check_step_request(self.case, {cable_id: change})
+        spec = self.cables[cable_id].model.cable
+        b = self.changed_boundary(cable_id, change)
+        clips = [replace(c, frame=frame) for c, frame in zip(spec.clips, b.clips)]
+        check_reachable(cable_id, "step", b.start, b.end, clips, spec.length)
 
     def changed_boundary(self, cable_id: str, change: CableChange) -> Boundary:
         b = self.cables[cable_id].boundary

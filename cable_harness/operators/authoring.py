@@ -15,6 +15,7 @@ from ..scene_model import (
     ensure_cable_curve,
     metres_per_unit,
     object_frame,
+    style_new_cable_curve,
     write_curve_points,
 )
 from .common import MARKER_SIZE_M, link_new_object, run_solve
@@ -68,7 +69,7 @@ class CABLE_HARNESS_OT_assign_role(bpy.types.Operator):
     bl_label = "Assign Harness Role"
     bl_options = {"REGISTER", "UNDO"}
 
-    role: EnumProperty(name="Role", items=ROLES)  # type: ignore
+    role: EnumProperty(name="Role", items=ROLES, description="The role to give the selected objects")  # type: ignore
 
     def execute(self, context):
         wrong = []
@@ -162,7 +163,8 @@ def make_cable(context, start, end, clips, slack_percent, diameter_units, segmen
         ref.reversed = flip
     for p in route:
         s.route.add().co = p
-    ensure_cable_curve(ob, len(route), 0.5 * diameter_units)
+    style_new_cable_curve(curve)
+    ensure_cable_curve(ob, len(route))
     write_curve_points(ob, route, np.zeros(len(route)))
     return ob
 
@@ -186,8 +188,14 @@ class CABLE_HARNESS_OT_make_cable(bpy.types.Operator):
     diameter: FloatProperty(
         name="Diameter", description="Cable diameter (0: 4 mm)", min=0.0, default=0.0, subtype="DISTANCE", unit="LENGTH"
     )  # type: ignore
-    segments: IntProperty(name="Segments", min=2, soft_max=1000, default=60)  # type: ignore
-    solve: bpy.props.BoolProperty(name="Solve Now", default=True)  # type: ignore
+    segments: IntProperty(
+        name="Segments", description="Number of rod segments of the new cable", min=2, soft_max=1000, default=60
+    )  # type: ignore
+    solve: bpy.props.BoolProperty(
+        name="Solve Now",
+        description="Solve the new cable at once (otherwise it stays on its drawn route)",
+        default=True,
+    )  # type: ignore
 
     def execute(self, context):
         selected = context.selected_objects

@@ -12,7 +12,7 @@ from ..baking import bake_cable, clear_bake
 from ..report import BAKE_LOG_TEXT, LOG_FORMAT
 from ..scene_model import COLLIDER, HarnessInputError, harness_objects, point_tilts
 from ..simulation import CLEARANCE_SEARCH_M, HarnessSimulation
-from .common import cables_in_context
+from .common import cables_in_context, solver_ready
 
 
 def _holders(ob) -> list[dict]:
@@ -50,6 +50,22 @@ def _frame_record(frame: int, result: dict, gap, gap_s) -> dict:
     }
 
 
+# A frame whose solve fails is tried again from the last frame in this many sub-frames (a smaller
+# change per solve) before it is given up as not converged.
+RETRY_SUBFRAMES = 4
+# timeline markers of frames where a cable did not converge: "<prefix><cable name>"
+FAILED_MARKER = "not converged: "
+
+
+def clear_failure_markers(scene, cable_names) -> int:
+    """Remove the not-converged markers an earlier bake of these cables left on the timeline."""
+    names = {FAILED_MARKER + n for n in cable_names}
+    doomed = [m for m in scene.timeline_markers if m.name in names]
+    for marker in doomed:
+        scene.timeline_markers.remove(marker)
+    return len(doomed)
+
+
 class _BakeRun:
     """Frame-by-frame state of one bake (names only, no Blender objects)."""
 
@@ -59,7 +75,9 @@ class _BakeRun:
         self.frames = list(range(scene.frame_start, scene.frame_end + 1, max(scene.frame_step, 1)))
         self.index = 0
         self.original_frame = scene.frame_current
-        self.samples = {name: ([], []) for name, _ in self.simulation.cables}
+        # per cable: the frames it converged at, and its points and tilts there (only those are keyed)
+        self.samples = {name: ([], [], []) for name, _ in self.simulation.cables}
+        clear_failure_markers(scene, self.samples)
         self.corners = None
         self.failures = []
         scale = self.simulation.scale
@@ -100,6 +118,22 @@ class _BakeRun:
         if count > 1:
             context.scene.frame_set(frame)
 
+    def _solve_frame(self, context):
+        report = self.simulation.tick(context)
+        while report.to_follow > 0.0:  # each tick follows the rest of the move further (follow.py)
+            report = self.simulation.tick(context)
+        return report
+
+    def _retry_in_subframes(self, context, previous: int, frame: int, report):
+        """Solve the failed cables again from their last converged state in smaller steps: sub-frames
+        between ``previous`` and ``frame``; the last one is the frame itself."""
+        for k in range(1, RETRY_SUBFRAMES):
+            t = previous + (frame - previous) * k / RETRY_SUBFRAMES
+            context.scene.frame_set(int(np.floor(t)), subframe=float(t - np.floor(t)))
+            self.simulation.tick(context, write=False)
+        context.scene.frame_set(frame)
+        return self._solve_frame(context)
+
     def step(self, context) -> None:
         frame = self.frames[self.index]
         context.scene.frame_set(frame)
@@ -109,32 +143,37 @@ class _BakeRun:
         if self.index > 0:
             self._follow_colliders(context, self.frames[self.index - 1], frame, self.corners, corners)
         self.corners = corners  # where the colliders were at the last solved frame
-        report = self.simulation.tick(context)
-        while report.to_follow > 0.0:  # each tick follows the rest of the move further (follow.py)
-            report = self.simulation.tick(context)
+        report = self._solve_frame(context)
+        if report.failed and self.index > 0:
+            report = self._retry_in_subframes(context, self.frames[self.index - 1], frame, report)
         for name, result in report.results.items():
             ob = bpy.data.objects.get(name)
-            if ob is None or name not in self.samples:
+            if ob is None or name not in self.samples or name in report.failed:
                 continue
             M_inv = np.linalg.inv(np.array([list(r) for r in ob.matrix_world]))
             nodes = np.asarray(result["nodes"]) / self.simulation.scale
             local = nodes @ M_inv[:3, :3].T + M_inv[:3, 3]
-            self.samples[name][0].append(local)
-            self.samples[name][1].append(point_tilts(np.asarray(result["directors"])))
+            self.samples[name][0].append(frame)
+            self.samples[name][1].append(local)
+            self.samples[name][2].append(point_tilts(np.asarray(result["directors"])))
             gap, gap_s = self.simulation.clearance(context, name)
             self.log["frames"].setdefault(name, []).append(_frame_record(frame, result, gap, gap_s))
         for name, message in report.failed.items():
+            # no result: not keyed (playback interpolates between the frames that converged), marked on
+            # the timeline and logged as such, so that the report takes no value from it
             self.failures.append(f"frame {frame}: {name}: {message}")
+            if name in self.samples:
+                context.scene.timeline_markers.new(FAILED_MARKER + name, frame=frame)
+                self.log["frames"].setdefault(name, []).append({"frame": frame, "converged": False, "message": message})
         self.index += 1
 
     def finish(self, context) -> int:
         baked = 0
-        frames = np.array(self.frames[: self.index], dtype=np.float64)
-        for name, (points, tilts) in self.samples.items():
+        for name, (frames, points, tilts) in self.samples.items():
             ob = bpy.data.objects.get(name)
-            if ob is None or len(points) != len(frames) or not points:
+            if ob is None or not points:
                 continue
-            bake_cable(ob, frames, np.array(points), np.array(tilts))
+            bake_cable(ob, np.array(frames, dtype=np.float64), np.array(points), np.array(tilts))
             baked += 1
         text = bpy.data.texts.get(BAKE_LOG_TEXT) or bpy.data.texts.new(BAKE_LOG_TEXT)
         text.from_string(json.dumps(self.log, allow_nan=False))
@@ -148,6 +187,10 @@ class CABLE_HARNESS_OT_bake(bpy.types.Operator):
     bl_idname = "cable_harness.bake"
     bl_label = "Bake"
     bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context):
+        return solver_ready(cls)
 
     _run = None
     _timer = None
@@ -167,8 +210,8 @@ class CABLE_HARNESS_OT_bake(bpy.types.Operator):
         if self._run.failures:
             self.report(
                 {"WARNING"},
-                f"baked {baked} cable(s); {len(self._run.failures)} frame(s) kept the last "
-                f"good state, first: {self._run.failures[0]}",
+                f"baked {baked} cable(s); {len(self._run.failures)} frame(s) did not converge (not keyed, "
+                f"marked on the timeline), first: {self._run.failures[0]}",
             )
         else:
             self.report({"INFO"}, f"baked {baked} cable(s) over {len(self._run.frames)} frames")
@@ -228,7 +271,9 @@ class CABLE_HARNESS_OT_clear_bake(bpy.types.Operator):
     bl_options = {"REGISTER", "UNDO"}
 
     def execute(self, context):
-        cleared = sum(clear_bake(ob) for ob in cables_in_context(context))
+        cables = cables_in_context(context)
+        clear_failure_markers(context.scene, [ob.name for ob in cables])
+        cleared = sum(clear_bake(ob) for ob in cables)
         self.report({"INFO"}, f"cleared the bake of {cleared} cable(s)")
         return {"FINISHED"}
 

@@ -5,7 +5,7 @@ import math
 
 import bpy
 import numpy as np
-from bpy.props import StringProperty
+from bpy.props import BoolProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 from mathutils import Matrix
 
@@ -17,10 +17,11 @@ from ..scene_model import (
     HarnessInputError,
     ensure_cable_curve,
     metres_per_unit,
+    style_new_cable_curve,
     write_curve_points,
 )
 from ..simulation import export_case
-from .common import MARKER_SIZE_M, link_new_object
+from .common import MARKER_SIZE_M, link_new_object, solver_ready
 
 
 class CABLE_HARNESS_OT_export_case(bpy.types.Operator, ExportHelper):
@@ -64,15 +65,17 @@ def _marker(context, name, frame, scale, role, display, into=False):
     return ob
 
 
-def build_scene_from_case(context, case) -> list:
-    """Connectors, clips and cable curves for every cable of a case: (cable objects, notes for the user)."""
+def build_scene_from_case(context, case, scene_settings: bool = True) -> list:
+    """Connectors, clips and cable curves for every cable of a case: (cable objects, notes for the user).
+    ``scene_settings``: also take the case's gravity and contact settings into the scene."""
     scale = metres_per_unit(context.scene)
-    context.scene.gravity = case.gravity.tolist()
-    contact = context.scene.cable_harness
-    contact.friction_static = case.contact.get("friction_static", 0.0)
-    contact.friction_dynamic = case.contact.get("friction_dynamic", contact.friction_static)
-    contact.cable_cable = bool(case.contact.get("cable_cable", False))
     notes = []
+    if scene_settings:
+        context.scene.gravity = case.gravity.tolist()
+        contact = context.scene.cable_harness
+        contact.friction_static = case.contact.get("friction_static", 0.0)
+        contact.friction_dynamic = case.contact.get("friction_dynamic", contact.friction_static)
+        contact.cable_cable = bool(case.contact.get("cable_cable", False))
     cables = []
     for spec in case.cables:
         start = _marker(context, f"{spec.id} start", spec.start, scale, CONNECTOR, "SINGLE_ARROW")
@@ -131,7 +134,8 @@ def build_scene_from_case(context, case) -> list:
         )
         for p in route:
             s.route.add().co = p / scale
-        ensure_cable_curve(ob, len(route), 0.5 * s.diameter)
+        style_new_cable_curve(curve)
+        ensure_cable_curve(ob, len(route))
         write_curve_points(ob, np.asarray(route) / scale, np.zeros(len(route)))
         cables.append(ob)
     return cables, notes
@@ -145,6 +149,12 @@ class CABLE_HARNESS_OT_import_case(bpy.types.Operator, ImportHelper):
     bl_options = {"REGISTER", "UNDO"}
     filename_ext = ".json"
     filter_glob: StringProperty(default="*.json", options={"HIDDEN"})  # type: ignore
+    scene_settings: BoolProperty(
+        name="Replace Scene Gravity and Contact",
+        description="Also set the scene's gravity, friction and cable-cable contact to the case's "
+        "(off: the scene keeps its own)",
+        default=False,
+    )  # type: ignore
 
     def execute(self, context):
         try:
@@ -152,11 +162,30 @@ class CABLE_HARNESS_OT_import_case(bpy.types.Operator, ImportHelper):
         except CaseError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
-        cables, notes = build_scene_from_case(context, case)
+        cables, notes = build_scene_from_case(context, case, self.scene_settings)
+        if not self.scene_settings and self._differs(context.scene, case):
+            notes.append("the case's gravity or contact settings differ from the scene's, which were kept")
         for note in notes:
             self.report({"WARNING"}, note)
         self.report({"INFO"}, f"imported {len(cables)} cable(s)")
         return {"FINISHED"}
+
+    @staticmethod
+    def _differs(scene, case) -> bool:
+        gravity = np.array(scene.gravity) if scene.use_gravity else np.zeros(3)
+        return not np.allclose(gravity, case.gravity) or scene.cable_harness.contact_document() != {
+            "friction_static": case.contact.get("friction_static", 0.0),
+            "friction_dynamic": case.contact.get("friction_dynamic", case.contact.get("friction_static", 0.0)),
+            "cable_cable": bool(case.contact.get("cable_cable", False)),
+        }
+
+
+def menu_import(self, context):
+    self.layout.operator(CABLE_HARNESS_OT_import_case.bl_idname, text="Cable Harness Case (.json)")
+
+
+def menu_export(self, context):
+    self.layout.operator(CABLE_HARNESS_OT_export_case.bl_idname, text="Cable Harness Case (.json)")
 
 
 class CABLE_HARNESS_OT_solve_case_file(bpy.types.Operator):
@@ -166,7 +195,11 @@ class CABLE_HARNESS_OT_solve_case_file(bpy.types.Operator):
     bl_label = "Solve Case File"
     bl_options = {"REGISTER"}
 
-    filepath: StringProperty(name="Case File", subtype="FILE_PATH")  # type: ignore
+    @classmethod
+    def poll(cls, context):
+        return solver_ready(cls)
+
+    filepath: StringProperty(name="Case File", description="The case JSON file to solve", subtype="FILE_PATH")  # type: ignore
 
     def execute(self, context):
         try:
@@ -186,4 +219,16 @@ class CABLE_HARNESS_OT_solve_case_file(bpy.types.Operator):
 classes = (CABLE_HARNESS_OT_export_case, CABLE_HARNESS_OT_import_case, CABLE_HARNESS_OT_solve_case_file)
 
 
-register, unregister = bpy.utils.register_classes_factory(classes)
+_register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
+
+
+def register():
+    _register_classes()
+    bpy.types.TOPBAR_MT_file_import.append(menu_import)
+    bpy.types.TOPBAR_MT_file_export.append(menu_export)
+
+
+def unregister():
+    bpy.types.TOPBAR_MT_file_export.remove(menu_export)
+    bpy.types.TOPBAR_MT_file_import.remove(menu_import)
+    _unregister_classes()

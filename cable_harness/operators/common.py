@@ -2,7 +2,8 @@
 """What the operators share: the cables a command acts on (the selected ones, or all of the scene's),
 linking a new object as the active, only selected one, and one solve reported to an operator."""
 
-from ..scene_model import CABLE, HarnessInputError, harness_objects
+from .. import warmup
+from ..scene_model import CABLE, HarnessInputError, harness_objects, mark_refused_cables
 from ..simulation import HarnessSimulation
 
 # the display size of a new connector or clip empty, in metres of the scene
@@ -11,7 +12,7 @@ MARKER_SIZE_M = 0.02
 
 def cables_in_context(context) -> list:
     """The selected cables, or every cable of the scene when none is selected."""
-    chosen = [o for o in context.selected_objects if o.cable_harness.role == CABLE]
+    chosen = [o for o in context.selected_objects if o.cable_harness.role == CABLE and o.type == "CURVE"]
     return chosen or harness_objects(context.scene, CABLE)
 
 
@@ -27,10 +28,21 @@ def link_new_object(context, ob) -> None:
 def run_solve(operator, context, cables=None):
     """Solve the cables once (those of the context by default) and report the outcome on ``operator``;
     returns the tick report, or None when the scene's input was refused."""
+    cables = cables or cables_in_context(context)
     try:
-        report = HarnessSimulation(context.scene, cables or cables_in_context(context)).tick(context)
+        report = HarnessSimulation(context.scene, cables).tick(context)
     except HarnessInputError as exc:
         operator.report({"ERROR"}, str(exc))
+        mark_refused_cables(context.scene, cables)
         return None
     operator.report({"WARNING"} if report.needs_attention else {"INFO"}, report.summary())
     return report
+
+
+def solver_ready(cls) -> bool:
+    """Operator poll: False (with the reason as the button's tooltip) while the solver's kernels are
+    compiled in the background (warmup.py)."""
+    if warmup.preparing():
+        cls.poll_message_set(warmup.progress())
+        return False
+    return True

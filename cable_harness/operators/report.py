@@ -22,7 +22,9 @@ class CABLE_HARNESS_OT_export_report(bpy.types.Operator):
     bl_label = "Export Report"
     bl_options = {"REGISTER"}
 
-    directory: StringProperty(name="Folder", subtype="DIR_PATH")  # type: ignore
+    directory: StringProperty(
+        name="Folder", description="Where report.json, report.csv and the plots are written", subtype="DIR_PATH"
+    )  # type: ignore
     plots: BoolProperty(
         name="Plots", default=True, description="Also write bend_radius.png and forces.png (needs matplotlib)"
     )  # type: ignore

@@ -5,15 +5,21 @@ import bpy
 import numpy as np
 from bpy.props import IntProperty
 
-from ..scene_model import HarnessInputError, ensure_cable_curve, write_curve_points
+from ..scene_model import HarnessInputError, ensure_cable_curve, mark_refused_cables, write_curve_points
 from ..simulation import HarnessSimulation
-from .common import cables_in_context, run_solve
+from .common import cables_in_context, run_solve, solver_ready
 
 TICK_SECONDS = 1.0 / 30.0
 
 # Simulations that are running, so that a file load or unregister can stop them; bumping the
 # generation tells every running modal operator to finish at its next event.
 _state = {"generation": 0, "timers": []}
+
+
+def _status_text(context, text) -> None:
+    workspace = getattr(context, "workspace", None)
+    if workspace is not None:
+        workspace.status_text_set(text)
 
 
 class CABLE_HARNESS_OT_solve(bpy.types.Operator):
@@ -23,16 +29,24 @@ class CABLE_HARNESS_OT_solve(bpy.types.Operator):
     bl_label = "Solve"
     bl_options = {"REGISTER", "UNDO"}
 
+    @classmethod
+    def poll(cls, context):
+        return solver_ready(cls)
+
     def execute(self, context):
         return {"FINISHED"} if run_solve(self, context) is not None else {"CANCELLED"}
 
 
 class CABLE_HARNESS_OT_simulate(bpy.types.Operator):
-    """Solve the cables continuously while you move connectors, clips and colliders (Esc or right-click ends)"""
+    """Solve the cables continuously while you move connectors, clips and colliders (Esc ends)"""
 
     bl_idname = "cable_harness.simulate"
     bl_label = "Simulate"
     bl_options = {"REGISTER"}
+
+    @classmethod
+    def poll(cls, context):
+        return solver_ready(cls)
 
     ticks: IntProperty(
         name="Ticks", description="Ticks to run when called from a script (no event loop)", min=1, default=1
@@ -43,10 +57,12 @@ class CABLE_HARNESS_OT_simulate(bpy.types.Operator):
     _generation = 0
 
     def _start(self, context) -> bool:
+        cables = cables_in_context(context)
         try:
-            self._simulation = HarnessSimulation(context.scene, cables_in_context(context))
+            self._simulation = HarnessSimulation(context.scene, cables)
         except HarnessInputError as exc:
             self.report({"ERROR"}, str(exc))
+            mark_refused_cables(context.scene, cables)
             return False
         self._generation = _state["generation"]
         return True
@@ -54,9 +70,8 @@ class CABLE_HARNESS_OT_simulate(bpy.types.Operator):
     def step(self, context):
         """One tick: what the TIMER event runs; also called directly by tests and benchmarks."""
         report = self._simulation.tick(context)
-        text = f"Cable Harness: {report.summary()}  (Esc/right-click: stop)"
-        if context.area is not None:
-            context.area.header_text_set(text)
+        # in the status bar: the header shows what a transform (G, R, S) reads out meanwhile
+        _status_text(context, f"Cable Harness: {report.summary()}  (Esc: stop)")
         return report
 
     def execute(self, context):
@@ -80,7 +95,8 @@ class CABLE_HARNESS_OT_simulate(bpy.types.Operator):
     def modal(self, context, event):
         if self._generation != _state["generation"]:
             return self._finish(context, "stopped: the file was reloaded or the extension disabled")
-        if event.type in {"ESC", "RIGHTMOUSE"} and event.value == "PRESS":
+        # Esc only: right-click opens the context menu (and cancels a transform) while simulating
+        if event.type == "ESC" and event.value == "PRESS":
             return self._finish(context, None)
         if event.type == "TIMER":  # events do not say which timer fired; every timer event ticks
             report = self.step(context)
@@ -94,8 +110,7 @@ class CABLE_HARNESS_OT_simulate(bpy.types.Operator):
             if self._timer in _state["timers"]:
                 _state["timers"].remove(self._timer)
             self._timer = None
-        if context.area is not None:
-            context.area.header_text_set(None)
+        _status_text(context, None)
         if message:
             self.report({"WARNING"}, f"Simulate {message}")
         self._simulation = None
@@ -123,7 +138,7 @@ class CABLE_HARNESS_OT_reset(bpy.types.Operator):
                 continue
             route = np.array([p.co for p in s.route])
             points = resample_polyline(route, s.segments + 1)
-            ensure_cable_curve(ob, len(points), 0.5 * s.diameter)
+            ensure_cable_curve(ob, len(points))
             write_curve_points(ob, points, np.zeros(len(points)))
             s.result_valid = False
             s.result_message = ""

@@ -79,11 +79,53 @@ def test_connector_pulled_out_of_reach_holds_the_last_good_state_and_says_so(ext
     held = curve_world_points(cable)
     place(end, (0.6, 0.0, 0.0), 1.0)
     report = simulation.tick(bpy.context)
-    assert "0.6 m apart but the cable is only" in report.failed["Cable"]
+    assert "are 0.6 m apart but the cable is only" in report.failed["Cable"]
     assert np.abs(curve_world_points(cable) - held).max() < 1e-7
     place(end, (0.31, 0.0, 0.0), 1.0)  # back within reach: it follows again
     assert not simulation.tick(bpy.context).failed
     assert np.allclose(curve_world_points(cable)[-1], [0.31, 0.0, 0.0], atol=1e-6)
+
+
+def _keyed_frames(ob):
+    action = ob.data.animation_data.action
+    if hasattr(action, "layers"):
+        fcurves = [
+            fc for layer in action.layers for strip in layer.strips for bag in strip.channelbags for fc in bag.fcurves
+        ]
+    else:
+        fcurves = list(action.fcurves)
+    return sorted({round(k.co[0]) for fc in fcurves for k in fc.keyframe_points})
+
+
+def test_frames_that_do_not_converge_are_not_keyed_but_marked_and_left_out_of_the_report(tmp_path):
+    # The end connector is pulled out of the cable's reach in the middle of the motion: those frames
+    # have no equilibrium. They must not be keyed as results (playback would show the held state
+    # detached from its connector) nor give the report its peaks.
+    _start, end, _clip, cable = simple_harness()
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 13
+    for frame, x in ((1, 0.3), (7, 0.9), (13, 0.3)):
+        place(end, (x, 0.0, 0.0), 1.0)
+        end.keyframe_insert("location", frame=frame)
+    scene.frame_set(1)
+    assert bpy.ops.cable_harness.bake() == {"FINISHED"}
+    log = json.loads(bpy.data.texts["cable_harness_bake_log.json"].as_string())
+    records = log["frames"]["Cable"]
+    failed = [r["frame"] for r in records if not r["converged"]]
+    assert failed and 7 in failed and 1 not in failed and 13 not in failed
+    keyed = _keyed_frames(cable)
+    assert keyed == [f for f in range(1, 14) if f not in failed]
+    markers = sorted((m.frame, m.name) for m in scene.timeline_markers)
+    assert markers == [(f, "not converged: Cable") for f in failed]
+    assert bpy.ops.cable_harness.export_report(directory=str(tmp_path)) == {"FINISHED"}
+    summary = json.loads((tmp_path / "report.json").read_text())["cables"][0]
+    assert summary["frames_not_converged"] == failed
+    converged_peaks = {k: max(r["forces"][k] for r in records if r["converged"]) for k in records[0]["forces"]}
+    for peak in summary["peak_forces"]:
+        assert peak["frame"] not in failed and peak["peak_force"] == converged_peaks[peak["holder"]]
+    assert "frames not converged" in (tmp_path / "report.csv").read_text()
+    assert bpy.ops.cable_harness.clear_bake() == {"FINISHED"}
+    assert not list(scene.timeline_markers)
 
 
 def test_bake_matches_stepping_the_simulation_frame_by_frame():

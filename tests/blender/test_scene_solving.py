@@ -161,7 +161,12 @@ def test_scene_contact_settings_reach_the_case_and_come_back_from_it(tmp_path):
         "cable_cable": True,
     }
     bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)
+    # by default an import keeps the scene's own settings (and says that the case's differ)
     assert bpy.ops.cable_harness.import_case(filepath=str(path)) == {"FINISHED"}
+    settings = bpy.context.scene.cable_harness
+    assert (settings.friction_static, settings.cable_cable) == (0.0, False)
+    bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)
+    assert bpy.ops.cable_harness.import_case(filepath=str(path), scene_settings=True) == {"FINISHED"}
     settings = bpy.context.scene.cable_harness
     assert (settings.friction_static, settings.friction_dynamic, settings.cable_cable) == (
         pytest.approx(0.4),

@@ -97,3 +97,57 @@ def test_report_takes_each_worst_value_and_the_frame_it_occurs_in():
     assert summary["bend_radius_ok"] is False  # 15 mm < 20 mm allowed
     assert (summary["min_clearance"], summary["min_clearance_frame"]) == (0.002, 3)
     assert summary["peak_forces"][0]["peak_force"] == 7.5 and summary["peak_forces"][0]["frame"] == 2
+
+
+def test_report_takes_nothing_from_frames_that_did_not_converge():
+    info = {
+        "rest_length": 1.2,
+        "diameter": 0.004,
+        "allowed_bend_radius": 0.0,
+        "holders": [{"key": "end", "object": "B", "kind": "connector"}],
+    }
+    good = {
+        "frame": 1,
+        "converged": True,
+        "length": 1.2,
+        "min_bend_radius": 0.05,
+        "clearance": 0.01,
+        "forces": {"end": 3.0},
+    }
+    # a frame whose solve failed, as an older bake logged it: with the held state's measurements
+    bad = {
+        "frame": 2,
+        "converged": False,
+        "length": 1.468,
+        "min_bend_radius": 0.001,
+        "clearance": -0.02,
+        "forces": {"end": 16509.8},
+    }
+    summary = report.cable_summary(
+        "W1", info, [good, bad, {"frame": 3, "converged": False, "message": "no equilibrium"}]
+    )
+    assert summary["peak_forces"][0]["peak_force"] == 3.0 and summary["peak_forces"][0]["frame"] == 1
+    assert summary["min_bend_radius"] == 0.05 and summary["min_clearance"] == 0.01 and summary["length"] == 1.2
+    assert summary["frames_not_converged"] == [2, 3] and summary["frames"] == 3
+    rows = list(report.csv_rows({"cables": [summary]}))
+    assert rows[-1]["ok"] is False and rows[-1]["where"] == "2 3"
+    assert "NOT CONVERGED at frames [2, 3]" in report.summary_text({"cables": [summary]})
+
+
+def test_solver_messages_are_put_in_the_panels_words_and_the_scenes_unit():
+    text = "cable 'power'.clips[0].s = 0.184066 m (with length 0.01 m) lies outside the cable's interior, 0 to 0.15 m"
+    assert scene_model.plain_message(text, 0.001) == (
+        "cable 'power' clip 1's arc position = 184.066 mm (with length 10 mm) lies outside the cable's "
+        "interior, 0 to 150 mm"
+    )
+    reach = "step: start and end of cable 'W' are 0.6 m apart but the cable is only 0.33 m long"
+    assert scene_model.plain_message(reach, 0.01) == (
+        "step: start and end of cable 'W' are 60 cm apart but the cable is only 33 cm long"
+    )
+    assert scene_model.plain_message(reach, 1.0) == reach
+    assert scene_model.plain_message("cable 'W'.diameter must be positive, got 0", 1.0) == (
+        "cable 'W' diameter must be positive, got 0"
+    )
+    assert scene_model.plain_message("cable 'W'.end.position[0] must be a finite number", 1.0) == (
+        "cable 'W'.end.position[0] must be a finite number"
+    )

@@ -228,6 +228,19 @@ def test_a_cable_rebuilt_with_another_clip_count_takes_steps_for_its_new_clips()
         h.solve_step({"W1": CableChange(clips={2: moved})})
 
 
+def test_harness_says_when_a_step_puts_holders_out_of_reach():
+    h = Harness.from_case(parse_case(base()))
+    far = Frame(np.array([0.5, 0.0, 0.0]), np.array([1.0, 0, 0]))
+    with pytest.raises(CaseError, match="step: start and end of cable 'W1' are 0.5 m apart but the cable is only 0.3"):
+        h.check_reach("W1", CableChange(end=far))
+    clip_far = Frame(np.array([0.08, 0.2, 0.0]), np.array([1.0, 0, 0]))
+    with pytest.raises(CaseError, match="start and clips\\[0\\] of cable .W1. are 0.2136 m apart but only 0.095 m"):
+        h.check_reach("W1", CableChange(clips={0: clip_far}))
+    h.check_reach("W1", CableChange(end=Frame(np.array([0.25, 0.0, 0.0]), np.array([1.0, 0, 0]))))
+    with pytest.raises(CaseError, match="changes.W9"):
+        h.check_reach("W9", CableChange(end=far))
+
+
 # ---------------------------------------------------------------- files and the output
 
 

@@ -1,0 +1,134 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The clip list of a cable: add the selected clips where the cable passes them, remove one, and
+move one up or down the list (the arc positions stay in order along the cable; the clips move)."""
+
+import bpy
+import numpy as np
+from bpy.props import EnumProperty
+
+from ..scene_model import CABLE, CLIP
+
+
+def _active_cable(context):
+    ob = context.active_object
+    if ob is not None and ob.cable_harness.role == CABLE and ob.type == "CURVE":
+        return ob
+    return None
+
+
+def _centre_line(ob) -> np.ndarray:
+    """The cable's current centre line (world, Blender units): its curve, else its drawn route."""
+    if len(ob.data.splines) == 1 and len(ob.data.splines[0].points) >= 2:
+        points = ob.data.splines[0].points
+        co = np.empty(len(points) * 4, dtype=np.float32)
+        points.foreach_get("co", co)
+        M = np.array([list(row) for row in ob.matrix_world])
+        return co.reshape(-1, 4)[:, :3].astype(np.float64) @ M[:3, :3].T + M[:3, 3]
+    return np.array([p.co for p in ob.cable_harness.route], dtype=np.float64).reshape(-1, 3)
+
+
+def place_on_cable(line: np.ndarray, length: float, point: np.ndarray) -> tuple:
+    """(arc position, tangent) of the point of ``line`` nearest ``point``, the arc position scaled
+    so that the whole line measures ``length`` (the line is the cable as drawn or solved)."""
+    a, b = line[:-1], line[1:]
+    d = b - a
+    dd = np.maximum(np.einsum("ij,ij->i", d, d), 1e-300)
+    t = np.clip(np.einsum("ij,ij->i", point - a, d) / dd, 0.0, 1.0)
+    nearest = a + t[:, None] * d
+    k = int(np.argmin(np.linalg.norm(nearest - point, axis=1)))
+    seg = np.sqrt(dd)
+    arc = np.concatenate(([0.0], np.cumsum(seg)))
+    s = (arc[k] + t[k] * seg[k]) / arc[-1] * length
+    return float(s), d[k] / seg[k]
+
+
+class CABLE_HARNESS_OT_clip_add(bpy.types.Operator):
+    """Add the selected clips to the active cable's list, where the cable passes them now"""
+
+    bl_idname = "cable_harness.clip_add"
+    bl_label = "Add Selected Clips"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def execute(self, context):
+        cable = _active_cable(context)
+        if cable is None:
+            self.report({"ERROR"}, "make a cable the active object (click it last)")
+            return {"CANCELLED"}
+        s = cable.cable_harness
+        listed = {ref.clip.name for ref in s.clips if ref.clip is not None}
+        new = [o for o in context.selected_objects if o.cable_harness.role == CLIP and o.name not in listed]
+        if not new:
+            self.report({"ERROR"}, "select clips that are not in the cable's list yet (with the cable active)")
+            return {"CANCELLED"}
+        line = _centre_line(cable)
+        entries = [(ref.s, ref.clip, ref.reversed) for ref in s.clips]
+        for clip in new:
+            position = np.array(clip.matrix_world.translation)
+            arc, tangent = place_on_cable(line, s.length, position)
+            axis = np.array(clip.matrix_world.to_3x3().col[2])
+            entries.append((arc, clip, float(axis @ tangent) < 0.0))
+        entries.sort(key=lambda e: e[0])
+        s.clips.clear()
+        for arc, clip, flipped in entries:
+            ref = s.clips.add()
+            ref.clip, ref.s, ref.reversed = clip, arc, flipped
+        s.result_stale = True
+        self.report({"INFO"}, f"added {len(new)} clip(s) to {cable.name!r}")
+        return {"FINISHED"}
+
+
+class CABLE_HARNESS_OT_clip_remove(bpy.types.Operator):
+    """Remove the clip selected in the list from the active cable (the clip object stays)"""
+
+    bl_idname = "cable_harness.clip_remove"
+    bl_label = "Remove Clip"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def execute(self, context):
+        cable = _active_cable(context)
+        if cable is None or not len(cable.cable_harness.clips):
+            self.report({"ERROR"}, "the active cable has no clip to remove")
+            return {"CANCELLED"}
+        s = cable.cable_harness
+        index = min(max(s.active_clip, 0), len(s.clips) - 1)
+        s.clips.remove(index)
+        s.active_clip = min(index, len(s.clips) - 1)
+        s.result_stale = True
+        return {"FINISHED"}
+
+
+class CABLE_HARNESS_OT_clip_move(bpy.types.Operator):
+    """Move the selected clip up or down the cable: it swaps places with its neighbour, whose arc
+    position it takes (the positions stay in order along the cable)"""
+
+    bl_idname = "cable_harness.clip_move"
+    bl_label = "Move Clip"
+    bl_options = {"REGISTER", "UNDO"}
+
+    direction: EnumProperty(
+        name="Direction",
+        items=[("UP", "Up", "Towards the cable's start"), ("DOWN", "Down", "Towards the cable's end")],
+        description="Which way along the cable the clip moves",
+    )  # type: ignore
+
+    def execute(self, context):
+        cable = _active_cable(context)
+        s = cable.cable_harness if cable is not None else None
+        if s is None or not len(s.clips):
+            self.report({"ERROR"}, "the active cable has no clips")
+            return {"CANCELLED"}
+        index = min(max(s.active_clip, 0), len(s.clips) - 1)
+        other = index - 1 if self.direction == "UP" else index + 1
+        if not 0 <= other < len(s.clips):
+            return {"CANCELLED"}
+        a, b = s.clips[index], s.clips[other]
+        (a.clip, a.reversed), (b.clip, b.reversed) = (b.clip, b.reversed), (a.clip, a.reversed)
+        s.active_clip = other
+        s.result_stale = True
+        return {"FINISHED"}
+
+
+classes = (CABLE_HARNESS_OT_clip_add, CABLE_HARNESS_OT_clip_remove, CABLE_HARNESS_OT_clip_move)
+
+
+register, unregister = bpy.utils.register_classes_factory(classes)

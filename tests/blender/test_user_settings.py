@@ -1,0 +1,184 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""What the user owns and sees: curve settings kept, honest read-outs, roles by object type, clips
+that follow the length, and a description on every setting and command."""
+
+import sys
+
+import bpy
+import pytest
+from helpers.blender_scenes import place, simple_harness
+
+
+def test_solve_keeps_the_users_curve_settings():
+    *_, cable = simple_harness()
+    curve = cable.data
+    curve.bevel_mode, curve.bevel_resolution, curve.use_fill_caps = "ROUND", 9, False
+    curve.twist_mode = "Z_UP"
+    curve.bevel_depth = 0.01  # the user's own thickness
+    bpy.ops.cable_harness.solve()
+    assert (curve.bevel_resolution, curve.use_fill_caps, curve.twist_mode) == (9, False, "Z_UP")
+    assert curve.bevel_depth == pytest.approx(0.01)
+    assert cable.cable_harness.result_converged
+
+
+def test_the_bevel_shows_the_cable_radius_on_a_scaled_object_and_follows_the_diameter():
+    *_, cable = simple_harness()
+    cable.scale = (2.0, 2.0, 2.0)
+    bpy.context.view_layer.update()
+    bpy.ops.cable_harness.solve()
+    # world thickness = local bevel x object scale = the cable radius
+    assert 2.0 * cable.data.bevel_depth == pytest.approx(0.5 * cable.cable_harness.diameter, rel=1e-6)
+    cable.cable_harness.diameter = 0.006
+    assert 2.0 * cable.data.bevel_depth == pytest.approx(0.003, rel=1e-6)
+
+
+def test_a_failed_solve_is_not_shown_as_converged_and_a_changed_setting_marks_the_result_stale():
+    *_, cable = simple_harness()
+    s = cable.cable_harness
+    bpy.ops.cable_harness.solve()
+    assert s.result_converged and not s.result_stale and not s.result_message
+    s.segments = 30
+    assert s.result_stale  # the read-outs are of 40 segments
+    s.length = 0.15  # the connectors are 0.3 m apart
+    with pytest.raises(RuntimeError, match="apart but the cable is only 0.15 m long"):
+        bpy.ops.cable_harness.solve()
+    assert not s.result_converged and "apart but the cable is only 0.15 m long" in s.result_message
+
+
+def test_errors_in_a_millimetre_scene_are_in_millimetres_and_name_the_setting():
+    *_, cable = simple_harness(unit_scale=0.001)
+    cable.cable_harness.length = 150.0  # mm; the connectors are 300 mm apart
+    with pytest.raises(RuntimeError, match="are 300 mm apart but the cable is only 150 mm long"):
+        bpy.ops.cable_harness.solve()
+    cable.cable_harness.length = 400.0
+    cable.cable_harness.clips[0].s = 399.0  # mm, with a 10 mm clip: past the end
+    with pytest.raises(RuntimeError, match="cable 'Cable' clip 1's arc position = 399 mm"):
+        bpy.ops.cable_harness.solve()
+
+
+def test_a_connector_out_of_reach_while_simulating_shows_as_not_converged(extension):
+    simulation_module = sys.modules[f"{extension.__name__}.cable_harness.simulation"]
+    _start, end, _clip, cable = simple_harness()
+    s = cable.cable_harness
+    simulation = simulation_module.HarnessSimulation(bpy.context.scene)
+    simulation.tick(bpy.context)
+    assert s.result_converged
+    place(end, (0.9, 0.0, 0.0), 1.0)
+    simulation.tick(bpy.context)
+    assert not s.result_converged and "are 0.9 m apart but the cable is only" in s.result_message
+    # Simulate started on a scene that cannot be solved says so in the read-outs too
+    with pytest.raises(RuntimeError, match="0.9 m apart"):
+        bpy.ops.cable_harness.simulate(ticks=1)
+    assert not s.result_converged
+
+
+def test_clips_keep_their_place_along_the_cable_in_proportion_to_its_length():
+    *_, cable = simple_harness()
+    s = cable.cable_harness
+    before = s.clips[0].s / s.length
+    s.length *= 1.2
+    assert s.clips[0].s / s.length == pytest.approx(before, rel=1e-6)
+    bpy.ops.cable_harness.solve()
+    assert s.result_converged
+
+
+@pytest.mark.parametrize(
+    "kind,offered",
+    [("EMPTY", {"NONE", "CONNECTOR", "CLIP"}), ("MESH", {"NONE", "CONNECTOR", "CLIP", "COLLIDER"})],
+)
+def test_roles_are_offered_only_to_objects_that_can_carry_them(kind, offered):
+    data = None if kind == "EMPTY" else bpy.data.meshes.new("m")
+    ob = bpy.data.objects.new("thing", data)
+    bpy.context.scene.collection.objects.link(ob)
+    for role in ("NONE", "CONNECTOR", "CLIP", "CABLE", "COLLIDER"):
+        if role in offered:
+            ob.cable_harness.role = role
+            assert ob.cable_harness.role == role
+        else:
+            with pytest.raises(TypeError):
+                ob.cable_harness.role = role
+
+
+def test_an_empty_marked_as_collider_in_an_older_file_does_not_break_a_solve():
+    *_, cable = simple_harness()
+    empty = bpy.data.objects.new("empty collider", None)
+    bpy.context.scene.collection.objects.link(empty)
+    with pytest.raises(TypeError):
+        empty.cable_harness.role = "COLLIDER"
+    assert bpy.ops.cable_harness.solve() == {"FINISHED"}
+
+
+def _our_property_groups():
+    ob = bpy.data.objects.new("probe", None)
+    settings = ob.cable_harness.bl_rna
+    return [
+        settings,
+        bpy.context.scene.cable_harness.bl_rna,
+        settings.properties["clips"].fixed_type,
+        settings.properties["route"].fixed_type,
+    ]
+
+
+def test_every_setting_and_command_has_a_description():
+    missing = []
+    for rna in _our_property_groups():
+        for prop in rna.properties:
+            if prop.identifier in {"rna_type", "name"} or prop.is_hidden:
+                continue
+            if not prop.description.strip():
+                missing.append(f"{rna.identifier}.{prop.identifier}")
+    operators = [getattr(bpy.ops.cable_harness, n) for n in dir(bpy.ops.cable_harness)]
+    assert len(operators) >= 10
+    for op in operators:
+        rna = op.get_rna_type()
+        if not rna.description.strip():
+            missing.append(rna.identifier)
+        for prop in rna.properties:
+            if prop.identifier != "rna_type" and not prop.is_hidden and not prop.description.strip():
+                missing.append(f"{rna.identifier}.{prop.identifier}")
+    assert not missing, missing
+
+
+def _select_only(*objects, active):
+    for ob in bpy.context.selected_objects:
+        ob.select_set(False)
+    for ob in objects:
+        ob.select_set(True)
+    bpy.context.view_layer.objects.active = active
+
+
+def test_a_clip_removed_and_added_back_returns_where_the_cable_passes_it():
+    _start, _end, clip, cable = simple_harness()
+    s = cable.cable_harness
+    bpy.ops.cable_harness.solve()
+    drawn = s.clips[0].s
+    _select_only(cable, active=cable)
+    assert bpy.ops.cable_harness.clip_remove() == {"FINISHED"} and len(s.clips) == 0
+    _select_only(clip, cable, active=cable)
+    assert bpy.ops.cable_harness.clip_add() == {"FINISHED"}
+    assert len(s.clips) == 1 and s.clips[0].clip == clip
+    assert s.clips[0].s == pytest.approx(drawn, abs=0.01 * s.length)
+    assert bpy.ops.cable_harness.solve() == {"FINISHED"} and s.result_converged
+
+
+def test_moving_a_clip_down_the_list_swaps_the_clips_and_keeps_the_positions_in_order():
+    _start, _end, clip, cable = simple_harness()
+    s = cable.cable_harness
+    bpy.ops.cable_harness.add_clip()
+    second = bpy.context.active_object
+    place(second, (0.24, 0.0, -0.04), 1.0)
+    _select_only(second, cable, active=cable)
+    assert bpy.ops.cable_harness.clip_add() == {"FINISHED"}
+    assert [ref.clip for ref in s.clips] == [clip, second]
+    positions = [ref.s for ref in s.clips]
+    s.active_clip = 0
+    assert bpy.ops.cable_harness.clip_move(direction="DOWN") == {"FINISHED"}
+    assert [ref.clip for ref in s.clips] == [second, clip] and [ref.s for ref in s.clips] == positions
+    assert s.active_clip == 1
+    assert bpy.ops.cable_harness.clip_move(direction="DOWN") == {"CANCELLED"}  # already last
+
+
+def test_clip_list_commands_without_an_active_cable_say_so():
+    bpy.ops.cable_harness.add_clip()
+    with pytest.raises(RuntimeError, match="make a cable the active object"):
+        bpy.ops.cable_harness.clip_add()
