@@ -76,9 +76,9 @@ class ColliderCache:
             evaluated.to_mesh_clear()
         verts = verts.reshape(-1, 3).astype(np.float64)
         tris = tris.reshape(-1, 3)
-        try:
+        if bpy.app.version >= (4, 0, 0):
             tree = BVHTree.FromPolygons(verts, tris, all_triangles=True)
-        except TypeError:  # Blender versions whose BVHTree wants Python sequences
+        else:  # Blender 3.x reads numpy index arrays wrongly ("index -1 must be less than ..."): lists
             tree = BVHTree.FromPolygons(verts.tolist(), tris.tolist(), all_triangles=True)
         entry = ColliderTree(ob.name, tree, verts, tris, sharp_edges(verts[tris]))
         self._trees[ob.name] = entry
