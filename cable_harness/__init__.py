@@ -15,9 +15,9 @@ _modules = []
 
 def register():
     numba_cache.configure(ROOT_PACKAGE)
-    from . import colliders, operators, props, ui
+    from . import colliders, operators, overlay, props, ui
 
-    _modules[:] = [props, colliders, operators, ui]
+    _modules[:] = [props, colliders, operators, ui, overlay]
     for module in _modules:
         module.register()
     from . import warmup

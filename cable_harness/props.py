@@ -300,6 +300,22 @@ class CableHarnessSceneSettings(bpy.types.PropertyGroup):
         description="Cables press against each other instead of passing through (their drawn routes must not cross)",
     )  # type: ignore
 
+    show_physics: BoolProperty(
+        name="Show Physics",
+        default=True,
+        description="Draw each solved cable coloured by how much of its allowed bend it uses, the forces on "
+        "connectors and clips as arrows, contacts as dots, and failed cables in red",
+    )  # type: ignore
+    arrow_length_per_newton: FloatProperty(
+        name="Arrow Length per N",
+        description="Length of a force arrow per newton of force",
+        min=0.0,
+        soft_max=1.0,
+        default=0.02,
+        subtype="DISTANCE",
+        unit="LENGTH",
+    )  # type: ignore
+
     def contact_document(self) -> dict:
         return {
             "friction_static": self.friction_static,

@@ -22,7 +22,7 @@ import numpy as np
 from mathutils import Matrix
 
 from ..solver_core import CaseError, Harness, ObstacleSet
-from . import follow
+from . import follow, overlay, overlay_data
 from .colliders import ColliderCache
 from .scene_model import (
     CABLE,
@@ -314,6 +314,7 @@ class HarnessSimulation:
             ob = bpy.data.objects.get(name)
             if ob is not None:
                 write_cable_result(ob, result, self.scale)
+                self._show(ob, result, failed=name in report.failed)
                 own = [w for w in self.harness.warnings if f"cable {name!r}" in w]
                 if own:  # shown in the panel next to the result
                     ob.cable_harness.result_message = "; ".join(filter(None, [ob.cable_harness.result_message, *own]))
@@ -325,6 +326,23 @@ class HarnessSimulation:
                 s.result_converged = False
                 own = [w for w in self.harness.warnings if f"cable {name!r}" in w]
                 s.result_message = "; ".join([message, *own])
+
+    def _show(self, ob, result: dict, failed: bool) -> None:
+        """What the viewport overlay draws for this cable (overlay.py)."""
+        s = ob.cable_harness
+        settings = bpy.data.scenes[self.scene_name].cable_harness if self.scene_name in bpy.data.scenes else None
+        per_newton = (settings.arrow_length_per_newton if settings else 0.02) * self.scale
+        clip_s = [ref.s * self.scale for ref in s.clips]
+        shown = overlay_data.cable_overlay(
+            result, self.scale, s.min_bend_radius_allowed * self.scale, per_newton, clip_s
+        )
+        if failed:
+            points = shown["points"]
+            targets = [(points[0], np.array(s.start.matrix_world.translation))] if s.start else []
+            if s.end is not None:
+                targets.append((points[-1], np.array(s.end.matrix_world.translation)))
+            shown = overlay_data.mark_failed(shown, targets, 0.5 * s.diameter * 4.0)
+        overlay.update(ob.name, shown)
 
 
 def collider_obstacles(scene, depsgraph, scale: float) -> list:

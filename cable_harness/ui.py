@@ -36,6 +36,11 @@ class VIEW3D_PT_cable_harness(bpy.types.Panel):
         row.operator("cable_harness.bake", icon="REC")
         row.operator("cable_harness.clear_bake", icon="TRASH")
         layout.operator("cable_harness.export_report", icon="TEXT")
+        view = context.scene.cable_harness
+        row = layout.row(align=True)
+        row.prop(view, "show_physics")
+        if view.show_physics:
+            row.prop(view, "arrow_length_per_newton", text="Arrow / N")
         ob = context.active_object
         if ob is None:
             layout.label(text="Select a connector, clip, cable or collider")

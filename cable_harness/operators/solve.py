@@ -5,6 +5,7 @@ import bpy
 import numpy as np
 from bpy.props import IntProperty
 
+from .. import overlay
 from ..scene_model import HarnessInputError, ensure_cable_curve, mark_refused_cables, write_curve_points
 from ..simulation import HarnessSimulation
 from .common import cables_in_context, run_solve, solver_ready
@@ -142,6 +143,7 @@ class CABLE_HARNESS_OT_reset(bpy.types.Operator):
             write_curve_points(ob, points, np.zeros(len(points)))
             s.result_valid = False
             s.result_message = ""
+            overlay.forget(ob.name)
         return {"FINISHED"}
 
 

@@ -185,6 +185,7 @@ def _our_handlers():
 
 def test_unregister_leaves_no_handlers_timers_or_classes_behind(extension):
     solve_module = sys.modules[f"{extension.__name__}.cable_harness.operators.solve"]
+    overlay_module = sys.modules[f"{extension.__name__}.cable_harness.overlay"]
     assert _our_handlers()
     for _ in range(3):
         disable_extension()
@@ -192,8 +193,11 @@ def test_unregister_leaves_no_handlers_timers_or_classes_behind(extension):
         assert not hasattr(bpy.types.Object, "cable_harness")
         assert not any(name.startswith("CABLE_HARNESS_") for name in dir(bpy.types))
         assert not hasattr(bpy.types, "VIEW3D_PT_cable_harness")
+        assert overlay_module._handlers == []
         enable_extension()
         assert len(_our_handlers()) == 3
+        overlay_module = sys.modules[f"{extension.__name__}.cable_harness.overlay"]
+        assert len(overlay_module._handlers) == 2  # the viewport overlay's draw handlers
     assert solve_module._state["timers"] == []
 
 

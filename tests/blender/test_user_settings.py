@@ -5,6 +5,7 @@ that follow the length, and a description on every setting and command."""
 import sys
 
 import bpy
+import numpy as np
 import pytest
 from helpers.blender_scenes import place, simple_harness
 
@@ -182,3 +183,25 @@ def test_clip_list_commands_without_an_active_cable_say_so():
     bpy.ops.cable_harness.add_clip()
     with pytest.raises(RuntimeError, match="make a cable the active object"):
         bpy.ops.cable_harness.clip_add()
+
+
+def test_the_viewport_overlay_shows_bend_forces_and_a_failed_cable(extension):
+    overlay = sys.modules[f"{extension.__name__}.cable_harness.overlay"]
+    simulation_module = sys.modules[f"{extension.__name__}.cable_harness.simulation"]
+    _start, end, _clip, cable = simple_harness()
+    s = cable.cable_harness
+    s.min_bend_radius_allowed = 0.01
+    bpy.context.scene.cable_harness.arrow_length_per_newton = 0.05
+    simulation = simulation_module.HarnessSimulation(bpy.context.scene)
+    simulation.tick(bpy.context)
+    shown = overlay.shown("Cable")
+    assert len(shown["points"]) == s.segments + 1 and shown["colours"].shape == (s.segments + 1, 4)
+    assert 0.0 < shown["utilisation"].max() and not shown["failed"]
+    arrows = shown["arrows"].reshape(-1, 2, 3)
+    assert len(arrows) == 3  # two connectors and the clip
+    assert np.linalg.norm(arrows[0][1] - arrows[0][0]) == pytest.approx(0.05 * s.result_start_force, rel=1e-6)
+    place(end, (0.9, 0.0, 0.0), 1.0)  # out of reach: held, red, dashed to where its end should be
+    simulation.tick(bpy.context)
+    shown = overlay.shown("Cable")
+    assert shown["failed"] and len(shown["gap"]) > 0
+    assert np.linalg.norm(shown["gap"][-1] - np.array([0.9, 0.0, 0.0])) < 0.05

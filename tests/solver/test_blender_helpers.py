@@ -151,3 +151,50 @@ def test_solver_messages_are_put_in_the_panels_words_and_the_scenes_unit():
     assert scene_model.plain_message("cable 'W'.end.position[0] must be a finite number", 1.0) == (
         "cable 'W'.end.position[0] must be a finite number"
     )
+
+
+overlay_data = layer_module("overlay_data")
+
+
+def test_bend_use_is_allowed_over_actual_radius_per_point():
+    # joints at s = 1, 2, 3 of a cable with points at 0..4: straight, 50 mm, 20 mm; allowed 10 mm
+    use = overlay_data.bend_utilisation([None, 0.05, 0.02], [1.0, 2.0, 3.0], [0.0, 1.0, 1.5, 2.0, 3.0, 4.0], 0.01)
+    assert np.allclose(use, [0.0, 0.0, 0.1, 0.2, 0.5, 0.5])
+    # no allowed radius: relative to the cable's own tightest bend
+    relative = overlay_data.bend_utilisation([None, 0.05, 0.02], [1.0, 2.0, 3.0], [1.0, 2.0, 3.0], 0.0)
+    assert np.allclose(relative, [0.0, 0.4, 1.0])
+    colours = overlay_data.ramp_colours([0.0, 1.0, 3.0])
+    assert np.allclose(colours[0], overlay_data.RAMP[0][1]) and np.allclose(colours[2], overlay_data.RAMP[-1][1])
+
+
+def test_force_arrows_and_dashes_have_the_lengths_asked_for():
+    arrows = overlay_data.force_arrows([[0, 0, 0], [1, 0, 0]], [[0, 0, -2.0], [3.0, 4.0, 0]], 0.1)
+    assert np.allclose(arrows, [[0, 0, 0], [0, 0, -0.2], [1, 0, 0], [1.3, 0.4, 0]])
+    d = overlay_data.dashes([0, 0, 0], [1.0, 0, 0], 0.1).reshape(-1, 2, 3)
+    assert len(d) == 5 and np.allclose(d[:, 1, 0] - d[:, 0, 0], 0.1) and d[-1, 1, 0] <= 1.0
+
+
+def test_a_cable_overlay_puts_arrows_at_its_holders_and_a_failed_one_is_red_with_gaps():
+    result = {
+        "nodes": [[0, 0, 0], [0.1, 0, -0.05], [0.2, 0, 0]],
+        "arc_lengths": [0.0, 0.1118, 0.2236],
+        "length": 0.2236,
+        "bend_radii": [0.08],
+        "bend_radius_s": [0.1118],
+        "end_forces": {"start": {"force": [1.0, 0, 0]}, "end": {"force": [-1.0, 0, 0]}},
+        "clip_forces": [{"force": [0, 0, 2.0]}],
+        "contacts": [{"point": [0.1, 0, -0.052]}],
+    }
+    shown = overlay_data.cable_overlay(result, 0.001, 0.04, 0.01, [0.1118])  # a millimetre scene
+    assert np.allclose(shown["points"][1], [100.0, 0.0, -50.0])
+    assert np.allclose(shown["utilisation"], [0.5, 0.5, 0.5])
+    arrows = shown["arrows"].reshape(-1, 2, 3)
+    assert np.allclose(arrows[0], [[0, 0, 0], [10.0, 0, 0]])  # 1 N x 10 mm/N
+    assert np.allclose(arrows[2][0], [100.0, 0.0, -50.0], atol=1e-6) and np.allclose(
+        arrows[2][1] - arrows[2][0], [0, 0, 20.0]
+    )
+    assert np.allclose(shown["contacts"], [[100.0, 0.0, -52.0]])
+    failed = overlay_data.mark_failed(shown, [(shown["points"][-1], np.array([260.0, 0.0, 0.0]))], 8.0)
+    assert failed["failed"] and np.allclose(failed["colours"], overlay_data.FAILED)
+    gap = failed["gap"].reshape(-1, 2, 3)
+    assert len(gap) == 4 and np.allclose(gap[0][0], [200.0, 0, 0]) and gap[-1][1][0] <= 260.0
