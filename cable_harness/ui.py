@@ -83,7 +83,7 @@ class VIEW3D_PT_cable_harness(bpy.types.Panel):
             layout.prop(s, "poisson_ratio")
             layout.prop(s, "density")
         layout.prop(s, "min_bend_radius_allowed")
-        layout.prop(s, "solver_model")
+        layout.label(text="Model: discrete Cosserat rod, quasi-static")
         box = layout.box()
         if not s.result_valid:
             box.label(text="Not solved yet")

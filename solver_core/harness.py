@@ -20,7 +20,7 @@ from .interactions import ContactSettings, Interactions
 from .predictor import StepMemory, hold_vector, secant_displacement
 from .rod_group import GroupBoundary, GroupInteractions, RodGroup, join_models
 from .rod_model import Boundary, RodModel, build_rod_model
-from .rod_state import RodState, initial_state, interpolate_boundary, prolong_state
+from .rod_state import RodState, initial_centerline, initial_state, interpolate_boundary, prolong_state
 
 RESULT_FORMAT = "cable-harness-result/1"
 
@@ -125,19 +125,24 @@ class Harness:
                 self.warnings.append(warning)
             session.state = route
             return
-        state = route
-        if check.uses_contact:
-            full = initial_state(session.model, session.boundary, sag=1.0)
-            move = float(np.abs(full.positions - route.positions).max())
-            steps = int(min(MAX_SAG_STEPS, max(1, np.ceil(move / (0.5 * check.radius)))))
-            for k in range(1, steps + 1):
-                candidate = full if k == steps else initial_state(session.model, session.boundary, sag=k / steps)
-                if check.deepest_penetration(candidate) > 0.0 or _passes_through(check, state, candidate):
-                    break
-                state = candidate
-        else:
-            state = initial_state(session.model, session.boundary, sag=1.0)
-        session.state = state
+        if not check.uses_contact:
+            session.state = initial_state(session.model, session.boundary, sag=1.0)
+            return
+
+        def sagged(fraction):  # the centre line only: the checks need no frames
+            positions = initial_centerline(session.model, session.boundary, fraction) - session.model.origin
+            return RodState(positions, route.quats)
+
+        state, chosen = route, 0.0
+        full = sagged(1.0)
+        move = float(np.abs(full.positions - route.positions).max())
+        steps = int(min(MAX_SAG_STEPS, max(1, np.ceil(move / (0.5 * check.radius)))))
+        for k in range(1, steps + 1):
+            candidate = full if k == steps else sagged(k / steps)
+            if check.deepest_penetration(candidate) > 0.0 or _passes_through(check, state, candidate):
+                break
+            state, chosen = candidate, k / steps
+        session.state = route if chosen == 0.0 else initial_state(session.model, session.boundary, sag=chosen)
 
     # ---------------------------------------------------------------- read-outs for a scene layer
 

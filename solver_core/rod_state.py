@@ -39,6 +39,37 @@ def _resample_polyline(points: np.ndarray, fractions: np.ndarray) -> np.ndarray:
     return np.column_stack([np.interp(target, cum, points[:, k]) for k in range(3)])
 
 
+def _increasing_root(f, lo: float, hi: float, tolerance: float) -> float:
+    """The root of an increasing f on [lo, hi] with f(lo) <= 0 <= f(hi), by false position with the
+    Illinois modification (superlinear, and never leaves the bracket); ``tolerance`` on the argument."""
+    f_lo, f_hi = f(lo), f(hi)
+    if f_lo >= 0.0:
+        return lo
+    if f_hi <= 0.0:
+        return hi
+    side = 0
+    for _ in range(200):
+        x = hi - f_hi * (hi - lo) / (f_hi - f_lo)
+        if not lo < x < hi:
+            x = 0.5 * (lo + hi)
+        fx = f(x)
+        if fx == 0.0 or hi - lo <= tolerance:
+            return x
+        if fx < 0.0:
+            lo, f_lo = x, fx
+            if side == -1:
+                f_hi *= 0.5
+            side = -1
+        else:
+            hi, f_hi = x, fx
+            if side == 1:
+                f_lo *= 0.5
+            side = 1
+        if hi - lo <= tolerance:
+            break
+    return 0.5 * (lo + hi)
+
+
 def _hermite(p0, t0, p1, t1, scale, u):
     u = u[:, None]
     h00 = 2 * u**3 - 3 * u**2 + 1
@@ -70,14 +101,8 @@ def _curve_of_length(p0, t0, p1, t1, length, sag_direction, samples=96, sag=1.0)
         s = np.linspace(0.0, length, samples)
         _add_sag(pts[1:-1], s[1:-1], [(0.0, p0, None), (length, p1, None)], sag_direction, sag)
         return pts
-    lo, hi = 0.0, chord
-    for _ in range(60):
-        mid = 0.5 * (lo + hi)
-        if arc(mid)[1] < length:
-            lo = mid
-        else:
-            hi = mid
-    return arc(0.5 * (lo + hi))[0]
+    scale = _increasing_root(lambda a: arc(a)[1] - length, 0.0, chord, 1e-14 * chord)
+    return arc(scale)[0]
 
 
 def _anchors(model: RodModel, boundary: Boundary):
@@ -134,11 +159,8 @@ def _add_sag(pts: np.ndarray, s: np.ndarray, anchors, direction: np.ndarray, fra
             return float(np.linalg.norm(np.diff(poly + a * bump, axis=0), axis=1).sum())
 
         wanted = current + min(max(fraction, 0.0), 1.0) * (target - current)
-        lo, hi = 0.0, target
-        for _ in range(60):
-            mid = 0.5 * (lo + hi)
-            lo, hi = (mid, hi) if length(mid) < wanted else (lo, mid)
-        sagged = poly + 0.5 * (lo + hi) * bump
+        amplitude = _increasing_root(lambda a: length(a) - wanted, 0.0, target, 1e-14 * target)
+        sagged = poly + amplitude * bump
         # nodes evenly by arc length along the sagged span, so that no segment starts strained
         pts[inside] = _resample_polyline(sagged, u[1:-1])
 
