@@ -206,7 +206,8 @@ def case_document(scene, cable_objects=None) -> dict:
 _FIELD_WORDS = [
     (re.compile(r"\.clips\[(\d+)\]\.s\b"), lambda m: f" clip {int(m.group(1)) + 1}'s arc position"),
     (re.compile(r"\.clips\[(\d+)\]\.length\b"), lambda m: f" clip {int(m.group(1)) + 1}'s length"),
-    (re.compile(r"\.?\bclips\[(\d+)\]"), lambda m: f" clip {int(m.group(1)) + 1}"),
+    (re.compile(r"\.clips\[(\d+)\]"), lambda m: f" clip {int(m.group(1)) + 1}"),
+    (re.compile(r"\bclips\[(\d+)\]"), lambda m: f"clip {int(m.group(1)) + 1}"),
     (re.compile(r"\.(length|diameter|segments)\b"), lambda m: f" {m.group(1)}"),
     (re.compile(r"\.(start|end)\b(?!\.)"), lambda m: f" {m.group(1)} connector"),
 ]

@@ -62,7 +62,10 @@ def _cable(name, start, end, clips, diameter, length, material, segments, colour
     ob.name = name
     ob.data.name = name
     s = ob.cable_harness
+    drawn = [ref.s for ref in s.clips]
     s.length = length
+    for ref, arc in zip(s.clips, drawn):  # the clips stay where they were drawn along the cable
+        ref.s = arc
     s.material = material
     ob.data.materials.append(_material(f"{name} insulation", colour, roughness=0.45))
     return ob

@@ -145,6 +145,9 @@ def test_solver_messages_are_put_in_the_panels_words_and_the_scenes_unit():
         "step: start and end of cable 'W' are 60 cm apart but the cable is only 33 cm long"
     )
     assert scene_model.plain_message(reach, 1.0) == reach
+    assert scene_model.plain_message("step: clips[1] and end of cable 'W' are 0.2 m apart", 0.001) == (
+        "step: clip 2 and end of cable 'W' are 200 mm apart"
+    )
     assert scene_model.plain_message("cable 'W'.diameter must be positive, got 0", 1.0) == (
         "cable 'W' diameter must be positive, got 0"
     )
