@@ -310,22 +310,22 @@ class HarnessSimulation:
         return self.harness.clearance(name, triangles * self.scale, search_m)
 
     def write(self, report: TickReport) -> None:
-        for name, result in report.results.items():
+        for name in {*report.results, *report.failed}:
             ob = bpy.data.objects.get(name)
-            if ob is not None:
+            if ob is None or ob.cable_harness.role != CABLE:
+                continue
+            s = ob.cable_harness
+            result = report.results.get(name)
+            if result is not None:
                 write_cable_result(ob, result, self.scale)
                 self._show(ob, result, failed=name in report.failed)
-                own = [w for w in self.harness.warnings if f"cable {name!r}" in w]
-                if own:  # shown in the panel next to the result
-                    ob.cable_harness.result_message = "; ".join(filter(None, [ob.cable_harness.result_message, *own]))
-        for name, message in report.failed.items():
-            # the curve keeps the last good state, but the panel must not call it this solve's result
-            ob = bpy.data.objects.get(name)
-            if ob is not None and ob.cable_harness.role == CABLE:
-                s = ob.cable_harness
+            if name in report.failed:
+                # the curve keeps the last good state, but the panel must not call it this solve's result
                 s.result_converged = False
-                own = [w for w in self.harness.warnings if f"cable {name!r}" in w]
-                s.result_message = "; ".join([message, *own])
+                s.result_message = report.failed[name]
+            own = [w for w in self.harness.warnings if f"cable {name!r}" in w]
+            if own:  # shown in the panel next to the result
+                s.result_message = "; ".join(filter(None, [s.result_message, *own]))
 
     def _show(self, ob, result: dict, failed: bool) -> None:
         """What the viewport overlay draws for this cable (overlay.py)."""

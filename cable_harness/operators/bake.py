@@ -12,7 +12,7 @@ from ..baking import bake_cable, clear_bake
 from ..report import BAKE_LOG_TEXT, LOG_FORMAT
 from ..scene_model import COLLIDER, HarnessInputError, harness_objects, point_tilts
 from ..simulation import CLEARANCE_SEARCH_M, HarnessSimulation
-from .common import cables_in_context, solver_ready
+from .common import NeedsSolver, cables_in_context
 
 
 def _holders(ob) -> list[dict]:
@@ -181,16 +181,12 @@ class _BakeRun:
         return baked
 
 
-class CABLE_HARNESS_OT_bake(bpy.types.Operator):
+class CABLE_HARNESS_OT_bake(NeedsSolver, bpy.types.Operator):
     """Solve every frame of the scene range, warm-started from the previous frame, and key the cables"""
 
     bl_idname = "cable_harness.bake"
     bl_label = "Bake"
     bl_options = {"REGISTER", "UNDO"}
-
-    @classmethod
-    def poll(cls, context):
-        return solver_ready(cls)
 
     _run = None
     _timer = None

@@ -21,7 +21,7 @@ from ..scene_model import (
     write_curve_points,
 )
 from ..simulation import export_case
-from .common import MARKER_SIZE_M, link_new_object, solver_ready
+from .common import MARKER_SIZE_M, NeedsSolver, link_new_object
 
 
 class CABLE_HARNESS_OT_export_case(bpy.types.Operator, ExportHelper):
@@ -188,16 +188,12 @@ def menu_export(self, context):
     self.layout.operator(CABLE_HARNESS_OT_export_case.bl_idname, text="Cable Harness Case (.json)")
 
 
-class CABLE_HARNESS_OT_solve_case_file(bpy.types.Operator):
+class CABLE_HARNESS_OT_solve_case_file(NeedsSolver, bpy.types.Operator):
     """Solve a harness case file (JSON) with the quasi-static solver and report the result"""
 
     bl_idname = "cable_harness.solve_case_file"
     bl_label = "Solve Case File"
     bl_options = {"REGISTER"}
-
-    @classmethod
-    def poll(cls, context):
-        return solver_ready(cls)
 
     filepath: StringProperty(name="Case File", description="The case JSON file to solve", subtype="FILE_PATH")  # type: ignore
 

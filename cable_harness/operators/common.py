@@ -39,10 +39,13 @@ def run_solve(operator, context, cables=None):
     return report
 
 
-def solver_ready(cls) -> bool:
-    """Operator poll: False (with the reason as the button's tooltip) while the solver's kernels are
-    compiled in the background (warmup.py)."""
-    if warmup.preparing():
-        cls.poll_message_set(warmup.progress())
-        return False
-    return True
+class NeedsSolver:
+    """Mixin of the operators that solve: not available (the reason as the button's tooltip) while
+    the solver's kernels are compiled in the background (warmup.py)."""
+
+    @classmethod
+    def poll(cls, context):
+        if warmup.preparing():
+            cls.poll_message_set(warmup.progress())
+            return False
+        return True

@@ -8,7 +8,7 @@ from bpy.props import IntProperty
 from .. import overlay
 from ..scene_model import HarnessInputError, ensure_cable_curve, mark_refused_cables, write_curve_points
 from ..simulation import HarnessSimulation
-from .common import cables_in_context, run_solve, solver_ready
+from .common import NeedsSolver, cables_in_context, run_solve
 
 TICK_SECONDS = 1.0 / 30.0
 
@@ -23,31 +23,23 @@ def _status_text(context, text) -> None:
         workspace.status_text_set(text)
 
 
-class CABLE_HARNESS_OT_solve(bpy.types.Operator):
+class CABLE_HARNESS_OT_solve(NeedsSolver, bpy.types.Operator):
     """Solve the equilibrium of the selected cables (all cables if none is selected) once"""
 
     bl_idname = "cable_harness.solve"
     bl_label = "Solve"
     bl_options = {"REGISTER", "UNDO"}
 
-    @classmethod
-    def poll(cls, context):
-        return solver_ready(cls)
-
     def execute(self, context):
         return {"FINISHED"} if run_solve(self, context) is not None else {"CANCELLED"}
 
 
-class CABLE_HARNESS_OT_simulate(bpy.types.Operator):
+class CABLE_HARNESS_OT_simulate(NeedsSolver, bpy.types.Operator):
     """Solve the cables continuously while you move connectors, clips and colliders (Esc ends)"""
 
     bl_idname = "cable_harness.simulate"
     bl_label = "Simulate"
     bl_options = {"REGISTER"}
-
-    @classmethod
-    def poll(cls, context):
-        return solver_ready(cls)
 
     ticks: IntProperty(
         name="Ticks", description="Ticks to run when called from a script (no event loop)", min=1, default=1
