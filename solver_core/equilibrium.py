@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .contact import MIN_SEPARATION, ObstacleSet
-from .interactions import PENETRATION_TOLERANCE, Interactions, PairCandidates
+from .contact import MIN_SEPARATION, PENETRATION_TOLERANCE, ObstacleSet
+from .interactions import Interactions, PairCandidates
 from .newton import CONVERGED, MAX_ITERATIONS, PENETRATING, STALLED, STATUS_TEXT, UNSTABLE, minimise_rod_energy
 from .rod_group import GroupBoundary, RodGroup
 from .rod_model import Boundary, RodModel
@@ -37,6 +37,7 @@ SOLVE_BUDGET = 50
 # until the piece is this fraction of the path before it (or 2^-30 of the whole path) long.
 STABILITY_BISECTION = 0.25
 BUDGET_SPENT = -1  # the solve's status once SOLVE_BUDGET is spent (not a kernel status)
+CROSSING = -2  # a holder's own motion would carry the cable through a face (not a kernel status)
 
 
 @dataclass
@@ -265,6 +266,21 @@ def _minimise_with_interactions(
     return status, total, ratio, energy
 
 
+def _carried_into_obstacle(interactions: Interactions, start: RodState, carried: RodState) -> bool:
+    """Whether moving the free nodes with the holders from ``start`` to ``carried`` passes a face or
+    sinks the cable deeper than half a radius into an obstacle (farther than any Newton step may,
+    contact.MIN_SEPARATION), more than it already was."""
+    if interactions.crosses_between(start, carried):
+        return True
+    allowed = (1.0 - MIN_SEPARATION) * interactions.radius
+    before = interactions.deepest_penetration(start)  # the last result's: evaluated already
+    # a depth grows at most as far as the nodes move: a small carry needs no search
+    if before + float(np.abs(carried.positions - start.positions).max()) <= allowed:
+        return False
+    depth = interactions.deepest_penetration(carried)
+    return depth > allowed and depth > before
+
+
 def _relative_residual(model: RodModel, ratio: float) -> float:
     # ratio is residual / per-dof tolerance; report it against the force scale instead
     return float(ratio * model.dof_tol.min() / model.force_scale)
@@ -360,6 +376,26 @@ def solve_equilibrium(
             apply_boundary(model, trial, b_b)
         else:
             carry_boundary_motion(model, trial, b_a, b_b)
+        if interactions.uses_contact and _carried_into_obstacle(interactions, start, trial):
+            # Carried along with its holders (or by the predictor), the free span would pass through a
+            # face or sink into an obstacle: a cable resting on a thin plate whose connector moves down
+            # went through it before the first iteration, and one over a sphere was pushed in past its
+            # centre line and came out underneath. The holders move alone instead; where even they
+            # cross (a piece too long for the segments next to a holder to sweep clear), the piece is
+            # split.
+            trial = start.copy()
+            if isinstance(model, RodGroup):
+                model.apply_boundary(trial, b_b)
+            else:
+                apply_boundary(model, trial, b_b)
+            if interactions.crosses_between(start, trial):
+                counters["substeps"] += 1
+                counters["status"] = CROSSING
+                if depth >= max_depth or still:
+                    return None
+                tm = 0.5 * (ta + tb)
+                middle = attempt(start, ta, tm, depth + 1)
+                return None if middle is None else attempt(middle, tm, tb, depth + 1)
         first = trial.copy()
         status, iterations, ratio, energy = _minimise_with_interactions(
             model, interactions, trial, b_b, load_factor, rest_len, max_iterations, located
@@ -463,6 +499,8 @@ def solve_equilibrium(
     reason = (
         f"{counters['iterations']} iterations spent (at most {SOLVE_BUDGET} x solver.max_iterations per solve)"
         if counters["status"] == BUDGET_SPENT or counters["iterations"] >= budget
+        else "a holder's motion would carry the cable through an obstacle"
+        if counters["status"] == CROSSING
         else STATUS_TEXT[counters["status"]]
     )
     return SolveReport(

@@ -11,16 +11,20 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .contact import NODE_KINDS, SELF_KINDS, ObstacleSet, contact_energy, find_pairs, segment_penetration
+from .contact import (
+    NODE_KINDS,
+    SELF_KINDS,
+    ObstacleSet,
+    contact_energy,
+    find_pairs,
+    segment_penetration,
+)
 from .crossing import step_crosses_triangles
 from .mounts import compliant_energy, sliding_crossings, sliding_energy
 from .rod_model import Boundary, RodModel, clip_stiffness_matrix
 from .rod_state import RodState
 from .rotations import frame_from_tangent, matrix_from_quat, matrix_to_quat
 
-# Penetration allowed at convergence, as a fraction of the cable radius; the contact stiffness
-# is raised tenfold (up to three times) until the solution stays within it.
-PENETRATION_TOLERANCE = 0.005
 SLIDING_STIFFNESS_FACTOR = 100.0  # sliding-clip penalty relative to the contact stiffness
 
 
@@ -358,15 +362,10 @@ class Interactions:
     def pairs_depend_on_search(self, state: RodState, margin: float) -> bool:
         """Whether some contact pairs within ``margin`` of the cable at ``state`` are found only where
         their closest points lie at the search (newton.minimise_rod_energy): segment pairs against
-        capsules, or at sharp edges. Self-contact (and contact between the cables of a group) does
-        not: every segment pair within reach is a candidate, wherever its closest points lie."""
-        if len(self.obstacles.capsule_radius) > 0:
-            return True
-        if len(self.obstacles.triangles) == 0:
-            return False
-        x = state.positions + self.model.origin
-        reach = margin + float(self.node_radius.max())
-        return self.obstacles.sharp_edges_near(x.min(axis=0) - reach, x.max(axis=0) + reach)
+        capsules. Segments against mesh edges, self-contact and contact between the cables of a group
+        do not: every such pair within reach is a candidate, wherever its closest points lie (a
+        segment piercing a face is found at the search only, but no step can make one)."""
+        return len(self.obstacles.capsule_radius) > 0
 
     def deepest_pair_penetration(self, state: RodState) -> float:
         """Largest penetration of any contact pair at ``state``, from a fresh search (0 when clear)."""

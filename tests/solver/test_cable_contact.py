@@ -337,7 +337,8 @@ def test_no_newton_step_of_a_pile_of_cables_raises_its_energy(monkeypatch):
             status, iterations, after = out[0], out[1], out[3]
             if iterations:
                 steps.append(before - after)
-                if after > before + 1e-11 * abs(before):
+                # rounding: the energy sums some thousand terms, each up to ~100 times the total
+                if after > before + 1e-9 * abs(before):
                     rises.append((before, after))
             total += iterations
             if status != 1 or total >= max_iterations:  # 1: the iteration limit

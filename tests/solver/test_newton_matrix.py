@@ -112,21 +112,34 @@ def test_the_newton_matrix_counts_a_crossing_at_a_node_once():
 
 def test_a_step_closing_open_pairs_stops_at_the_minimum_of_model_plus_their_penalty():
     # plunge_step_length minimises, along a Newton step, the quadratic model -G a + C a^2 / 2 plus the
-    # penalty k/2 (a s_p - g_p)_+^2 of each open node-facet pair or cable-cable node or segment pair the
-    # step closes (s_p: its approach over the whole step; k per node length, per segment length for a
-    # segment pair). Reference: the same function minimised numerically by
-    # scipy; touching pairs, pairs not evaluated at the current state and other kinds of pair must
-    # not count, and a step that closes no open facet pair is left whole.
+    # penalty k/2 (a s_p - g_p)_+^2 of each open node-facet pair, segment pair against a mesh edge or
+    # a sphere, or cable-cable node or segment pair the step closes (s_p: its approach over the whole
+    # step; k per node length for node pairs, per segment length for segment pairs). Reference: the
+    # same function minimised numerically by scipy; touching pairs, pairs not evaluated at the
+    # current state and other kinds of pair (planes, capsules, segments piercing a face) must not
+    # count, and a step that closes no open pair is left whole.
     from scipy.optimize import minimize_scalar
 
-    from solver_core.contact import PLANE, SELF_NODE, SELF_SEG, TRI_NODE, TRI_SEG, plunge_step_length
+    from solver_core.contact import (
+        CAP_NODE,
+        CAP_SEG,
+        PLANE,
+        SELF_NODE,
+        SELF_SEG,
+        SPHERE,
+        TRI_EDGE,
+        TRI_NODE,
+        TRI_SEG,
+        plunge_step_length,
+    )
 
     rng = np.random.default_rng(5)
     stiffness, seg = 1.26e8, 0.005
     closes = 0
     for trial in range(20):
         m = 30
-        kind = rng.choice([TRI_NODE, TRI_NODE, TRI_NODE, TRI_SEG, PLANE, SELF_NODE, SELF_SEG], m)
+        kinds = [TRI_NODE, TRI_NODE, TRI_SEG, CAP_SEG, PLANE, SPHERE, CAP_NODE, TRI_EDGE, SELF_NODE, SELF_SEG]
+        kind = rng.choice(kinds, m)
         elem = rng.integers(0, 10, m)
         node_len = rng.uniform(0.5, 1.0, 10) * seg
         seg_len = rng.uniform(0.8, 1.2, 10) * seg
@@ -135,8 +148,9 @@ def test_a_step_closing_open_pairs_stops_at_the_minimum_of_model_plus_their_pena
         approach = rng.uniform(-1.0, 1.0, m) * 4e-5
         scale = 1.0 if trial % 2 else 0.6  # the step was cut by the filter to this much of its length
         slope, curvature = rng.uniform(0.2, 2.0) * 1e-4, rng.uniform(0.1, 2.0) * 1e-4
-        counts = ((kind == TRI_NODE) | (kind == SELF_NODE) | (kind == SELF_SEG)) & fresh & (gap > 0.0)
-        k = stiffness * np.where(kind == SELF_SEG, seg_len[elem], node_len[elem])
+        counts = np.isin(kind, [TRI_NODE, TRI_EDGE, SPHERE, SELF_NODE, SELF_SEG]) & fresh & (gap > 0.0)
+        node_pair = np.isin(kind, [PLANE, TRI_NODE, CAP_NODE, SELF_NODE])
+        k = stiffness * np.where(node_pair, node_len[elem], seg_len[elem])
 
         def phi(a):
             closing = np.maximum(0.0, a * scale * approach - gap)[counts]
