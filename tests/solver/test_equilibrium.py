@@ -252,6 +252,32 @@ def test_the_first_guess_of_a_free_end_cable_starts_at_its_connector(monkeypatch
     assert np.allclose(tangents, [0.0, 1.0, 0.0])
 
 
+def test_a_route_is_laid_between_the_holders_span_by_span():
+    # A clip at the route's middle, the cable 1.2 times the route: resampled in proportion to the
+    # whole length, the clip's node would sit 0.08 m from where the route passes the clip and the
+    # segment beside it start stretched by some 300 %; span by span, the first span lies on the first
+    # half of the route unstrained and the second takes the slack (compressed uniformly, no sag).
+    from solver_core.rod_model import build_rod_model
+    from solver_core.rod_state import initial_centerline
+
+    spec = cable(
+        length=1.2,
+        segments=24,
+        start={"position": [0, 0, 0], "tangent": [1, 0, 0]},
+        end={"position": [1, 0, 0], "tangent": [1, 0, 0]},
+        route=[[0, 0, 0], [1, 0, 0]],
+        clips=[{"s": 0.5, "frame": {"position": [0.5, 0, 0], "tangent": [1, 0, 0]}}],
+    )
+    doc = parse_case(case(spec))
+    model = build_rod_model(doc.cables[0], doc.gravity, doc.solver.tolerance)
+    line = initial_centerline(model, Boundary.of(doc.cables[0]), sag=0.0)
+    strain = np.linalg.norm(np.diff(line, axis=0), axis=1) / model.rest_len - 1.0
+    first_span = model.node_s[1:] <= 0.5 + 1e-12
+    assert np.abs(strain[first_span]).max() < 1e-12
+    assert np.allclose(strain[~first_span], 0.5 / 0.7 - 1.0)
+    assert np.allclose(line[np.isclose(model.node_s, 0.5)], [0.5, 0, 0])
+
+
 def test_several_cables_are_solved_independently():
     a = cable(id="A")
     b = cable(id="B", start={"position": [0, 0.1, 0], "tangent": [1, 0, 0], "normal": [0, 0, 1]})
