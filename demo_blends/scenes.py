@@ -123,6 +123,7 @@ def _look(camera_location, target, lens=35.0, sun_rotation=(0.7, 0.15, 0.6)):
 def build_equipment_bay(step_path: str) -> dict:
     """The bay scene from a STEP file written by bay_geometry.write_step. Returns object names."""
     scene = _reset_scene(0.001, "MILLIMETERS", "Equipment Bay")
+    scene.cable_harness.cable_cable = True  # the power and signal lines share the brackets
     result = bpy.ops.cable_harness.import_step(filepath=str(step_path), linear_deflection=0.2)
     if result != {"FINISHED"}:
         raise RuntimeError(f"Import CAD failed for {step_path}")
@@ -144,7 +145,7 @@ def build_equipment_bay(step_path: str) -> dict:
     b = {k: _add("connector", f"B_{k}", p, minus_x) for k, p in bay.DEVICE_B_SOCKETS.items() if k != "power"}
     # the plug of the power cable starts pulled out and tilted, then goes into its socket
     socket = Vector(bay.DEVICE_B_SOCKETS["power"])
-    plug = _add("connector", "B_power_plug", socket + Vector((-110.0, -40.0, -45.0)), (-0.6, 0.3, 0.74))
+    plug = _add("connector", "B_power_plug", socket + Vector((-110.0, -40.0, 45.0)), (-0.6, 0.3, -0.74))
     # a visible plug body behind the connector (its local -Z), moving with it; not a collider
     body = bpy.data.objects.new("plug_body", _box_mesh("plug_body", (18.0, 12.0, 26.0)))
     body.data.materials.append(_material("plug housing", (0.08, 0.08, 0.09), roughness=0.35))

@@ -12,7 +12,7 @@ import numpy as np
 
 from .case import CableChange, CableSpec, Case, check_reachable, check_step_request
 from .clearance import clearance_to_triangles
-from .contact import NODE_KINDS, SELF_KINDS, ObstacleSet, obstacles_from_case
+from .contact import NODE_KINDS, PENETRATION_TOLERANCE, SELF_KINDS, ObstacleSet, obstacles_from_case
 from .contact_geometry import nodes_within
 from .equilibrium import MAX_CONTINUATION_DEPTH, SNAP_THROUGH_ROUNDS, SolveReport, held_frames, solve_equilibrium
 from .errors import CaseError
@@ -115,14 +115,27 @@ class Harness:
             check.obstacles = self.obstacles.with_capsules(*self._capsules_for((cable_id,)))
         route = initial_state(session.model, session.boundary, sag=0.0)
         if check.deepest_penetration(route) > 0.0:
+            # A route resting on a surface (a solved shape exported as a route) touches it within the
+            # penetration tolerance, and one drawn clear of the other cables' routes may still meet
+            # the sag of a cable placed before it (the power line hanging between its clips onto the
+            # signal line drawn below it): neither is a route drawn through something.
+            tolerance = PENETRATION_TOLERANCE * check.radius
             static = Interactions(session.model, self.obstacles, ContactSettings())
-            what = "an obstacle" if static.deepest_penetration(route) > 0.0 else "another cable"
-            warning = (
-                f"cable {cable_id!r}: its route passes through {what}; draw the route around it "
-                f"(the result may be on the wrong side)"
-            )
-            if warning not in self.warnings:
-                self.warnings.append(warning)
+            what = None
+            if static.deepest_penetration(route) > tolerance:
+                what = "an obstacle"
+            elif self.contact_settings.cable_cable:
+                drawn = Interactions(session.model, self.obstacles, self.contact_settings)
+                drawn.obstacles = self.obstacles.with_capsules(*self._drawn_routes_except(cable_id))
+                if drawn.deepest_penetration(route) > tolerance:
+                    what = "another cable"
+            if what is not None:
+                warning = (
+                    f"cable {cable_id!r}: its route passes through {what}; draw the route around it "
+                    f"(the result may be on the wrong side)"
+                )
+                if warning not in self.warnings:
+                    self.warnings.append(warning)
             session.state = route
             return
         if not check.uses_contact:
@@ -615,6 +628,15 @@ class Harness:
             x = session.state.positions + session.model.origin
             out[cid] = (x[:-1], x[1:], np.full(len(x) - 1, 0.5 * session.model.cable.diameter))
         return out
+
+    def _drawn_routes_except(self, cable_id: str):
+        """The drawn routes (initial guesses without sag) of the other cables, as capsules."""
+        segments = {}
+        for cid, session in self.cables.items():
+            if cid != cable_id:
+                x = initial_state(session.model, session.boundary, sag=0.0).positions + session.model.origin
+                segments[cid] = (x[:-1], x[1:], np.full(len(x) - 1, 0.5 * session.model.cable.diameter))
+        return self._capsules_for((cable_id,), segments)
 
     def _capsules_for(self, cable_ids, segments: dict | None = None):
         """Segments of the cables not in ``cable_ids`` as capsules, world frame (from ``segments`` of

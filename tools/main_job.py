@@ -99,6 +99,12 @@ def main(argv=None) -> int:
     t = time.perf_counter()
     _operator(lambda: bpy.ops.cable_harness.bake(), "baking the insertion")
     frames = scene.frame_end - scene.frame_start + 1
+    marker = sys.modules[f"{MODULE}.cable_harness.operators.bake"].FAILED_MARKER
+    failed = sorted((m.frame, m.name) for m in scene.timeline_markers if m.name.startswith(marker))
+    if failed:
+        # the bake keys only converged frames and marks the rest; a demo with gaps is a failed job
+        listed = ", ".join(f"{frame} ({name[len(marker) :]})" for frame, name in failed[:10])
+        raise SystemExit(f"[main job] the bake did not converge at {len(failed)} of {frames} frames: {listed}")
     progress(f"baked the insertion of the power plug: {frames} frames in {time.perf_counter() - t:.1f} s")
 
     blend = OUT / "demo.blend"
