@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Rebuild the demo files in demo_blends/: equipment_bay.step, equipment_bay.blend, desk.blend.
+"""Rebuild the demo files in demo_blends/: equipment_bay.step, equipment_bay.blend (and the same scene
+as cases/equipment_bay.json), desk.blend.
 
     python3 tools/dev.py demos
 
@@ -39,10 +40,13 @@ def main() -> int:
     build_equipment_bay(str(step))
     _solve_all(bpy, "equipment bay")
     bpy.ops.wm.save_as_mainfile(filepath=str(HERE / "equipment_bay.blend"), compress=True)
+    # the same scene as a case, for the command line and the solver tests (tests/solver/test_demo_cases.py)
+    if bpy.ops.cable_harness.export_case(filepath=str(HERE / "cases" / "equipment_bay.json")) != {"FINISHED"}:
+        raise SystemExit("[demos] equipment bay: Export Harness Case failed")
     build_desk()
     _solve_all(bpy, "desk")
     bpy.ops.wm.save_as_mainfile(filepath=str(HERE / "desk.blend"), compress=True)
-    print(f"[demos] wrote {step.name}, equipment_bay.blend, desk.blend in {HERE}")
+    print(f"[demos] wrote {step.name}, equipment_bay.blend, cases/equipment_bay.json, desk.blend in {HERE}")
     return 0
 
 
