@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Rebuild the demo files in demo_blends/: equipment_bay.step, equipment_bay.blend (and the same scene
-as cases/equipment_bay.json), desk.blend.
+"""Rebuild the demo files in demo_blends/: equipment_bay.step, equipment_bay.blend and desk.blend (and
+the same scenes as cases/equipment_bay.json and cases/desk.json).
 
     python3 tools/dev.py demos
 
@@ -40,13 +40,15 @@ def main() -> int:
     build_equipment_bay(str(step))
     _solve_all(bpy, "equipment bay")
     bpy.ops.wm.save_as_mainfile(filepath=str(HERE / "equipment_bay.blend"), compress=True)
-    # the same scene as a case, for the command line and the solver tests (tests/solver/test_demo_cases.py)
+    # the scenes as cases too, for the command line and the solver tests (tests/solver/test_demo_cases.py)
     if bpy.ops.cable_harness.export_case(filepath=str(HERE / "cases" / "equipment_bay.json")) != {"FINISHED"}:
         raise SystemExit("[demos] equipment bay: Export Harness Case failed")
     build_desk()
     _solve_all(bpy, "desk")
     bpy.ops.wm.save_as_mainfile(filepath=str(HERE / "desk.blend"), compress=True)
-    print(f"[demos] wrote {step.name}, equipment_bay.blend, cases/equipment_bay.json, desk.blend in {HERE}")
+    if bpy.ops.cable_harness.export_case(filepath=str(HERE / "cases" / "desk.json")) != {"FINISHED"}:
+        raise SystemExit("[demos] desk: Export Harness Case failed")
+    print(f"[demos] wrote {step.name}, equipment_bay.blend, desk.blend and their cases in {HERE}")
     return 0
 
 

@@ -2,6 +2,7 @@
 """Clips and connectors (mounts.py): fixed, sliding and compliant holders against closed forms."""
 
 import numpy as np
+import pytest
 from helpers.cases import cable, case, first, solve
 from helpers.contact_scenes import LINEAR_DENSITY
 
@@ -9,9 +10,15 @@ from helpers.contact_scenes import LINEAR_DENSITY
 class TestMounts:
     FRAME = {"position": [0.2, 0, -0.01], "tangent": [1, 0, 0], "normal": [0, 0, 1]}
 
-    def test_sliding_clip_takes_no_force_along_its_axis(self):
-        # Gravity is vertical and the clip axis horizontal: if the clip took no axial force, nothing
-        # else but the start connector could, so its axial reaction (from its own pinned dofs) is zero.
+    def test_sliding_clip_is_a_frictionless_ring_at_each_end_plane(self):
+        # Reference: a frictionless ring can push the cable only normal to it. At each end plane the
+        # force the clip puts on the segment crossing it (the sum over its two nodes) must be normal to
+        # that segment, although the cable leaves the clip bent under the weight of its free end (the
+        # force then has a part along the clip's axis, which the start connector balances); the two
+        # planes' forces add up to the reported clip force. A fixed clip holds the cable along it.
+        from solver_core import Harness, parse_case
+        from solver_core.mounts import sliding_crossings, sliding_energy
+
         doc = case(
             cable(length=0.4, segments=80, clips=[{"s": 0.21, "kind": "sliding", "length": 0.01, "frame": self.FRAME}])
         )
@@ -19,7 +26,45 @@ class TestMounts:
         assert result["converged"]
         clip = np.array(result["clip_forces"][0]["force"])
         assert np.linalg.norm(clip) > 0.1
-        assert abs(result["end_forces"]["start"]["force"][0]) < 1e-6 * np.linalg.norm(clip)
+        start = np.array(result["end_forces"]["start"]["force"])
+        weight = LINEAR_DENSITY * 0.4 * 9.81
+        assert np.allclose(clip + start, [0.0, 0.0, weight], atol=1e-6 * weight)
+
+        h = Harness.from_case(parse_case(doc))
+        h.solve_step()
+        session = h.cables["W1"]
+        model, x = session.model, session.state.positions
+        sl_point, sl_axis, sl_k = session.interactions.kernel_tuple(session.boundary)[9:12]
+        total = np.zeros(3)
+        for m in range(2):
+            seg, t, part = np.zeros(1, dtype=np.int64), np.zeros(1), np.zeros(1, dtype=np.int64)
+            sliding_crossings(
+                x, np.zeros(len(x), dtype=np.int64), sl_point[m : m + 1], sl_axis[m : m + 1], part, seg, t
+            )
+            grad = np.zeros(model.n_dof)
+            sliding_energy(
+                x,
+                model.node_dof,
+                sl_point[m : m + 1],
+                sl_axis[m : m + 1],
+                sl_k[m : m + 1],
+                seg,
+                t,
+                grad,
+                np.zeros((1, 1)),
+                0,
+                1,
+                np.zeros(1),
+            )
+            i = seg[0]
+            force = -(
+                grad[model.node_dof[i] : model.node_dof[i] + 3]
+                + grad[model.node_dof[i + 1] : model.node_dof[i + 1] + 3]
+            )
+            e = (x[i + 1] - x[i]) / np.linalg.norm(x[i + 1] - x[i])
+            assert abs(force @ e) <= 1e-9 * np.linalg.norm(force)
+            total += force
+        assert np.allclose(total, clip, rtol=1e-6, atol=1e-9)
         fixed = first(
             solve(
                 case(
@@ -36,6 +81,31 @@ class TestMounts:
         nodes = np.array(result["nodes"])
         near = np.abs(nodes[:, 0] - 0.2) < 0.003
         assert np.abs(nodes[near, 2] + 0.01).max() < 1e-4
+
+    def test_the_sliding_clip_energy_has_the_gradient_of_finite_differences(self, rng):
+        # the crossing parameter follows the nodes: its derivative is part of the gradient
+        from solver_core.mounts import sliding_energy
+
+        x = np.array([[0.0, 0.0, 0.0], [0.01, 0.002, -0.001], [0.02, 0.001, 0.003]]) + 1e-3 * rng.standard_normal(
+            (3, 3)
+        )
+        node_dof = np.array([0, 3, 6])
+        point, axis = np.array([[0.006, 0.0, 0.0]]), np.array([[1.0, 0.0, 0.0]])
+        stiffness, seg = np.array([1e4]), np.array([0])
+
+        def energy(pos, grad, mode):
+            return sliding_energy(
+                pos, node_dof, point, axis, stiffness, seg, np.zeros(1), grad, np.zeros((1, 1)), 0, mode, np.zeros(1)
+            )
+
+        grad = np.zeros(9)
+        energy(x, grad, 1)
+        h = 1e-8
+        for k in range(6):
+            e = np.zeros(9)
+            e[k] = h
+            fd = (energy(x + e.reshape(3, 3), np.zeros(9), 0) - energy(x - e.reshape(3, 3), np.zeros(9), 0)) / (2 * h)
+            assert fd == pytest.approx(grad[k], rel=1e-6, abs=1e-9 * np.abs(grad).max())
 
     def test_sliding_clip_lets_the_cable_be_pulled_through(self):
         # moving the start connector back pulls the cable through the sliding clip: the free part
