@@ -270,12 +270,17 @@ def _carried_into_obstacle(interactions: Interactions, start: RodState, carried:
     """Whether moving the free nodes with the holders from ``start`` to ``carried`` passes a face or
     sinks the cable deeper than half a radius into an obstacle (farther than any Newton step may,
     contact.MIN_SEPARATION), more than it already was."""
+    move = float(np.linalg.norm(carried.positions - start.positions, axis=1).max())
+    if interactions.nothing_within(start, move):
+        # nothing within reach of the carry: three cables hanging above a 200k-triangle collider
+        # spent 4 ms of a 10 ms Simulate tick on the tests below
+        return False
     if interactions.crosses_between(start, carried):
         return True
     allowed = (1.0 - MIN_SEPARATION) * interactions.radius
     before = interactions.deepest_penetration(start)  # the last result's: evaluated already
     # a depth grows at most as far as the nodes move: a small carry needs no search
-    if before + float(np.abs(carried.positions - start.positions).max()) <= allowed:
+    if before + move <= allowed:
         return False
     depth = interactions.deepest_penetration(carried)
     return depth > allowed and depth > before

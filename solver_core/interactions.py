@@ -383,6 +383,16 @@ class Interactions:
             deepest, segment_penetration(state.positions, self.node_radius, self.node_part, self._shifted_obstacles())
         )
 
+    def nothing_within(self, state: RodState, distance: float) -> bool:
+        """Whether no obstacle, other cable or other part of this cable comes within ``distance`` of
+        the cable's surface at ``state`` (then no move of its nodes up to that far can touch one)."""
+        if not self.uses_contact:
+            return True
+        kind, _elem, _prim = find_pairs(
+            state.positions, self.node_radius, self.node_part, distance, self._shifted_obstacles(), self.self_gap
+        )
+        return len(kind) == 0
+
     def crosses_between(self, before: RodState, after: RodState) -> bool:
         """Whether moving the nodes on straight lines from ``before`` to ``after`` carries the centre
         line through a face of a mesh obstacle (exact, whatever the move: crossing.py)."""
