@@ -21,11 +21,11 @@ from .case import (
     parse_frame,
 )
 from .clearance import clearance_to_triangles
-from .contact import ObstacleSet, sharp_edges
 from .equilibrium import SolveReport, solve_equilibrium
 from .errors import CaseError
 from .harness import RESULT_FORMAT, Harness, solve_case
 from .materials import PRESETS, SectionStiffness, section_stiffness
+from .obstacles import ObstacleSet, sharp_edges
 from .rod_model import Boundary, RodModel, build_rod_model
 from .rod_state import RodState, initial_state, interpolate_boundary
 from .rotations import frame_from_tangent

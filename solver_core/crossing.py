@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Whether a step carries a cable's centre line through a triangle of an obstacle mesh.
 
-The step filter of the Newton iteration (contact.approach_fraction) limits each contact pair's
+The step filter of the Newton iteration (step_limits.approach_fraction) limits each contact pair's
 approach along its normal to first order, over the candidate pairs of the last search; a segment
 that turns about a node resting on a thin plate, or sweeps across a plate's edge between its nodes,
 can pass it. This is the exact test behind every accepted step, with the nodes moving on straight
@@ -14,8 +14,8 @@ that such a start can be repaired.
 import numpy as np
 
 from ._jit import njit
-from .contact import _query
 from .contact_geometry import _segment_crosses_triangle
+from .pair_search import _query
 
 
 @njit

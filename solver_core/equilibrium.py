@@ -12,9 +12,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .contact import MIN_SEPARATION, PENETRATION_TOLERANCE, ObstacleSet
+from .contact import MIN_SEPARATION, PENETRATION_TOLERANCE
 from .interactions import Interactions, PairCandidates
 from .newton import CONVERGED, MAX_ITERATIONS, PENETRATING, STALLED, STATUS_TEXT, UNSTABLE, minimise_rod_energy
+from .obstacles import ObstacleSet
 from .rod_group import GroupBoundary, RodGroup
 from .rod_model import Boundary, RodModel
 from .rod_state import RodState, apply_boundary, carry_boundary_motion, interpolate_boundary
@@ -355,6 +356,12 @@ def solve_equilibrium(
             return b, 1.0, model.rest_len
         return b, t, (1.0 - t) * guess_len + t * model.rest_len
 
+    def halves(start: RodState, ta: float, tb: float, depth: int):
+        # the piece from ta to tb as two pieces, the second from where the first ends
+        tm = 0.5 * (ta + tb)
+        middle = attempt(start, ta, tm, depth)
+        return None if middle is None else attempt(middle, tm, tb, depth)
+
     def attempt(start: RodState, ta: float, tb: float, depth: int):
         # A cable leaves a branch that turns unstable where it turns unstable, in the mode that turns
         # unstable first, as a slowly loaded cable does: from the end of a long piece (a 1 % step of a
@@ -398,9 +405,7 @@ def solve_equilibrium(
                 counters["status"] = CROSSING
                 if depth >= max_depth or still:
                     return None
-                tm = 0.5 * (ta + tb)
-                middle = attempt(start, ta, tm, depth + 1)
-                return None if middle is None else attempt(middle, tm, tb, depth + 1)
+                return halves(start, ta, tb, depth + 1)
         first = trial.copy()
         status, iterations, ratio, energy = _minimise_with_interactions(
             model, interactions, trial, b_b, load_factor, rest_len, max_iterations, located
@@ -408,9 +413,7 @@ def solve_equilibrium(
         if status == UNSTABLE and not located and trial.is_finite():
             counters["iterations"] += iterations
             counters["substeps"] += 1
-            tm = 0.5 * (ta + tb)
-            middle = attempt(start, ta, tm, depth)
-            found = None if middle is None else attempt(middle, tm, tb, depth)
+            found = halves(start, ta, tb, depth)
             if found is not None:
                 return found
             # Just past a bifurcation the new branch can be too flat to converge on (a rod twisted a
@@ -454,11 +457,7 @@ def solve_equilibrium(
             return trial
         if depth >= max_depth or still:
             return None
-        tm = 0.5 * (ta + tb)
-        middle = attempt(start, ta, tm, depth + 1)
-        if middle is None:
-            return None
-        return attempt(middle, tm, tb, depth + 1)
+        return halves(start, ta, tb, depth + 1)
 
     pieces = max(1, int(np.ceil(start_strain / MAX_START_STRAIN))) if start_strain > MAX_START_STRAIN else 1
     ts = np.linspace(0.0, 1.0, pieces + 1) if pieces > 1 else np.array([0.0, 1.0])

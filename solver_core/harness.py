@@ -12,11 +12,12 @@ import numpy as np
 
 from .case import CableChange, CableSpec, Case, check_reachable, check_step_request
 from .clearance import clearance_to_triangles
-from .contact import NODE_KINDS, PENETRATION_TOLERANCE, SELF_KINDS, ObstacleSet, obstacles_from_case
+from .contact import NODE_KINDS, PENETRATION_TOLERANCE, SELF_KINDS
 from .contact_geometry import nodes_within
 from .equilibrium import MAX_CONTINUATION_DEPTH, SNAP_THROUGH_ROUNDS, SolveReport, held_frames, solve_equilibrium
 from .errors import CaseError
 from .interactions import ContactSettings, Interactions
+from .obstacles import ObstacleSet, obstacles_from_case
 from .predictor import StepMemory, hold_vector, secant_displacement
 from .rod_group import GroupBoundary, GroupInteractions, RodGroup, join_models
 from .rod_model import Boundary, RodModel, build_rod_model

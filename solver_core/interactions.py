@@ -11,16 +11,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .contact import (
-    NODE_KINDS,
-    SELF_KINDS,
-    ObstacleSet,
-    contact_energy,
-    find_pairs,
-    segment_penetration,
-)
+from .contact import NODE_KINDS, SELF_KINDS
+from .contact_energy import contact_energy
 from .crossing import step_crosses_triangles
 from .mounts import compliant_energy, sliding_crossings, sliding_energy
+from .obstacles import ObstacleSet
+from .pair_search import find_pairs, segment_penetration
 from .rod_model import Boundary, RodModel, clip_stiffness_matrix
 from .rod_state import RodState
 from .rotations import frame_from_tangent, matrix_from_quat, matrix_to_quat

@@ -10,8 +10,10 @@ from solver_core import CableChange, Frame, Harness, parse_case
 
 
 def test_other_cables_segments_found_by_the_grid_are_those_brute_force_finds(rng):
-    from solver_core.contact import CAP_NODE, CAP_SEG, INTERIOR, ObstacleSet, find_pairs
+    from solver_core.contact import CAP_NODE, CAP_SEG, INTERIOR
     from solver_core.contact_geometry import closest_point_on_segment, segment_segment
+    from solver_core.obstacles import ObstacleSet
+    from solver_core.pair_search import find_pairs
 
     radius, reach = 0.002, 0.003
     cq, cp = np.empty(3), np.empty(3)
@@ -50,8 +52,10 @@ def test_other_cables_segments_found_by_the_grid_are_those_brute_force_finds(rng
 
 
 def test_self_contact_pairs_found_by_the_grid_are_those_brute_force_finds(rng):
-    from solver_core.contact import SELF_NODE, SELF_SEG, ObstacleSet, find_pairs
+    from solver_core.contact import SELF_NODE, SELF_SEG
     from solver_core.contact_geometry import closest_point_on_segment, segment_segment
+    from solver_core.obstacles import ObstacleSet
+    from solver_core.pair_search import find_pairs
 
     radius, reach, gap = 0.002, 0.003, 3
     cq, cp = np.empty(3), np.empty(3)
@@ -197,7 +201,9 @@ def test_the_contact_report_searches_only_touching_pairs_and_misses_nothing():
     # facet's on its node's: those must touch too to count). Two crossed cables pressed together, B
     # across the middle of one of A's segments, over a table that A's middle is pressed onto: plane
     # and segment-capsule pairs.
-    from solver_core.contact import CAP_SEG, PLANE, contact_energy, find_pairs
+    from solver_core.contact import CAP_SEG, PLANE
+    from solver_core.contact_energy import contact_energy
+    from solver_core.pair_search import find_pairs
 
     doc = crossed_pair(0.2, 2 * R)
     for end in ("start", "end"):  # B crosses A half-way between two of A's nodes

@@ -182,13 +182,13 @@ def test_a_step_is_cut_where_it_would_carry_a_segment_across_another_cable(kind_
     # A step moving a free segment 0.8 radii straight at something it does not touch yet (gap
     # 0.01 radii): a node may go half a radius in before the step is cut, a segment crossing another
     # cable's segment between nodes only a tenth (Newton could not lift it out again).
-    from solver_core import contact
+    from solver_core import contact, step_limits
 
     kind = np.array([getattr(contact, kind_name)])
     move, gap = 0.8 * R, 0.01 * R
     delta = np.array([0.0, 0.0, -move, 0.0, 0.0, -move, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
     node_dof = np.array([0, 3, 6, 9])  # the other side (self pairs: nodes 2 and 3) stays put
-    fraction = contact.approach_fraction(
+    fraction = step_limits.approach_fraction(
         delta,
         node_dof,
         kind,
@@ -213,7 +213,10 @@ def test_a_cable_pressed_from_below_and_crossed_from_above_carries_both_contacts
     # B keep beyond their one touching end, whose depth d1 enters as the power mean of four ends,
     # d1 4^(-1/p): k l d1^2 (1 - 4^(-2/p)) / 2 each. (The node's deepest pair against anything was
     # subtracted before: the crossing above carried k l (d2^2 - d1^2) / 2, a pile's contacts cancelled.)
-    from solver_core.contact import END_POWER, ObstacleSet, contact_energy, find_pairs
+    from solver_core.contact import END_POWER
+    from solver_core.contact_energy import contact_energy
+    from solver_core.obstacles import ObstacleSet
+    from solver_core.pair_search import find_pairs
 
     s, d1, d2, k = 0.01, 0.02 * R, 0.05 * R, 1.26e8
     ys = np.array([-1.5, -0.5, 0.5, 1.5]) * s
@@ -256,7 +259,10 @@ def test_crossing_cables_contact_gradient_matches_finite_differences():
     # node: the segment pairs then carry their depth beyond the power mean of their four ends, whose
     # gradient spreads over the ends by their weights. Central differences of the energy are the
     # reference for every coordinate.
-    from solver_core.contact import SELF_SEG, ObstacleSet, contact_energy, find_pairs
+    from solver_core.contact import SELF_SEG
+    from solver_core.contact_energy import contact_energy
+    from solver_core.obstacles import ObstacleSet
+    from solver_core.pair_search import find_pairs
 
     rng = np.random.default_rng(3)
     s, k, seg_pairs = 0.01, 1.26e8, 0

@@ -1,12 +1,12 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Clearance read-outs and sharp edges (clearance.py, contact.sharp_edges) against exact geometry."""
+"""Clearance read-outs and sharp edges (clearance.py, obstacles.sharp_edges) against exact geometry."""
 
 import numpy as np
 import pytest
 
 
 def test_sharp_edges_are_bends_and_open_borders_of_the_whole_mesh():
-    from solver_core.contact import ObstacleSet, sharp_edges
+    from solver_core.obstacles import ObstacleSet, sharp_edges
 
     # a 4 x 4 grid (i, j = 0..4) folded up by 90 degrees along i = 2
     def vertex(i, j):

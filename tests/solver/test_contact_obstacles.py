@@ -169,7 +169,10 @@ def test_a_segment_cutting_a_box_corner_between_two_outside_nodes_is_a_contact()
     # Both nodes lie within a radius of the box but outside it; the segment between them cuts through
     # the box's top edge. The pair must exist and push the segment out (it once went unseen because
     # the piercing point lies on a face, not on the sharp edge).
-    from solver_core.contact import TRI_SEG, ObstacleSet, contact_energy, find_pairs
+    from solver_core.contact import TRI_SEG
+    from solver_core.contact_energy import contact_energy
+    from solver_core.obstacles import ObstacleSet
+    from solver_core.pair_search import find_pairs
 
     corners = np.array([[x, y, z] for x in (0.05, 0.25) for y in (-0.1, 0.1) for z in (-0.3, -0.1)])
     faces = np.array(

@@ -233,7 +233,9 @@ def test_strain_jacobian_transpose_of_the_strains_is_the_elastic_gradient(rng):
 
 def test_contact_gradient_and_hessian_match_finite_differences(rng):
     # node against a mesh vertex, edge and face and against another cable's segment; plus segment pairs
-    from solver_core.contact import ObstacleSet, contact_energy, find_pairs
+    from solver_core.contact_energy import contact_energy
+    from solver_core.obstacles import ObstacleSet
+    from solver_core.pair_search import find_pairs
 
     model, state = _perturbed_model(rng, **LAYOUTS["clamped-free"])
     x = state.positions
@@ -365,7 +367,10 @@ def test_contact_gradient_and_hessian_match_finite_differences(rng):
 def test_self_contact_gradient_moves_both_legs_and_matches_finite_differences():
     # A cable that runs out along x and comes back 3 mm above its own first leg (radius 2 mm): the
     # crossing legs overlap by 1 mm. The energy depends on both legs; so must the gradient.
-    from solver_core.contact import SELF_NODE, SELF_SEG, ObstacleSet, contact_energy, find_pairs
+    from solver_core.contact import SELF_NODE, SELF_SEG
+    from solver_core.contact_energy import contact_energy
+    from solver_core.obstacles import ObstacleSet
+    from solver_core.pair_search import find_pairs
 
     x = np.array(
         [
@@ -523,7 +528,10 @@ def test_contact_with_a_sphere_has_the_exact_hessian():
     # Gauss-Newton part k grad(d) grad(d)^T plus the distance's curvature -f grad^2(d), including how
     # the closest point moves along the segment. Without the curvature a cable lying over the top of a
     # sphere looked stable (its top is not) and Newton crept as the cable slid round it.
-    from solver_core.contact import SPHERE, ObstacleSet, contact_energy, find_pairs
+    from solver_core.contact import SPHERE
+    from solver_core.contact_energy import contact_energy
+    from solver_core.obstacles import ObstacleSet
+    from solver_core.pair_search import find_pairs
 
     rng = np.random.default_rng(7)
     # a cable bent over a sphere of radius 0.1, its nodes 0.5 mm inside the cable's surface distance

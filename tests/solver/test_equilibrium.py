@@ -388,7 +388,7 @@ def test_a_failed_step_is_not_tried_again_until_something_changes(monkeypatch):
     end = h.cables["W1"].boundary.end
     h.solve_step({"W1": CableChange(end=Frame(end.position + [0.0, 0.0, 0.001], end.tangent, end.normal))})
     assert len(calls) == 2
-    from solver_core.contact import ObstacleSet
+    from solver_core.obstacles import ObstacleSet
 
     h.set_obstacles(ObstacleSet(plane_point=np.array([[0.0, 0.0, -1.0]]), plane_normal=np.array([[0.0, 0.0, 1.0]])))
     h.solve_step()

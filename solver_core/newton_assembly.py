@@ -1,0 +1,325 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The pieces of one Newton iteration: the gradient and banded matrix of the rod plus everything else
+in its energy (contact, friction, mounts), a trial step's energy, the retraction of a step onto
+positions and unit quaternions, and the residual on free degrees of freedom."""
+
+import math
+
+import numpy as np
+
+from ._jit import njit
+from .contact_energy import contact_energy_of, friction_energy
+from .mounts import compliant_energy, sliding_energy
+from .rod_energy import rod_gradient_hessian
+from .rotations import quat_retract, quat_to_matrix
+from .step_limits import pair_moves
+
+# Largest rotation increment of one Newton step (rad); beyond it the quadratic model of the
+# rotation retraction is poor, so the step is refused and the trust region shrinks.
+MAX_ROTATION_STEP = 1.0
+
+
+@njit
+def constrained_residual(grad, fixed, dof_tol):
+    worst = 0.0
+    for i in range(grad.shape[0]):
+        if fixed[i]:
+            grad[i] = 0.0
+        else:
+            r = abs(grad[i]) / dof_tol[i]
+            if not (r <= worst):  # also catches NaN
+                worst = r
+    return worst
+
+
+@njit
+def couple_work(quat, rot_dof, rot_couple, load_factor, delta, R):
+    """Work of the world couples over a body-frame rotation step: sum M . (R dtheta)."""
+    work = 0.0
+    for r in range(quat.shape[0]):
+        if rot_couple[r, 0] == 0.0 and rot_couple[r, 1] == 0.0 and rot_couple[r, 2] == 0.0:
+            continue
+        quat_to_matrix(quat[r], R)
+        g0 = rot_dof[r]
+        for k in range(3):
+            spatial = R[k, 0] * delta[g0] + R[k, 1] * delta[g0 + 1] + R[k, 2] * delta[g0 + 2]
+            work += load_factor * rot_couple[r, k] * spatial
+    return work
+
+
+@njit
+def prepare_system(band, bw, fixed, damping):
+    """Dirichlet rows and columns for fixed dofs; Marquardt scaling from the diagonal."""
+    n_dof = fixed.shape[0]
+    dmax = 0.0
+    for i in range(n_dof):
+        if fixed[i]:
+            for c in range(bw + 1):
+                band[i, c] = 0.0
+            band[i, bw] = 1.0
+        else:
+            d = abs(band[i, bw])
+            if d > dmax:
+                dmax = d
+    for i in range(n_dof):
+        if fixed[i]:
+            damping[i] = 0.0
+            continue
+        for c in range(bw):
+            j = i - (bw - c)
+            if j >= 0 and fixed[j]:
+                band[i, c] = 0.0
+        damping[i] = max(abs(band[i, bw]), 1e-10 * dmax)
+
+
+@njit
+def retract(pos, quat, node_dof, rot_dof, delta, scale, out_pos, out_quat, rot_step):
+    """out = state moved by scale * delta: positions linearly, rotations by q * exp(theta / 2)."""
+    for n in range(pos.shape[0]):
+        a0 = node_dof[n]
+        for k in range(3):
+            out_pos[n, k] = pos[n, k] + scale * delta[a0 + k]
+    for r in range(quat.shape[0]):
+        g0 = rot_dof[r]
+        for k in range(3):
+            rot_step[k] = scale * delta[g0 + k]
+        quat_retract(quat[r], rot_step, out_quat[r])
+
+
+@njit
+def extra_terms(
+    pos,
+    quat,
+    node_dof,
+    rot_dof,
+    extra,
+    kind,
+    elem,
+    prim,
+    live,
+    sl_seg,
+    sl_t,
+    grad,
+    band,
+    bw,
+    mode,
+    pair_gap,
+    pair_t,
+    pair_normal,
+    pair_point,
+    pair_u,
+    pair_force,
+    pair_end_grad,
+):
+    """Energy (and in mode 1/2 gradient and Gauss-Newton Hessian) of contact (the pairs ``live``),
+    friction and mounts."""
+    (
+        obstacles,
+        cparams,
+        node_len,
+        seg_len,
+        fr_active,
+        fr_normal,
+        fr_force,
+        fr_anchor,
+        fr_mu,
+        sl_point,
+        sl_axis,
+        sl_stiff,
+        cc_node,
+        cc_rot,
+        cc_centre,
+        cc_quat,
+        cc_K,
+        _sl_part,
+        node_radius,
+        _node_part,
+    ) = extra
+    energy = 0.0
+    if live.shape[0] > 0:
+        energy += contact_energy_of(
+            live,
+            pos,
+            kind,
+            elem,
+            prim,
+            obstacles,
+            node_radius,
+            cparams[1],
+            node_len,
+            seg_len,
+            node_dof,
+            grad,
+            band,
+            bw,
+            mode,
+            pair_gap,
+            pair_t,
+            pair_normal,
+            pair_point,
+            pair_u,
+            pair_force,
+            pair_end_grad,
+        )
+    if fr_active.shape[0] > 0:
+        energy += friction_energy(
+            pos, node_dof, fr_active, fr_normal, fr_force, fr_anchor, fr_mu, cparams[4], grad, band, bw, mode
+        )
+    if sl_point.shape[0] > 0:
+        offset = np.empty(sl_point.shape[0])
+        energy += sliding_energy(pos, node_dof, sl_point, sl_axis, sl_stiff, sl_seg, sl_t, grad, band, bw, mode, offset)
+    if cc_node.shape[0] > 0:
+        deflection = np.empty((cc_node.shape[0], 6))
+        energy += compliant_energy(
+            pos, quat, node_dof, rot_dof, cc_node, cc_rot, cc_centre, cc_quat, cc_K, grad, band, bw, mode, deflection
+        )
+    return energy
+
+
+@njit
+def assemble(
+    pos,
+    quat,
+    node_dof,
+    rot_dof,
+    rest_len,
+    stretch_stiff,
+    joint_a,
+    joint_b,
+    joint_len,
+    bend_stiff,
+    node_force,
+    rot_couple,
+    load_factor,
+    grad,
+    band,
+    bw,
+    geometric,
+    extra,
+    kind,
+    elem,
+    prim,
+    live,
+    sl_seg,
+    sl_t,
+    pair_gap,
+    pair_t,
+    pair_normal,
+    pair_point,
+    pair_u,
+    pair_force,
+    pair_end_grad,
+):
+    """Gradient and Hessian of everything; returns the energy of the terms beyond the rod's own."""
+    rod_gradient_hessian(
+        pos,
+        quat,
+        node_dof,
+        rot_dof,
+        rest_len,
+        stretch_stiff,
+        joint_a,
+        joint_b,
+        joint_len,
+        bend_stiff,
+        node_force,
+        rot_couple,
+        load_factor,
+        grad,
+        band,
+        bw,
+        True,
+        geometric,
+    )
+    mode = 2 if geometric > 0.0 else 3  # (a conditional among 30 arguments is more than numba can compile)
+    return extra_terms(
+        pos,
+        quat,
+        node_dof,
+        rot_dof,
+        extra,
+        kind,
+        elem,
+        prim,
+        live,
+        sl_seg,
+        sl_t,
+        grad,
+        band,
+        bw,
+        mode,
+        pair_gap,
+        pair_t,
+        pair_normal,
+        pair_point,
+        pair_u,
+        pair_force,
+        pair_end_grad,
+    )
+
+
+@njit
+def node_moves(delta, node_dof):
+    node_move = np.empty(node_dof.shape[0])
+    for n in range(node_dof.shape[0]):
+        a = node_dof[n]
+        node_move[n] = math.sqrt(delta[a] ** 2 + delta[a + 1] ** 2 + delta[a + 2] ** 2)
+    return node_move
+
+
+@njit
+def trial_extra(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, nodes, sl_seg, sl_t, pair_gap, delta):
+    """Energy beyond the rod's at a trial state pos = current + delta, over the pairs that can act there.
+
+    A pair whose gap at the current state exceeds the move of its nodes in the step (of both sides'
+    nodes for self-contact) is still open at the trial state and adds nothing, so only the others
+    are evaluated: near convergence the step is tiny and that is a few pairs per node instead of
+    every triangle within the search reach. (``pair_gap`` may hold lower bounds of gaps: see
+    minimise_rod_energy.)
+    """
+    moves = np.empty(kind.shape[0])
+    pair_moves(nodes, node_moves(delta, node_dof), moves)
+    acts = np.zeros(kind.shape[0], dtype=np.bool_)
+    n_live = 0
+    for p in range(kind.shape[0]):
+        if not (pair_gap[p] >= moves[p]):
+            acts[p] = True
+            n_live += 1
+    kind_l = np.empty(n_live, dtype=np.int64)
+    elem_l = np.empty(n_live, dtype=np.int64)
+    prim_l = np.empty(n_live, dtype=np.int64)
+    j = 0
+    for p in range(kind.shape[0]):
+        if acts[p]:
+            kind_l[j], elem_l[j], prim_l[j] = kind[p], elem[p], prim[p]
+            j += 1
+    return extra_terms(
+        pos,
+        quat,
+        node_dof,
+        rot_dof,
+        extra,
+        kind_l,
+        elem_l,
+        prim_l,
+        np.arange(n_live),
+        sl_seg,
+        sl_t,
+        np.zeros(1),
+        np.zeros((1, 1)),
+        0,
+        0,
+        np.empty(n_live),
+        np.empty(n_live),
+        np.empty((n_live, 3)),
+        np.empty((n_live, 3)),
+        np.empty(n_live),
+        np.empty((n_live, 3)),
+        np.empty((0, 12)),
+    )
+
+
+@njit
+def node_distances(a, b, out):
+    for n in range(a.shape[0]):
+        out[n] = math.sqrt((a[n, 0] - b[n, 0]) ** 2 + (a[n, 1] - b[n, 1]) ** 2 + (a[n, 2] - b[n, 2]) ** 2)
