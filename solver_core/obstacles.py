@@ -115,10 +115,14 @@ class ObstacleSet:
                     np.zeros(1, dtype=np.int64),
                     np.zeros(0, dtype=np.int64),
                 )
-        if self.triangle_sharp is None:
-            self.triangle_sharp = sharp_edges(self.triangles)
         if self.triangle_fold is None:
-            self.triangle_fold = edge_folds(self.triangles, self.triangle_sharp)
+            # one grouping of the mesh's edges serves both
+            groups = _edge_groups(self.triangles) if len(self.triangles) else None
+            if self.triangle_sharp is None:
+                self.triangle_sharp = sharp_edges(self.triangles, groups=groups)
+            self.triangle_fold = edge_folds(self.triangles, self.triangle_sharp, groups)
+        elif self.triangle_sharp is None:
+            self.triangle_sharp = sharp_edges(self.triangles)
         return (
             (
                 self.plane_point,
@@ -160,13 +164,14 @@ def _edge_groups(triangles: np.ndarray):
     return tri, bit, start, group, counts, normals
 
 
-def sharp_edges(triangles: np.ndarray, degrees: float = SHARP_EDGE_DEGREES) -> np.ndarray:
+def sharp_edges(triangles: np.ndarray, degrees: float = SHARP_EDGE_DEGREES, groups=None) -> np.ndarray:
     """Per triangle, a bit per edge (ab, bc, ca) that is sharp: its faces meet at more than ``degrees``,
-    or it is open (a boundary) or shared by more than two faces."""
+    or it is open (a boundary) or shared by more than two faces. ``groups``: _edge_groups(triangles),
+    when already known."""
     n = len(triangles)
     if n == 0:
         return np.zeros(0, dtype=np.uint8)
-    tri, bit, start, group, counts, normals = _edge_groups(triangles)
+    tri, bit, start, group, counts, normals = groups or _edge_groups(triangles)
     sharp = counts[group] != 2
     pair = np.flatnonzero(counts[group] == 2)
     first = pair[start[pair]]
@@ -180,17 +185,18 @@ def sharp_edges(triangles: np.ndarray, degrees: float = SHARP_EDGE_DEGREES) -> n
     return out
 
 
-def edge_folds(triangles: np.ndarray, sharp: np.ndarray) -> np.ndarray:
+def edge_folds(triangles: np.ndarray, sharp: np.ndarray, groups=None) -> np.ndarray:
     """Per triangle edge (ab, bc, ca), tan(fold / 2) of the faces' fold there where this triangle
     counts the edge's segment contact (TRI_EDGE; one of the two faces sharing it), inf at an edge
     ``sharp`` marks (open, or from the whole mesh), 0 elsewhere. A straight segment lying across a
     fold with its nodes on the two faces cuts into them by up to (l/2) tan(fold/2) between its nodes:
-    over a flat triangulation (a box side's diagonal) nothing, and node pairs carry it exactly."""
+    over a flat triangulation (a box side's diagonal) nothing, and node pairs carry it exactly.
+    ``groups``: _edge_groups(triangles), when already known."""
     n = len(triangles)
     out = np.zeros((n, 3))
     if n == 0:
         return out
-    tri, bit, start, group, counts, normals = _edge_groups(triangles)
+    tri, bit, start, group, counts, normals = groups or _edge_groups(triangles)
     pair = np.flatnonzero(counts[group] == 2)
     first = pair[start[pair]]
     second = first + 1
