@@ -23,12 +23,14 @@ from .case import (
 from .clearance import clearance_to_triangles
 from .equilibrium import SolveReport, solve_equilibrium
 from .errors import CaseError
-from .harness import RESULT_FORMAT, Harness, solve_case
+from .harness import Harness
 from .materials import PRESETS, SectionStiffness, section_stiffness
 from .obstacles import ObstacleSet, sharp_edges
+from .results import RESULT_FORMAT
 from .rod_model import Boundary, RodModel, build_rod_model
 from .rod_state import RodState, initial_state, interpolate_boundary
 from .rotations import frame_from_tangent
+from .run_case import solve_case
 from .warmup import kernels_are_warm, warm_up
 
 __all__ = [

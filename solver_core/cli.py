@@ -94,7 +94,8 @@ def solve_to(case, output, lines: bool, echo) -> tuple:
     """Solve a case step by step, writing each step to ``output`` (an AtomicOutput or None) as it is
     solved; returns (every cable converged in every step, the warnings)."""
     from .harness import Harness
-    from .results import RESULT_FORMAT, STREAM_FORMAT, dumps, iter_steps
+    from .results import RESULT_FORMAT, STREAM_FORMAT, dumps
+    from .run_case import iter_steps
 
     harness = Harness.from_case(case)
     # What exists now (the case, the compiled kernels, the models) lives until the end: the garbage

@@ -12,18 +12,17 @@ import numpy as np
 
 from .case import CableChange, CableSpec, Case, check_reachable, check_step_request
 from .clearance import clearance_to_triangles
-from .contact import NODE_KINDS, PENETRATION_TOLERANCE, SELF_KINDS
+from .contact import PENETRATION_TOLERANCE
 from .contact_geometry import nodes_within
 from .equilibrium import MAX_CONTINUATION_DEPTH, SNAP_THROUGH_ROUNDS, SolveReport, held_frames, solve_equilibrium
 from .errors import CaseError
 from .interactions import ContactSettings, Interactions
 from .obstacles import ObstacleSet, obstacles_from_case
 from .predictor import StepMemory, hold_vector, secant_displacement
-from .rod_group import GroupBoundary, GroupInteractions, RodGroup, join_models
+from .results import cable_result, contact_documents
+from .rod_group import GroupBoundary, GroupInteractions, join_models
 from .rod_model import Boundary, RodModel, build_rod_model
 from .rod_state import RodState, initial_centerline, initial_state, interpolate_boundary, prolong_state
-
-RESULT_FORMAT = "cable-harness-result/1"
 
 
 @dataclass
@@ -555,7 +554,7 @@ class Harness:
         joined = group.join_states([s.state if not moved else st for s, st in zip(sessions, states)])
         # the solved state itself when the cables moved (the deepest-penetration check has just
         # evaluated its pairs; joining the split states again may differ in the last bits)
-        contacts = _contact_documents(interactions.contacts(report.state if moved else joined), group, ids)
+        contacts = contact_documents(interactions.contacts(report.state if moved else joined), group, ids)
         for cid, s in zip(ids, sessions):
             s.group_contacts = contacts[cid]
         for k, (cid, s) in enumerate(zip(ids, sessions)):
@@ -653,8 +652,6 @@ class Harness:
 
     def cable_result(self, cable_id: str) -> dict:
         """The result document of one cable (case format, section Result; built in results.py)."""
-        from .results import cable_result
-
         return cable_result(self, cable_id)
 
 
@@ -678,54 +675,3 @@ def _passes_through(check: Interactions, before: RodState, after: RodState) -> b
 def max_axial_strain(model: RodModel, state: RodState) -> float:
     lengths = np.linalg.norm(np.diff(state.positions, axis=0), axis=1)
     return float((lengths / model.rest_len - 1.0).max())
-
-
-def _contact_documents(contacts, model, ids) -> dict:
-    """Contact documents (case format, section Result) per cable from the interactions' contacts of a
-    cable (``model`` a RodModel) or of a group (a RodGroup of the cables ``ids``). A contact between
-    two cables of a group, or between two legs of one cable, is listed for both with opposite forces
-    and the other's arc length (and cable), so each cable's contact forces sum to what it carries."""
-    parts = model.parts if isinstance(model, RodGroup) else (model,)
-    starts = model.node_start if isinstance(model, RodGroup) else (0,)
-    out = {cid: [] for cid in ids}
-
-    def locate(node):
-        k = int(np.searchsorted(starts, node, side="right")) - 1
-        return k, node - starts[k]
-
-    for kind, elem, t, point, normal, force, gap, prim, u in contacts:
-        k, e = locate(elem)
-        part = parts[k]
-        s = part.node_s[e] + (0.0 if kind in NODE_KINDS else t * part.rest_len[e])
-        surface = point - 0.5 * part.cable.diameter * normal
-        entry = {
-            "s": float(s),
-            "point": surface.tolist(),
-            "normal": normal.tolist(),
-            "force": force.tolist(),
-            "gap": gap,
-        }
-        out[ids[k]].append(entry)
-        if kind in SELF_KINDS:
-            j, c = locate(prim)
-            other_s = float(parts[j].node_s[c] + u * parts[j].rest_len[c])
-            entry["other_s"] = other_s
-            mirror = {
-                "s": other_s,
-                "point": surface.tolist(),
-                "normal": (-normal).tolist(),
-                "force": (-force).tolist(),
-                "gap": gap,
-                "other_s": float(s),
-            }
-            if j != k:
-                entry["other_cable"], mirror["other_cable"] = ids[j], ids[k]
-            out[ids[j]].append(mirror)
-    return out
-
-
-def solve_case(case) -> dict:
-    """Solve a case (a Case or a case document) into a result document (results.py)."""
-    from .results import solve_case as solve
-
-    return solve(case)

@@ -2,8 +2,8 @@
 """Result documents (case format, section Result) built from a harness's arrays, step by step.
 
 A step's document is built with numpy operations over whole cables (no Python work per node), and
-``iter_steps`` yields one step at a time, so a long path is written as it is solved (``cli.py`` streams
-it as JSON Lines or as one JSON document) instead of being held whole.
+``run_case.iter_steps`` yields one step at a time, so a long path is written as it is solved (``cli.py``
+streams it as JSON Lines or as one JSON document) instead of being held whole.
 
 No NaN or infinity leaves here: a cable whose state, residual or derived quantities are not finite is
 reported as not converged, with a message, and shown on its route (the straight initial guess between
@@ -17,12 +17,13 @@ import math
 import numpy as np
 
 from ._jit import njit
-from .case import Case, parse_case
+from .contact import NODE_KINDS, SELF_KINDS
 from .diagnostics import elastic_and_load_energy, joint_arc_lengths, reactions
 from .errors import CaseError
-from .harness import RESULT_FORMAT, Harness, _contact_documents
+from .rod_group import RodGroup
 from .rod_state import initial_state
 
+RESULT_FORMAT = "cable-harness-result/1"
 STREAM_FORMAT = "cable-harness-result-stream/1"
 
 
@@ -122,7 +123,7 @@ def _quantities(harness, cable_id, session, state) -> dict:
         clips[index] = mount
     contacts = session.group_contacts if state is session.state else None
     if contacts is None:
-        contacts = _contact_documents(session.interactions.contacts(state), model, [cable_id])[cable_id]
+        contacts = contact_documents(session.interactions.contacts(state), model, [cable_id])[cable_id]
     n_joints = len(model.joint_a)
     directors = np.empty((model.n_segments, 3, 3))
     radii, curvatures = np.empty(n_joints), np.empty(n_joints)
@@ -261,36 +262,50 @@ def step_result(harness, packed: bool = False) -> dict:
     return {"cables": {cid: cable_result(harness, cid, packed) for cid in harness.cables}}
 
 
-def as_case(case) -> Case:
-    """A Case from a Case or a case document (a dict, as decoded from JSON)."""
-    if isinstance(case, Case):
-        return case
-    if isinstance(case, dict):
-        return parse_case(case)
-    raise CaseError(f"case must be a Case or a case document (a JSON object), got {type(case).__name__}")
-
-
-def iter_steps(case, harness=None, packed: bool = False):
-    """Solve a case's initial frames, then each step in order, yielding each step's document as it is
-    solved (``packed``: see cable_result). The harness (made from the case unless given) holds the
-    warnings afterwards."""
-    case = as_case(case)
-    harness = Harness.from_case(case) if harness is None else harness
-    for changes in (None,) + tuple(case.steps):
-        harness.solve_step(changes)
-        yield step_result(harness, packed)
-
-
-def solve_case(case) -> dict:
-    """Solve a case (a Case or a case document) into one result document."""
-    case = as_case(case)
-    harness = Harness.from_case(case)
-    doc = {"format": RESULT_FORMAT, "steps": list(iter_steps(case, harness))}
-    if harness.warnings:
-        doc["warnings"] = list(harness.warnings)
-    return doc
-
-
 def dumps(doc) -> str:
     """Compact JSON text; raises ValueError rather than write NaN or Infinity."""
     return json.dumps(doc, separators=(",", ":"), allow_nan=False)
+
+
+def contact_documents(contacts, model, ids) -> dict:
+    """Contact documents (case format, section Result) per cable from the interactions' contacts of a
+    cable (``model`` a RodModel) or of a group (a RodGroup of the cables ``ids``). A contact between
+    two cables of a group, or between two legs of one cable, is listed for both with opposite forces
+    and the other's arc length (and cable), so each cable's contact forces sum to what it carries."""
+    parts = model.parts if isinstance(model, RodGroup) else (model,)
+    starts = model.node_start if isinstance(model, RodGroup) else (0,)
+    out = {cid: [] for cid in ids}
+
+    def locate(node):
+        k = int(np.searchsorted(starts, node, side="right")) - 1
+        return k, node - starts[k]
+
+    for kind, elem, t, point, normal, force, gap, prim, u in contacts:
+        k, e = locate(elem)
+        part = parts[k]
+        s = part.node_s[e] + (0.0 if kind in NODE_KINDS else t * part.rest_len[e])
+        surface = point - 0.5 * part.cable.diameter * normal
+        entry = {
+            "s": float(s),
+            "point": surface.tolist(),
+            "normal": normal.tolist(),
+            "force": force.tolist(),
+            "gap": gap,
+        }
+        out[ids[k]].append(entry)
+        if kind in SELF_KINDS:
+            j, c = locate(prim)
+            other_s = float(parts[j].node_s[c] + u * parts[j].rest_len[c])
+            entry["other_s"] = other_s
+            mirror = {
+                "s": other_s,
+                "point": surface.tolist(),
+                "normal": (-normal).tolist(),
+                "force": (-force).tolist(),
+                "gap": gap,
+                "other_s": float(s),
+            }
+            if j != k:
+                entry["other_cable"], mirror["other_cable"] = ids[j], ids[k]
+            out[ids[j]].append(mirror)
+    return out

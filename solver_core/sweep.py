@@ -277,7 +277,7 @@ def _cable_outputs(case, cid, steps) -> dict:
 def solve_variant(case_doc: dict, index: int, assignment: dict) -> dict:
     """The row of one variant: its values, then per cable the outputs (METRICS), never an exception."""
     from .case import parse_case
-    from .results import iter_steps
+    from .run_case import iter_steps
 
     row = {"variant": index, **assignment, "converged": False, "message": ""}
     try:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ._jit import CACHE_DIR
 from .case import parse_case
-from .harness import solve_case
+from .run_case import solve_case
 
 WARM_MARKER = Path(CACHE_DIR) / "warm"
 

@@ -280,17 +280,17 @@ def test_a_failed_write_leaves_the_previous_result(tmp_path, monkeypatch):
     case_file.write_text(json.dumps(base()))
     out = tmp_path / "r.json"
     out.write_text("previous")
-    import solver_core.results as results
+    import solver_core.run_case as run_case
 
-    real, calls = results.step_result, []
+    real, calls = run_case.step_result, []
 
-    def fail_on_second(harness):
+    def fail_on_second(harness, packed=False):
         calls.append(1)
         if len(calls) == 2:
             raise OSError(28, "No space left on device")
-        return real(harness)
+        return real(harness, packed)
 
-    monkeypatch.setattr(results, "step_result", fail_on_second)
+    monkeypatch.setattr(run_case, "step_result", fail_on_second)
     code, _, err = run_cli("solve", str(case_file), "-o", str(out), "-q")
     assert code == 3 and "internal error" in err and err.count("\n") == 1
     assert out.read_text() == "previous"
