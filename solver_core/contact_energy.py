@@ -295,7 +295,7 @@ def contact_energy_of(
             # cable lies over its top it is what makes the top unstable (it is kept in the
             # Gauss-Newton model too, mode 3: the facet and crossing terms left out there are saddles
             # of the discretisation only).
-            _sphere_segment_curvature(pos, elem[p], obstacles[2][prim[p]], f, node_dof, band, bw)
+            _sphere_segment_curvature(pos, elem[p], obstacles.sphere_centre[prim[p]], f, node_dof, band, bw)
         if mode == 2 and kind[p] == SELF_SEG and n_ends > 0 and pair_end_grad.shape[0] == kind.shape[0]:
             # - k grad(M) grad(M)^T of E = k/2 (D_s^2 - M^2): near a node the segment pair's own
             # k grad(D_s) grad(D_s)^T is nearly cancelled by it, and without it the model counted a

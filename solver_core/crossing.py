@@ -20,7 +20,7 @@ from .pair_search import _query
 
 @njit
 def step_crosses_triangles(pos0, pos1, node_part, obstacles):
-    tris = obstacles[4]
+    tris = obstacles.triangles
     if tris.shape[0] == 0:
         return False
     t_min, t_max, t_left, t_right, t_start, t_count, t_order = obstacles[6:13]

@@ -80,7 +80,7 @@ def _minimise(
     kept = interactions.candidates if interactions is not None else None
     if (
         kept is not None
-        and kept.obstacles is extra[0]
+        and kept.obstacles is extra.obstacles
         and kept.searched_at.shape == state.positions.shape
         and not interactions.pairs_depend_on_search(state, 3.0 * interactions.reach)
     ):
@@ -114,7 +114,7 @@ def _minimise(
     )
     if interactions is not None:
         interactions.keep_candidates(
-            PairCandidates(extra[0], searched_at, kind, elem, prim, gap_from, state.positions.copy())
+            PairCandidates(extra.obstacles, searched_at, kind, elem, prim, gap_from, state.positions.copy())
         )
     return status, iterations, ratio, energy, depth
 
@@ -138,13 +138,12 @@ def settle_in_pseudo_time(
     energy, gradient and banded Hessian are the mounts'), so each step is a small, well-posed
     minimisation that cannot jump to another valley; w shrinks (the step grows) while steps
     converge, and grows where one does not."""
-    base = interactions.kernel_tuple(boundary)
+    base = interactions.kernel_arrays(boundary)
     dof_tol = interactions.dof_tolerance(boundary)
     n = state.positions.shape[0]
     length = float(model.rest_len.sum())
     node_len = np.asarray(interactions.node_lengths, dtype=np.float64)
     weight = model.force_scale / (length * PSEUDO_FIRST_MOVE * float(model.rest_len.mean()))
-    cc_node, cc_rot, cc_centre, cc_quat, cc_K = base[12:17]
     own = np.arange(n, dtype=np.int64)
     quats = np.tile(np.array([1.0, 0.0, 0.0, 0.0]), (n, 1))
     total = 0
@@ -155,16 +154,12 @@ def settle_in_pseudo_time(
         K = np.zeros((n, 6, 6))
         for k in range(3):
             K[:, k, k] = weight * node_len
-        extra = (
-            base[:12]
-            + (
-                np.concatenate([cc_node, own]),
-                np.concatenate([cc_rot, np.zeros(n, dtype=np.int64)]),
-                np.concatenate([cc_centre, state.positions]),
-                np.concatenate([cc_quat, quats]),
-                np.concatenate([cc_K, K]),
-            )
-            + base[17:]
+        extra = base._replace(
+            cc_node=np.concatenate([base.cc_node, own]),
+            cc_rot=np.concatenate([base.cc_rot, np.zeros(n, dtype=np.int64)]),
+            cc_centre=np.concatenate([base.cc_centre, state.positions]),
+            cc_quat=np.concatenate([base.cc_quat, quats]),
+            cc_K=np.concatenate([base.cc_K, K]),
         )
         trial = state.copy()
         status, iterations, _ratio, _energy, _depth = _minimise(
@@ -229,7 +224,7 @@ def _minimise_with_interactions(
             load_factor,
             rest_len,
             max_iterations,
-            interactions.kernel_tuple(boundary),
+            interactions.kernel_arrays(boundary),
             interactions.dof_tolerance(boundary),
             interactions,
         )
@@ -244,7 +239,7 @@ def _minimise_with_interactions(
                 load_factor,
                 rest_len,
                 max_iterations,
-                interactions.kernel_tuple(boundary),
+                interactions.kernel_arrays(boundary),
                 interactions.dof_tolerance(boundary),
                 interactions,
                 leave_saddles,

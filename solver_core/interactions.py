@@ -2,7 +2,7 @@
 """Everything besides the rod itself that enters a cable's energy: contact, friction, mounts.
 
 ``Interactions`` gathers, for one cable and one boundary, the arrays the compiled minimiser takes
-(``kernel_tuple``), and reads contact, friction and clip results back after a solve. ``FrictionState``
+(``kernel_arrays``), and reads contact, friction and clip results back after a solve. ``FrictionState``
 is the path memory of Coulomb friction: where each node stuck, whether it slides, the normal force.
 """
 
@@ -14,6 +14,7 @@ import numpy as np
 from .contact import NODE_KINDS, SELF_KINDS
 from .contact_energy import contact_energy
 from .crossing import step_crosses_triangles
+from .kernel_arrays import ContactParameters, InteractionArrays, ObstacleArrays
 from .mounts import compliant_energy, sliding_crossings, sliding_energy
 from .obstacles import ObstacleSet
 from .pair_search import find_pairs, segment_penetration
@@ -178,7 +179,7 @@ class Interactions:
             np.zeros(len(sl_point), dtype=np.int64),
         )
 
-    def kernel_tuple(self, boundary: Boundary) -> tuple:
+    def kernel_arrays(self, boundary: Boundary) -> InteractionArrays:
         model = self.model
         obstacles = self._shifted_obstacles()
         fs = self.friction_state
@@ -189,39 +190,42 @@ class Interactions:
             if use_friction
             else (np.zeros(0, dtype=np.uint8), np.zeros((0, 3)), np.zeros(0), np.zeros((0, 3)), np.zeros(0))
         )
-        cparams = np.array(
-            [
-                self.radius,
-                self.stiffness,
-                self.reach,
-                float(self.self_gap),
-                self.stick_width,
-                1.0 if self.uses_contact else 0.0,
-            ]
+        contact = ContactParameters(
+            float(self.radius),
+            float(self.stiffness),
+            float(self.reach),
+            int(self.self_gap),
+            float(self.stick_width),
+            bool(self.uses_contact),
         )
-        return (
-            (obstacles, cparams, self.node_lengths, model.rest_len.copy())
-            + friction
-            + self._mounts(boundary)
-            + (self.node_radius, self.node_part)
+        return InteractionArrays(
+            obstacles,
+            contact,
+            np.asarray(self.node_lengths, dtype=np.float64),
+            model.rest_len.copy(),
+            *friction,
+            *self._mounts(boundary),
+            self.node_radius,
+            self.node_part,
         )
 
-    def _shifted_obstacles(self) -> tuple:
+    def _shifted_obstacles(self) -> ObstacleArrays:
         """Obstacle arrays relative to the model origin, as the rod's positions are (kept while the
         obstacle set is the same object: shifting a big mesh per call cost more than a solve step)."""
         cached = self.__dict__.get("_shifted")
         if cached is not None and cached[0] is self.obstacles and np.array_equal(cached[1], self.model.origin):
             return cached[2]
-        arrays = list(self.obstacles.kernel_arrays())
+        arrays = self.obstacles.kernel_arrays()
         o = self.model.origin
-        arrays[0] = arrays[0] - o  # plane points
-        arrays[2] = arrays[2] - o  # sphere centres
-        arrays[4] = arrays[4] - o  # triangles
-        arrays[6] = arrays[6] - o  # tree boxes
-        arrays[7] = arrays[7] - o
-        arrays[13] = arrays[13] - o  # capsules
-        arrays[14] = arrays[14] - o
-        shifted = tuple(arrays)
+        shifted = arrays._replace(
+            plane_point=arrays.plane_point - o,
+            sphere_centre=arrays.sphere_centre - o,
+            triangles=arrays.triangles - o,
+            tree_min=arrays.tree_min - o,
+            tree_max=arrays.tree_max - o,
+            capsule_a=arrays.capsule_a - o,
+            capsule_b=arrays.capsule_b - o,
+        )
         self.__dict__["_shifted"] = (self.obstacles, o.copy(), shifted)
         return shifted
 

@@ -195,10 +195,10 @@ def minimise_rod_energy(
     b_zero = np.empty((joint_a.shape[0], 3))
     b_plus = np.empty_like(b_zero)
     b_minus = np.empty_like(b_zero)
-    obstacles, cparams = extra[0], extra[1]
-    use_contact = cparams[5] > 0.0
-    reach, self_gap = cparams[2], int(cparams[3])
-    sl_part, node_radius, node_part = extra[17], extra[18], extra[19]
+    obstacles, contact = extra.obstacles, extra.contact
+    use_contact = contact.uses_contact
+    reach, self_gap = contact.reach, contact.self_gap
+    sl_part, node_radius, node_part = extra.sl_part, extra.node_radius, extra.node_part
     searched_at = searched_from.copy()
     n_pairs = kind.shape[0]
     pair_gap, pair_t, pair_normal, pair_point, pair_u, pair_force, fresh, moves, end_grad = _pair_arrays(n_pairs)
@@ -227,7 +227,7 @@ def minimise_rod_energy(
                 pair_point,
                 pair_u,
             )
-    sl_point, sl_axis = extra[9], extra[10]
+    sl_point, sl_axis = extra.sl_point, extra.sl_axis
     sl_seg = np.full(sl_point.shape[0], -1, dtype=np.int64)
     sl_t = np.zeros(sl_point.shape[0])
     lam = 0.0
@@ -392,9 +392,9 @@ def minimise_rod_energy(
                         end_grad,
                         node_dof,
                         fixed,
-                        cparams[1],
-                        extra[2],
-                        extra[3],
+                        contact.stiffness,
+                        extra.node_len,
+                        extra.seg_len,
                         pos,
                         pair_gap,
                         contact_model == 0,
@@ -474,9 +474,9 @@ def minimise_rod_energy(
                 end_grad,
                 node_dof,
                 fixed,
-                cparams[1],
-                extra[2],
-                extra[3],
+                contact.stiffness,
+                extra.node_len,
+                extra.seg_len,
                 pos,
                 pair_gap,
                 True,
@@ -540,9 +540,9 @@ def minimise_rod_energy(
                         end_grad,
                         node_dof,
                         fixed,
-                        cparams[1],
-                        extra[2],
-                        extra[3],
+                        contact.stiffness,
+                        extra.node_len,
+                        extra.seg_len,
                         pos,
                         pair_gap,
                         exact,
@@ -689,7 +689,17 @@ def minimise_rod_energy(
                 # faceted mesh), the step is shortened to where the facet (or other cables') pairs
                 # it closes balance the model (step_limits.plunge_step_length)
                 alpha, penalty = plunge_step_length(
-                    approach, fraction, kind, elem, pair_gap, fresh, cparams[1], extra[2], extra[3], slope, curvature
+                    approach,
+                    fraction,
+                    kind,
+                    elem,
+                    pair_gap,
+                    fresh,
+                    contact.stiffness,
+                    extra.node_len,
+                    extra.seg_len,
+                    slope,
+                    curvature,
                 )
                 if not (alpha < 1.0):
                     break

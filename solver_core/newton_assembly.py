@@ -115,7 +115,7 @@ def extra_terms(
     friction and mounts."""
     (
         obstacles,
-        cparams,
+        contact,
         node_len,
         seg_len,
         fr_active,
@@ -145,7 +145,7 @@ def extra_terms(
             prim,
             obstacles,
             node_radius,
-            cparams[1],
+            contact.stiffness,
             node_len,
             seg_len,
             node_dof,
@@ -163,7 +163,7 @@ def extra_terms(
         )
     if fr_active.shape[0] > 0:
         energy += friction_energy(
-            pos, node_dof, fr_active, fr_normal, fr_force, fr_anchor, fr_mu, cparams[4], grad, band, bw, mode
+            pos, node_dof, fr_active, fr_normal, fr_force, fr_anchor, fr_mu, contact.stick_width, grad, band, bw, mode
         )
     if sl_point.shape[0] > 0:
         offset = np.empty(sl_point.shape[0])

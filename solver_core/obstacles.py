@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .bvh import build_triangle_tree
+from .kernel_arrays import ObstacleArrays
 
 
 @dataclass
@@ -92,13 +93,9 @@ class ObstacleSet:
             self.triangle_fold,
         )
 
-    def kernel_arrays(self) -> tuple:
-        """The tuple of arrays the compiled kernels take (builds the triangle tree on first use): planes
-        (points, normals), spheres (centres, radii), triangles and their owning obstacle, the triangle
-        tree (7 arrays, bvh.py), other cables' segments as capsules (a, b, radii), and per triangle its
-        sharp-edge bits and edge folds (sharp_edges, edge_folds). A plain tuple, not a named one:
-        numba's on-disk cache names a named tuple's class by its module, which is another one inside
-        Blender (bl_ext...) than on the command line, and the two share the compiled kernels."""
+    def kernel_arrays(self) -> ObstacleArrays:
+        """The arrays the compiled kernels take (kernel_arrays.ObstacleArrays; builds the triangle tree
+        on first use)."""
         if self.tree is None:
             if len(self.triangles):
                 t = build_triangle_tree(self.triangles)
@@ -123,17 +120,19 @@ class ObstacleSet:
             self.triangle_fold = edge_folds(self.triangles, self.triangle_sharp, groups)
         elif self.triangle_sharp is None:
             self.triangle_sharp = sharp_edges(self.triangles)
-        return (
-            (
-                self.plane_point,
-                self.plane_normal,
-                self.sphere_centre,
-                self.sphere_radius,
-                self.triangles,
-                self.triangle_owner,
-            )
-            + self.tree
-            + (self.capsule_a, self.capsule_b, self.capsule_radius, self.triangle_sharp, self.triangle_fold)
+        return ObstacleArrays(
+            self.plane_point,
+            self.plane_normal,
+            self.sphere_centre,
+            self.sphere_radius,
+            self.triangles,
+            self.triangle_owner,
+            *self.tree,
+            self.capsule_a,
+            self.capsule_b,
+            self.capsule_radius,
+            self.triangle_sharp,
+            self.triangle_fold,
         )
 
 

@@ -27,8 +27,13 @@ def pair_geometry(pos, kind, elem, prim, obstacles, cp, cq, normal):
     """(t, distance to the primitive's surface, u) for one pair (u: parameter on the cable's own other
     segment, for self pairs; their radius is the caller's); cp = point on the cable centre line (t = 0
     for node pairs), cq = closest point of the primitive, normal = unit vector from cq towards cp."""
-    plane_p, plane_n, sph_c, sph_r, tris = obstacles[0], obstacles[1], obstacles[2], obstacles[3], obstacles[4]
-    cap_a, cap_b, cap_r = obstacles[13], obstacles[14], obstacles[15]
+    plane_p, plane_n, sph_c, sph_r = (
+        obstacles.plane_point,
+        obstacles.plane_normal,
+        obstacles.sphere_centre,
+        obstacles.sphere_radius,
+    )
+    tris, cap_a, cap_b, cap_r = obstacles.triangles, obstacles.capsule_a, obstacles.capsule_b, obstacles.capsule_radius
     i = elem
     if kind == PLANE:
         d = (
@@ -129,7 +134,7 @@ def _feature_projector(q, tris, tri, J):
 @njit
 def _curvature_hessian(kind, prim, obstacles, cp, cq, normal, H):
     """Second derivative of the node-to-primitive distance, (I - dq/dx - n n^T) / |x - q|."""
-    tris, cap_a, cap_b = obstacles[4], obstacles[13], obstacles[14]
+    tris, cap_a, cap_b = obstacles.triangles, obstacles.capsule_a, obstacles.capsule_b
     J = np.zeros((3, 3))
     if kind == TRI_NODE:
         _feature_projector(cq, tris, prim, J)

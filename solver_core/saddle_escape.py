@@ -174,7 +174,7 @@ def leave_saddle(
         scale = min(scale, ESCAPE_FIRST_TURN / largest_turn)
     if not (scale < np.inf):
         return False
-    obstacles, node_radius = extra[0], extra[18]
+    obstacles, node_radius = extra.obstacles, extra.node_radius
     step = np.empty(n_dof)
     trial_pos = np.empty_like(pos)
     trial_quat = np.empty_like(quat)
@@ -331,7 +331,7 @@ def leave_saddle(
     for i in range(n_dof):
         step[i] = best_scale * direction[i]
     retract(pos, quat, node_dof, rot_dof, step, 1.0, trial_pos, trial_quat, rot_step)
-    if use_contact and step_crosses_triangles(pos, trial_pos, extra[19], obstacles):
+    if use_contact and step_crosses_triangles(pos, trial_pos, extra.node_part, obstacles):
         return False
     if use_contact and kind.shape[0] > 0:
         node_move = np.empty(pos.shape[0])

@@ -34,7 +34,8 @@ class TestMounts:
         h.solve_step()
         session = h.cables["W1"]
         model, x = session.model, session.state.positions
-        sl_point, sl_axis, sl_k = session.interactions.kernel_tuple(session.boundary)[9:12]
+        arrays = session.interactions.kernel_arrays(session.boundary)
+        sl_point, sl_axis, sl_k = arrays.sl_point, arrays.sl_axis, arrays.sl_stiff
         total = np.zeros(3)
         for m in range(2):
             seg, t, part = np.zeros(1, dtype=np.int64), np.zeros(1), np.zeros(1, dtype=np.int64)
