@@ -287,11 +287,11 @@ class HarnessSimulation:
             return np.inf
         depsgraph = context.evaluated_depsgraph_get()
         points_units = np.concatenate([p for n in targets for p in points[n]]) / self.scale
-        triangles, sharp = self.colliders.nearby_triangles(
+        triangles, sharp, folds = self.colliders.nearby_triangles(
             colliders, depsgraph, points_units, reach / self.scale, poses
         )
         report.candidate_triangles = len(triangles)
-        self.harness.set_obstacles(ObstacleSet().with_triangles(triangles * self.scale, 0, sharp))
+        self.harness.set_obstacles(ObstacleSet().with_triangles(triangles * self.scale, 0, sharp, folds))
         return reach
 
     def clearance(self, context, name: str, search_m: float = CLEARANCE_SEARCH_M):
@@ -301,7 +301,7 @@ class HarnessSimulation:
         colliders = harness_objects(scene, COLLIDER)
         if not self.harness.has_cable(name) or not colliders:
             return None, None
-        triangles, _ = self.colliders.nearby_triangles(
+        triangles, _, _ = self.colliders.nearby_triangles(
             colliders,
             context.evaluated_depsgraph_get(),
             self.harness.world_nodes(name) / self.scale,

@@ -25,7 +25,7 @@ from .equilibrium import SolveReport, solve_equilibrium
 from .errors import CaseError
 from .harness import Harness
 from .materials import PRESETS, SectionStiffness, section_stiffness
-from .obstacles import ObstacleSet, sharp_edges
+from .obstacles import ObstacleSet, counted_folds, edge_neighbours, sharp_edges
 from .results import RESULT_FORMAT
 from .rod_model import Boundary, RodModel, build_rod_model
 from .rod_state import RodState, initial_state, interpolate_boundary
@@ -64,6 +64,8 @@ __all__ = [
     "parse_frame",
     "section_stiffness",
     "sharp_edges",
+    "edge_neighbours",
+    "counted_folds",
     "solve_case",
     "solve_equilibrium",
     "warm_up",

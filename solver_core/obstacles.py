@@ -52,16 +52,25 @@ class ObstacleSet:
     def empty(self) -> bool:
         return (len(self.plane_point) + len(self.sphere_centre) + len(self.triangles) + len(self.capsule_a)) == 0
 
-    def with_triangles(self, triangles: np.ndarray, owner: int, sharp: np.ndarray | None = None) -> "ObstacleSet":
+    def with_triangles(
+        self, triangles: np.ndarray, owner: int, sharp: np.ndarray | None = None, folds: np.ndarray | None = None
+    ) -> "ObstacleSet":
         """The same obstacles plus a mesh. ``sharp`` (see sharp_edges) must come from the whole mesh when
-        ``triangles`` are only part of it: the part's own border is not an edge of the surface."""
+        ``triangles`` are only part of it: the part's own border is not an edge of the surface. ``folds``
+        (edge_folds of the part, e.g. counted_folds from the whole mesh) saves grouping the part's edges
+        again; it needs ``sharp``."""
         new = np.asarray(triangles, dtype=np.float64).reshape(-1, 3, 3)
         tris = np.concatenate((self.triangles, new))
         owners = np.concatenate((self.triangle_owner, np.full(len(new), owner, dtype=np.int64)))
-        flags = None
+        flags = folded = None
         if sharp is not None:
             old = self.triangle_sharp if self.triangle_sharp is not None else sharp_edges(self.triangles)
             flags = np.concatenate((old, np.asarray(sharp, dtype=np.uint8)))
+            if folds is not None:
+                old_folds = self.triangle_fold
+                if old_folds is None:
+                    old_folds = edge_folds(self.triangles, old[: len(self.triangles)])
+                folded = np.concatenate((old_folds, np.asarray(folds, dtype=np.float64).reshape(-1, 3)))
         return ObstacleSet(
             self.plane_point,
             self.plane_normal,
@@ -74,6 +83,7 @@ class ObstacleSet:
             self.capsule_b,
             self.capsule_radius,
             flags,
+            folded,
         )
 
     def with_capsules(self, a, b, radius) -> "ObstacleSet":
@@ -184,6 +194,46 @@ def sharp_edges(triangles: np.ndarray, degrees: float = SHARP_EDGE_DEGREES, grou
     return out
 
 
+def edge_neighbours(triangles: np.ndarray, sharp: np.ndarray, groups=None) -> tuple:
+    """Per triangle edge (ab, bc, ca): the triangle across it (-1 where the edge is open or shared by
+    more than two faces) and tan(fold / 2) of the faces' fold there, inf at an edge ``sharp`` marks
+    (see sharp_edges). Both faces of an edge carry its fold; counted_folds picks the one that counts
+    it. ``groups``: _edge_groups(triangles), when already known."""
+    n = len(triangles)
+    neighbour = np.full((n, 3), -1, dtype=np.int64)
+    fold = np.zeros((n, 3))
+    if n == 0:
+        return neighbour, fold
+    tri, bit, start, group, counts, normals = groups or _edge_groups(triangles)
+    pair = np.flatnonzero(counts[group] == 2)
+    first = pair[start[pair]]
+    second = first + 1
+    neighbour[tri[first], bit[first]] = tri[second]
+    neighbour[tri[second], bit[second]] = tri[first]
+    cos = np.clip(np.abs(np.einsum("ij,ij->i", normals[tri[first]], normals[tri[second]])), 0.0, 1.0)
+    # tan(theta / 2) = sin(theta) / (1 + cos(theta))
+    half = np.sqrt(1.0 - cos * cos) / (1.0 + cos)
+    fold[tri[first], bit[first]] = half
+    fold[tri[second], bit[second]] = half
+    flags = np.asarray(sharp, dtype=np.int64)
+    marked = ((flags[tri] >> bit) & 1) != 0
+    fold[tri[marked], bit[marked]] = np.inf
+    return neighbour, fold
+
+
+def counted_folds(neighbour: np.ndarray, fold: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """edge_folds of the triangles ``index`` of a mesh, from the whole mesh's edge_neighbours: each
+    edge is counted by one face of the part (the lower-numbered where both faces are in it), so that a
+    part fetched near a cable (the Blender layer's colliders) needs no grouping of its own edges."""
+    index = np.asarray(index, dtype=np.int64)
+    inside = np.zeros(len(neighbour), dtype=bool)
+    inside[index] = True
+    across = neighbour[index]
+    shared = (across >= 0) & inside[np.maximum(across, 0)]
+    counts = ~shared | (index[:, None] < across)
+    return np.where(counts, fold[index], 0.0)
+
+
 def edge_folds(triangles: np.ndarray, sharp: np.ndarray, groups=None) -> np.ndarray:
     """Per triangle edge (ab, bc, ca), tan(fold / 2) of the faces' fold there where this triangle
     counts the edge's segment contact (TRI_EDGE; one of the two faces sharing it), inf at an edge
@@ -191,23 +241,8 @@ def edge_folds(triangles: np.ndarray, sharp: np.ndarray, groups=None) -> np.ndar
     fold with its nodes on the two faces cuts into them by up to (l/2) tan(fold/2) between its nodes:
     over a flat triangulation (a box side's diagonal) nothing, and node pairs carry it exactly.
     ``groups``: _edge_groups(triangles), when already known."""
-    n = len(triangles)
-    out = np.zeros((n, 3))
-    if n == 0:
-        return out
-    tri, bit, start, group, counts, normals = groups or _edge_groups(triangles)
-    pair = np.flatnonzero(counts[group] == 2)
-    first = pair[start[pair]]
-    second = first + 1
-    cos = np.clip(np.abs(np.einsum("ij,ij->i", normals[tri[first]], normals[tri[second]])), 0.0, 1.0)
-    # tan(theta / 2) = sin(theta) / (1 + cos(theta))
-    out[tri[first], bit[first]] = np.sqrt(1.0 - cos * cos) / (1.0 + cos)
-    flags = np.asarray(sharp, dtype=np.int64)
-    counted = np.ones(len(tri), dtype=bool)
-    counted[second] = False
-    marked = counted & (((flags[tri] >> bit) & 1) != 0)
-    out[tri[marked], bit[marked]] = np.inf
-    return out
+    neighbour, fold = edge_neighbours(triangles, sharp, groups)
+    return counted_folds(neighbour, fold, np.arange(len(triangles)))
 
 
 def obstacles_from_case(obstacles) -> ObstacleSet:

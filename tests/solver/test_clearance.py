@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Clearance read-outs and sharp edges (clearance.py, obstacles.sharp_edges) against exact geometry."""
+"""Clearance read-outs, sharp edges and edge folds (clearance.py, obstacles.py) against exact geometry."""
 
 import numpy as np
 import pytest
@@ -32,6 +32,51 @@ def test_sharp_edges_are_bends_and_open_borders_of_the_whole_mesh():
     kept.kernel_arrays()
     assert np.array_equal(kept.triangle_sharp, flags[part])
     assert (sharp_edges(triangles[part]) != 0).sum() > (flags[part] != 0).sum()
+
+
+def test_a_part_of_a_mesh_counts_each_of_its_folds_once_with_the_whole_meshs_angle(rng):
+    # The Blender layer fetches the triangles near the cables on every tick and takes their edge folds
+    # from the whole mesh (counted_folds): every edge of the part must be counted by exactly one of
+    # its faces in the part, with tan(fold / 2) of the two faces of the whole mesh (inf where sharp),
+    # also where the other face was not fetched. Reference: the angle between the faces' normals.
+    from solver_core.obstacles import counted_folds, edge_folds, edge_neighbours, sharp_edges
+
+    n = 8
+    height = rng.uniform(-0.05, 0.05, (n + 1, n + 1))
+    tris, ids = [], []
+    for i in range(n):
+        for j in range(n):
+            a, b, c, d = (i, j), (i + 1, j), (i + 1, j + 1), (i, j + 1)
+            tris += [[a, b, c], [a, c, d]]
+    triangles = np.array([[[v[0] * 0.1, v[1] * 0.1, height[v]] for v in t] for t in tris])
+    sharp = sharp_edges(triangles)
+    neighbour, fold = edge_neighbours(triangles, sharp)
+    faces = {}
+    for t, tri in enumerate(tris):
+        for k in range(3):
+            faces.setdefault(frozenset((tri[k], tri[(k + 1) % 3])), []).append((t, k))
+
+    def normal(t):
+        p = triangles[t]
+        m = np.cross(p[1] - p[0], p[2] - p[0])
+        return m / np.linalg.norm(m)
+
+    for part in (np.arange(len(tris)), np.sort(rng.choice(len(tris), 40, replace=False))):
+        out = counted_folds(neighbour, fold, part)
+        where = {t: r for r, t in enumerate(part)}
+        for shared in faces.values():
+            mine = [(where[t], k) for t, k in shared if t in where]
+            if not mine:
+                continue
+            if len(shared) == 1 or (sharp[shared[0][0]] >> shared[0][1]) & 1:
+                expected = np.inf
+            else:
+                cos = abs(float(normal(shared[0][0]) @ normal(shared[1][0])))
+                expected = np.tan(0.5 * np.arccos(min(cos, 1.0)))
+            values = sorted(out[r, k] for r, k in mine)
+            assert values[-1] == pytest.approx(expected, rel=1e-9, abs=1e-12)
+            assert all(v == 0.0 for v in values[:-1])
+    assert np.array_equal(counted_folds(neighbour, fold, np.arange(len(tris))), edge_folds(triangles, sharp))
 
 
 def test_clearance_is_the_exact_surface_gap_to_the_nearest_triangle():
