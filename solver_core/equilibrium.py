@@ -267,14 +267,16 @@ def _carried_into_obstacle(interactions: Interactions, start: RodState, carried:
     sinks the cable deeper than half a radius into an obstacle (farther than any Newton step may,
     contact.MIN_SEPARATION), more than it already was."""
     move = float(np.linalg.norm(carried.positions - start.positions, axis=1).max())
-    if interactions.nothing_within(start, move):
-        # nothing within reach of the carry: three cables hanging above a 200k-triangle collider
-        # spent 4 ms of a 10 ms Simulate tick on the tests below
-        return False
+    allowed = (1.0 - MIN_SEPARATION) * interactions.radius
+    before = interactions.known_penetration(start)  # the last result's, measured at the end of its solve
+    if before is None:
+        if interactions.nothing_within(start, move):
+            # nothing within reach of the carry: three cables hanging above a 200k-triangle collider
+            # spent 4 ms of a 10 ms Simulate tick on the tests below
+            return False
+        before = interactions.deepest_penetration(start)
     if interactions.crosses_between(start, carried):
         return True
-    allowed = (1.0 - MIN_SEPARATION) * interactions.radius
-    before = interactions.deepest_penetration(start)  # the last result's: evaluated already
     # a depth grows at most as far as the nodes move: a small carry needs no search
     if before + move <= allowed:
         return False
@@ -369,6 +371,8 @@ def solve_equilibrium(
         trial = start.copy()
         b_a, _, _ = configure(ta)
         b_b, load_factor, rest_len = configure(tb)
+        # the holders move alone (else the free span is carried with them, or by the predictor)
+        holders_alone = isinstance(model, RodGroup) or previous is boundary
         if isinstance(model, RodGroup):
             # Cables solved together rest on each other: blending one cable's holder motion along it
             # pushes its middle into the cables it touches (a 1 mm step of one end of ten crossed
@@ -383,24 +387,22 @@ def solve_equilibrium(
             apply_boundary(model, trial, b_b)
         else:
             carry_boundary_motion(model, trial, b_a, b_b)
-        if interactions.uses_contact and _carried_into_obstacle(interactions, start, trial):
+        if interactions.uses_contact and not holders_alone and _carried_into_obstacle(interactions, start, trial):
             # Carried along with its holders (or by the predictor), the free span would pass through a
             # face or sink into an obstacle: a cable resting on a thin plate whose connector moves down
             # went through it before the first iteration, and one over a sphere was pushed in past its
-            # centre line and came out underneath. The holders move alone instead; where even they
-            # cross (a piece too long for the segments next to a holder to sweep clear), the piece is
-            # split.
+            # centre line and came out underneath. The holders move alone instead.
             trial = start.copy()
-            if isinstance(model, RodGroup):
-                model.apply_boundary(trial, b_b)
-            else:
-                apply_boundary(model, trial, b_b)
-            if interactions.crosses_between(start, trial):
-                counters["substeps"] += 1
-                counters["status"] = CROSSING
-                if depth >= max_depth or still:
-                    return None
-                return halves(start, ta, tb, depth + 1)
+            apply_boundary(model, trial, b_b)
+            holders_alone = True
+        if interactions.uses_contact and holders_alone and interactions.crosses_between(start, trial):
+            # where even the holders alone cross a face (a piece too long for the segments next to a
+            # holder to sweep clear), the piece is split
+            counters["substeps"] += 1
+            counters["status"] = CROSSING
+            if depth >= max_depth or still:
+                return None
+            return halves(start, ta, tb, depth + 1)
         first = trial.copy()
         status, iterations, ratio, energy = _minimise_with_interactions(
             model, interactions, trial, b_b, load_factor, rest_len, max_iterations, located

@@ -376,12 +376,25 @@ class Interactions:
         """Largest penetration of any contact pair or segment (0 when clear), in metres."""
         if not self.uses_contact:
             return 0.0
+        known = self.known_penetration(state)
+        if known is not None:
+            return known
         gap = self._evaluate_pairs(state)[3]
         finite = gap[np.isfinite(gap)]
         deepest = float(max(0.0, -finite.min())) if finite.size else 0.0
-        return max(
+        deepest = max(
             deepest, segment_penetration(state.positions, self.node_radius, self.node_part, self._shifted_obstacles())
         )
+        self.__dict__["_deepest"] = (self.obstacles, state.positions.copy(), deepest)
+        return deepest
+
+    def known_penetration(self, state: RodState) -> float | None:
+        """deepest_penetration of ``state`` if it was the last one measured against these obstacles (a
+        solve measures its result, and the next step starts from it), else None."""
+        kept = self.__dict__.get("_deepest")
+        if kept is not None and kept[0] is self.obstacles and np.array_equal(kept[1], state.positions):
+            return kept[2]
+        return None
 
     def nothing_within(self, state: RodState, distance: float) -> bool:
         """Whether no obstacle, other cable or other part of this cable comes within ``distance`` of

@@ -43,7 +43,7 @@ def test_a_part_of_a_mesh_counts_each_of_its_folds_once_with_the_whole_meshs_ang
 
     n = 8
     height = rng.uniform(-0.05, 0.05, (n + 1, n + 1))
-    tris, ids = [], []
+    tris = []
     for i in range(n):
         for j in range(n):
             a, b, c, d = (i, j), (i + 1, j), (i + 1, j + 1), (i, j + 1)
