@@ -63,8 +63,11 @@ def sliding_energy(pos, node_dof, plane_point, plane_axis, stiffness, seg, tpar,
     (with t frozen within an iteration, the energy at the next iteration's true crossing jumped: a
     cable paid out through a grommet rose from 3.7 to 12.6 kJ between two accepted steps).
     dp/dx_i = (1 - t) I + e (dt/dxi_i) a^T, dp/dx_j = t I + e (dt/dxi_j) a^T, e = x_j - x_i,
-    dt/dxi_i = -xi_j / (xi_i - xi_j)^2, dt/dxi_j = xi_i / (xi_i - xi_j)^2; the Hessian is the
-    Gauss-Newton k J^T J. ``tpar`` is written with the current t."""
+    dt/dxi_i = -xi_j / (xi_i - xi_j)^2, dt/dxi_j = xi_i / (xi_i - xi_j)^2. The Hessian is k J^T J
+    (mode 3, the Gauss-Newton model) plus, in mode 2, k sum_r v_r d2p_r (v = p - c): the clip's force
+    k v turning the crossing point, as large as the bending terms near a loaded clip (left out, the
+    equipment bay's signal cable took 112 Newton iterations instead of 24). ``tpar`` is written with
+    the current t."""
     energy = 0.0
     v = np.empty(3)
     e = np.empty(3)
@@ -120,6 +123,31 @@ def sliding_energy(pos, node_dof, plane_point, plane_axis, stiffness, seg, tpar,
                 n2 = i if c2 < 3 else j
                 h = k_m * (J[0, c1] * J[0, c2] + J[1, c1] * J[1, c2] + J[2, c1] * J[2, c2])
                 _band_add(band, bw, node_dof[n1] + c1 % 3, node_dof[n2] + c2 % 3, h)
+        if mode != 2 or abs(den) < 1e-300:
+            continue
+        # d2p_r / dx_alpha,s dx_beta,u = sigma_alpha delta_rs dt_beta,u + sigma_beta delta_ru dt_alpha,s
+        # + e_r d2t (sigma_i = -1, sigma_j = 1: from dp = (1 - t) dx_i + t dx_j + e dt); t = xi_i / den
+        # has d2t/dxi_i2 = 2 xi_j / den^3, d2t/dxi_i dxi_j = -(xi_i + xi_j) / den^3, d2t/dxi_j2 = 2 xi_i / den^3
+        ve = v[0] * e[0] + v[1] * e[1] + v[2] * e[2]
+        inv3 = 1.0 / (den * den * den)
+        for alpha in range(2):
+            n1 = i if alpha == 0 else j
+            s1 = -1.0 if alpha == 0 else 1.0
+            dt1 = dti if alpha == 0 else dtj
+            for beta in range(2):
+                n2 = i if beta == 0 else j
+                s2 = -1.0 if beta == 0 else 1.0
+                dt2 = dti if beta == 0 else dtj
+                if alpha == 0 and beta == 0:
+                    d2t = 2.0 * xi_j * inv3
+                elif alpha == 1 and beta == 1:
+                    d2t = 2.0 * xi_i * inv3
+                else:
+                    d2t = -(xi_i + xi_j) * inv3
+                for r in range(3):
+                    for u in range(3):
+                        h = k_m * (s1 * v[r] * dt2 * a[u] + s2 * v[u] * dt1 * a[r] + ve * d2t * a[r] * a[u])
+                        _band_add(band, bw, node_dof[n1] + r, node_dof[n2] + u, h)
     return energy
 
 

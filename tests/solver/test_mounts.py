@@ -108,6 +108,36 @@ class TestMounts:
             fd = (energy(x + e.reshape(3, 3), np.zeros(9), 0) - energy(x - e.reshape(3, 3), np.zeros(9), 0)) / (2 * h)
             assert fd == pytest.approx(grad[k], rel=1e-6, abs=1e-9 * np.abs(grad).max())
 
+    def test_the_sliding_clip_energy_has_the_hessian_of_finite_differences(self, rng):
+        # mode 2 is the exact Hessian (the crossing point turns with the nodes), mode 3 its
+        # Gauss-Newton part k J^T J, which differs from it where the clip pushes
+        from solver_core.mounts import sliding_energy
+        from tests.helpers.matrices import dense_from_band
+
+        x = np.array([[0.0, 0.0, 0.0], [0.01, 0.002, -0.001], [0.02, 0.001, 0.003]]) + 1e-3 * rng.standard_normal(
+            (3, 3)
+        )
+        node_dof = np.array([0, 3, 6])
+        point, axis = np.array([[0.006, 0.0, 0.0]]), np.array([[0.8, 0.6, 0.0]])
+        stiffness, seg, bw = np.array([1e4]), np.array([0]), 8
+
+        def terms(pos, mode):
+            grad, band = np.zeros(9), np.zeros((9, bw + 1))
+            sliding_energy(pos, node_dof, point, axis, stiffness, seg, np.zeros(1), grad, band, bw, mode, np.zeros(1))
+            return grad, dense_from_band(band, bw)
+
+        _, H = terms(x, 2)
+        _, H_gn = terms(x, 3)
+        h = 1e-7
+        fd = np.zeros((6, 6))
+        for k in range(6):
+            e = np.zeros(9)
+            e[k] = h
+            fd[:, k] = (terms(x + e.reshape(3, 3), 1)[0][:6] - terms(x - e.reshape(3, 3), 1)[0][:6]) / (2 * h)
+        scale = np.abs(fd).max()
+        assert np.abs(H[:6, :6] - fd).max() < 1e-5 * scale
+        assert np.abs(H_gn[:6, :6] - fd).max() > 1e-3 * scale
+
     def test_sliding_clip_lets_the_cable_be_pulled_through(self):
         # moving the start connector back pulls the cable through the sliding clip: the free part
         # beyond the clip gets shorter by as much; a fixed clip would not let it through
