@@ -73,7 +73,7 @@ def min_clearance(nodes, radius, obstacles=(), others=()):
         else:
             v = np.asarray(o["vertices"], float)
             t = np.asarray(o["triangles"], int)
-            d = np.array([_point_mesh_distance(p, v, t) for p in pts])
+            d = _points_mesh_distance(pts, v, t)
         worst = min(worst, float(d.min()) - radius)
     for other, other_radius in others:
         other = np.asarray(other, float)
@@ -85,21 +85,32 @@ def min_clearance(nodes, radius, obstacles=(), others=()):
     return worst
 
 
-def _point_mesh_distance(p, v, t):
-    """Brute-force distance from a point to a triangle mesh (barycentric projection and edges)."""
-    import numpy as np
-
-    best = np.inf
-    for a, b, c in v[t]:
-        n = np.cross(b - a, c - a)
-        n /= np.linalg.norm(n)
-        q = p - ((p - a) @ n) * n
-        # inside test by barycentric coordinates
-        m = np.array([b - a, c - a]).T
-        uv, *_ = np.linalg.lstsq(m, q - a, rcond=None)
-        if uv[0] >= 0 and uv[1] >= 0 and uv.sum() <= 1:
-            best = min(best, abs((p - a) @ n))
-        for e0, e1 in ((a, b), (b, c), (c, a)):
-            s = np.clip((p - e0) @ (e1 - e0) / ((e1 - e0) @ (e1 - e0)), 0, 1)
-            best = min(best, np.linalg.norm(p - (e0 + s * (e1 - e0))))
-    return best
+def _points_mesh_distance(points, v, t, chunk=256):
+    """Brute-force distances from points (P, 3) to a triangle mesh: for every point and triangle the
+    projection on the triangle's plane where its barycentric coordinates lie inside, else the nearest
+    point on the triangle's three edges; the minimum over all triangles."""
+    tri = np.asarray(v, float)[np.asarray(t, int)]  # (T, 3, 3)
+    a, b, c = tri[:, 0], tri[:, 1], tri[:, 2]
+    e1, e2 = b - a, c - a
+    n = np.cross(e1, e2)
+    n /= np.linalg.norm(n, axis=1)[:, None]
+    # barycentric coordinates from the 2x2 normal equations of q - a = u e1 + w e2
+    g11, g12, g22 = (e1 * e1).sum(1), (e1 * e2).sum(1), (e2 * e2).sum(1)
+    det = g11 * g22 - g12 * g12
+    out = np.empty(len(points))
+    for start in range(0, len(points), chunk):
+        p = points[start : start + chunk, None, :]  # (P, 1, 3)
+        ap = p - a[None]
+        height = (ap * n[None]).sum(2)  # (P, T)
+        r1, r2 = (ap * e1[None]).sum(2), (ap * e2[None]).sum(2)
+        u = (g22 * r1 - g12 * r2) / det
+        w = (g11 * r2 - g12 * r1) / det
+        inside = (u >= 0) & (w >= 0) & (u + w <= 1)
+        best = np.where(inside, np.abs(height), np.inf)
+        for e0, e1_ in ((a, b), (b, c), (c, a)):
+            d = e1_ - e0
+            s = np.clip(((p - e0[None]) * d[None]).sum(2) / (d * d).sum(1)[None], 0.0, 1.0)
+            gap = np.linalg.norm(p - (e0[None] + s[..., None] * d[None]), axis=2)
+            best = np.minimum(best, gap)
+        out[start : start + chunk] = best.min(axis=1)
+    return out
