@@ -8,7 +8,7 @@ on the other side of the obstacle they were routed over, and the median and wors
 
 Every Newton iterate of the drapes is seen (the kernel is run one iteration per call, as in
 tests/solver/test_intersection_free.py); for the piles, the state at the end of every kernel call.
-Targets: 100 % converged, no penetration beyond 1 % of the radius at convergence, none through.
+Targets: 100 % converged, no penetration beyond 1 % of the radius at any iterate, none through.
 """
 
 import argparse

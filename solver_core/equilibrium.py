@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .contact import MIN_SEPARATION, PENETRATION_TOLERANCE
+from .contact import ITERATE_PENETRATION, MIN_SEPARATION, PENETRATION_TOLERANCE
 from .interactions import Interactions, PairCandidates
 from .newton import CONVERGED, MAX_ITERATIONS, PENETRATING, STALLED, STATUS_TEXT, UNSTABLE, minimise_rod_energy
 from .obstacles import ObstacleSet
@@ -264,10 +264,10 @@ def _minimise_with_interactions(
 
 def _carried_into_obstacle(interactions: Interactions, start: RodState, carried: RodState) -> bool:
     """Whether moving the free nodes with the holders from ``start`` to ``carried`` passes a face or
-    sinks the cable deeper than half a radius into an obstacle (farther than any Newton step may,
-    contact.MIN_SEPARATION), more than it already was."""
+    sinks the cable into an obstacle deeper than a Newton step may (contact.ITERATE_PENETRATION), more
+    than it already was."""
     move = float(np.linalg.norm(carried.positions - start.positions, axis=1).max())
-    allowed = (1.0 - MIN_SEPARATION) * interactions.radius
+    allowed = ITERATE_PENETRATION * interactions.radius
     before = interactions.known_penetration(start)  # the last result's, measured at the end of its solve
     if before is None:
         if interactions.nothing_within(start, move):

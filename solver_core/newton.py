@@ -71,6 +71,9 @@ MIN_STEP_FRACTION = 0.1
 # A Gauss-Newton step whose actual gain exceeds this multiple of the predicted one makes the next
 # iteration with an indefinite Hessian damp the exact Hessian rather than fall back to Gauss-Newton.
 GN_OVERESTIMATE = 1.9
+# A step that would sink a contact deeper than allowed (step_limits.allowed_depth) is halved at most this
+# often before the trust region shrinks instead.
+MAX_DEPTH_HALVINGS = 6
 # At most this many saddles are left per call (saddle_escape.leave_saddle).
 MAX_ESCAPES = 20
 # A rejected step whose contact, friction and mount energy rose by more than this multiple of the
@@ -644,9 +647,12 @@ def minimise_rod_energy(
             curvature = min(fraction, 1.0) * slope - lam * damped
             predicted = slope - 0.5 * curvature
             shortened = False
-            for _length in range(2):
+            too_deep = False
+            scale = 1.0  # of the step the model was built for
+            halvings = 0
+            while True:
                 retract(pos, quat, node_dof, rot_dof, delta, 1.0, trial_pos, trial_quat, rot_step)
-                trial_extra_energy = trial_extra(
+                trial_extra_energy, too_deep_by = trial_extra(
                     trial_pos,
                     trial_quat,
                     node_dof,
@@ -682,6 +688,21 @@ def minimise_rod_energy(
                 # A step that plunged nodes into facets they did not touch (open pairs are not in the
                 # model) fails on contact energy: the correction below mends stretch and cannot help it,
                 # so it is not paid for (a tenth of a step's time on a faceted mesh) ...
+                if too_deep_by > 0.0:
+                    # No step sinks an open obstacle pair deeper than ITERATE_PENETRATION radii. The
+                    # filter's bound is first order in the contact point, which slides along a segment
+                    # as it turns: a step it passed sank a segment 28 % of a radius into a sphere.
+                    # Halving keeps the direction; the trust region shrinks after.
+                    if halvings == MAX_DEPTH_HALVINGS:
+                        too_deep = True
+                        break
+                    halvings += 1
+                    scale *= 0.5
+                    for i in range(n_dof):
+                        delta[i] *= 0.5
+                    predicted = scale * slope - 0.5 * scale * scale * curvature
+                    shortened = True
+                    continue
                 plunged = trial_extra_energy - extra_energy > CONTACT_RISE * predicted
                 if shortened or not (use_contact and plunged and predicted > noise and rho <= 1e-4):
                     break
@@ -705,8 +726,12 @@ def minimise_rod_energy(
                     break
                 for i in range(n_dof):
                     delta[i] *= alpha
+                scale = alpha
                 predicted = alpha * slope - 0.5 * alpha * alpha * curvature - penalty
                 shortened = True
+            if too_deep:
+                lam = max(4.0 * lam, 1e-6)
+                continue
             if not math.isfinite(trial_energy):
                 lam = max(10.0 * lam, 1e-6)
                 continue
@@ -798,7 +823,7 @@ def minimise_rod_energy(
                         node_force,
                         load_factor,
                     )
-                    corrected_energy += trial_extra(
+                    corrected_extra, corrected_too_deep = trial_extra(
                         corrected_pos,
                         corrected_quat,
                         node_dof,
@@ -813,9 +838,10 @@ def minimise_rod_energy(
                         pair_gap,
                         correction,
                     )
+                    corrected_energy += corrected_extra
                     corrected_couple = couple_work(quat, rot_dof, rot_couple, load_factor, correction, R)
                     corrected_rho = (energy - (corrected_energy - corrected_couple)) / predicted
-                    if math.isfinite(corrected_energy) and corrected_rho > rho:
+                    if math.isfinite(corrected_energy) and corrected_rho > rho and not corrected_too_deep > 0.0:
                         trial_pos[:, :] = corrected_pos
                         trial_quat[:, :] = corrected_quat
                         trial_energy = corrected_energy

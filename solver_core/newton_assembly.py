@@ -10,9 +10,10 @@ import numpy as np
 from ._jit import njit
 from .contact_energy import contact_energy_of, friction_energy
 from .mounts import compliant_energy, sliding_energy
+from .pair_geometry import is_obstacle_pair
 from .rod_energy import rod_gradient_hessian
 from .rotations import quat_retract, quat_to_matrix
-from .step_limits import pair_moves
+from .step_limits import allowed_depth, pair_moves
 
 # Largest rotation increment of one Newton step (rad); beyond it the quadratic model of the
 # rotation retraction is poor, so the step is refused and the trust region shrinks.
@@ -269,7 +270,9 @@ def node_moves(delta, node_dof):
 
 @njit
 def trial_extra(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, nodes, sl_seg, sl_t, pair_gap, delta):
-    """Energy beyond the rod's at a trial state pos = current + delta, over the pairs that can act there.
+    """(energy beyond the rod's, how far the deepest obstacle pair sinks beyond what a step may
+    (step_limits.allowed_depth beyond its depth before the step) [m], 0 if none does)
+    at a trial state pos = current + delta, over the pairs that can act there.
 
     A pair whose gap at the current state exceeds the move of its nodes in the step (of both sides'
     nodes for self-contact) is still open at the trial state and adds nothing, so only the others
@@ -293,7 +296,8 @@ def trial_extra(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, nodes, sl
         if acts[p]:
             kind_l[j], elem_l[j], prim_l[j] = kind[p], elem[p], prim[p]
             j += 1
-    return extra_terms(
+    gap = np.empty(n_live)
+    energy = extra_terms(
         pos,
         quat,
         node_dof,
@@ -309,7 +313,7 @@ def trial_extra(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, nodes, sl
         np.zeros((1, 1)),
         0,
         0,
-        np.empty(n_live),
+        gap,
         np.empty(n_live),
         np.empty((n_live, 3)),
         np.empty((n_live, 3)),
@@ -317,6 +321,16 @@ def trial_extra(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, nodes, sl
         np.empty((n_live, 3)),
         np.empty((0, 12)),
     )
+    allowed = allowed_depth(extra.node_radius)
+    excess = 0.0
+    j = 0
+    for p in range(kind.shape[0]):
+        if acts[p]:
+            if is_obstacle_pair(kind[p]):
+                limit = allowed + max(0.0, -pair_gap[p])
+                excess = max(excess, -gap[j] - limit)
+            j += 1
+    return energy, excess
 
 
 @njit

@@ -171,6 +171,12 @@ def pair_gaps(live, pos, kind, elem, prim, obstacles, node_radius, pair_gap, pai
             pair_point[p, k] = cp[k]
 
 
+@njit_inline
+def is_obstacle_pair(kind):
+    """Whether a pair of this kind meets an obstacle (not another cable or the cable itself)."""
+    return kind == PLANE or kind == SPHERE or kind == TRI_NODE or kind == TRI_SEG or kind == TRI_EDGE
+
+
 @njit
 def pair_nodes(kind, elem, prim):
     """The nodes each pair's gap depends on: (a, b) on the cable's side, (c, d) on the other side for

@@ -65,8 +65,9 @@ def saddle_trial(
     trial_pos,
     trial_quat,
 ):
-    """Energy after the step scale * direction, cut where a contact point would pass its gap; returns
-    (energy, the fraction of the step kept)."""
+    """Energy after the step scale * direction, cut where a contact point would pass its gap (infinite
+    where it sinks a contact deeper than a Newton step may); returns (energy, the fraction of the step
+    kept)."""
     n_dof = step.shape[0]
     for i in range(n_dof):
         step[i] = scale * direction[i]
@@ -98,9 +99,12 @@ def saddle_trial(
     trial = rod_energy(
         trial_pos, trial_quat, rest_len, stretch_stiff, joint_a, joint_b, joint_len, bend_stiff, node_force, load_factor
     )
-    trial += trial_extra(
+    extra_energy, too_deep = trial_extra(
         trial_pos, trial_quat, node_dof, rot_dof, extra, kind, elem, prim, nodes, sl_seg, sl_t, pair_gap, step
     )
+    if too_deep > 0.0:
+        return np.inf, fraction  # sinks a contact deeper than a Newton step may (step_limits.allowed_depth)
+    trial += extra_energy
     trial -= couple_work(quat, rot_dof, rot_couple, load_factor, step, np.empty((3, 3)))
     return trial, fraction
 

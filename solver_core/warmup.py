@@ -22,7 +22,7 @@ WARM_MARKER = Path(CACHE_DIR) / "warm"
 _MATERIAL = {"E": 126e6, "nu": 0.3, "density": 7958.0}
 _BOX = {
     "type": "mesh",
-    "vertices": [[x, y, z] for x in (0.1, 0.2) for y in (-0.05, 0.05) for z in (-0.12, -0.08)],
+    "vertices": [[x, y, z] for x in (0.1, 0.2) for y in (-0.05, 0.05) for z in (-0.19, -0.15)],
     "triangles": [
         [0, 1, 3], [0, 3, 2], [4, 6, 7], [4, 7, 5], [0, 4, 5], [0, 5, 1],
         [2, 3, 7], [2, 7, 6], [0, 2, 6], [0, 6, 4], [1, 5, 7], [1, 7, 3],

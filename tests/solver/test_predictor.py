@@ -91,8 +91,9 @@ def test_a_steady_drag_over_facets_ends_where_it_does_without_the_predictor_in_f
     without_states, without_iterations, _, _ = _dragged_over_facets(monkeypatch, False)
     # the same equilibria (to well within the contact tolerance of 1 % of a radius) ...
     assert np.abs(with_states - without_states).max() < 0.01 * R
-    # ... reached from better starts
-    assert with_iterations < 0.8 * without_iterations
+    # ... reached from better starts (44 iterations against 54 since no step may sink a facet pair
+    # open before it deeper than 1 % of the radius; 0.8 before)
+    assert with_iterations < 0.85 * without_iterations
     # and nothing penetrates the facets (brute force over the triangles near the cable)
     near = tris[np.all(np.abs(verts[tris][:, :, 1] - 0.008) < 0.012, axis=1)]
     mesh = {"type": "mesh", "vertices": verts.tolist(), "triangles": near.tolist()}
