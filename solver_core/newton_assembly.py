@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from ._jit import njit
+from .contact import PLANE
 from .contact_energy import contact_energy_of, friction_energy
 from .mounts import compliant_energy, sliding_energy
 from .pair_geometry import is_obstacle_pair
@@ -326,7 +327,7 @@ def trial_extra(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, nodes, sl
     j = 0
     for p in range(kind.shape[0]):
         if acts[p]:
-            if is_obstacle_pair(kind[p]):
+            if is_obstacle_pair(kind[p]) and kind[p] != PLANE:
                 limit = allowed + max(0.0, -pair_gap[p])
                 excess = max(excess, -gap[j] - limit)
             j += 1
