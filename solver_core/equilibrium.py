@@ -34,6 +34,10 @@ SETTLE_ROUNDS = 4  # descents in pseudo-time per piece of a path
 # of its max_iterations: a solve that has not found an equilibrium by then fails, so that no solve can
 # hold an interactive session for minutes
 SOLVE_BUDGET = 50
+# Pieces of the path per solve in all: a piece that ends on a saddle costs no Newton iteration, and a
+# cable held inside a mesh floor bisected 188,599 of them (six minutes) inside SOLVE_BUDGET. A 4-segment
+# drape over a sphere, run one iteration per kernel call (the every-iterate tests), takes 3,222.
+MAX_SUBSTEPS = 32 * 2**MAX_CONTINUATION_DEPTH
 # Where a piece of the path ends on a saddle, the point at which stability was lost is bisected for
 # until the piece is this fraction of the path before it (or 2^-30 of the whole path) long.
 STABILITY_BISECTION = 0.25
@@ -364,7 +368,7 @@ def solve_equilibrium(
         # unstable first, as a slowly loaded cable does: from the end of a long piece (a 1 % step of a
         # rod's end is some 250 Euler loads) the steepest way down is a wrinkle, not the elastica.
         # So a piece ending on a saddle is bisected until it is short, and only then left.
-        if counters["iterations"] >= budget:
+        if counters["iterations"] >= budget or counters["substeps"] >= MAX_SUBSTEPS:
             counters["status"] = BUDGET_SPENT
             return None
         located = still or tb - ta <= max(STABILITY_BISECTION * ta, 2.0**-30)
@@ -411,7 +415,7 @@ def solve_equilibrium(
             counters["iterations"] += iterations
             counters["substeps"] += 1
             found = halves(start, ta, tb, depth)
-            if found is not None:
+            if found is not None or counters["substeps"] >= MAX_SUBSTEPS:
                 return found
             # Just past a bifurcation the new branch can be too flat to converge on (a rod twisted a
             # hair beyond its critical twist): the saddle at this piece's end, deeper in the unstable
@@ -498,7 +502,9 @@ def solve_equilibrium(
     # try harder)
     interactions.stiffen(stiffness_before / interactions.stiffness)
     reason = (
-        f"{counters['iterations']} iterations spent (at most {SOLVE_BUDGET} x solver.max_iterations per solve)"
+        f"the limit of {MAX_SUBSTEPS} substeps per solve was reached"
+        if counters["substeps"] >= MAX_SUBSTEPS
+        else f"{counters['iterations']} iterations spent (at most {SOLVE_BUDGET} x solver.max_iterations per solve)"
         if counters["status"] == BUDGET_SPENT or counters["iterations"] >= budget
         else "a holder's motion would carry the cable through an obstacle"
         if counters["status"] == CROSSING

@@ -257,3 +257,28 @@ def test_a_solve_that_finds_no_equilibrium_ends_within_its_iteration_budget():
         assert "iterations spent" in result["message"] or "no equilibrium" in result["message"]
     else:
         assert min_clearance(np.array(result["nodes"]), R, [sphere]) >= -0.01 * R
+
+
+def test_connectors_on_a_mesh_floor_with_the_route_under_it_fail_within_the_substep_limit():
+    # Both connectors lie on a two-triangle floor (their cable radius inside it) and the route hangs
+    # under it: no state is clear of the floor. Every piece of the path ended on a saddle, which costs
+    # no Newton iteration, so the iteration budget never ran out: 188,599 substeps, six minutes in one
+    # Simulate tick. The solve must fail within its substep limit, saying why, with the start kept.
+    from solver_core.equilibrium import MAX_SUBSTEPS
+
+    floor = {
+        "type": "mesh",
+        "vertices": [[-1, -1, 0], [1, -1, 0], [1, 1, 0], [-1, 1, 0]],
+        "triangles": [[0, 1, 2], [0, 2, 3]],
+    }
+    W = cable(
+        length=0.414,
+        start={"position": [0, 0, 0], "tangent": [0, 0, -1]},
+        end={"position": [0.3, 0, 0], "tangent": [0, 0, 1]},
+        route=[[0, 0, 0], [0, 0, -0.03], [0.3, 0, -0.03], [0.3, 0, 0]],
+    )
+    result = first(solve(case(W, obstacles=[floor])))
+    assert not result["converged"]
+    assert result["substeps"] <= MAX_SUBSTEPS
+    assert "no equilibrium found" in result["message"] and "substeps" in result["message"]
+    assert np.isfinite(np.array(result["nodes"])).all()
