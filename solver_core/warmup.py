@@ -13,11 +13,14 @@ import sys
 import time
 from pathlib import Path
 
+import numba
+
 from ._jit import CACHE_DIR
 from .case import parse_case
 from .run_case import solve_case
 
-WARM_MARKER = Path(CACHE_DIR) / "warm"
+# one marker per CPU target: kernels compiled for the host's CPU are not those for NUMBA_CPU_NAME=generic
+WARM_MARKER = Path(CACHE_DIR) / f"warm-{numba.config.CPU_NAME or 'host'}"
 
 _MATERIAL = {"E": 126e6, "nu": 0.3, "density": 7958.0}
 _BOX = {

@@ -3,6 +3,7 @@
 
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,10 +11,9 @@ from pathlib import Path
 import bpy
 import numpy as np
 import pytest
+from helpers.blender_env import MODULE
 from helpers.blender_scenes import curve_world_points, place, simple_harness
 from helpers.cases import min_clearance
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_make_cable_draws_a_route_through_the_clip_with_slack():
@@ -35,9 +35,15 @@ def test_blender_solve_matches_the_cli_on_the_exported_case(tmp_path):
     case_path = tmp_path / "case.json"
     assert bpy.ops.cable_harness.export_case(filepath=str(case_path)) == {"FINISHED"}
     result_path = tmp_path / "result.json"
+    # the CLI of the extension's own solver_core, imported from the same (unresolved) path as inside
+    # Blender, whose kernels are compiled already: the checkout's copy would compile them again for
+    # its path (some 200 s on 2 cores)
+    extension_root = Path(sys.modules[f"{MODULE}.solver_core"].__file__).parent.parent
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(extension_root), *[p for p in sys.path if p]]))
     subprocess.run(
         [sys.executable, "-m", "solver_core", "solve", str(case_path), "-o", str(result_path), "-q"],
-        cwd=ROOT,
+        cwd=tmp_path,
+        env=env,
         check=True,
     )
     cli_nodes = np.array(json.loads(result_path.read_text())["steps"][0]["cables"][cable.name]["nodes"])
