@@ -8,13 +8,11 @@ import math
 import numpy as np
 
 from ._jit import njit
-from .contact import PLANE
 from .contact_energy import contact_energy_of, friction_energy
 from .mounts import compliant_energy, sliding_energy
-from .pair_geometry import is_obstacle_pair
 from .rod_energy import rod_gradient_hessian
 from .rotations import quat_retract, quat_to_matrix
-from .step_limits import allowed_depth, pair_moves
+from .step_limits import allowed_depth, is_depth_limited, pair_moves
 
 # Largest rotation increment of one Newton step (rad); beyond it the quadratic model of the
 # rotation retraction is poor, so the step is refused and the trust region shrinks.
@@ -327,7 +325,7 @@ def trial_extra(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, nodes, sl
     j = 0
     for p in range(kind.shape[0]):
         if acts[p]:
-            if is_obstacle_pair(kind[p]) and kind[p] != PLANE:
+            if is_depth_limited(kind[p]):
                 limit = allowed + max(0.0, -pair_gap[p])
                 excess = max(excess, -gap[j] - limit)
             j += 1

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ._jit import njit
+from ._jit import njit, njit_inline
 from .contact import (
     CABLE_SEGMENT_APPROACH,
     CAP_NODE,
@@ -20,7 +20,7 @@ from .contact import (
     TRI_EDGE,
     TRI_NODE,
 )
-from .pair_geometry import pair_gaps
+from .pair_geometry import is_obstacle_pair, pair_gaps
 
 
 @njit
@@ -44,6 +44,12 @@ def allowed_depth(node_radius):
     step), and the ten crossed cables of bench_contact, pressed onto a plane, took 35-45 iterations
     per step under this limit instead of 26-29."""
     return ITERATE_PENETRATION * node_radius.min()
+
+
+@njit_inline
+def is_depth_limited(kind):
+    """Whether ``allowed_depth`` applies to a pair of this kind: obstacles other than planes."""
+    return is_obstacle_pair(kind) and kind != PLANE
 
 
 @njit
