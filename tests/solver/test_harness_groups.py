@@ -24,6 +24,7 @@ def test_cables_that_meet_during_a_step_are_solved_together():
     assert not steps[0]["cables"]["A"]["contacts"]
     a, b = steps[1]["cables"]["A"], steps[1]["cables"]["B"]
     assert a["converged"] and b["converged"]
+    assert a["stable"] and b["stable"]  # the joint minimum is verified for each cable
     assert contact_force(a)[2] == pytest.approx(-0.025, rel=1e-3)
     assert min_clearance(a["nodes"], R, (), [(b["nodes"], R)]) >= -0.01 * R
 
