@@ -46,8 +46,8 @@ PENETRATION_TOLERANCE = 0.005
 # (the penetration tolerance) a gently wavy 200k-triangle mesh under a 100-segment cable got them on
 # every edge, and a step cost 7.4 ms instead of 5.0.
 FOLD_CUT_TOLERANCE = 0.01
-# No Newton step sinks an obstacle pair (planes excepted) more than this fraction of the radius deeper
-# than it was before the step (step_limits.allowed_depth, step_limits.is_depth_limited).
+# No Newton step sinks an obstacle pair (planes excepted) deeper than this fraction of the radius, or
+# than it was before the step if it was deeper (step_limits.depth_limit, step_limits.is_depth_limited).
 ITERATE_PENETRATION = 0.01
 MIN_SEPARATION = 0.5  # radii between a centre line and a surface that no step may cross (approach_fraction)
 CABLE_SEGMENT_APPROACH = 0.1  # radii a step may carry a segment across another cable's (approach_fraction)

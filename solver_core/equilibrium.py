@@ -177,10 +177,15 @@ def settle_in_pseudo_time(
             interactions,
         )
         total += iterations
-        if status != CONVERGED or not trial.is_finite():
+        if not trial.is_finite():
             weight *= 4.0
             continue
+        # Every Newton iterate lowers E + proximal springs, which are zero at the start, so it lowers
+        # E itself and is free of intersections: a step that did not converge still made progress.
         state.positions[:], state.quats[:] = trial.positions, trial.quats
+        if status != CONVERGED:
+            weight *= 4.0
+            continue
         if iterations > 8:
             continue  # a hard step: the next one as long, and no finish tried from here
         weight *= 0.5
@@ -196,9 +201,13 @@ def settle_in_pseudo_time(
             interactions,
         )
         total += iterations
-        if status == CONVERGED and finish.is_finite():
+        if finish.is_finite():
+            # converged or not, Newton descended from the state (a cable left on a saddle, over the
+            # top of a sphere, is a minimum of the proximal energy at the weight that put it there:
+            # the next step would start from that saddle again, and the weight never shrank)
             state.positions[:], state.quats[:] = finish.positions, finish.quats
-            return CONVERGED, total
+            if status == CONVERGED:
+                return CONVERGED, total
     return MAX_ITERATIONS, total
 
 

@@ -689,7 +689,7 @@ def minimise_rod_energy(
                 # model) fails on contact energy: the correction below mends stretch and cannot help it,
                 # so it is not paid for (a tenth of a step's time on a faceted mesh) ...
                 if too_deep_by > 0.0:
-                    # No step sinks an obstacle pair ITERATE_PENETRATION radii deeper than it was. The
+                    # No step sinks an obstacle pair beyond step_limits.depth_limit. The
                     # filter's bound is first order in the contact point, which slides along a segment
                     # as it turns: a step it passed sank a segment 28 % of a radius into a sphere.
                     # Halving keeps the direction; the trust region shrinks after.

@@ -12,7 +12,7 @@ from .contact_energy import contact_energy_of, friction_energy
 from .mounts import compliant_energy, sliding_energy
 from .rod_energy import rod_gradient_hessian
 from .rotations import quat_retract, quat_to_matrix
-from .step_limits import allowed_depth, is_depth_limited, pair_moves
+from .step_limits import allowed_depth, depth_limit, is_depth_limited, pair_moves
 
 # Largest rotation increment of one Newton step (rad); beyond it the quadratic model of the
 # rotation retraction is poor, so the step is refused and the trust region shrinks.
@@ -270,7 +270,7 @@ def node_moves(delta, node_dof):
 @njit
 def trial_extra(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, nodes, sl_seg, sl_t, pair_gap, delta):
     """(energy beyond the rod's, how far the deepest obstacle pair sinks beyond what a step may
-    (step_limits.allowed_depth beyond its depth before the step) [m], 0 if none does)
+    (step_limits.depth_limit) [m], 0 if none does)
     at a trial state pos = current + delta, over the pairs that can act there.
 
     A pair whose gap at the current state exceeds the move of its nodes in the step (of both sides'
@@ -326,7 +326,7 @@ def trial_extra(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, nodes, sl
     for p in range(kind.shape[0]):
         if acts[p]:
             if is_depth_limited(kind[p]):
-                limit = allowed + max(0.0, -pair_gap[p])
+                limit = depth_limit(allowed, -pair_gap[p])
                 excess = max(excess, -gap[j] - limit)
             j += 1
     return energy, excess

@@ -103,7 +103,7 @@ def saddle_trial(
         trial_pos, trial_quat, node_dof, rot_dof, extra, kind, elem, prim, nodes, sl_seg, sl_t, pair_gap, step
     )
     if too_deep > 0.0:
-        return np.inf, fraction  # sinks a contact deeper than a Newton step may (step_limits.allowed_depth)
+        return np.inf, fraction  # sinks a contact deeper than a Newton step may (step_limits.depth_limit)
     trial += extra_energy
     trial -= couple_work(quat, rot_dof, rot_couple, load_factor, step, np.empty((3, 3)))
     return trial, fraction

@@ -55,34 +55,94 @@ def rotation(axis, angle):
 
 def min_clearance(nodes, radius, obstacles=(), others=()):
     """Smallest (surface distance - radius) of a cable's segments to planes, spheres, meshes and other
-    cables (list of (nodes, radius)), measured independently of the solver's contact code."""
+    cables (list of (nodes, radius)), measured exactly and independently of the solver's contact
+    code: each straight segment against each primitive in closed form (brute force over all pairs)."""
     import numpy as np
 
     nodes = np.asarray(nodes, dtype=float)
+    a, b = nodes[:-1], nodes[1:]
     worst = np.inf
-    samples = np.linspace(0.0, 1.0, 9)
-    pts = (nodes[:-1, None, :] * (1 - samples)[None, :, None] + nodes[1:, None, :] * samples[None, :, None]).reshape(
-        -1, 3
-    )
     for o in obstacles:
         if o["type"] == "plane":
             n = np.asarray(o["normal"], float)
-            d = (pts - np.asarray(o["point"], float)) @ n
+            d = (nodes - np.asarray(o["point"], float)) @ n  # linear along a segment: its ends
         elif o["type"] == "sphere":
-            d = np.linalg.norm(pts - np.asarray(o["center"], float), axis=1) - o["radius"]
+            d = _points_segments_distance(np.asarray(o["center"], float)[None], a, b) - o["radius"]
         else:
-            v = np.asarray(o["vertices"], float)
-            t = np.asarray(o["triangles"], int)
-            d = _points_mesh_distance(pts, v, t)
+            d = _segments_mesh_distance(a, b, np.asarray(o["vertices"], float), np.asarray(o["triangles"], int))
         worst = min(worst, float(d.min()) - radius)
     for other, other_radius in others:
         other = np.asarray(other, float)
-        q = (other[:-1, None, :] * (1 - samples)[None, :, None] + other[1:, None, :] * samples[None, :, None]).reshape(
-            -1, 3
-        )
-        d = np.linalg.norm(pts[:, None, :] - q[None, :, :], axis=2).min()
-        worst = min(worst, float(d) - radius - other_radius)
+        d = _segments_segments_distance(a, b, other[:-1], other[1:])
+        worst = min(worst, float(d.min()) - radius - other_radius)
     return worst
+
+
+def _points_segments_distance(p, a, b):
+    """Distances (P, S) from points p (P, 3) to segments a-b (S, 3)."""
+    import numpy as np
+
+    d = b - a
+    dd = np.maximum((d * d).sum(1), 1e-300)
+    s = np.clip(((p[:, None, :] - a[None]) * d[None]).sum(2) / dd[None], 0.0, 1.0)
+    return np.linalg.norm(p[:, None, :] - (a[None] + s[..., None] * d[None]), axis=2)
+
+
+def _segments_segments_distance(a, b, c, e):
+    """Distances (S, Q) between segments a-b (S, 3) and c-e (Q, 3): the smaller of the four ends
+    against the other segment and, where it lies inside both, the critical point of the squared
+    distance (non-parallel segments)."""
+    import numpy as np
+
+    best = np.minimum(_points_segments_distance(a, c, e), _points_segments_distance(b, c, e))
+    best = np.minimum(best, _points_segments_distance(c, a, b).T)
+    best = np.minimum(best, _points_segments_distance(e, a, b).T)
+    d1, d2 = (b - a)[:, None, :], (e - c)[None, :, :]
+    r = a[:, None, :] - c[None, :, :]
+    A, B, C = (d1 * d1).sum(2), (d1 * d2).sum(2), (d2 * d2).sum(2)
+    D, E = (d1 * r).sum(2), (d2 * r).sum(2)
+    det = A * C - B * B
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s = (B * E - C * D) / det
+        t = (A * E - B * D) / det
+    inner = (det > 1e-12 * A * C) & (s > 0) & (s < 1) & (t > 0) & (t < 1)
+    if inner.any():
+        s, t = np.where(inner, s, 0.0), np.where(inner, t, 0.0)
+        gap = np.linalg.norm(r + s[..., None] * d1 - t[..., None] * d2, axis=2)
+        best = np.where(inner, np.minimum(best, gap), best)
+    return best
+
+
+def _segments_mesh_distance(a, b, v, t, chunk=2048):
+    """Distance from each segment a-b (S, 3) to a triangle mesh: 0 where it passes through a
+    triangle, else the smaller of its ends against the triangles and the segment against their
+    edges (with no crossing, the closest points include an end of one or an edge of the other)."""
+    import numpy as np
+
+    nodes = np.concatenate([a, b[-1:]])
+    ends = _points_mesh_distance(nodes, v, t)
+    best = np.minimum(ends[:-1], ends[1:])
+    tri = v[t]
+    for start in range(0, len(tri), chunk):
+        part = tri[start : start + chunk]
+        for k in range(3):
+            edge = _segments_segments_distance(a, b, part[:, k], part[:, (k + 1) % 3])
+            best = np.minimum(best, edge.min(axis=1))
+        # crossings (Moller-Trumbore): the segment meets the inside of a triangle
+        p0, d = a[:, None, :], (b - a)[:, None, :]
+        e1, e2 = (part[:, 1] - part[:, 0])[None], (part[:, 2] - part[:, 0])[None]
+        h = np.cross(d, e2)
+        det = (h * e1).sum(2)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            inv = 1.0 / det
+            q0 = p0 - part[None, :, 0]
+            u = (q0 * h).sum(2) * inv
+            q = np.cross(q0, e1)
+            w = (d * q).sum(2) * inv
+            tt = (e2 * q).sum(2) * inv
+            hit = (np.abs(det) > 1e-300) & (u >= 0) & (w >= 0) & (u + w <= 1) & (tt >= 0) & (tt <= 1)
+        best = np.where(hit.any(axis=1), 0.0, best)
+    return best
 
 
 def _points_mesh_distance(points, v, t, chunk=256):

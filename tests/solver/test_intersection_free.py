@@ -5,8 +5,8 @@ or the solve says it failed.
 Every iterate is seen by running the Newton kernel one iteration per call (the solve then restarts
 its damping at every iteration, so the path is not exactly the normal one, but every step passes
 the same filters). Crossings and clearances are measured independently of the solver's contact
-code: a segment-triangle intersection test in numpy, and helpers.cases.min_clearance (nine samples
-per segment against every primitive)."""
+code: a segment-triangle intersection test in numpy, and helpers.cases.min_clearance (exact
+segment distances to every primitive)."""
 
 import numpy as np
 import pytest
@@ -17,6 +17,7 @@ from helpers.obstacles import plate as _plate
 
 import solver_core.equilibrium as equilibrium
 from solver_core import CableChange, Frame, Harness, parse_case
+from solver_core.contact import ITERATE_PENETRATION
 
 R = 0.002
 
@@ -74,12 +75,12 @@ def _no_iterate_through(iterates, origin, mesh):
 
 
 def _no_iterate_deep(iterates, origin, obstacle):
-    """No iterate sinks the cable deep into the obstacle. A step may sink a pair open before it by 1 %
-    of the radius (contact.ITERATE_PENETRATION) and a touching one by that much more than it was, so
-    a few steps can add up: 5.5 % of the radius is the deepest seen in these cases (the issue's target
-    is 1 %; before the limit, a step could sink a segment half a radius)."""
+    """No iterate sinks the cable into the obstacle deeper than 1 % of the radius (the issue's target;
+    contact.ITERATE_PENETRATION): no step may take a pair deeper than that, or than it already was.
+    Measured exactly between nodes (helpers.cases.min_clearance). Before the limit, a step could sink
+    a segment half a radius; while it bounded only each step's increment, iterates reached 8 %."""
     deepest = max(-min_clearance(p + origin, R, [obstacle]) for p in iterates)
-    assert deepest <= 0.1 * R
+    assert deepest <= 1.001 * ITERATE_PENETRATION * R
 
 
 def _honest(result, obstacle):
@@ -205,6 +206,32 @@ def test_cable_draped_over_a_sphere_never_sinks_into_it(segments, every_iterate)
     nodes = np.array(result["nodes"])
     assert np.linalg.norm(nodes - [0.35, 0.0, -0.08], axis=1).min() > 0.08  # outside, never through
     assert _honest(result, sphere)
+    _no_iterate_deep(every_iterate, nodes[0], sphere)
+
+
+def test_a_coarse_cable_drawn_over_a_sphere_slides_off_its_top_and_hangs_past_it(every_iterate):
+    # Five segments over a frictionless sphere, the middle node on its top: a saddle. Each implicit
+    # Euler step of the pseudo-time descent came back to it (it is a minimum of the proximal energy
+    # while the step is short), and the steps that left it were thrown away when they did not
+    # converge: the solve spent its whole budget (10,845 iterations; bench_robustness seed 1, #62).
+    # Every iterate lowers the energy, so each step's progress is now kept. Reference: the cable's
+    # own hanging sag (0.25 m) reaches just below the sphere; it ends clear of it, stable, and no
+    # iterate sinks into it.
+    r = 0.11392759146742615
+    sphere = {"type": "sphere", "center": [0.35, 0.0, -r], "radius": r}
+    h = 0.020280763799059708
+    rod = cable(
+        length=0.9047980065343306,
+        segments=5,
+        start={"position": [0, 0, h], "tangent": [1, 0, 0]},
+        end={"position": [0.7, 0, h], "tangent": [1, 0, 0]},
+        route=[[0, 0, h], [0.35, 0, h + 0.03], [0.7, 0, h]],
+    )
+    result = first(solve(case(rod, obstacles=[sphere])))
+    assert result["converged"] and result["stable"]
+    nodes = np.array(result["nodes"])
+    assert min_clearance(nodes, R, [sphere]) >= -0.01 * R
+    assert nodes[:, 2].min() < -2 * r  # down past the sphere, not balanced on it
     _no_iterate_deep(every_iterate, nodes[0], sphere)
 
 
