@@ -25,6 +25,7 @@ STEPS = 10  # moving steps of the ten cables (solved together: ~45 ms each)
 # moving-end steps of the cable on the mesh: the later ones along the end's circle slide the cable
 # further over the facets and take more iterations, so a median over the first five flatters
 MESH_STEPS = 12
+LIFT = 0.002 + 0.0005  # the cable's radius plus a little air over the surface
 
 
 def wavy_mesh(n: int, extent=(-0.2, 0.8, -0.4, 0.4), depth=-0.0, amplitude=0.004):
@@ -44,11 +45,11 @@ def surface_height(x, y, amplitude=0.004):
     return amplitude * np.sin(x * 30.0) * np.cos(y * 20.0)
 
 
-def single_cable_on_mesh():
+def mesh_case():
+    """The case of one cable lying along the wavy 200k-triangle mesh, with the mesh's arrays."""
     verts, tris = wavy_mesh(317)  # 199 712 triangles
-    lift = 0.002 + 0.0005  # radius plus a little air
     xs = np.linspace(0.0, 0.55, 111)
-    route = [[x, 0.0, surface_height(x, 0.0) + lift] for x in xs]
+    route = [[x, 0.0, surface_height(x, 0.0) + LIFT] for x in xs]
     # the cable lies along the surface: as long as its route there (a longer one would start
     # compressed and buckle its way across the waves first)
     length = float(np.linalg.norm(np.diff(np.array(route), axis=0), axis=1).sum())
@@ -69,6 +70,20 @@ def single_cable_on_mesh():
         "obstacles": [{"type": "mesh", "vertices": verts.tolist(), "triangles": tris.tolist()}],
         "solver": {"tolerance": TOLERANCE},
     }
+    return doc, verts, tris
+
+
+def moved_end(start, k):
+    """Step k of the end connector's path from its first pose ``start``: round a circle of 2 cm
+    radius, 3 mm above the surface."""
+    a = 2 * math.pi * k / 60
+    p = start.position + np.array([0.02 * (math.cos(a) - 1), 0.02 * math.sin(a), 0.0])
+    p[2] = surface_height(p[0], p[1]) + LIFT
+    return Frame(p, start.tangent, start.normal)
+
+
+def single_cable_on_mesh():
+    doc, verts, tris = mesh_case()
     t0 = time.perf_counter()
     harness = Harness.from_case(parse_case(doc))
     report = harness.solve_step()["W"]
@@ -80,12 +95,8 @@ def single_cable_on_mesh():
     times, iterations = [], []
     failed = 0
     for k in range(1, MESH_STEPS + 1):
-        # the end connector travels round a circle of 2 cm radius, 3 mm above the surface
-        a = 2 * math.pi * k / 60
-        p = end.position + np.array([0.02 * (math.cos(a) - 1), 0.02 * math.sin(a), 0.0])
-        p[2] = surface_height(p[0], p[1]) + lift
         t = time.perf_counter()
-        report = harness.solve_step({"W": CableChange(end=Frame(p, end.tangent, end.normal))})["W"]
+        report = harness.solve_step({"W": CableChange(end=moved_end(end, k))})["W"]
         times.append((time.perf_counter() - t) * 1e3)
         iterations.append(report.iterations)
         failed += not report.converged
