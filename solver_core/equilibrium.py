@@ -123,6 +123,15 @@ def _minimise(
     return status, iterations, ratio, energy, depth
 
 
+def rotations_next_to_nodes(model) -> np.ndarray:
+    """Per node, the rotation numbered next to it in the dofs. A proximal spring of pseudo-time holds
+    a node only (its rotational stiffness is zero) but, as a compliant clip, names a rotation too:
+    this one keeps every Hessian entry it writes inside the band."""
+    by_dof = np.argsort(model.rot_dof)
+    after = np.searchsorted(model.rot_dof[by_dof], model.node_dof)
+    return by_dof[np.minimum(after, by_dof.shape[0] - 1)]
+
+
 def settle_in_pseudo_time(
     model,
     interactions,
@@ -149,6 +158,7 @@ def settle_in_pseudo_time(
     node_len = np.asarray(interactions.node_lengths, dtype=np.float64)
     weight = model.force_scale / (length * PSEUDO_FIRST_MOVE * float(model.rest_len.mean()))
     own = np.arange(n, dtype=np.int64)
+    next_rot = rotations_next_to_nodes(model)
     quats = np.tile(np.array([1.0, 0.0, 0.0, 0.0]), (n, 1))
     total = 0
     budget = PSEUDO_BUDGET * max_iterations if budget is None else min(budget, PSEUDO_BUDGET * max_iterations)
@@ -160,7 +170,7 @@ def settle_in_pseudo_time(
             K[:, k, k] = weight * node_len
         extra = base._replace(
             cc_node=np.concatenate([base.cc_node, own]),
-            cc_rot=np.concatenate([base.cc_rot, np.zeros(n, dtype=np.int64)]),
+            cc_rot=np.concatenate([base.cc_rot, next_rot]),
             cc_centre=np.concatenate([base.cc_centre, state.positions]),
             cc_quat=np.concatenate([base.cc_quat, quats]),
             cc_K=np.concatenate([base.cc_K, K]),

@@ -205,8 +205,7 @@ def compliant_energy(
             da = node_dof[n] + a if a < 3 else rot_dof[r] + a - 3
             for b in range(6):
                 db = node_dof[n] + b if b < 3 else rot_dof[r] + b - 3
-                # zero blocks are skipped: the proximal springs of pseudo-time hold nodes only, and
-                # name rotation 0 for every node, which lies outside the band of most of them
+                # zero blocks are skipped: the proximal springs of pseudo-time hold nodes only
                 if JKJ[a, b] != 0.0:
                     _band_add(band, bw, da, db, JKJ[a, b])
     return energy

@@ -426,3 +426,26 @@ def test_cold_solve_iterations_do_not_grow_with_resolution(monkeypatch):
     direct = first(solve(_lv_arch(1000)))
     assert direct["converged"]
     assert np.abs(np.array(direct["nodes"]) - np.array(fine["nodes"])).max() < 1e-8
+
+
+def test_pseudo_time_springs_write_inside_the_band():
+    # A proximal spring of pseudo-time is a compliant clip on one node; as such it names a rotation
+    # too (with zero stiffness). Its Hessian block spans the node's and that rotation's dofs, so the
+    # rotation must be one numbered next to the node, or the writes fall outside the banded matrix.
+    from helpers.contact_scenes import crossed_pair
+
+    from solver_core import Harness
+    from solver_core.equilibrium import rotations_next_to_nodes
+    from solver_core.rod_group import join_models
+
+    clipped = harness(case(HARNESS_CABLE)).cables["W1"].model
+    pair = Harness.from_case(parse_case(crossed_pair(0.002, 0.004)))
+    a, b = pair.cables["A"], pair.cables["B"]
+    group = join_models([a.model, b.model], [a.state, b.state])
+    for model in (clipped, group):
+        r = rotations_next_to_nodes(model)
+        assert r.shape == model.node_dof.shape
+        # the 6x6 block of node and rotation: its farthest entry lies within the lower band
+        span = np.maximum(model.node_dof, model.rot_dof[r]) + 2 - np.minimum(model.node_dof, model.rot_dof[r])
+        assert span.max() <= model.bw
+        assert (np.abs(model.rot_dof[r] - model.node_dof) == 3).all()
