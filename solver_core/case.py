@@ -446,7 +446,12 @@ def _parse_obstacle(obj, where):
             raise CaseError(f"{where}.triangles must be a non-empty list of [i, j, k] integer triples")
         if tris.min() < 0 or tris.max() >= len(verts):
             raise CaseError(f"{where}.triangles refers to a vertex index outside 0..{len(verts) - 1}")
-        return {"type": "mesh", "vertices": verts.tolist(), "triangles": tris.tolist()}
+        mesh = {"type": "mesh", "vertices": verts.tolist(), "triangles": tris.tolist()}
+        if "name" in obj:
+            if not isinstance(obj["name"], str):
+                raise CaseError(f"{where}.name must be a string, got {show(obj['name'])}")
+            mesh["name"] = obj["name"]
+        return mesh
     raise CaseError(f"{where}.type must be plane, sphere or mesh, got {show(obj['type'])}")
 
 

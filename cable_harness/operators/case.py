@@ -13,6 +13,7 @@ from ...solver_core import PRESETS, CaseError, frame_from_tangent, load_case, so
 from ..scene_model import (
     CABLE,
     CLIP,
+    COLLIDER,
     CONNECTOR,
     HarnessInputError,
     ensure_cable_curve,
@@ -63,6 +64,89 @@ def _marker(context, name, frame, scale, role, display, into=False):
     ob.cable_harness.roll_free = frame.normal is None
     link_new_object(context, ob)
     return ob
+
+
+# spheres become UV spheres of this many segments (rings: half): the faces lie within 0.5 % of the
+# radius inside the sphere, (1 - cos(pi / 32)) r
+SPHERE_SEGMENTS = 64
+
+
+def _sphere_mesh(centre, radius, segments=SPHERE_SEGMENTS):
+    """Vertices and faces (quads, triangles at the poles, wound outwards) of a UV sphere."""
+    rings = segments // 2
+    theta = np.linspace(0.0, math.pi, rings + 1)[1:-1]
+    phi = np.linspace(0.0, 2.0 * math.pi, segments, endpoint=False)
+    T, P = np.meshgrid(theta, phi, indexing="ij")
+    T, P = T.ravel(), P.ravel()
+    ring_points = np.column_stack((np.sin(T) * np.cos(P), np.sin(T) * np.sin(P), np.cos(T)))
+    verts = np.vstack(([0.0, 0.0, 1.0], ring_points, [0.0, 0.0, -1.0])) * radius + centre
+    faces = []
+    bottom = len(verts) - 1
+    for j in range(segments):
+        k = (j + 1) % segments
+        faces.append((0, 1 + j, 1 + k))
+        last = 1 + (rings - 2) * segments
+        faces.append((bottom, last + k, last + j))
+        for i in range(rings - 2):
+            a = 1 + i * segments
+            b = a + segments
+            faces.append((a + j, b + j, b + k, a + k))
+    return verts, faces
+
+
+def _plane_mesh(point, normal, half_size):
+    """A square of side 2 ``half_size`` centred on ``point``, facing ``normal``."""
+    F = frame_from_tangent(np.asarray(normal, dtype=np.float64), None)
+    u, v = F[:, 0], F[:, 1]
+    corners = [point + half_size * (a * u + b * v) for a, b in ((-1, -1), (1, -1), (1, 1), (-1, 1))]
+    return np.array(corners), [(0, 1, 2, 3)]
+
+
+def _case_extent(case) -> tuple:
+    """Centre and size (m) of what a case's cables span: their frames and routes."""
+    points = []
+    for spec in case.cables:
+        points.append(spec.start.position)
+        if spec.end is not None:
+            points.append(spec.end.position)
+        points.extend(c.frame.position for c in spec.clips)
+        if spec.route is not None:
+            points.extend(spec.route)
+    points = np.array(points, dtype=np.float64).reshape(-1, 3)
+    lo, hi = points.min(axis=0), points.max(axis=0)
+    return 0.5 * (lo + hi), max(float(np.linalg.norm(hi - lo)), max(spec.length for spec in case.cables))
+
+
+def build_colliders_from_case(context, case) -> tuple:
+    """A collider mesh for every obstacle of a case: (objects, notes). Meshes as they are; planes as
+    squares four times the harness's size across; spheres as UV spheres."""
+    scale = metres_per_unit(context.scene)
+    centre, size = _case_extent(case) if case.cables else (np.zeros(3), 1.0)
+    made, notes = [], []
+    for index, obstacle in enumerate(case.obstacles):
+        kind = obstacle["type"]
+        if kind == "mesh":
+            verts, faces = np.asarray(obstacle["vertices"], dtype=np.float64), obstacle["triangles"]
+            name = obstacle.get("name") or f"obstacle {index}"
+        elif kind == "plane":
+            point, normal = np.asarray(obstacle["point"]), np.asarray(obstacle["normal"])
+            # the square's centre: the harness's centre dropped onto the plane
+            foot = centre - float(np.dot(centre - point, normal)) * normal
+            verts, faces = _plane_mesh(foot, normal, 2.0 * size)
+            name = f"plane {index}"
+            notes.append(f"obstacles[{index}]: the plane is a square {4.0 * size / scale:.4g} units across")
+        else:
+            verts, faces = _sphere_mesh(np.asarray(obstacle["center"]), float(obstacle["radius"]))
+            name = f"sphere {index}"
+            notes.append(f"obstacles[{index}]: the sphere is a UV sphere of {SPHERE_SEGMENTS} segments")
+        mesh = bpy.data.meshes.new(name)
+        mesh.from_pydata((np.asarray(verts) / scale).tolist(), [], [tuple(int(i) for i in f) for f in faces])
+        mesh.update()
+        ob = bpy.data.objects.new(name, mesh)
+        link_new_object(context, ob)
+        ob.cable_harness.role = COLLIDER
+        made.append(ob)
+    return made, notes
 
 
 def build_scene_from_case(context, case, scene_settings: bool = True) -> list:
@@ -149,6 +233,12 @@ class CABLE_HARNESS_OT_import_case(bpy.types.Operator, ImportHelper):
     bl_options = {"REGISTER", "UNDO"}
     filename_ext = ".json"
     filter_glob: StringProperty(default="*.json", options={"HIDDEN"})  # type: ignore
+    colliders: BoolProperty(
+        name="Colliders",
+        description="Also build the case's obstacles as collider meshes (meshes as they are, planes as large "
+        "squares, spheres as UV spheres)",
+        default=True,
+    )  # type: ignore
     scene_settings: BoolProperty(
         name="Replace Scene Gravity and Contact",
         description="Also set the scene's gravity, friction and cable-cable contact to the case's "
@@ -162,12 +252,14 @@ class CABLE_HARNESS_OT_import_case(bpy.types.Operator, ImportHelper):
         except CaseError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
-        cables, notes = build_scene_from_case(context, case, self.scene_settings)
+        colliders, notes = build_colliders_from_case(context, case) if self.colliders else ([], [])
+        cables, cable_notes = build_scene_from_case(context, case, self.scene_settings)
+        notes += cable_notes
         if not self.scene_settings and self._differs(context.scene, case):
             notes.append("the case's gravity or contact settings differ from the scene's, which were kept")
         for note in notes:
             self.report({"WARNING"}, note)
-        self.report({"INFO"}, f"imported {len(cables)} cable(s)")
+        self.report({"INFO"}, f"imported {len(cables)} cable(s) and {len(colliders)} collider(s)")
         return {"FINISHED"}
 
     @staticmethod

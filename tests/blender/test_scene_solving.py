@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from helpers.blender_env import MODULE
 from helpers.blender_scenes import curve_world_points, place, simple_harness
-from helpers.cases import min_clearance
+from helpers.cases import cable, case, min_clearance
 
 
 def test_make_cable_draws_a_route_through_the_clip_with_slack():
@@ -99,6 +99,55 @@ def test_import_case_rebuilds_a_scene_that_solves_like_the_case(tmp_path):
     imported = next(o for o in bpy.context.scene.objects if o.cable_harness.role == "CABLE")
     bpy.ops.cable_harness.solve()
     assert np.abs(curve_world_points(imported) - original).max() < 1e-6
+
+
+def test_import_case_builds_its_obstacles_as_colliders_that_solve_like_the_case(tmp_path):
+    # Without its obstacles an imported case would route another harness: meshes come in as they
+    # are, planes as large squares, spheres as UV spheres (wound outwards), each a Collider.
+    solver = sys.modules[f"{MODULE}.solver_core"]
+    plate = [[0.0, -0.1, -0.06], [0.3, -0.1, -0.06], [0.3, 0.1, -0.06], [0.0, 0.1, -0.06]]
+    # the start connector turns the cable a little towards +y, so that it slides off that side of the
+    # plate (a symmetric scene leaves it two mirror-image ways to go, chosen by round-off)
+    held = {"tangent": [0.96, 0.28, 0.0], "normal": [0.0, 0.0, 1.0]}
+    doc = case(
+        cable(
+            id="W1",
+            length=0.45,
+            segments=30,
+            start={"position": [0.0, 0.0, 0.0], **held},
+            end={"position": [0.3, 0.0, 0.0], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]},
+        ),
+        obstacles=[
+            {"type": "mesh", "name": "plate", "vertices": plate, "triangles": [[0, 1, 2], [0, 2, 3]]},
+            {"type": "plane", "point": [0.0, 0.0, -0.5], "normal": [0.0, 0.0, 1.0]},
+            {"type": "sphere", "center": [1.0, 0.0, 0.0], "radius": 0.1},
+        ],
+    )
+    case_path = tmp_path / "case.json"
+    case_path.write_text(json.dumps(doc))
+    bpy.context.scene.unit_settings.scale_length = 0.001  # a millimetre scene
+    assert bpy.ops.cable_harness.import_case(filepath=str(case_path)) == {"FINISHED"}
+    colliders = {o.name: o for o in bpy.context.scene.objects if o.cable_harness.role == "COLLIDER"}
+    assert sorted(colliders) == ["plane 1", "plate", "sphere 2"]
+    corners = np.array([v.co for v in colliders["plate"].data.vertices])
+    assert np.allclose(corners, np.array(plate) * 1000.0, atol=1e-3)
+    plane = colliders["plane 1"].data
+    assert plane.polygons[0].normal.z == pytest.approx(1.0) and plane.vertices[0].co.z == pytest.approx(-500.0)
+    sphere = colliders["sphere 2"].data
+    centres = np.array([p.center for p in sphere.polygons])
+    normals = np.array([p.normal for p in sphere.polygons])
+    radial = (centres - [1000.0, 0.0, 0.0]) / np.linalg.norm(centres - [1000.0, 0.0, 0.0], axis=1)[:, None]
+    assert (np.einsum("ij,ij->i", normals, radial) > 0.99).all()
+    distance = np.linalg.norm(np.array([v.co for v in sphere.vertices]) - [1000.0, 0.0, 0.0], axis=1)
+    assert np.allclose(distance, 100.0, rtol=1e-6)
+    imported = next(o for o in bpy.context.scene.objects if o.cable_harness.role == "CABLE")
+    assert bpy.ops.cable_harness.solve() == {"FINISHED"}
+    assert imported.cable_harness.result_converged
+    reference = np.array(solver.solve_case(solver.load_case(str(case_path)))["steps"][0]["cables"]["W1"]["nodes"])
+    # the cable rests on the plate's edge (it slid off its side), as in the case; without the plate it
+    # would hang some 0.15 m low
+    assert -0.01 * 0.002 <= min_clearance(reference, 0.002, [doc["obstacles"][0]]) < 1e-4
+    assert np.abs(curve_world_points(imported, 0.001) - reference).max() < 1e-5
 
 
 def test_simulate_follows_a_moved_connector():
