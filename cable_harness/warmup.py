@@ -29,9 +29,22 @@ def _extension_root() -> Path:
     return Path(os.path.abspath(__file__)).parent.parent
 
 
+def interpreter() -> str:
+    """The Python that Blender runs: the one in its own prefix. ``sys.executable`` is only a guess in
+    an embedded interpreter; a Blender built against the system's Python names whatever ``python3.x``
+    comes first on PATH (a pyenv shim was seen), which then mixes its packages with Blender's."""
+    name = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    for prefix in (sys.prefix, sys.base_prefix):
+        bin_dir = Path(prefix) / "bin"
+        for candidate in (bin_dir / name, bin_dir / "python.exe", Path(prefix) / "python.exe", bin_dir / "python3"):
+            if candidate.is_file() and os.access(candidate, os.X_OK):
+                return str(candidate)
+    return sys.executable
+
+
 def command() -> list:
     """The warm-up process: the interpreter running Blender, importing this extension's solver."""
-    return [sys.executable, "-m", "solver_core.warmup"]
+    return [interpreter(), "-m", "solver_core.warmup"]
 
 
 def start(force: bool = False) -> bool:

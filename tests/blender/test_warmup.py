@@ -41,3 +41,17 @@ def test_a_failed_background_compile_says_why_and_solving_still_works(warmup, mo
     warmup.wait(60)
     assert "background compile failed: no compiler here" in warmup.progress()
     assert bpy.ops.cable_harness.solve() == {"FINISHED"} and cable.cable_harness.result_converged
+
+
+def test_the_background_compile_runs_the_python_blender_runs(warmup, monkeypatch, tmp_path):
+    # A Blender built against the system's Python reports as sys.executable whatever python3.x comes
+    # first on PATH (a pyenv shim was seen: its packages then clashed with Blender's, and the
+    # compile failed). The child must be the interpreter of Blender's own prefix.
+    import subprocess
+
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "not-this-python"))
+    python = warmup.interpreter()
+    assert python != sys.executable
+    prefix = subprocess.run([python, "-c", "import sys; print(sys.prefix)"], capture_output=True, text=True)
+    assert prefix.stdout.strip() == sys.prefix
+    assert warmup.command()[0] == python
