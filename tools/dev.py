@@ -11,7 +11,8 @@
     python3 tools/dev.py build     # the installable extension zips in dist/ (tools/build_extension.py)
 
 The environment lives in .venv (Python 3.11, the Python that bpy 5.0 needs) and is rebuilt
-only when requirements/dev.txt changes.
+only when requirements/dev.txt changes. The demo files are built in .venv-blender4.2 (bpy 4.2 LTS,
+requirements/blender42.txt), so that every Blender from 4.2 on opens them.
 """
 
 import hashlib
@@ -25,7 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / ".venv"
 REQUIREMENTS = ROOT / "requirements" / "dev.txt"
-STAMP = VENV / ".requirements.sha256"
+DEMOS_VENV = ROOT / ".venv-blender4.2"
+DEMOS_REQUIREMENTS = ROOT / "requirements" / "blender42.txt"
 
 
 def _say(text: str) -> None:
@@ -41,27 +43,28 @@ def _python311() -> str:
     sys.exit("[dev] Python 3.11 is needed (bpy 5.0 is built for it); install it and run again with python3.11")
 
 
-def venv_python() -> Path:
-    return VENV / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+def venv_python(where: Path = VENV) -> Path:
+    return where / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
 
 
-def ensure_environment() -> Path:
-    wanted = hashlib.sha256(REQUIREMENTS.read_bytes()).hexdigest()
-    python = venv_python()
-    if python.exists() and STAMP.exists() and STAMP.read_text().strip() == wanted:
+def ensure_environment(where: Path = VENV, requirements: Path = REQUIREMENTS) -> Path:
+    wanted = hashlib.sha256(requirements.read_bytes()).hexdigest()
+    python = venv_python(where)
+    stamp = where / ".requirements.sha256"
+    if python.exists() and stamp.exists() and stamp.read_text().strip() == wanted:
         return python
     if not python.exists():
-        _say(f"creating virtual environment in {VENV}")
+        _say(f"creating virtual environment in {where}")
         base = _python311()
         if base == sys.executable:
-            venv.EnvBuilder(with_pip=True, clear=True).create(VENV)
+            venv.EnvBuilder(with_pip=True, clear=True).create(where)
         else:
-            subprocess.run([base, "-m", "venv", "--clear", str(VENV)], check=True)
-    _say("installing requirements (bpy is a ~370 MB download the first time)")
+            subprocess.run([base, "-m", "venv", "--clear", str(where)], check=True)
+    _say(f"installing {requirements.name} (bpy is a ~370-520 MB download the first time)")
     subprocess.run(
-        [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q", "-r", str(REQUIREMENTS)], check=True
+        [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q", "-r", str(requirements)], check=True
     )
-    STAMP.write_text(wanted)
+    stamp.write_text(wanted)
     return python
 
 
@@ -76,11 +79,12 @@ def main(argv: list[str]) -> int:
     command, rest = argv[0], argv[1:]
     if command == "build":  # standard library only: no environment needed
         return run(Path(sys.executable), str(ROOT / "tools" / "build_extension.py"), *rest)
+    if command == "demos":
+        ensure_environment()  # the extension's kernel cache and repository link live in .venv
+        return run(ensure_environment(DEMOS_VENV, DEMOS_REQUIREMENTS), "-m", "demo_blends.build_demos", *rest)
     python = ensure_environment()
     if command == "lint":
         return run(python, "-m", "ruff", "check", ".", *rest) or run(python, "-m", "ruff", "format", "--check", ".")
-    if command == "demos":
-        return run(python, "-m", "demo_blends.build_demos", *rest)
     if command == "demo":
         return run(python, "-m", "tools.main_job", *rest)
     if command == "bench":

@@ -3,7 +3,21 @@
 
 import bpy
 import pytest
+import zstandard
 from helpers.blender_env import ROOT
+
+
+@pytest.mark.parametrize("name", ["equipment_bay.blend", "desk.blend"])
+def test_demo_file_is_saved_in_a_format_blender_4_2_reads(name):
+    # The manifest says Blender 4.2+: files saved by 5.0 (header "BLENDER17-01v0500") open only in
+    # 4.5 and newer, so tools/dev.py demos saves them with bpy 4.2 ("BLENDER-v402": 64-bit pointers,
+    # little-endian, version 4.2), which every later Blender opens.
+    with open(ROOT / "demo_blends" / name, "rb") as f:
+        head = f.read(12)
+        if head[:4] == b"\x28\xb5\x2f\xfd":  # zstd-compressed (Save with Compression)
+            f.seek(0)
+            head = zstandard.ZstdDecompressor().stream_reader(f).read(12)
+    assert head == b"BLENDER-v402"
 
 
 @pytest.mark.parametrize("name, cables", [("equipment_bay.blend", 3), ("desk.blend", 2)])
