@@ -42,9 +42,48 @@ def interpreter() -> str:
     return sys.executable
 
 
+# Runs a module of this extension's solver in a plain Python under the package name Blender gives it
+# (bl_ext.<repository>.cable_harness, or cable_harness as a legacy add-on), without running the
+# package's bpy-bound __init__: numba's cache records every kernel's module by name and imports it
+# when the kernel is loaded, so kernels compiled as a top-level "solver_core" failed to load in a
+# Blender that has no such module.
+_BOOTSTRAP = """
+import runpy, sys, types
+package, root, module = sys.argv[1:4]
+parts = package.split(".")
+for i in range(1, len(parts) + 1):
+    name = ".".join(parts[:i])
+    if name not in sys.modules:
+        stub = types.ModuleType(name)
+        stub.__path__ = [root] if i == len(parts) else []
+        sys.modules[name] = stub
+sys.argv = [module, *sys.argv[4:]]
+runpy.run_module(package + "." + module, run_name="__main__", alter_sys=True)
+"""
+
+
+def package_name() -> str:
+    """This extension's top-level package as Blender imported it."""
+    return __package__.rsplit(".", 1)[0]
+
+
+def solver_command(module: str, *args: str) -> list:
+    """A command running ``module`` of this extension's solver (e.g. "solver_core.warmup", or
+    "solver_core" for the CLI) as Blender's own Python, under Blender's package name."""
+    return [interpreter(), "-c", _BOOTSTRAP, package_name(), str(_extension_root()), module, *args]
+
+
+def solver_environment() -> dict:
+    """The environment for ``solver_command``: the extension's wheels (numba, llvmlite) are on
+    Blender's path, not necessarily on the child's."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    return env
+
+
 def command() -> list:
     """The warm-up process: the interpreter running Blender, importing this extension's solver."""
-    return [interpreter(), "-m", "solver_core.warmup"]
+    return solver_command("solver_core.warmup")
 
 
 def start(force: bool = False) -> bool:
@@ -56,16 +95,14 @@ def start(force: bool = False) -> bool:
     wanted = os.environ.get("CABLE_HARNESS_WARMUP", "0" if bpy.app.background else "1") != "0"
     if not (wanted or force):
         return False
-    env = dict(os.environ)
-    # the extension's wheels (numba, llvmlite) are on Blender's path, not necessarily on the child's
-    env["PYTHONPATH"] = os.pathsep.join([str(_extension_root()), *[p for p in sys.path if p]])
+    env = solver_environment()
     log = Path(CACHE_DIR).parent / "warmup.log"  # a file, not a pipe: a full pipe would stall the child
     try:
         log.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "wb") as stderr:
             _state["process"] = subprocess.Popen(
                 command(),
-                cwd=str(log.parent),  # not the extension folder: "-m" would import from its resolved path
+                cwd=str(log.parent),  # not the extension folder, which would make "solver_core" importable
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,

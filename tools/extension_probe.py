@@ -87,6 +87,10 @@ def probe(mode: str, zip_path: str | None) -> dict:
     if "BLENDER_USER_RESOURCES" not in os.environ:
         raise SystemExit("set BLENDER_USER_RESOURCES to a scratch folder first")
     os.environ.pop("NUMBA_CACHE_DIR", None)
+    # as in a user's Blender, the checkout (this process's working folder) must not make a top-level
+    # solver_core importable: kernels cached under that name would load here, and not there
+    root = Path(__file__).resolve().parent.parent
+    sys.path[:] = [p for p in sys.path if p and Path(p).resolve() != root]
     t_start = time.perf_counter()
     # isort: off
     import bpy
@@ -121,6 +125,7 @@ def probe(mode: str, zip_path: str | None) -> dict:
         out["first_solve_since_start_s"] = time.perf_counter() - t_start
         out["numba_cache_files"] = _numba_cache_files(bpy)
         out["numba_cache_dir"] = os.environ.get("NUMBA_CACHE_DIR")
+        out["top_level_solver_core"] = "solver_core" in sys.modules
     elif mode == "remove":
         bpy.ops.wm.read_userpref()
         out["enabled_before"] = list(addon_utils.check(MODULE))

@@ -70,6 +70,7 @@ def test_built_zip_installs_solves_and_uninstalls_through_blenders_installer(lin
     # compiled kernels went to the extension's per-user folder
     assert installed["numba_cache_dir"].startswith(str(user / "extensions" / ".user"))
     assert installed["numba_cache_files"] > 0
+    assert not installed["top_level_solver_core"]  # only the extension's own package names
     # the bundled wheels were installed into Blender's extension site-packages
     assert list((user / "extensions" / ".local").rglob("llvmlite/__init__.py"))
 

@@ -35,13 +35,18 @@ def test_blender_solve_matches_the_cli_on_the_exported_case(tmp_path):
     case_path = tmp_path / "case.json"
     assert bpy.ops.cable_harness.export_case(filepath=str(case_path)) == {"FINISHED"}
     result_path = tmp_path / "result.json"
-    # the CLI of the extension's own solver_core, imported from the same (unresolved) path as inside
-    # Blender, whose kernels are compiled already: the checkout's copy would compile them again for
-    # its path (some 200 s on 2 cores)
-    extension_root = Path(sys.modules[f"{MODULE}.solver_core"].__file__).parent.parent
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(extension_root), *[p for p in sys.path if p]]))
+    # the CLI of the extension's own solver_core, run as the background compile runs: Blender's Python,
+    # the same (unresolved) path and package name as inside Blender, whose kernels are compiled
+    # already (the checkout's copy would compile them again for its path, some 200 s on 2 cores).
+    # Nothing on its path makes a top-level "solver_core" importable: kernels cached under that name
+    # would not load in Blender either, and this would fail.
+    warmup = sys.modules[f"{MODULE}.cable_harness.warmup"]
+    env = warmup.solver_environment()
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in env["PYTHONPATH"].split(os.pathsep) if not (Path(p) / "solver_core").is_dir()
+    )
     subprocess.run(
-        [sys.executable, "-m", "solver_core", "solve", str(case_path), "-o", str(result_path), "-q"],
+        warmup.solver_command("solver_core", "solve", str(case_path), "-o", str(result_path), "-q"),
         cwd=tmp_path,
         env=env,
         check=True,

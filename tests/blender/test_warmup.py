@@ -55,3 +55,17 @@ def test_the_background_compile_runs_the_python_blender_runs(warmup, monkeypatch
     prefix = subprocess.run([python, "-c", "import sys; print(sys.prefix)"], capture_output=True, text=True)
     assert prefix.stdout.strip() == sys.prefix
     assert warmup.command()[0] == python
+
+
+def test_the_background_compile_imports_the_solver_under_blenders_package_name(warmup, tmp_path):
+    # numba's cache names each kernel's module and imports it when loading the kernel: Blender can
+    # load only kernels compiled under its own names (bl_ext.<repository>.cable_harness.solver_core),
+    # not under a top-level "solver_core" (Debian's Blender failed so on its first solve)
+    import subprocess
+
+    cmd = warmup.solver_command("solver_core.rotations")  # a module that only defines functions
+    cmd[2] += "\nprint(sorted(m for m in sys.modules if m.endswith('solver_core')))"
+    out = subprocess.run(cmd, capture_output=True, text=True, env=warmup.solver_environment(), cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert warmup.package_name().startswith("bl_ext.")
+    assert out.stdout.strip().splitlines()[-1] == str([f"{warmup.package_name()}.solver_core"])
