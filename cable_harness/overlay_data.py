@@ -42,6 +42,31 @@ def bend_utilisation(bend_radii, joint_s, point_s, allowed: float) -> np.ndarray
     return np.interp(point_s, np.asarray(joint_s, dtype=np.float64)[order], joint[order])
 
 
+def point_physics(result: dict, allowed: float) -> dict:
+    """Per node of a solved cable (a result document entry, SI): ``curvature`` (1/m) and
+    ``twist_rate`` (rad/m) interpolated from the joints, ``tension`` (N) averaged from the segments on
+    either side, ``bend_utilisation`` as the overlay colours it (float32, for mesh attributes)."""
+    arc = np.asarray(result["arc_lengths"], dtype=np.float64)
+    joint_s = np.asarray(result["bend_radius_s"], dtype=np.float64)
+    order = np.argsort(joint_s, kind="stable")
+    radii = np.array([np.inf if r is None else r for r in result["bend_radii"]], dtype=np.float64)
+    curvature = np.zeros_like(radii)
+    bent = np.isfinite(radii) & (radii > 0.0)
+    curvature[bent] = 1.0 / radii[bent]
+    twist = np.asarray(result["twist_rates"], dtype=np.float64)
+    segment = np.asarray(result["tensions"], dtype=np.float64)
+    tension = np.empty(len(arc))
+    tension[0], tension[-1] = segment[0], segment[-1]
+    tension[1:-1] = 0.5 * (segment[:-1] + segment[1:])
+    values = {
+        "curvature": np.interp(arc, joint_s[order], curvature[order]) if len(order) else np.zeros(len(arc)),
+        "tension": tension,
+        "twist_rate": np.interp(arc, joint_s[order], twist[order]) if len(order) else np.zeros(len(arc)),
+        "bend_utilisation": bend_utilisation(result["bend_radii"], joint_s, arc, allowed),
+    }
+    return {name: v.astype(np.float32) for name, v in values.items()}
+
+
 def ramp_colours(values: np.ndarray) -> np.ndarray:
     """(n, 4) RGBA along RAMP, clamped to its ends."""
     stops = np.array([s for s, _ in RAMP])

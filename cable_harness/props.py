@@ -306,6 +306,13 @@ class CableHarnessSceneSettings(bpy.types.PropertyGroup):
         description="Draw each solved cable coloured by how much of its allowed bend it uses, the forces on "
         "connectors and clips as arrows, contacts as dots, and failed cables in red",
     )  # type: ignore
+    point_attributes: BoolProperty(
+        name="Physics Attributes",
+        default=False,
+        description="After each solve, write every cable's centre line with its curvature (1/m), tension (N), "
+        "twist rate (rad/m) and bend utilisation per point into a companion mesh '<cable> Physics', "
+        "where Geometry Nodes and materials can read them (the last solve only; not baked)",
+    )  # type: ignore
     arrow_length_per_newton: FloatProperty(
         name="Arrow Length per N",
         description="Length of a force arrow per newton of force",

@@ -24,6 +24,7 @@ from mathutils import Matrix
 from ..solver_core import CaseError, Harness, ObstacleSet
 from . import follow, overlay, overlay_data
 from .colliders import ColliderCache
+from .point_attributes import write_point_attributes
 from .scene_model import (
     CABLE,
     COLLIDER,
@@ -310,6 +311,7 @@ class HarnessSimulation:
         return self.harness.clearance(name, triangles * self.scale, search_m)
 
     def write(self, report: TickReport) -> None:
+        settings = bpy.data.scenes[self.scene_name].cable_harness if self.scene_name in bpy.data.scenes else None
         for name in {*report.results, *report.failed}:
             ob = bpy.data.objects.get(name)
             if ob is None or ob.cable_harness.role != CABLE:
@@ -319,6 +321,9 @@ class HarnessSimulation:
             if result is not None:
                 write_cable_result(ob, result, self.scale)
                 self._show(ob, result, failed=name in report.failed)
+                if settings is not None and settings.point_attributes:
+                    allowed = s.min_bend_radius_allowed * self.scale
+                    write_point_attributes(ob, result, self.scale, allowed, name not in report.failed)
             if name in report.failed:
                 # the curve keeps the last good state, but the panel must not call it this solve's result
                 s.result_converged = False

@@ -1,10 +1,23 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Sidebar panel (3D View > Harness) and the Add > Cable Harness menu."""
 
+import textwrap
+
 import bpy
 
 from . import warmup
 from .scene_model import CABLE, CLIP, COLLIDER, CONNECTOR
+
+# characters per line of the panel's notes at the sidebar's default width
+NOTE_WIDTH = 30
+
+
+def _wrapped(layout, text: str, icon: str = "NONE") -> None:
+    """``text`` as lines that fit the sidebar (a label is cut at its width, and the default one is
+    narrow), the icon on the first."""
+    column = layout.column(align=True)
+    for number, line in enumerate(textwrap.wrap(text, NOTE_WIDTH) or [""]):
+        column.label(text=line, icon=icon if number == 0 else ("NONE" if icon == "NONE" else "BLANK1"))
 
 
 class CABLE_HARNESS_UL_clips(bpy.types.UIList):
@@ -27,9 +40,9 @@ class VIEW3D_PT_cable_harness(bpy.types.Panel):
         layout.use_property_decorate = False
         note = warmup.progress()
         if note:  # the kernels are compiled in the background (or that failed): Solve waits for it
-            layout.box().label(text=note, icon="TIME" if warmup.preparing() else "ERROR")
+            _wrapped(layout.box(), note, "TIME" if warmup.preparing() else "ERROR")
+        layout.operator("cable_harness.simulate", icon="PLAY")  # a row of its own: three cut its label
         row = layout.row(align=True)
-        row.operator("cable_harness.simulate", icon="PLAY")
         row.operator("cable_harness.solve", icon="CHECKMARK")
         row.operator("cable_harness.reset", icon="LOOP_BACK")
         row = layout.row(align=True)
@@ -37,10 +50,12 @@ class VIEW3D_PT_cable_harness(bpy.types.Panel):
         row.operator("cable_harness.clear_bake", icon="TRASH")
         layout.operator("cable_harness.export_report", icon="TEXT")
         view = context.scene.cable_harness
-        row = layout.row(align=True)
-        row.prop(view, "show_physics")
+        column = layout.column(align=True)
+        column.use_property_split = False  # checkbox labels in full width, not cut in a split column
+        column.prop(view, "show_physics")
         if view.show_physics:
-            row.prop(view, "arrow_length_per_newton", text="Arrow / N")
+            column.prop(view, "arrow_length_per_newton", text="Arrow Length / N")
+        column.prop(view, "point_attributes")
         ob = context.active_object
         if ob is None:
             layout.label(text="Select a connector, clip, cable or collider")
@@ -82,8 +97,8 @@ class VIEW3D_PT_cable_harness(bpy.types.Panel):
             layout.prop(s, "youngs_modulus")
             layout.prop(s, "poisson_ratio")
             layout.prop(s, "density")
-        layout.prop(s, "min_bend_radius_allowed")
-        layout.label(text="Model: discrete Cosserat rod, quasi-static")
+        layout.prop(s, "min_bend_radius_allowed", text="Bend Limit")
+        _wrapped(layout, "Model: discrete Cosserat rod, quasi-static")
         box = layout.box()
         if not s.result_valid:
             box.label(text="Not solved yet")
@@ -92,10 +107,11 @@ class VIEW3D_PT_cable_harness(bpy.types.Panel):
             box.label(text="Converged", icon="CHECKMARK")
         else:
             box.alert = True
-            box.label(text="NOT converged: the values below are of the last good state", icon="ERROR")
+            _wrapped(box, "NOT converged: the values below are of the last good state", "ERROR")
         if s.result_stale:
-            box.label(text="Settings changed since this result: solve again", icon="INFO")
+            _wrapped(box, "Settings changed since this result: solve again", "INFO")
         col = box.column()
+        col.use_property_split = False  # "Name: value" in full width, not a cut label beside it
         col.active = s.result_converged and not s.result_stale
         col.prop(s, "result_length", emboss=False)
         col.prop(s, "result_min_bend_radius", emboss=False)
@@ -104,7 +120,7 @@ class VIEW3D_PT_cable_harness(bpy.types.Panel):
         col.prop(s, "result_iterations", emboss=False)
         col.prop(s, "result_solve_ms", emboss=False)
         if s.result_message:
-            box.label(text=s.result_message, icon="ERROR")
+            _wrapped(box, s.result_message, "ERROR")
 
 
 class VIEW3D_PT_cable_harness_contact(bpy.types.Panel):

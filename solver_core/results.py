@@ -58,13 +58,27 @@ def _contact_numbers(contacts) -> np.ndarray:
 
 
 @njit
-def _shape_kernel(positions, quats, rest_len, joint_a, joint_b, joint_len, directors, radii, curvatures):
+def _shape_kernel(
+    positions,
+    quats,
+    rest_len,
+    axial_stiffness,
+    joint_a,
+    joint_b,
+    joint_len,
+    directors,
+    radii,
+    curvatures,
+    twist_rates,
+    tensions,
+):
     """One pass over a cable's state for what its result reports (diagnostics.py computes the same with
     numpy, a dozen calls of fixed cost each): the directors (rows d1, d2, d3 of each segment's rotation,
     rotations.quat_to_matrix), at each joint the bend radius, Voronoi length over the angle between
     the d3 directors (inf where straight), its inverse (0 there) and the twist rate 2 atan2(v_3, w) / l
-    of the relative rotation conj(q_a) q_b = (w, v) (Chen 2023, Eq. 9); returns (centre-line length,
-    largest axial strain, largest |twist rate|)."""
+    of the relative rotation conj(q_a) q_b = (w, v) (Chen 2023, Eq. 9), per segment the axial force
+    EA (d3 . e / l0 - 1), the axial part of the stretch-shear strain (PyElastica's sigma_3); returns
+    (centre-line length, largest axial strain, largest |twist rate|)."""
     n_rot = quats.shape[0]
     d3 = np.empty((n_rot, 3))
     for i in range(n_rot):
@@ -98,7 +112,8 @@ def _shape_kernel(positions, quats, rest_len, joint_a, joint_b, joint_len, direc
         vz = qa[0] * qb[3] - qb[0] * qa[3] - (qa[1] * qb[2] - qa[2] * qb[1])
         if w < 0.0:
             w, vz = -w, -vz
-        twist = abs(2.0 * math.atan2(vz, w) / joint_len[j])
+        twist_rates[j] = 2.0 * math.atan2(vz, w) / joint_len[j]
+        twist = abs(twist_rates[j])
         if not twist <= max_twist:  # NaN propagates
             max_twist = twist
     length = 0.0
@@ -112,6 +127,8 @@ def _shape_kernel(positions, quats, rest_len, joint_a, joint_b, joint_len, direc
         strain = seg / rest_len[i] - 1.0
         if not strain <= max_strain:
             max_strain = strain
+        axial = (d3[i, 0] * dx + d3[i, 1] * dy + d3[i, 2] * dz) / rest_len[i] - 1.0
+        tensions[i] = axial_stiffness[i] * axial
     return length, max_strain, max_twist
 
 
@@ -126,17 +143,21 @@ def _quantities(harness, cable_id, session, state) -> dict:
         contacts = contact_documents(session.interactions.contacts(state), model, [cable_id])[cable_id]
     n_joints = len(model.joint_a)
     directors = np.empty((model.n_segments, 3, 3))
-    radii, curvatures = np.empty(n_joints), np.empty(n_joints)
+    radii, curvatures, twist_rates = np.empty(n_joints), np.empty(n_joints), np.empty(n_joints)
+    tensions = np.empty(model.n_segments)
     length, max_strain, max_twist = _shape_kernel(
         state.positions,
         state.quats,
         model.rest_len,
+        np.ascontiguousarray(model.stretch_stiff[:, 2]),
         model.joint_a,
         model.joint_b,
         model.joint_len,
         directors,
         radii,
         curvatures,
+        twist_rates,
+        tensions,
     )
     return {
         "nodes": state.positions + model.origin,
@@ -144,6 +165,8 @@ def _quantities(harness, cable_id, session, state) -> dict:
         "length": length,
         "radii": radii,
         "curvatures": curvatures,
+        "twist_rates": twist_rates,
+        "tensions": tensions,
         "max_twist_rate": max_twist,
         "max_strain": max_strain,
         "ends": ends,
@@ -155,7 +178,7 @@ def _quantities(harness, cable_id, session, state) -> dict:
 
 def _not_finite(q: dict) -> str | None:
     """The first quantity of ``_quantities`` that holds NaN or infinity (bend radii may be infinite)."""
-    for key in ("nodes", "directors"):
+    for key in ("nodes", "directors", "tensions", "twist_rates"):
         if not np.isfinite(q[key]).all():
             return key
     for key in ("length", "max_twist_rate", "max_strain", "energy"):
@@ -221,6 +244,8 @@ def cable_result(harness, cable_id: str, packed: bool = False) -> dict:
             "directors": pack(q["directors"]),
             "curvatures": pack(q["curvatures"]),
             "bend_radius_s": pack(joint_arc_lengths(model)),
+            "twist_rates": pack(q["twist_rates"]),
+            "tensions": pack(q["tensions"]),
         }
     else:
         # extension of the format: the radius at every joint (null where straight) and its arc length
@@ -230,6 +255,8 @@ def cable_result(harness, cable_id: str, packed: bool = False) -> dict:
             "directors": q["directors"].tolist(),
             "bend_radii": _nullable(radii),
             "bend_radius_s": joint_arc_lengths(model).tolist(),
+            "twist_rates": q["twist_rates"].tolist(),
+            "tensions": q["tensions"].tolist(),
         }
     doc = {
         "nodes": arrays.pop("nodes"),

@@ -2,12 +2,13 @@
 """What the user owns and sees: curve settings kept, honest read-outs, roles by object type, clips
 that follow the length, and a description on every setting and command."""
 
+import math
 import sys
 
 import bpy
 import numpy as np
 import pytest
-from helpers.blender_scenes import place, simple_harness
+from helpers.blender_scenes import curve_world_points, place, simple_harness
 
 
 def test_solve_keeps_the_users_curve_settings():
@@ -205,3 +206,45 @@ def test_the_viewport_overlay_shows_bend_forces_and_a_failed_cable(extension):
     shown = overlay.shown("Cable")
     assert shown["failed"] and len(shown["gap"]) > 0
     assert np.linalg.norm(shown["gap"][-1] - np.array([0.9, 0.0, 0.0])) < 0.05
+
+
+def test_physics_attributes_reach_a_companion_mesh_in_scene_units(extension):
+    # Geometry Nodes and materials read per-point attributes, which a legacy Curve lacks: with
+    # Physics Attributes on, each solve writes the centre line (scene units) and curvature (1/m),
+    # tension (N), twist rate (rad/m) and bend utilisation per point into "<cable> Physics".
+    simulation_module = sys.modules[f"{extension.__name__}.cable_harness.simulation"]
+    _start, end, _clip, cable = simple_harness(unit_scale=0.001)
+    assert bpy.ops.cable_harness.solve() == {"FINISHED"}
+    assert "Cable Physics" not in bpy.data.objects  # off by default: no cost, no extra object
+    bpy.context.scene.cable_harness.point_attributes = True
+    simulation = simulation_module.HarnessSimulation(bpy.context.scene)
+    report = simulation.tick(bpy.context)
+    result = report.results["Cable"]
+    companion = bpy.data.objects["Cable Physics"]
+    mesh = companion.data
+    n = cable.cable_harness.segments + 1
+    assert len(mesh.vertices) == n and len(mesh.edges) == n - 1 and companion["converged"]
+    co = np.empty(3 * n, dtype=np.float32)
+    mesh.vertices.foreach_get("co", co)
+    assert np.allclose(co.reshape(-1, 3), curve_world_points(cable, 0.001) / 0.001, atol=1e-3)  # mm
+
+    def attribute(name):
+        values = np.empty(n, dtype=np.float32)
+        mesh.attributes[name].data.foreach_get("value", values)
+        return values.astype(np.float64)
+
+    # the first segment's axial force is the start connector's pull along it, up to the weight lumped
+    # at the end node: half a segment's (segments end at the clip's ends, so not all are the mean)
+    directors = np.array(result["directors"])
+    pull = np.dot(result["end_forces"]["start"]["force"], directors[0][2])
+    mu = 7958.0 * math.pi * 0.002**2  # the material's density times the section (4 mm), kg/m
+    half_weight = 0.5 * mu * 9.81 * result["length"] / (n - 1)
+    tension = attribute("tension")
+    assert abs(tension[0] + pull) <= 1.25 * half_weight
+    assert np.allclose(tension[1:-1], 0.5 * (np.array(result["tensions"])[:-1] + result["tensions"][1:]), rtol=1e-6)
+    curvature = attribute("curvature")
+    assert curvature.max() == pytest.approx(1.0 / result["min_bend_radius"], rel=1e-5)
+    assert attribute("twist_rate").shape == (n,) and np.isfinite(attribute("bend_utilisation")).all()
+    place(end, (0.9, 0.0, 0.0), 0.001)  # out of reach: the last good state, marked as not converged
+    simulation.tick(bpy.context)
+    assert not bpy.data.objects["Cable Physics"]["converged"]

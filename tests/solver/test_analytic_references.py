@@ -116,3 +116,28 @@ def test_pure_torsion_twist_angle_is_TL_over_GJ(torque):
     nodes = np.array(result["nodes"])
     assert np.abs(nodes[:, 1:]).max() < 1e-9
     assert result["max_twist_rate"] == pytest.approx(abs(torque) / GJ, rel=2e-3)
+
+
+def test_a_hanging_cable_carries_the_weight_below_each_segment():
+    # Clamped at the top, hanging straight down under its own weight: the axial force in a segment is
+    # the weight of the cable below its centre, mu g (L - s), independent of the discretisation.
+    n, mu, g = 40, STIFF["linear_density"], 9.81
+    doc = case(
+        _beam(n, start={"position": [0.0, 0.0, 0.0], "tangent": [0.0, 0.0, -1.0], "normal": [1.0, 0.0, 0.0]}),
+        gravity=[0.0, 0.0, -g],
+    )
+    result = first(solve(doc))
+    assert result["converged"]
+    s = np.array(result["arc_lengths"])
+    centres = 0.5 * (s[:-1] + s[1:])
+    assert np.allclose(result["tensions"], mu * g * (L - centres), rtol=1e-6, atol=1e-9)
+
+
+def test_every_joint_of_a_rod_in_pure_torsion_twists_at_T_over_GJ():
+    torque = 0.4
+    doc = case(_beam(30, loads=[{"s": L, "moment": [torque, 0.0, 0.0]}]), gravity=[0.0, 0.0, 0.0])
+    result = first(solve(doc))
+    rates = np.array(result["twist_rates"])
+    assert len(rates) == len(result["bend_radius_s"])
+    assert np.allclose(rates, torque / STIFF["GJ"], rtol=2e-3)
+    assert np.allclose(result["tensions"], 0.0, atol=1e-13 * STIFF["EA"])  # no pull: round-off of EA only

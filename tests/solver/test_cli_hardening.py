@@ -314,7 +314,7 @@ def test_streamed_json_lines_match_the_document(tmp_path):
     assert lines[-1] == {"end": True, "converged": True, "warnings": []}
     for line, step in zip(lines[1:-1], doc["steps"]):
         streamed, full = line["cables"]["W1"], step["cables"]["W1"]
-        for key in ("nodes", "arc_lengths", "directors", "bend_radius_s"):
+        for key in ("nodes", "arc_lengths", "directors", "bend_radius_s", "twist_rates", "tensions"):
             assert np.array_equal(unpack(streamed.pop(key)), np.array(full.pop(key)))  # bit for bit
         radii = np.array([np.inf if r is None else r for r in full.pop("bend_radii")])
         curvature = unpack(streamed.pop("curvatures"))
@@ -341,6 +341,7 @@ def test_result_quantities_match_the_diagnostics():
     assert np.array_equal(np.isinf(got), np.isinf(reference))
     assert np.allclose(got[np.isfinite(got)], reference[np.isfinite(reference)], rtol=1e-12, atol=0)
     assert doc["max_twist_rate"] == pytest.approx(np.abs(twist_rates(model, state)).max(), rel=1e-12, abs=1e-12)
+    assert np.allclose(doc["twist_rates"], twist_rates(model, state), rtol=1e-12, atol=1e-12)
     assert doc["length"] == pytest.approx(centre_line_length(state), rel=1e-14)
     assert doc["max_strain"] == pytest.approx(max_axial_strain(model, state), rel=1e-9, abs=1e-15)
 
