@@ -4,11 +4,19 @@
 # and saves a screenshot. Not part of CI (it installs ~700 MB of Debian packages):
 #
 #     bash tools/gui_smoke_test.sh          -> out/gui_smoke.png, out/gui_smoke.json
+#     bash tools/gui_smoke_test.sh screenshots
+#         -> docs/first_solve.png (the panel while the kernels compile, from an empty cache) and
+#            docs/viewport.png (the equipment bay with the viewport's physics drawing)
 #
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 OUT="$ROOT/out"
 mkdir -p "$OUT"
+SCRIPT="$ROOT/tests/gui/smoke_gui.py"; LIMIT=300; CACHE="$OUT/numba-cache-debian-blender"
+if [ "${1:-}" = "screenshots" ]; then
+  SCRIPT="$ROOT/tests/gui/screenshots_gui.py"; LIMIT=1200; CACHE="$OUT/numba-cache-debian-blender-fresh"
+  rm -rf "$CACHE"  # an empty cache: the first start compiles, and the panel shows it
+fi
 need=()
 for cmd in blender Xvfb xdotool; do command -v "$cmd" >/dev/null || need+=("$cmd"); done
 /usr/bin/python3 -c "import numba, numpy" 2>/dev/null || need+=(numba)  # the Python Debian's Blender runs
@@ -30,8 +38,8 @@ sleep 1
 rm -f "$OUT/gui_smoke.json" "$OUT/gui_smoke.ready"
 # Debian's Blender runs the system Python and its own numba: give that numba a cache of its own.
 DISPLAY="$DISPLAY_NUM" BLENDER_USER_SCRIPTS="$WORK/scripts" CABLE_HARNESS_GUI_OUT="$OUT" \
-  NUMBA_CACHE_DIR="$OUT/numba-cache-debian-blender" \
-  timeout 300 blender --factory-startup --python "$ROOT/tests/gui/smoke_gui.py" > "$OUT/gui_smoke.log" 2>&1 &
+  CABLE_HARNESS_DOCS="$ROOT/docs" CABLE_HARNESS_ROOT="$ROOT" NUMBA_CACHE_DIR="$CACHE" \
+  timeout "$LIMIT" blender --factory-startup --python "$SCRIPT" > "$OUT/gui_smoke.log" 2>&1 &
 BLENDER_PID=$!
 sleep 3
 DISPLAY="$DISPLAY_NUM" xdotool key Escape 2>/dev/null || true   # close the splash screen
