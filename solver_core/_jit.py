@@ -9,6 +9,10 @@ calls from another module does, so an edit of one module (or an extension upgrad
 stale machine code. The cache therefore lives in a folder named after a digest of all solver
 sources: ``$NUMBA_CACHE_DIR/<digest>`` (inside Blender the add-on points NUMBA_CACHE_DIR at its
 per-user folder first, see ``cable_harness.numba_cache``), or ``solver_core/__pycache__/numba/<digest>``.
+
+A constant passed from one kernel to another (``mode=3``, ``True``) is typed as a literal, and
+numba compiles one version of the callee per literal value: such arguments are passed as
+``np.int64(...)`` or ``np.bool_(...)``, so that each kernel is compiled once.
 """
 
 import hashlib

@@ -57,6 +57,11 @@ def step_crosses_triangles(pos0, pos1, node_part, obstacles):
             for e in range(3):
                 a = tris[tri, e]
                 b = tris[tri, (e + 1) % 3]
-                if _segment_crosses_triangle(a, b, swept, 0) >= 0.0 or _segment_crosses_triangle(a, b, swept, 1) >= 0.0:
+                # the triangle indices typed as int64 (not literals): one compiled version, not three
+                first, second = np.int64(0), np.int64(1)
+                if (
+                    _segment_crosses_triangle(a, b, swept, first) >= 0.0
+                    or _segment_crosses_triangle(a, b, swept, second) >= 0.0
+                ):
                     return True
     return False

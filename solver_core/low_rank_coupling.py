@@ -107,8 +107,8 @@ def self_coupling(
                 Ut[2 * j, node_dof[i + 1] + k] = -t * nk
             Ut[2 * j + 1, node_dof[c] + k] = (1.0 - u) * nk
             Ut[2 * j + 1, node_dof[c + 1] + k] = u * nk
-        _fix_row(Ut, 2 * j, i, last, -1, -1, node_dof, fixed, spans)
-        _fix_row(Ut, 2 * j + 1, c, c + 1, -1, -1, node_dof, fixed, spans)
+        _fix_row(Ut, 2 * j, i, last, np.int64(-1), np.int64(-1), node_dof, fixed, spans)
+        _fix_row(Ut, 2 * j + 1, c, c + 1, np.int64(-1), np.int64(-1), node_dof, fixed, spans)
         j += 1
         if _has_end_grad(pair_end_grad, p):
             k_c[j] = -stiffness * seg_len[i]
@@ -117,8 +117,8 @@ def self_coupling(
                 Ut[2 * j, node_dof[i + 1] + k] = pair_end_grad[p, 3 + k]
                 Ut[2 * j + 1, node_dof[c] + k] = pair_end_grad[p, 6 + k]
                 Ut[2 * j + 1, node_dof[c + 1] + k] = pair_end_grad[p, 9 + k]
-            _fix_row(Ut, 2 * j, i, i + 1, -1, -1, node_dof, fixed, spans)
-            _fix_row(Ut, 2 * j + 1, c, c + 1, -1, -1, node_dof, fixed, spans)
+            _fix_row(Ut, 2 * j, i, i + 1, np.int64(-1), np.int64(-1), node_dof, fixed, spans)
+            _fix_row(Ut, 2 * j + 1, c, c + 1, np.int64(-1), np.int64(-1), node_dof, fixed, spans)
             j += 1
         for m in range(4 * a, 4 * a + curv_count[a]):
             r = 2 * n_c + q

@@ -355,7 +355,7 @@ def minimise_rod_energy(
                         grad_stability,
                         band,
                         bw,
-                        True,
+                        np.bool_(True),
                         1.0,
                     )
                     extra_terms(
@@ -373,7 +373,7 @@ def minimise_rod_energy(
                         grad_stability,
                         band,
                         bw,
-                        3,
+                        np.int64(3),
                         pair_gap,
                         pair_t,
                         pair_normal,
@@ -482,7 +482,7 @@ def minimise_rod_energy(
                 extra.seg_len,
                 pos,
                 pair_gap,
-                True,
+                np.bool_(True),
                 ut_store,
                 spans,
             )
@@ -548,7 +548,7 @@ def minimise_rod_energy(
                         extra.seg_len,
                         pos,
                         pair_gap,
-                        exact,
+                        np.bool_(exact),
                         ut_store,
                         spans,
                     )
@@ -929,8 +929,8 @@ def gradient_at(
         load_factor,
         grad,
         band,
-        0,
-        False,
+        np.int64(0),
+        np.bool_(False),
         1.0,
     )
     return grad

@@ -228,7 +228,7 @@ def assemble(
         grad,
         band,
         bw,
-        True,
+        np.bool_(True),
         geometric,
     )
     mode = 2 if geometric > 0.0 else 3  # (a conditional among 30 arguments is more than numba can compile)
@@ -310,8 +310,8 @@ def trial_extra(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, nodes, sl
         sl_t,
         np.zeros(1),
         np.zeros((1, 1)),
-        0,
-        0,
+        np.int64(0),
+        np.int64(0),
         gap,
         np.empty(n_live),
         np.empty((n_live, 3)),
