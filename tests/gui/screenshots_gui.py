@@ -7,46 +7,17 @@ equipment bay's case, solves it, turns the viewport's physics drawing on (bend c
 contact dots) and shoots the window (docs/viewport.png). Writes the outcome as JSON and quits.
 """
 
-import json
 import os
 import sys
-import traceback
 
 import bpy
 
-OUT = os.environ["CABLE_HARNESS_GUI_OUT"]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # Blender runs this file as a script
+from gui_session import MODULE, OUT, finish, guarded, log, outcome, screenshot, view3d  # noqa: E402
+
 DOCS = os.environ["CABLE_HARNESS_DOCS"]
 ROOT = os.environ["CABLE_HARNESS_ROOT"]
-MODULE = os.environ.get("CABLE_HARNESS_MODULE", "cable_harness")
-outcome = {"blender": bpy.app.version_string, "steps": []}
 state = {"waited": 0}
-
-
-def log(step):
-    outcome["steps"].append(step)
-    print(f"[gui screenshots] {step}", flush=True)
-
-
-def finish(ok, error=None):
-    outcome["ok"] = ok
-    if error:
-        outcome["error"] = error
-    with open(os.path.join(OUT, "gui_smoke.json"), "w") as fh:
-        json.dump(outcome, fh, indent=1)
-    bpy.ops.wm.quit_blender()
-
-
-def view3d():
-    win = bpy.context.window_manager.windows[0]
-    area = next(a for a in win.screen.areas if a.type == "VIEW_3D")
-    region = next(r for r in area.regions if r.type == "WINDOW")
-    return {"window": win, "area": area, "region": region}
-
-
-def screenshot(path):
-    with bpy.context.temp_override(**view3d()):
-        bpy.ops.screen.screenshot(filepath=path)
-    log(f"screenshot {os.path.basename(path)}")
 
 
 def show_panel():
@@ -66,27 +37,23 @@ def warmup_module():
     return sys.modules[f"{MODULE}.cable_harness.warmup"]
 
 
+@guarded
 def shoot_progress():
-    try:
-        note = warmup_module().progress()
-        log(f"while compiling, the panel says: {note!r}")
-        outcome["progress_note"] = note
-        screenshot(os.path.join(DOCS, "first_solve.png"))
-        bpy.app.timers.register(wait_for_kernels, first_interval=2.0)
-    except Exception:
-        finish(False, traceback.format_exc())
+    note = warmup_module().progress()
+    log(f"while compiling, the panel says: {note!r}")
+    outcome["progress_note"] = note
+    screenshot(os.path.join(DOCS, "first_solve.png"))
+    bpy.app.timers.register(wait_for_kernels, first_interval=2.0)
     return None
 
 
+@guarded
 def wait_for_kernels():
-    try:
-        if warmup_module().preparing():
-            state["waited"] += 2
-            return 2.0
-        log(f"kernels ready after about {state['waited']} s more")
-        route_the_bay()
-    except Exception:
-        finish(False, traceback.format_exc())
+    if warmup_module().preparing():
+        state["waited"] += 2
+        return 2.0
+    log(f"kernels ready after about {state['waited']} s more")
+    route_the_bay()
     return None
 
 
@@ -118,27 +85,23 @@ def route_the_bay():
     bpy.app.timers.register(shoot_viewport, first_interval=1.0)
 
 
+@guarded
 def shoot_viewport():
-    try:
-        screenshot(os.path.join(DOCS, "viewport.png"))
-        finish(outcome.get("converged", False), None if outcome.get("converged") else "the bay did not converge")
-    except Exception:
-        finish(False, traceback.format_exc())
+    screenshot(os.path.join(DOCS, "viewport.png"))
+    finish(outcome.get("converged", False), None if outcome.get("converged") else "the bay did not converge")
     return None
 
 
+@guarded
 def main():
-    try:
-        show_panel()
-        bpy.ops.preferences.addon_enable(module=MODULE)
-        log("add-on enabled")
-        # a connector, so that the sidebar has the same tabs (Item, Tool, View, Harness) as in the
-        # smoke test, where the shell clicks the Harness tab
-        bpy.ops.cable_harness.add_connector()
-        open(os.path.join(OUT, "gui_smoke.ready"), "w").close()  # the shell may click the UI now
-        bpy.app.timers.register(shoot_progress, first_interval=8.0)
-    except Exception:
-        finish(False, traceback.format_exc())
+    show_panel()
+    bpy.ops.preferences.addon_enable(module=MODULE)
+    log("add-on enabled")
+    # a connector, so that the sidebar has the same tabs (Item, Tool, View, Harness) as in the
+    # smoke test, where the shell clicks the Harness tab
+    bpy.ops.cable_harness.add_connector()
+    open(os.path.join(OUT, "gui_smoke.ready"), "w").close()  # the shell may click the UI now
+    bpy.app.timers.register(shoot_progress, first_interval=8.0)
 
 
 main()

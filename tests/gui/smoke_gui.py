@@ -6,44 +6,14 @@ Simulate operator in the 3D view, drags the end connector with a timer the way a
 takes screenshots, checks that the cable followed, writes the outcome as JSON and quits.
 """
 
-import json
 import math
 import os
-import traceback
+import sys
 
 import bpy
 
-OUT = os.environ["CABLE_HARNESS_GUI_OUT"]
-MODULE = os.environ.get("CABLE_HARNESS_MODULE", "cable_harness")
-outcome = {"blender": bpy.app.version_string, "steps": []}
-
-
-def log(step):
-    outcome["steps"].append(step)
-    print(f"[gui smoke] {step}", flush=True)
-
-
-def finish(ok, error=None):
-    outcome["ok"] = ok
-    if error:
-        outcome["error"] = error
-    with open(os.path.join(OUT, "gui_smoke.json"), "w") as fh:
-        json.dump(outcome, fh, indent=1)
-    bpy.ops.wm.quit_blender()
-
-
-def view3d():
-    win = bpy.context.window_manager.windows[0]
-    area = next(a for a in win.screen.areas if a.type == "VIEW_3D")
-    region = next(r for r in area.regions if r.type == "WINDOW")
-    return {"window": win, "area": area, "region": region}
-
-
-def screenshot(name):
-    path = os.path.join(OUT, name)
-    with bpy.context.temp_override(**view3d()):
-        bpy.ops.screen.screenshot(filepath=path)
-    log(f"screenshot {name}")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # Blender runs this file as a script
+from gui_session import MODULE, OUT, finish, guarded, log, outcome, screenshot, view3d  # noqa: E402
 
 
 def build():
@@ -102,41 +72,35 @@ def drag():
     return None
 
 
+@guarded
 def check():
-    try:
-        cable = bpy.data.objects["Cable"]
-        end = bpy.data.objects["Connector.001"]
-        pts = cable.data.splines[0].points
-        last = cable.matrix_world @ pts[len(pts) - 1].co.xyz
-        gap = (last - end.matrix_world.translation).length
-        outcome["end_gap_m"] = gap
-        outcome["header_checked"] = True
-        log(f"cable end is {gap * 1000:.3f} mm from the dragged connector")
-        screenshot("gui_smoke.png")
-        finish(gap < 1e-4, None if gap < 1e-4 else "the cable did not follow the connector")
-    except Exception:
-        finish(False, traceback.format_exc())
+    cable = bpy.data.objects["Cable"]
+    end = bpy.data.objects["Connector.001"]
+    pts = cable.data.splines[0].points
+    last = cable.matrix_world @ pts[len(pts) - 1].co.xyz
+    gap = (last - end.matrix_world.translation).length
+    outcome["end_gap_m"] = gap
+    outcome["header_checked"] = True
+    log(f"cable end is {gap * 1000:.3f} mm from the dragged connector")
+    screenshot("gui_smoke.png")
+    finish(gap < 1e-4, None if gap < 1e-4 else "the cable did not follow the connector")
     return None
 
 
+@guarded
 def start_simulation():
-    try:
-        with bpy.context.temp_override(**view3d()):
-            result = bpy.ops.cable_harness.simulate("INVOKE_DEFAULT")
-        log(f"simulate invoked: {sorted(result)}")
-        open(os.path.join(OUT, "gui_smoke.ready"), "w").close()  # the shell may click the UI now
-        bpy.app.timers.register(drag, first_interval=1.5)
-    except Exception:
-        finish(False, traceback.format_exc())
+    with bpy.context.temp_override(**view3d()):
+        result = bpy.ops.cable_harness.simulate("INVOKE_DEFAULT")
+    log(f"simulate invoked: {sorted(result)}")
+    open(os.path.join(OUT, "gui_smoke.ready"), "w").close()  # the shell may click the UI now
+    bpy.app.timers.register(drag, first_interval=1.5)
     return None
 
 
+@guarded
 def main():
-    try:
-        build()
-        bpy.app.timers.register(start_simulation, first_interval=1.0)
-    except Exception:
-        finish(False, traceback.format_exc())
+    build()
+    bpy.app.timers.register(start_simulation, first_interval=1.0)
 
 
 main()
