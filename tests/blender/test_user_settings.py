@@ -2,7 +2,6 @@
 """What the user owns and sees: curve settings kept, honest read-outs, roles by object type, clips
 that follow the length, and a description on every setting and command."""
 
-import math
 import sys
 
 import bpy
@@ -234,13 +233,13 @@ def test_physics_attributes_reach_a_companion_mesh_in_scene_units(extension):
         return values.astype(np.float64)
 
     # the first segment's axial force is the start connector's pull along it, up to the weight lumped
-    # at the end node: half a segment's (segments end at the clip's ends, so not all are the mean)
+    # at the end node: half the first segment's (its rest length from the arc lengths)
     directors = np.array(result["directors"])
     pull = np.dot(result["end_forces"]["start"]["force"], directors[0][2])
-    mu = 7958.0 * math.pi * 0.002**2  # the material's density times the section (4 mm), kg/m
-    half_weight = 0.5 * mu * 9.81 * result["length"] / (n - 1)
+    mu = 0.030 / 0.300  # the lv2017_harness preset: 30 g over 300 mm, kg/m
+    half_weight = 0.5 * mu * 9.81 * (result["arc_lengths"][1] - result["arc_lengths"][0])
     tension = attribute("tension")
-    assert abs(tension[0] + pull) <= 1.25 * half_weight
+    assert abs(tension[0] + pull) <= 1.001 * half_weight
     assert np.allclose(tension[1:-1], 0.5 * (np.array(result["tensions"])[:-1] + result["tensions"][1:]), rtol=1e-6)
     curvature = attribute("curvature")
     assert curvature.max() == pytest.approx(1.0 / result["min_bend_radius"], rel=1e-5)
