@@ -102,6 +102,14 @@ def test_duplicate_cable_ids_are_rejected():
         parse_case(case(cable(), cable()))
 
 
+def test_a_mesh_obstacle_keeps_its_name_and_refuses_one_that_is_not_text():
+    mesh = {"type": "mesh", "vertices": [[0, 0, -1], [1, 0, -1], [0, 1, -1]], "triangles": [[0, 1, 2]]}
+    assert parse_case(case(obstacles=[dict(mesh, name="bracket")])).obstacles[0]["name"] == "bracket"
+    assert "name" not in parse_case(case(obstacles=[mesh])).obstacles[0]
+    with pytest.raises(CaseError, match=r"obstacles\[0\]\.name must be a string, got 7"):
+        parse_case(case(obstacles=[dict(mesh, name=7)]))
+
+
 def test_clips_that_overlap_along_the_cable_are_rejected():
     clip = {"s": 0.1, "length": 0.02, "frame": {"position": [0.1, 0, 0], "tangent": [1, 0, 0]}}
     with pytest.raises(CaseError, match="overlaps"):
