@@ -22,17 +22,23 @@ ARROW = (1.0, 0.55, 0.0, 1.0)
 CONTACT = (0.9, 0.2, 0.9, 1.0)
 
 
+def joint_curvature(bend_radii) -> np.ndarray:
+    """1 / radius at each joint from a result's ``bend_radii`` (null where straight: 0)."""
+    radii = np.array([np.inf if r is None else r for r in bend_radii], dtype=np.float64)
+    curvature = np.zeros_like(radii)
+    bent = np.isfinite(radii) & (radii > 0.0)
+    curvature[bent] = 1.0 / radii[bent]
+    return curvature
+
+
 def bend_utilisation(bend_radii, joint_s, point_s, allowed: float) -> np.ndarray:
     """allowed / radius at each point (0 where straight), from the radii at the joints (at arc
     positions ``joint_s``) to the points (at ``point_s``) by linear interpolation; without an allowed
     radius (0), curvature over the cable's largest, so that its tightest bend reads 1."""
     point_s = np.asarray(point_s, dtype=np.float64)
-    radii = np.array([np.inf if r is None else r for r in bend_radii], dtype=np.float64)
-    if radii.size == 0:
+    curvature = joint_curvature(bend_radii)
+    if curvature.size == 0:
         return np.zeros(len(point_s))
-    curvature = np.zeros_like(radii)
-    bent = np.isfinite(radii) & (radii > 0.0)
-    curvature[bent] = 1.0 / radii[bent]
     if allowed > 0.0:
         joint = allowed * curvature
     else:
@@ -42,17 +48,15 @@ def bend_utilisation(bend_radii, joint_s, point_s, allowed: float) -> np.ndarray
     return np.interp(point_s, np.asarray(joint_s, dtype=np.float64)[order], joint[order])
 
 
-def point_physics(result: dict, allowed: float) -> dict:
+def point_physics(result: dict, utilisation: np.ndarray) -> dict:
     """Per node of a solved cable (a result document entry, SI): ``curvature`` (1/m) and
     ``twist_rate`` (rad/m) interpolated from the joints, ``tension`` (N) averaged from the segments on
-    either side, ``bend_utilisation`` as the overlay colours it (float32, for mesh attributes)."""
+    either side, and ``utilisation``, the overlay's bend utilisation per node (float32, for mesh
+    attributes)."""
     arc = np.asarray(result["arc_lengths"], dtype=np.float64)
     joint_s = np.asarray(result["bend_radius_s"], dtype=np.float64)
     order = np.argsort(joint_s, kind="stable")
-    radii = np.array([np.inf if r is None else r for r in result["bend_radii"]], dtype=np.float64)
-    curvature = np.zeros_like(radii)
-    bent = np.isfinite(radii) & (radii > 0.0)
-    curvature[bent] = 1.0 / radii[bent]
+    curvature = joint_curvature(result["bend_radii"])
     twist = np.asarray(result["twist_rates"], dtype=np.float64)
     segment = np.asarray(result["tensions"], dtype=np.float64)
     tension = np.empty(len(arc))
@@ -62,7 +66,7 @@ def point_physics(result: dict, allowed: float) -> dict:
         "curvature": np.interp(arc, joint_s[order], curvature[order]) if len(order) else np.zeros(len(arc)),
         "tension": tension,
         "twist_rate": np.interp(arc, joint_s[order], twist[order]) if len(order) else np.zeros(len(arc)),
-        "bend_utilisation": bend_utilisation(result["bend_radii"], joint_s, arc, allowed),
+        "bend_utilisation": np.asarray(utilisation),
     }
     return {name: v.astype(np.float32) for name, v in values.items()}
 

@@ -35,8 +35,9 @@ def companion(ob, create: bool = False):
     return made
 
 
-def write_point_attributes(ob, result: dict, scale: float, allowed_m: float, converged: bool) -> None:
-    """Write cable ``ob``'s solved centre line and its per-point physics into its companion."""
+def write_point_attributes(ob, result: dict, scale: float, utilisation, converged: bool) -> None:
+    """Write cable ``ob``'s solved centre line and its per-point physics into its companion
+    (``utilisation``: the overlay's bend utilisation per node)."""
     made = companion(ob, create=True)
     mesh = made.data
     points = np.asarray(result["nodes"], dtype=np.float64) / scale
@@ -50,7 +51,7 @@ def write_point_attributes(ob, result: dict, scale: float, allowed_m: float, con
     M = np.array(made.matrix_world)
     local = (np.linalg.inv(M) @ np.column_stack((points, np.ones(n))).T).T[:, :3]
     mesh.vertices.foreach_set("co", local.astype(np.float32).ravel())
-    for name, values in overlay_data.point_physics(result, allowed_m).items():
+    for name, values in overlay_data.point_physics(result, utilisation).items():
         attribute = mesh.attributes.get(name)
         if attribute is not None and (attribute.domain != "POINT" or attribute.data_type != "FLOAT"):
             mesh.attributes.remove(attribute)

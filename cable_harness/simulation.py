@@ -320,10 +320,10 @@ class HarnessSimulation:
             result = report.results.get(name)
             if result is not None:
                 write_cable_result(ob, result, self.scale)
-                self._show(ob, result, failed=name in report.failed)
+                shown = self._show(ob, result, name in report.failed, settings)
                 if settings is not None and settings.point_attributes:
-                    allowed = s.min_bend_radius_allowed * self.scale
-                    write_point_attributes(ob, result, self.scale, allowed, name not in report.failed)
+                    converged = name not in report.failed
+                    write_point_attributes(ob, result, self.scale, shown["utilisation"], converged)
             if name in report.failed:
                 # the curve keeps the last good state, but the panel must not call it this solve's result
                 s.result_converged = False
@@ -332,10 +332,10 @@ class HarnessSimulation:
             if own:  # shown in the panel next to the result
                 s.result_message = "; ".join(filter(None, [s.result_message, *own]))
 
-    def _show(self, ob, result: dict, failed: bool) -> None:
-        """What the viewport overlay draws for this cable (overlay.py)."""
+    def _show(self, ob, result: dict, failed: bool, settings) -> dict:
+        """What the viewport overlay draws for this cable (overlay.py), returned too; ``settings``:
+        the scene's (None when the scene is gone)."""
         s = ob.cable_harness
-        settings = bpy.data.scenes[self.scene_name].cable_harness if self.scene_name in bpy.data.scenes else None
         per_newton = (settings.arrow_length_per_newton if settings else 0.02) * self.scale
         clip_s = [ref.s * self.scale for ref in s.clips]
         shown = overlay_data.cable_overlay(
@@ -348,6 +348,7 @@ class HarnessSimulation:
                 targets.append((points[-1], np.array(s.end.matrix_world.translation)))
             shown = overlay_data.mark_failed(shown, targets, 0.5 * s.diameter * 4.0)
         overlay.update(ob.name, shown)
+        return shown
 
 
 def collider_obstacles(scene, depsgraph, scale: float) -> list:
