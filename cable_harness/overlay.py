@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The physics in the viewport: cables coloured by how much of their allowed bend they use, force
 arrows at connectors and clips, contact points, and failed cables in red with a dashed line to the
-connector they should reach (a GPU draw handler, toggled by Show Physics in the panel).
+connector they should reach (a GPU draw handler, toggled by Show Physics in the panel); and the
+envelope of a variation study's shapes (toggled by Show Envelope).
 
 What is drawn is computed when a solve writes its result (``update``, from overlay_data), not per
 redraw; the handler only hands the arrays to the GPU. Nothing is drawn in a Blender without a window.
@@ -13,12 +14,14 @@ import numpy as np
 from .overlay_data import ARROW, CONTACT, RAMP
 
 _shown = {}  # cable object name -> overlay_data.cable_overlay(...)
+_envelopes = {}  # cable object name -> line-segment end points of a study's shapes (world, Blender units)
 _handlers = []
+ENVELOPE = (0.35, 0.8, 1.0, 0.35)
 
 
 def update(name: str, overlay: dict) -> None:
     _shown[name] = overlay
-    _tag_redraw()
+    tag_redraw()
 
 
 def shown(name: str) -> dict | None:
@@ -29,7 +32,21 @@ def forget(name: str) -> None:
     _shown.pop(name, None)
 
 
-def _tag_redraw() -> None:
+def show_envelope(name: str, segments) -> None:
+    _envelopes[name] = segments
+    tag_redraw()
+
+
+def envelope(name: str):
+    return _envelopes.get(name)
+
+
+def clear_envelopes() -> None:
+    _envelopes.clear()
+    tag_redraw()
+
+
+def tag_redraw() -> None:
     wm = getattr(bpy.context, "window_manager", None)
     for window in getattr(wm, "windows", []):
         for area in window.screen.areas:
@@ -54,13 +71,29 @@ def _draw_lines(shader, points, colours, width):
     batch.draw(shader)
 
 
+def _draw_envelopes(shader):
+    for name, segments in list(_envelopes.items()):
+        if bpy.data.objects.get(name) is None:
+            _envelopes.pop(name, None)
+            continue
+        _draw_lines(shader, segments, np.tile(ENVELOPE, (len(segments), 1)), 1.5)
+
+
 def _draw_view():
     context = bpy.context
-    if not _enabled(context) or not _shown:
+    scene = getattr(context, "scene", None)
+    envelopes = bool(_envelopes) and scene is not None and scene.cable_harness.show_envelope
+    if not envelopes and not (_enabled(context) and _shown):
         return
     import gpu
 
     shader = gpu.shader.from_builtin("POLYLINE_SMOOTH_COLOR")
+    if envelopes:
+        gpu.state.blend_set("ALPHA")
+        _draw_envelopes(shader)
+    if not (_enabled(context) and _shown):
+        gpu.state.blend_set("NONE")
+        return
     gpu.state.depth_test_set("NONE")  # over the bevelled curve, which would hide a centre line
     gpu.state.blend_set("ALPHA")
     for name, overlay in list(_shown.items()):
@@ -127,3 +160,4 @@ def unregister():
         bpy.types.SpaceView3D.draw_handler_remove(handler, "WINDOW")
     _handlers.clear()
     _shown.clear()
+    _envelopes.clear()

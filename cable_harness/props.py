@@ -21,6 +21,7 @@ from bpy.props import (
 
 from ..solver_core import PRESETS
 from .scene_model import ROLE_OBJECT_TYPES, sync_cable_bevel
+from .variation_study import DISTRIBUTIONS, QUANTITIES
 
 ROLES = [
     ("NONE", "None", "Not part of the harness"),
@@ -87,6 +88,10 @@ def _is_clip(self, obj):
     return obj.cable_harness.role == "CLIP"
 
 
+def _is_cable(self, obj):
+    return obj.cable_harness.role == "CABLE" and obj.type == "CURVE"
+
+
 class CableHarnessClipRef(bpy.types.PropertyGroup):
     clip: PointerProperty(name="Clip", type=bpy.types.Object, poll=_is_clip, description="The clip object")  # type: ignore
     s: FloatProperty(
@@ -104,6 +109,47 @@ class CableHarnessClipRef(bpy.types.PropertyGroup):
 class CableHarnessPoint(bpy.types.PropertyGroup):
     co: FloatVectorProperty(
         name="Location", description="A point of the drawn route (world)", size=3, subtype="TRANSLATION", unit="LENGTH"
+    )  # type: ignore
+
+
+class CableHarnessVariation(bpy.types.PropertyGroup):
+    """One varied quantity of a variation study (variation_study.py)."""
+
+    cable: PointerProperty(
+        name="Cable", type=bpy.types.Object, poll=_is_cable, description="The cable whose quantity varies"
+    )  # type: ignore
+    quantity: EnumProperty(name="Quantity", items=QUANTITIES, default="LENGTH", description="What varies")  # type: ignore
+    clip_number: IntProperty(
+        name="Clip",
+        description="Which clip of the cable's list (1: the first from its start)",
+        min=1,
+        default=1,
+    )  # type: ignore
+    axis: EnumProperty(
+        name="Axis",
+        items=[(a, a, f"Along the world {a} axis") for a in "XYZ"],
+        default="Z",
+        description="The world axis along which the place varies",
+    )  # type: ignore
+    distribution: EnumProperty(
+        name="Distribution", items=DISTRIBUTIONS, default="UNIFORM", description="How the values are chosen"
+    )  # type: ignore
+    tolerance: FloatProperty(
+        name="Tolerance",
+        description="How far the value varies about the scene's: the half-width (Uniform, Corners) or the "
+        "standard deviation (Normal), a length",
+        min=0.0,
+        default=0.002,
+        subtype="DISTANCE",
+        unit="LENGTH",
+    )  # type: ignore
+    tolerance_percent: FloatProperty(
+        name="Tolerance (%)",
+        description="How far the value varies about the scene's, in percent of it: the half-width (Uniform, "
+        "Corners) or the standard deviation (Normal)",
+        min=0.0,
+        max=99.0,
+        default=10.0,
     )  # type: ignore
 
 
@@ -323,6 +369,43 @@ class CableHarnessSceneSettings(bpy.types.PropertyGroup):
         unit="LENGTH",
     )  # type: ignore
 
+    # variation study (variation_study.py, study_runner.py)
+    variations: CollectionProperty(type=CableHarnessVariation, description="The quantities a variation study varies")  # type: ignore
+    active_variation: IntProperty(name="Active Variation", default=0, description="The variation selected in the list")  # type: ignore
+    study_samples: IntProperty(
+        name="Samples",
+        description="Variants drawn from the Uniform and Normal variations (Corners multiply them by 3 each)",
+        min=1,
+        soft_max=1000,
+        max=100000,
+        default=50,
+    )  # type: ignore
+    study_seed: IntProperty(
+        name="Seed",
+        description="Seed of the random draws: the same seed draws the same variants again",
+        min=0,
+        default=1,
+    )  # type: ignore
+    study_workers: IntProperty(
+        name="Workers",
+        description="Processes solving variants side by side (0: one per CPU core)",
+        min=0,
+        soft_max=64,
+        default=0,
+    )  # type: ignore
+    study_folder: StringProperty(
+        name="Folder",
+        description="Where studies keep their results (results.csv, summary.json, the shapes), one sub-folder "
+        "per study; '//' is the .blend file's folder, an unsaved file uses the system's temporary folder",
+        default="//cable_studies",
+        subtype="DIR_PATH",
+    )  # type: ignore
+    show_envelope: BoolProperty(
+        name="Show Envelope",
+        default=True,
+        description="Draw the solved shapes of the last study's converged variants over the cables",
+    )  # type: ignore
+
     def contact_document(self) -> dict:
         return {
             "friction_static": self.friction_static,
@@ -331,7 +414,13 @@ class CableHarnessSceneSettings(bpy.types.PropertyGroup):
         }
 
 
-classes = (CableHarnessClipRef, CableHarnessPoint, CableHarnessSettings, CableHarnessSceneSettings)
+classes = (
+    CableHarnessClipRef,
+    CableHarnessPoint,
+    CableHarnessVariation,
+    CableHarnessSettings,
+    CableHarnessSceneSettings,
+)
 
 
 _register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)

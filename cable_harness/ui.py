@@ -5,8 +5,9 @@ import textwrap
 
 import bpy
 
-from . import warmup
-from .scene_model import CABLE, CLIP, COLLIDER, CONNECTOR
+from . import study_runner, warmup
+from .scene_model import CABLE, CLIP, COLLIDER, CONNECTOR, metres_per_unit
+from .variation_study import RELATIVE
 
 # characters per line of the panel's notes at the sidebar's default width
 NOTE_WIDTH = 30
@@ -26,6 +27,18 @@ class CABLE_HARNESS_UL_clips(bpy.types.UIList):
         row.prop(item, "clip", text="")
         row.prop(item, "s", text="s")
         row.prop(item, "reversed", text="", icon="ARROW_LEFTRIGHT")
+
+
+class CABLE_HARNESS_UL_variations(bpy.types.UIList):
+    def draw_item(self, context, layout, data, item, icon, active_data, active_propname, index):
+        row = layout.row(align=True)
+        row.label(text=item.cable.name if item.cable else "(no cable)", icon="CURVE_PATH")
+        label = item.bl_rna.properties["quantity"].enum_items[item.quantity].name
+        if item.quantity in ("CLIP_ARC", "CLIP_POSITION"):
+            label += f" {item.clip_number}"
+        if item.quantity in ("CLIP_POSITION", "END_POSITION"):
+            label += f" {item.axis}"
+        row.label(text=label)
 
 
 class VIEW3D_PT_cable_harness(bpy.types.Panel):
@@ -154,6 +167,107 @@ class VIEW3D_PT_cable_harness_files(bpy.types.Panel):
         self.layout.operator("cable_harness.import_step", icon="IMPORT")
 
 
+def _length_text(scene, metres) -> str:
+    return bpy.utils.units.to_string(
+        scene.unit_settings.system, "LENGTH", metres / metres_per_unit(scene) * scene.unit_settings.scale_length
+    )
+
+
+# (output, label, how the panel shows its spread over the variants)
+STUDY_OUTPUTS = (
+    ("length", "Length", "range"),
+    ("min_bend_radius", "Min bend radius", "min"),
+    ("max_tension", "Max tension", "max"),
+    ("peak_force", "Peak force", "max"),
+    ("min_clearance", "Min clearance", "min"),
+)
+
+
+def study_lines(scene, study) -> list:
+    """The panel's summary of a finished study: per cable, how many variants converged, the spread
+    of each output and of the shape."""
+    summary = study["summary"]
+    lines = [f"{summary['converged']} of {summary['variants']} variants converged"]
+    if summary["failed"]:
+        shown = ", ".join(str(v) for v in summary["failed"][:8])
+        lines.append(f"Not converged: variants {shown}{' ...' if len(summary['failed']) > 8 else ''}")
+    for name, outputs in study["cables"].items():
+        lines.append(f"{name}:")
+        for key, label, kind in STUDY_OUTPUTS:
+            if key not in outputs:
+                continue
+            o = outputs[key]
+            if key == "max_tension" or key == "peak_force":
+                lines.append(f"  {label} {o['max']:.3g} N (mean {o['mean']:.3g} N)")
+            elif kind == "range":
+                lines.append(f"  {label} {_length_text(scene, o['min'])} to {_length_text(scene, o['max'])}")
+            else:
+                lines.append(f"  {label} {_length_text(scene, o['min'])} (mean {_length_text(scene, o['mean'])})")
+        if "envelope" in outputs:
+            e = outputs["envelope"]
+            lines.append(
+                f"  Shape spread {_length_text(scene, e['spread'])} at {100 * e['spread_at']:.0f} % of its length"
+            )
+    return lines
+
+
+class VIEW3D_PT_cable_harness_study(bpy.types.Panel):
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = "Harness"
+    bl_label = "Variation Study"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        layout.use_property_decorate = False
+        settings = context.scene.cable_harness
+        row = layout.row()
+        row.template_list(
+            "CABLE_HARNESS_UL_variations", "", settings, "variations", settings, "active_variation", rows=3
+        )
+        buttons = row.column(align=True)
+        buttons.operator("cable_harness.study_add", icon="ADD", text="")
+        buttons.operator("cable_harness.study_remove", icon="REMOVE", text="")
+        if 0 <= settings.active_variation < len(settings.variations):
+            v = settings.variations[settings.active_variation]
+            box = layout.box()
+            box.prop(v, "cable")
+            box.prop(v, "quantity")
+            if v.quantity in ("CLIP_ARC", "CLIP_POSITION"):
+                box.prop(v, "clip_number")
+            if v.quantity in ("CLIP_POSITION", "END_POSITION"):
+                box.prop(v, "axis")
+            box.prop(v, "distribution")
+            box.prop(v, "tolerance_percent" if v.quantity in RELATIVE else "tolerance")
+        layout.prop(settings, "study_samples")
+        layout.prop(settings, "study_seed")
+        layout.prop(settings, "study_workers")
+        layout.prop(settings, "study_folder")
+        if study_runner.running():
+            fraction, text = study_runner.progress()
+            if hasattr(layout, "progress"):  # Blender 4.0 and later
+                layout.progress(factor=fraction, type="BAR", text=text)
+            else:
+                layout.label(text=text, icon="TIME")
+            layout.operator("cable_harness.cancel_study", icon="CANCEL")
+        else:
+            layout.operator("cable_harness.run_study", icon="PLAY")
+        if study_runner.message():
+            _wrapped(layout, study_runner.message(), "ERROR")
+        study = study_runner.result()
+        if study is not None:
+            column = layout.column(align=True)
+            column.use_property_split = False
+            column.prop(settings, "show_envelope")
+            box = layout.box()
+            box.alert = study["summary"]["converged"] < study["summary"]["variants"]
+            for line in study_lines(context.scene, study):
+                _wrapped(box, line)
+            layout.operator("cable_harness.open_study_folder", icon="FILE_FOLDER")
+
+
 class VIEW3D_MT_cable_harness_add(bpy.types.Menu):
     bl_idname = "VIEW3D_MT_cable_harness_add"
     bl_label = "Cable Harness"
@@ -171,9 +285,11 @@ def _add_menu(self, context):
 
 classes = (
     CABLE_HARNESS_UL_clips,
+    CABLE_HARNESS_UL_variations,
     VIEW3D_PT_cable_harness,
     VIEW3D_PT_cable_harness_contact,
     VIEW3D_PT_cable_harness_files,
+    VIEW3D_PT_cable_harness_study,
     VIEW3D_MT_cable_harness_add,
 )
 

@@ -31,6 +31,7 @@ from .rod_model import Boundary, RodModel, build_rod_model
 from .rod_state import RodState, initial_state, interpolate_boundary
 from .rotations import frame_from_tangent
 from .run_case import solve_case
+from .sweep import SWEEP_FORMAT, parse_sweep
 from .warmup import kernels_are_warm, warm_up
 
 __all__ = [
@@ -52,6 +53,7 @@ __all__ = [
     "SectionStiffness",
     "SolveReport",
     "SolverSettings",
+    "SWEEP_FORMAT",
     "build_rod_model",
     "case_to_dict",
     "clearance_to_triangles",
@@ -62,6 +64,7 @@ __all__ = [
     "load_case",
     "parse_case",
     "parse_frame",
+    "parse_sweep",
     "section_stiffness",
     "sharp_edges",
     "edge_neighbours",

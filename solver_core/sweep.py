@@ -20,6 +20,13 @@ tension (EA times the largest axial strain), peak connector or clip force, min c
 obstacles, solve time; extremes are taken over all steps. A variant that is invalid or does not
 converge is a row with converged false and its message. Rows are appended to results.csv as they
 come in, so a sweep run again into the same folder solves only the variants still missing.
+
+With ``shapes`` (``--shapes``) each variant's solved centre lines (last step) are kept as well, in
+``shapes/<variant>.npz`` with one (nodes, 3) array per cable named ``c0``, ``c1``, ... in the case's
+order (metres): what draws the envelope of the shapes in Blender. The variants run on Dask; where
+the ``distributed`` package is missing and no scheduler is named, or with ``--executor processes``
+(Blender's panel), they run in processes of the standard library (``concurrent.futures``, forked
+where the platform allows it, else one after another in this process), with the same rows.
 """
 
 import copy
@@ -274,9 +281,11 @@ def _cable_outputs(case, cid, steps) -> dict:
     }
 
 
-def solve_variant(case_doc: dict, index: int, assignment: dict) -> dict:
-    """The row of one variant: its values, then per cable the outputs (METRICS), never an exception."""
+def solve_variant(case_doc: dict, index: int, assignment: dict, keep_shapes: bool = False) -> dict:
+    """The row of one variant: its values, then per cable the outputs (METRICS), never an exception;
+    with ``keep_shapes`` also ``row["shapes"]``: each cable's last centre line, (nodes, 3) in metres."""
     from .case import parse_case
+    from .results import unpack
     from .run_case import iter_steps
 
     row = {"variant": index, **assignment, "converged": False, "message": ""}
@@ -293,6 +302,8 @@ def solve_variant(case_doc: dict, index: int, assignment: dict) -> dict:
             ok = ok and outputs["converged"]
             row.update({f"{c.id}.{k}": v for k, v in outputs.items()})
         row["converged"] = ok
+        if keep_shapes:
+            row["shapes"] = [unpack(steps[-1]["cables"][c.id]["nodes"]) for c in case.cables]
         if not ok:
             row["message"] = "; ".join(
                 f"{cid}: {d['message']}" for step in steps for cid, d in step["cables"].items() if "message" in d
@@ -305,8 +316,8 @@ def solve_variant(case_doc: dict, index: int, assignment: dict) -> dict:
     return row
 
 
-def solve_chunk(case_doc, chunk) -> list:
-    return [solve_variant(case_doc, index, assignment) for index, assignment in chunk]
+def solve_chunk(case_doc, chunk, keep_shapes=False) -> list:
+    return [solve_variant(case_doc, index, assignment, keep_shapes) for index, assignment in chunk]
 
 
 # ---------------------------------------------------------------- the table
@@ -450,10 +461,16 @@ def plot(sweep: Sweep, rows: list, folder: str) -> list:
 
 
 def _client(scheduler, workers):
+    """(Dask client, its local cluster or None); (None, None) where ``distributed`` is missing and no
+    scheduler is named: the variants then run in processes of the standard library."""
     try:
         from distributed import Client, LocalCluster
     except ImportError:
-        raise CaseError("sweep: the dask and distributed packages are needed (pip install dask distributed)") from None
+        if scheduler:
+            raise CaseError(
+                "--scheduler needs the dask and distributed packages (pip install dask distributed)"
+            ) from None
+        return None, None
     if scheduler:
         try:
             return Client(scheduler, timeout=10), None
@@ -495,10 +512,24 @@ def _warm_up():
 
 
 def run_sweep(
-    sweep: Sweep, outdir: str, scheduler=None, workers=None, progress=None, plots=True, chunk_size=None
+    sweep: Sweep,
+    outdir: str,
+    scheduler=None,
+    workers=None,
+    progress=None,
+    plots=True,
+    chunk_size=None,
+    shapes=False,
+    executor="dask",
 ) -> dict:
     """Solve the variants missing from ``outdir``/results.csv on Dask; write results.csv (all rows, in
-    variant order), summary.json and plots/. Returns the summary."""
+    variant order), summary.json, plots/ and with ``shapes`` shapes/<variant>.npz. Returns the summary.
+    ``executor`` "processes" runs them in forked processes without Dask (as where it is not installed):
+    what a solver imported under a package name that a new interpreter cannot import needs (Blender's)."""
+    if executor not in ("dask", "processes"):
+        raise CaseError(f"--executor must be dask or processes, got {show(executor)}")
+    if executor == "processes" and scheduler:
+        raise CaseError("--scheduler needs --executor dask")
     if os.path.exists(outdir) and not os.path.isdir(outdir):
         raise CaseError(f"-o {outdir}: is a file, not a folder")
     parent = os.path.dirname(os.path.abspath(outdir))
@@ -533,44 +564,97 @@ def run_sweep(
     if progress:
         progress(f"{len(variants)} variants, {len(rows)} already in {table}, {len(todo)} to solve")
     if todo:
-        client, cluster = _client(scheduler, workers)
-        try:
-            _solve_on(client, sweep, todo, columns, table, rows, progress, chunk_size)
-        finally:
-            client.close()
-            if cluster is not None:
-                cluster.close()
+        sink = _Sink(columns, table, rows, progress, len(todo), os.path.join(outdir, "shapes") if shapes else None)
+        client, cluster = _client(scheduler, workers) if executor == "dask" else (None, None)
+        if client is None:
+            _solve_locally(sweep, todo, sink, workers or os.cpu_count() or 1, chunk_size)
+        else:
+            try:
+                _solve_on(client, sweep, todo, sink, chunk_size)
+            finally:
+                client.close()
+                if cluster is not None:
+                    cluster.close()
     ordered = [rows[i] for i in range(len(variants))]
     _write_atomic(
         table, "".join([_csv_line(columns, dict(zip(columns, columns)))] + [_csv_line(columns, r) for r in ordered])
     )
     summary = summarise(sweep, ordered)
     if plots:
-        summary["plots"] = [os.path.relpath(p, outdir) for p in plot(sweep, ordered, os.path.join(outdir, "plots"))]
+        try:
+            written = plot(sweep, ordered, os.path.join(outdir, "plots"))
+        except ImportError:  # matplotlib is not installed (Blender's Python): the table and summary stand
+            written = []
+            summary["plots_skipped"] = "matplotlib is not installed"
+        summary["plots"] = [os.path.relpath(p, outdir) for p in written]
     _write_atomic(os.path.join(outdir, "summary.json"), json.dumps(summary, indent=1, allow_nan=False))
     return summary
 
 
-def _solve_on(client, sweep, todo, columns, table, rows, progress, chunk_size):
+class _Sink:
+    """Where solved rows go as they come in: appended to results.csv (after their shape file, so that
+    a row in the table always has its shape), kept in ``rows``, counted for the progress line."""
+
+    def __init__(self, columns, table, rows, progress, total, shape_dir):
+        self.columns, self.table, self.rows, self.progress = columns, table, rows, progress
+        self.total, self.shape_dir = total, shape_dir
+        self.done, self.started, self.last = 0, time.perf_counter(), 0.0
+        if shape_dir:
+            os.makedirs(shape_dir, exist_ok=True)
+
+    def take(self, chunk_rows) -> None:
+        with open(self.table, "a", encoding="utf-8") as fh:
+            for row in chunk_rows:
+                shapes = row.pop("shapes", None)
+                if self.shape_dir and shapes is not None:
+                    path = os.path.join(self.shape_dir, f"{row['variant']}.npz")
+                    tmp = f"{path}.tmp{os.getpid()}.npz"
+                    np.savez(tmp, **{f"c{k}": nodes for k, nodes in enumerate(shapes)})
+                    os.replace(tmp, path)
+                self.rows[row["variant"]] = row
+                fh.write(_csv_line(self.columns, row))
+                self.done += 1
+            fh.flush()
+        now = time.perf_counter()
+        if self.progress and (now - self.last > 2.0 or self.done == self.total):
+            self.last = now
+            self.progress(f"{self.done}/{self.total} variants solved ({now - self.started:.1f} s)")
+
+
+def _chunks(todo, n_workers, chunk_size) -> list:
+    size = chunk_size or max(1, min(8, len(todo) // (4 * n_workers)))
+    return [todo[k : k + size] for k in range(0, len(todo), size)]
+
+
+def _solve_on(client, sweep, todo, sink, chunk_size):
     from distributed import as_completed
 
     n_workers = max(1, len(client.scheduler_info().get("workers", {})) or 1)
     client.run(_warm_up)
-    size = chunk_size or max(1, min(8, len(todo) // (4 * n_workers)))
     base = client.scatter(sweep.case_doc, broadcast=True)
-    futures = [client.submit(solve_chunk, base, todo[k : k + size], pure=False) for k in range(0, len(todo), size)]
-    done, started, last = 0, time.perf_counter(), 0.0
-    with open(table, "a", encoding="utf-8") as fh:
-        for future in as_completed(futures):
-            for row in future.result():
-                rows[row["variant"]] = row
-                fh.write(_csv_line(columns, row))
-                done += 1
-            fh.flush()
-            now = time.perf_counter()
-            if progress and (now - last > 2.0 or done == len(todo)):
-                last = now
-                progress(f"{done}/{len(todo)} variants solved ({now - started:.1f} s)")
+    keep = sink.shape_dir is not None
+    futures = [client.submit(solve_chunk, base, c, keep, pure=False) for c in _chunks(todo, n_workers, chunk_size)]
+    for future in as_completed(futures):
+        sink.take(future.result())
+
+
+def _solve_locally(sweep, todo, sink, n_workers, chunk_size):
+    """Without Dask: forked worker processes (each warms its kernels once), or this process alone
+    where the platform cannot fork or one worker is asked for."""
+    import concurrent.futures
+    import multiprocessing
+
+    keep = sink.shape_dir is not None
+    chunks = _chunks(todo, n_workers, chunk_size)
+    if n_workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        for c in chunks:
+            sink.take(solve_chunk(sweep.case_doc, c, keep))
+        return
+    context = multiprocessing.get_context("fork")
+    with concurrent.futures.ProcessPoolExecutor(n_workers, mp_context=context, initializer=_warm_up) as pool:
+        futures = [pool.submit(solve_chunk, sweep.case_doc, c, keep) for c in chunks]
+        for future in concurrent.futures.as_completed(futures):
+            sink.take(future.result())
 
 
 def add_sweep_parser(sub) -> None:
@@ -592,7 +676,20 @@ def add_sweep_parser(sub) -> None:
         "with one worker per core)",
     )
     sweep.add_argument("--workers", type=int, help="workers of the local cluster (default: one per core)")
+    sweep.add_argument(
+        "--executor",
+        choices=("dask", "processes"),
+        default="dask",
+        help="dask (default; forked processes where it is not installed) or processes: forked processes of "
+        "the standard library on this machine, without Dask",
+    )
     sweep.add_argument("--no-plots", action="store_true", help="write no plots")
+    sweep.add_argument(
+        "--shapes",
+        action="store_true",
+        help="also keep each variant's solved centre lines: OUTDIR/shapes/<variant>.npz, one (nodes, 3) "
+        "array in metres per cable, named c0, c1, ... in the case's order",
+    )
     sweep.add_argument("-q", "--quiet", action="store_true", help="no progress on stdout")
 
 
@@ -601,7 +698,16 @@ def run_sweep_command(args) -> int:
     if args.workers is not None and args.workers < 1:
         raise CaseError(f"--workers must be at least 1, got {args.workers}")
     echo = None if args.quiet else print
-    summary = run_sweep(sweep, args.output, args.scheduler, args.workers, echo, plots=not args.no_plots)
+    summary = run_sweep(
+        sweep,
+        args.output,
+        args.scheduler,
+        args.workers,
+        echo,
+        plots=not args.no_plots,
+        shapes=args.shapes,
+        executor=args.executor,
+    )
     if echo:
         print(
             f"{summary['converged']} of {summary['variants']} variants converged; results in "

@@ -1,11 +1,11 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The operators, one module per kind of work: authoring, the clip list, solving, baking, case files,
-CAD import and reports. Each registers its own classes; they share helpers through ``.common``,
+CAD import, reports and the variation study. Each registers its own classes; they share helpers through ``.common``,
 never each other's."""
 
-from . import authoring, bake, cad, case, clip_list, report, solve
+from . import authoring, bake, cad, case, clip_list, report, solve, study
 
-_modules = (authoring, clip_list, solve, bake, case, cad, report)
+_modules = (authoring, clip_list, solve, bake, case, cad, report, study)
 
 
 def register():
