@@ -17,6 +17,7 @@ import numpy as np
 
 from .errors import CaseError
 from .materials import SectionStiffness, section_stiffness
+from .rest_shape import RestShape, parse_rest, rest_to_dict
 
 CASE_FORMAT = "cable-harness-case/1"
 CLIP_KINDS = ("fixed", "rotating", "sliding")
@@ -92,6 +93,7 @@ class CableSpec:
     clips: tuple = ()
     loads: tuple = ()
     route: np.ndarray | None = None
+    rest: RestShape | None = None  # pre-formed: the unstressed shape (None: straight)
 
 
 @dataclass(frozen=True)
@@ -359,7 +361,9 @@ def check_reachable(cable_id, where, start, end, clips, length):
 
 def _parse_cable(obj, where) -> CableSpec:
     _check_keys(
-        obj, ("id", "length", "diameter", "material", "segments", "start", "end", "clips", "loads", "route"), where
+        obj,
+        ("id", "length", "diameter", "material", "segments", "start", "end", "clips", "loads", "route", "rest"),
+        where,
     )
     for key in ("id", "length", "diameter", "material", "start"):
         if key not in obj:
@@ -395,9 +399,10 @@ def _parse_cable(obj, where) -> CableSpec:
         route = np.array([_vector(p, f"{where}.route[{i}]") for i, p in enumerate(r)])
         if np.linalg.norm(np.diff(route, axis=0), axis=1).sum() <= 0.0:
             raise CaseError(f"{where}.route has zero length")
+    rest = None if obj.get("rest") is None else parse_rest(obj["rest"], f"{where}.rest", _number, _vector)
     check_reachable(cable_id, where, start, end, clips, length)
     material = {key: value if key == "preset" else float(value) for key, value in obj["material"].items()}
-    return CableSpec(cable_id, length, diameter, material, section, segments, start, end, clips, loads, route)
+    return CableSpec(cable_id, length, diameter, material, section, segments, start, end, clips, loads, route, rest)
 
 
 def _table(value, floats):
@@ -636,6 +641,8 @@ def case_to_dict(case: Case) -> dict:
         }
         if c.route is not None:
             d["route"] = c.route.tolist()
+        if c.rest is not None:
+            d["rest"] = rest_to_dict(c.rest)
         cables.append(d)
     steps = []
     for step in case.steps:

@@ -78,6 +78,7 @@ def elastic_and_load_energy(model: RodModel, state: RodState) -> float:
             model.joint_b,
             model.joint_len,
             model.bend_stiff,
+            model.bend_rest,
             model.node_force,
             1.0,
         )
@@ -103,6 +104,7 @@ def reactions(model: RodModel, state: RodState):
         model.joint_b,
         model.joint_len,
         model.bend_stiff,
+        model.bend_rest,
         model.node_force,
         model.rot_couple,
         1.0,

@@ -103,6 +103,7 @@ def _minimise(
         model.joint_b,
         model.joint_len,
         model.bend_stiff,
+        model.bend_rest,
         model.node_force,
         model.rot_couple,
         load_factor,

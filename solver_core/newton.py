@@ -139,6 +139,7 @@ def minimise_rod_energy(
     joint_b,
     joint_len,
     bend_stiff,
+    bend_rest,
     node_force,
     rot_couple,
     load_factor,
@@ -285,7 +286,17 @@ def minimise_rod_energy(
             # held fixed within this iteration
             sliding_crossings(pos, node_part, sl_point, sl_axis, sl_part, sl_seg, sl_t)
         energy = rod_energy(
-            pos, quat, rest_len, stretch_stiff, joint_a, joint_b, joint_len, bend_stiff, node_force, load_factor
+            pos,
+            quat,
+            rest_len,
+            stretch_stiff,
+            joint_a,
+            joint_b,
+            joint_len,
+            bend_stiff,
+            bend_rest,
+            node_force,
+            load_factor,
         )
         extra_energy = assemble(
             pos,
@@ -298,6 +309,7 @@ def minimise_rod_energy(
             joint_b,
             joint_len,
             bend_stiff,
+            bend_rest,
             node_force,
             rot_couple,
             load_factor,
@@ -349,6 +361,7 @@ def minimise_rod_energy(
                         joint_b,
                         joint_len,
                         bend_stiff,
+                        bend_rest,
                         node_force,
                         rot_couple,
                         load_factor,
@@ -431,6 +444,7 @@ def minimise_rod_energy(
                         joint_b,
                         joint_len,
                         bend_stiff,
+                        bend_rest,
                         node_force,
                         rot_couple,
                         load_factor,
@@ -505,6 +519,7 @@ def minimise_rod_energy(
                     joint_b,
                     joint_len,
                     bend_stiff,
+                    bend_rest,
                     node_force,
                     rot_couple,
                     load_factor,
@@ -676,6 +691,7 @@ def minimise_rod_energy(
                     joint_b,
                     joint_len,
                     bend_stiff,
+                    bend_rest,
                     node_force,
                     load_factor,
                 )
@@ -820,6 +836,7 @@ def minimise_rod_energy(
                         joint_b,
                         joint_len,
                         bend_stiff,
+                        bend_rest,
                         node_force,
                         load_factor,
                     )
@@ -906,6 +923,7 @@ def gradient_at(
     joint_b,
     joint_len,
     bend_stiff,
+    bend_rest,
     node_force,
     rot_couple,
     load_factor,
@@ -924,6 +942,7 @@ def gradient_at(
         joint_b,
         joint_len,
         bend_stiff,
+        bend_rest,
         node_force,
         rot_couple,
         load_factor,

@@ -7,11 +7,13 @@ of that paper. All rotational degrees of freedom are body-frame rotation vectors
 the current quaternions, q <- q * exp(theta/2), so the gradient and Hessian below are those of
 f(theta) = E(q * exp(theta/2)) at theta = 0, which is what a Newton step on SO(3) needs.
 
-Energies (rest shape straight):
+Energies:
 - stretch/shear per segment, Gamma = R^T (x_{i+1} - x_i) / l - e3 (Chen 2023, Eq. 11),
   E = l/2 * Gamma^T diag(GA, GA, EA) Gamma;
 - bend/twist per joint between two rotations a, b, with the discrete Darboux vector
-  Omega = (2 / l_bar) vec(conj(q_a) q_b) (Chen 2023, Eqs. 9-10), E = l_bar/2 * Omega^T diag(EI, EI, GJ) Omega;
+  Omega = (2 / l_bar) vec(conj(q_a) q_b) (Chen 2023, Eqs. 9-10), E = l_bar/2 * (Omega - Omega0)^T
+  diag(EI, EI, GJ) (Omega - Omega0), Omega0 that of the unstressed cable (rest_shape.py; zero when
+  straight);
 - dead loads (gravity, point forces) E = -F . x; world couples enter the gradient only.
 """
 
@@ -40,7 +42,9 @@ def _material_edge(pos, quat, i, R, u):
 
 
 @njit
-def rod_energy(pos, quat, rest_len, stretch_stiff, joint_a, joint_b, joint_len, bend_stiff, node_force, load_factor):
+def rod_energy(
+    pos, quat, rest_len, stretch_stiff, joint_a, joint_b, joint_len, bend_stiff, bend_rest, node_force, load_factor
+):
     """Elastic energy plus the potential of the dead node forces (scaled by load_factor)."""
     R = np.empty((3, 3))
     u = np.empty(3)
@@ -54,10 +58,11 @@ def rod_energy(pos, quat, rest_len, stretch_stiff, joint_a, joint_b, joint_len, 
             energy += 0.5 * l * stretch_stiff[i, k] * g * g
     for j in range(joint_a.shape[0]):
         quat_conj_mul(quat[joint_a[j]], quat[joint_b[j]], p)
+        sign = -1.0 if p[0] < 0.0 else 1.0  # q and -q are one rotation: the representative with w >= 0
         lb = joint_len[j]
-        energy += (2.0 / lb) * (
-            bend_stiff[j, 0] * p[1] * p[1] + bend_stiff[j, 1] * p[2] * p[2] + bend_stiff[j, 2] * p[3] * p[3]
-        )
+        for k in range(3):
+            d = sign * p[1 + k] - bend_rest[j, k]
+            energy += (2.0 / lb) * bend_stiff[j, k] * d * d
     for n in range(pos.shape[0]):
         energy -= load_factor * (
             node_force[n, 0] * pos[n, 0] + node_force[n, 1] * pos[n, 1] + node_force[n, 2] * pos[n, 2]
@@ -77,6 +82,7 @@ def rod_gradient_hessian(
     joint_b,
     joint_len,
     bend_stiff,
+    bend_rest,
     node_force,
     rot_couple,
     load_factor,
@@ -212,7 +218,7 @@ def rod_gradient_hessian(
         lb = joint_len[j]
         for k in range(3):
             kb[k] = 4.0 * bend_stiff[j, k] / lb
-            m[k] = kb[k] * p[1 + k]  # dE/dvec(p)
+            m[k] = kb[k] * (p[1 + k] - bend_rest[j, k])  # dE/dvec(p), measured from the rest shape
         vx, vy, vz = p[1], p[2], p[3]
         # d vec(p) / d theta_a = (-w I + [v]x)/2,  d vec(p) / d theta_b = (w I + [v]x)/2
         Ja[0, 0] = -0.5 * w

@@ -89,6 +89,7 @@ def join_models(parts, states) -> RodGroup:
     node_dof = np.empty(n_nodes, dtype=np.int64)
     rest_len, stretch, node_s, node_force, dof_tol, fixed = [], [], [], [], [], []
     joint_a, joint_b, joint_len, bend = [], [], [], []
+    bend_rest = []
     frame_rots = n_seg_rots
     dof = 0
     link_rot_dof = []
@@ -114,6 +115,7 @@ def join_models(parts, states) -> RodGroup:
         joint_b.append(rots[part.joint_b])
         joint_len.append(part.joint_len)
         bend.append(part.bend_stiff)
+        bend_rest.append(part.bend_rest)
         if k + 1 < len(parts):
             # the link to the next cable: its rotation's dofs follow this cable's, all fixed
             gap = (states[k + 1].positions[0] + parts[k + 1].origin) - (state.positions[-1] + part.origin)
@@ -146,6 +148,7 @@ def join_models(parts, states) -> RodGroup:
         joint_b=np.concatenate(joint_b),
         joint_len=np.concatenate(joint_len),
         bend_stiff=np.concatenate(bend),
+        bend_rest=np.concatenate(bend_rest),
         node_dof=node_dof,
         rot_dof=rot_dof,
         n_dof=dof,

@@ -22,6 +22,7 @@ import numpy as np
 
 from .case import CableSpec, Frame
 from .errors import CaseError
+from .rest_shape import joint_rest_rotations
 
 FIXED_ALL = (True, True, True)
 FIXED_TANGENT = (True, True, False)  # body-frame rotations about d1, d2 held; roll about d3 free
@@ -51,6 +52,7 @@ class RodModel:
     joint_b: np.ndarray
     joint_len: np.ndarray
     bend_stiff: np.ndarray
+    bend_rest: np.ndarray  # per joint: vec of the unstressed relative rotation (rest_shape.py)
     node_dof: np.ndarray
     rot_dof: np.ndarray
     n_dof: int
@@ -227,6 +229,9 @@ def build_rod_model(cable: CableSpec, gravity, tolerance: float) -> RodModel:
 
     stretch_stiff = np.tile([sec.shear_stiffness, sec.shear_stiffness, sec.stretch_stiffness], (n_segs, 1))
     bend_stiff = np.tile([sec.bend_stiffness, sec.bend_stiffness, sec.twist_stiffness], (len(ja), 1))
+    bend_rest = joint_rest_rotations(
+        cable.rest, joint_a, joint_b, joint_len, node_s, cable.length, cable.start, frames_at_node, n_rots
+    )
 
     # fixed degrees of freedom
     fixed = np.zeros(n_dof, dtype=np.uint8)
@@ -303,6 +308,7 @@ def build_rod_model(cable: CableSpec, gravity, tolerance: float) -> RodModel:
         joint_b,
         joint_len,
         bend_stiff,
+        bend_rest,
         node_dof,
         rot_dof,
         n_dof,

@@ -37,6 +37,7 @@ def saddle_trial(
     joint_b,
     joint_len,
     bend_stiff,
+    bend_rest,
     node_force,
     rot_couple,
     load_factor,
@@ -97,7 +98,17 @@ def saddle_trial(
     rot_step = np.empty(3)
     retract(pos, quat, node_dof, rot_dof, step, 1.0, trial_pos, trial_quat, rot_step)
     trial = rod_energy(
-        trial_pos, trial_quat, rest_len, stretch_stiff, joint_a, joint_b, joint_len, bend_stiff, node_force, load_factor
+        trial_pos,
+        trial_quat,
+        rest_len,
+        stretch_stiff,
+        joint_a,
+        joint_b,
+        joint_len,
+        bend_stiff,
+        bend_rest,
+        node_force,
+        load_factor,
     )
     extra_energy, too_deep = trial_extra(
         trial_pos, trial_quat, node_dof, rot_dof, extra, kind, elem, prim, nodes, sl_seg, sl_t, pair_gap, step
@@ -121,6 +132,7 @@ def leave_saddle(
     joint_b,
     joint_len,
     bend_stiff,
+    bend_rest,
     node_force,
     rot_couple,
     load_factor,
@@ -198,6 +210,7 @@ def leave_saddle(
             joint_b,
             joint_len,
             bend_stiff,
+            bend_rest,
             node_force,
             rot_couple,
             load_factor,
@@ -242,6 +255,7 @@ def leave_saddle(
                     joint_b,
                     joint_len,
                     bend_stiff,
+                    bend_rest,
                     node_force,
                     rot_couple,
                     load_factor,
@@ -288,6 +302,7 @@ def leave_saddle(
                 joint_b,
                 joint_len,
                 bend_stiff,
+                bend_rest,
                 node_force,
                 rot_couple,
                 load_factor,

@@ -191,6 +191,10 @@ def build_scene_from_case(context, case, scene_settings: bool = True) -> list:
             s.youngs_modulus = E / 1e6
             s.poisson_ratio = material.get("nu", 0.3)
             s.density = section.linear_density / (math.pi * spec.diameter**2 / 4.0)
+        if spec.rest is not None:
+            notes.append(f"{spec.id}: its rest shape (pre-formed) is not held in Blender yet: imported straight")
+        if spec.loads:
+            notes.append(f"{spec.id}: its {len(spec.loads)} point load(s) are not held in Blender: imported without")
         for index, clip in enumerate(spec.clips):
             marker = _marker(context, f"{spec.id} clip {index}", clip.frame, scale, CLIP, "CIRCLE")
             marker.cable_harness.clip_kind = clip.kind

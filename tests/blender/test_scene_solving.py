@@ -12,7 +12,7 @@ import bpy
 import numpy as np
 import pytest
 from helpers.blender_env import MODULE
-from helpers.blender_scenes import curve_world_points, place, simple_harness
+from helpers.blender_scenes import StandIn, curve_world_points, place, simple_harness
 from helpers.cases import cable, case, min_clearance
 
 
@@ -104,6 +104,21 @@ def test_import_case_rebuilds_a_scene_that_solves_like_the_case(tmp_path):
     imported = next(o for o in bpy.context.scene.objects if o.cable_harness.role == "CABLE")
     bpy.ops.cable_harness.solve()
     assert np.abs(curve_world_points(imported) - original).max() < 1e-6
+
+
+def test_import_case_says_what_blender_does_not_hold_yet(tmp_path):
+    # a pre-formed cable and a point load: imported, but not silently as something else
+    doc = case(
+        cable(rest={"curvature": [0.0, 5.0]}, loads=[{"s": 0.1, "force": [0.0, 0.0, -1.0]}]),
+    )
+    path = tmp_path / "preformed.json"
+    path.write_text(json.dumps(doc))
+    op = StandIn(bpy.types.CABLE_HARNESS_OT_import_case)
+    op.filepath, op.colliders, op.scene_settings = str(path), False, False
+    assert op.execute(bpy.context) == {"FINISHED"}
+    warnings = [text for level, text in op.reports if level == {"WARNING"}]
+    assert "W1: its rest shape (pre-formed) is not held in Blender yet: imported straight" in warnings
+    assert "W1: its 1 point load(s) are not held in Blender: imported without" in warnings
 
 
 def test_import_case_builds_its_obstacles_as_colliders_that_solve_like_the_case(tmp_path):

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Harness scenes built through the extension's own operators (for the Blender tests)."""
 
+import inspect
 import math
 import types
 
@@ -59,6 +60,8 @@ class StandIn:
 
     def __getattr__(self, name):
         attr = getattr(self._cls, name)
+        if isinstance(inspect.getattr_static(self._cls, name), (staticmethod, classmethod)):
+            return attr  # bound (or not) as the class binds it
         return types.MethodType(attr, self) if callable(attr) else attr
 
     def report(self, level, message):

@@ -174,3 +174,13 @@ def _points_mesh_distance(points, v, t, chunk=256):
             best = np.minimum(best, gap)
         out[start : start + chunk] = best.min(axis=1)
     return out
+
+
+def minimise_argument(name: str) -> int:
+    """Where ``name`` sits among minimise_rod_energy's arguments after pos and quat: the tests that
+    wrap the kernel to run it one iteration at a time find its arguments by name."""
+    import inspect
+
+    from solver_core.newton import minimise_rod_energy
+
+    return list(inspect.signature(minimise_rod_energy.py_func).parameters).index(name) - 2

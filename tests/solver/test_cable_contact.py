@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 import pytest
-from helpers.cases import WIRE, cable, case, first, harness, min_clearance, solve
+from helpers.cases import WIRE, cable, case, first, harness, min_clearance, minimise_argument, solve
 from helpers.contact_scenes import (
     TABLE,
     R,
@@ -16,6 +16,8 @@ from helpers.contact_scenes import (
 )
 
 from solver_core import Harness, parse_case
+
+MAX_ITERATIONS, SEARCHED_FROM = minimise_argument("max_iterations"), minimise_argument("searched_from")
 
 
 def test_two_crossed_cables_pressed_together_touch_without_penetrating():
@@ -329,16 +331,23 @@ def test_no_newton_step_of_a_pile_of_cables_raises_its_energy(monkeypatch):
 
     def one_iteration_at_a_time(pos, quat, *args):
         args = list(args)
-        max_iterations = args[14]
+        max_iterations = args[MAX_ITERATIONS]
         if max_iterations == 0:
             return real(pos, quat, *args)
         none = np.zeros(0, dtype=np.int64)
         total = 0
         while True:
-            args[16:22] = [np.full_like(pos, np.inf), none, none, none, np.zeros(0), np.zeros((0, 3))]
-            args[14] = 0
+            args[SEARCHED_FROM : SEARCHED_FROM + 6] = [
+                np.full_like(pos, np.inf),
+                none,
+                none,
+                none,
+                np.zeros(0),
+                np.zeros((0, 3)),
+            ]
+            args[MAX_ITERATIONS] = 0
             before = real(pos, quat, *args)[3]
-            args[14] = 1
+            args[MAX_ITERATIONS] = 1
             out = real(pos, quat, *args)
             status, iterations, after = out[0], out[1], out[3]
             if iterations:

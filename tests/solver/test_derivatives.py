@@ -38,6 +38,7 @@ def _energy_along(model, state, delta, node_force):
         model.joint_b,
         model.joint_len,
         model.bend_stiff,
+        model.bend_rest,
         node_force,
         1.0,
     )
@@ -45,6 +46,20 @@ def _energy_along(model, state, delta, node_force):
 
 LAYOUTS = {
     "clamped-free": {"segments": 5},
+    # pre-formed (rest_shape.py): the energy measured from a rest curvature and twist, or a rest route
+    "pre-formed": {"segments": 5, "rest": {"curvature": [3.0, -5.0], "twist": 4.0}},
+    "rest-route": {
+        "segments": 6,
+        "rest": {"route": [[0.0, 0.0, 0.0], [0.1, 0.0, 0.02], [0.2, 0.05, 0.0], [0.25, 0.1, -0.05]]},
+        "clips": [
+            {
+                "s": 0.15,
+                "kind": "rotating",
+                "length": 0.0,
+                "frame": {"position": [0.14, 0.01, 0.0], "tangent": [1, 0, 0]},
+            }
+        ],
+    },
     "clamped-clamped": {
         "segments": 5,
         "end": {"position": [0.2, 0.05, 0.02], "tangent": [0, 1, 0], "normal": [0, 0, 1]},
@@ -81,6 +96,7 @@ def test_gradient_and_hessian_match_finite_differences(rng, layout, geometric):
         model.joint_b,
         model.joint_len,
         model.bend_stiff,
+        model.bend_rest,
         node_force,
         np.zeros((model.n_rotations, 3)),
         1.0,
@@ -157,6 +173,7 @@ def test_a_groups_gradient_and_hessian_are_its_cables_own_in_their_band_width(rn
             model.joint_b,
             model.joint_len,
             model.bend_stiff,
+            model.bend_rest,
             model.node_force,
             model.rot_couple,
             1.0,
@@ -219,6 +236,7 @@ def test_strain_jacobian_transpose_of_the_strains_is_the_elastic_gradient(rng):
         model.joint_b,
         model.joint_len,
         model.bend_stiff,
+        model.bend_rest,
         zero,
         np.zeros((model.n_rotations, 3)),
         1.0,

@@ -10,7 +10,7 @@ segment distances to every primitive)."""
 
 import numpy as np
 import pytest
-from helpers.cases import cable, case, first, min_clearance, solve
+from helpers.cases import cable, case, first, min_clearance, minimise_argument, solve
 from helpers.obstacles import box as _box
 from helpers.obstacles import cylinder as _cylinder
 from helpers.obstacles import plate as _plate
@@ -18,6 +18,8 @@ from helpers.obstacles import plate as _plate
 import solver_core.equilibrium as equilibrium
 from solver_core import CableChange, Frame, Harness, parse_case
 from solver_core.contact import ITERATE_PENETRATION
+
+MAX_ITERATIONS, SEARCHED_FROM = minimise_argument("max_iterations"), minimise_argument("searched_from")
 
 R = 0.002
 
@@ -31,16 +33,16 @@ def every_iterate(monkeypatch):
 
     def one_at_a_time(pos, quat, *args):
         args = list(args)
-        max_iterations = args[14]
+        max_iterations = args[MAX_ITERATIONS]
         if max_iterations == 0:
             return real(pos, quat, *args)
         total = 0
         while True:
-            args[14] = 1
+            args[MAX_ITERATIONS] = 1
             out = real(pos, quat, *args)
             iterates.append(pos.copy())
             total += out[1]
-            args[16:22] = [out[5], out[6], out[7], out[8], out[9], pos.copy()]
+            args[SEARCHED_FROM : SEARCHED_FROM + 6] = [out[5], out[6], out[7], out[8], out[9], pos.copy()]
             if out[0] != 1 or total >= max_iterations:
                 return (out[0], total, *out[2:])
 
