@@ -76,6 +76,20 @@ class ContactSettings:
         return self.friction_static > 0.0 or self.friction_dynamic > 0.0
 
 
+# the mounts of a cable without sliding or compliant clips (nothing is written into empty arrays)
+_NO_MOUNTS = (
+    np.zeros((0, 3)),
+    np.zeros((0, 3)),
+    np.zeros(0),
+    np.zeros(0, dtype=np.int64),
+    np.zeros(0, dtype=np.int64),
+    np.zeros((0, 3)),
+    np.zeros((0, 4)),
+    np.zeros((0, 6, 6)),
+    np.zeros(0, dtype=np.int64),
+)
+
+
 @dataclass
 class Interactions:
     model: RodModel
@@ -148,7 +162,12 @@ class Interactions:
 
     # -------------------------------------------------------------- to the kernels
 
+    def _has_mounts(self) -> bool:
+        return any(c.kind == "sliding" or c.stiffness is not None for c in self.model.cable.clips)
+
     def _mounts(self, boundary: Boundary):
+        if not self._has_mounts():
+            return _NO_MOUNTS
         model = self.model
         o = model.origin
         sl_point, sl_axis = [], []
@@ -419,6 +438,8 @@ class Interactions:
         """Force and moment each sliding or compliant clip exerts on the cable, and compliant deflections."""
         model = self.model
         out = {}
+        if not self._has_mounts():
+            return out
         mounts = self._mounts(boundary)
         sl_point, sl_axis, sl_k, cc_node, cc_rot, cc_centre, cc_quat, cc_K, _sl_part = mounts
         plane = 0

@@ -238,12 +238,15 @@ def cable_result(harness, cable_id: str, packed: bool = False) -> dict:
             raise CaseError(f"cable {cable_id!r}: its frames give no finite route (check the case's ranges)")
     radii = q["radii"]
     if packed:
+        static = model.derived.get("packed")
+        if static is None:  # what depends on the model alone is packed once
+            static = model.derived["packed"] = (pack(model.node_s), pack(joint_arc_lengths(model)))
         arrays = {
             "nodes": pack(q["nodes"]),
-            "arc_lengths": pack(model.node_s),
+            "arc_lengths": dict(static[0]),
             "directors": pack(q["directors"]),
             "curvatures": pack(q["curvatures"]),
-            "bend_radius_s": pack(joint_arc_lengths(model)),
+            "bend_radius_s": dict(static[1]),
             "twist_rates": pack(q["twist_rates"]),
             "tensions": pack(q["tensions"]),
         }

@@ -16,7 +16,7 @@ Positions are stored relative to ``origin`` (the start connector at build time) 
 does not depend on where the harness sits in a CAD assembly.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -67,6 +67,8 @@ class RodModel:
     clip_nodes: tuple  # per clip: node indices it holds
     clip_rots: tuple  # per clip: rotation indices it holds
     clip_rot_mask: tuple  # per clip: which body-frame rotation components are held
+    # what results.py derives from the model alone (packed arc lengths), kept so a step need not again
+    derived: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def n_nodes(self) -> int:
