@@ -10,7 +10,8 @@ exactly: a cable pre-formed to a ring or a helix is unstressed on a discrete rin
 route gives the rotations of the unstressed cable directly: the route resampled at the nodes, each
 segment's frame carried along it by parallel transport from the start frame's normal (no rest
 twist), a frame rotation between two segments half-way between them, and one at an end turned
-back from its segment by half the turn of the joint beside it (the route's tangent there).
+back from its segment by half the turn over it (the curvature there extrapolated from the joints
+next to it: the route's tangent at its end).
 """
 
 from dataclasses import dataclass
@@ -82,11 +83,18 @@ def _qconj(q) -> np.ndarray:
     return np.array([q[0], -q[1], -q[2], -q[3]])
 
 
-def _half_turn(q) -> np.ndarray:
-    """The rotation half-way to ``q`` (its square root, about the same axis)."""
+def _rotation_vector(q) -> np.ndarray:
+    """The rotation vector (axis times angle) of a unit quaternion."""
     q = q if q[0] >= 0.0 else -q
-    h = q + np.array([1.0, 0.0, 0.0, 0.0])
-    return h / np.linalg.norm(h)
+    s = np.linalg.norm(q[1:])
+    return np.zeros(3) if s == 0.0 else (2.0 * np.arctan2(s, q[0]) / s) * q[1:]
+
+
+def _from_rotation_vector(r) -> np.ndarray:
+    angle = np.linalg.norm(r)
+    if angle == 0.0:
+        return np.array([1.0, 0.0, 0.0, 0.0])
+    return np.concatenate(([np.cos(0.5 * angle)], np.sin(0.5 * angle) * r / angle))
 
 
 def _route_rotations(route, node_s, length, start_normal, frames_at_node, n_rots) -> np.ndarray:
@@ -112,13 +120,16 @@ def _route_rotations(route, node_s, length, start_normal, frames_at_node, n_rots
         left = quats[node - 1] if node > 0 else None
         right = quats[node] if node < n_segs else None
         if left is None or right is None:
-            # an end: the frame of the route's tangent there, which a chord's frame misses by half the
-            # turn to the next chord (taken as that of the joint beside it: the curvature near the end)
+            # an end: the frame of the route's tangent there, which the end chord's frame misses by half
+            # the turn over its segment: the curvature at the end, extrapolated linearly from the turns
+            # of the two joints next to it (turn vectors in the chord's frame)
             q = right if left is None else left
             if n_segs >= 2:
-                a, b = (quats[0], quats[1]) if left is None else (quats[n_segs - 2], quats[n_segs - 1])
-                half = _half_turn(_qmul(_qconj(a), b))
-                q = _qmul(q, _qconj(half)) if left is None else _qmul(q, half)
+                order = range(n_segs) if left is None else range(n_segs - 1, -1, -1)
+                chain = [quats[k] for k in list(order)[:3]]
+                turns = [_rotation_vector(_qmul(_qconj(a), b)) for a, b in zip(chain[:-1], chain[1:])]
+                half = turns[0] - 0.5 * turns[1] if len(turns) == 2 else 0.5 * turns[0]
+                q = _qmul(q, _qconj(_from_rotation_vector(half)))
         else:
             q = left + right if np.dot(left, right) >= 0.0 else left - right  # half-way (slerp at 1/2)
             q = q / np.linalg.norm(q)
