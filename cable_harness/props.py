@@ -274,6 +274,45 @@ class CableHarnessSettings(bpy.types.PropertyGroup):
         default=60,
         update=_settings_changed,
     )  # type: ignore
+    rest_shape: EnumProperty(
+        name="Rest Shape",
+        items=[
+            ("STRAIGHT", "Straight", "The cable is unstressed when straight"),
+            ("BENT", "Bent", "Pre-formed to a constant bend (a ring, or with twist a helix: a coiled cord)"),
+            ("CURVE", "Shape", "Pre-formed to a stored shape (Set Rest Shape from the curve as it is now)"),
+        ],
+        default="STRAIGHT",
+        description="The shape the cable springs back to when nothing holds it (moulded hoses, coiled cords, "
+        "pre-bent bundles)",
+        update=_settings_changed,
+    )  # type: ignore
+    rest_bend_radius: FloatProperty(
+        name="Rest Bend Radius",
+        description="Radius of the unstressed cable's constant bend (0: no bend, a twist alone)",
+        min=0.0,
+        default=0.1,
+        subtype="DISTANCE",
+        unit="LENGTH",
+        update=_settings_changed,
+    )  # type: ignore
+    rest_bend_direction: FloatProperty(
+        name="Bend Direction",
+        description="Towards which side of the cable it bends, an angle about its axis measured from the start "
+        "connector's local X axis (the cable's first director)",
+        default=0.0,
+        subtype="ANGLE",
+        unit="ROTATION",
+        update=_settings_changed,
+    )  # type: ignore
+    rest_twist: FloatProperty(
+        name="Rest Twist (°/m)",
+        description="Twist of the unstressed cable about its axis, in degrees per metre (with a bend: a helix)",
+        default=0.0,
+        update=_settings_changed,
+    )  # type: ignore
+    rest_route: CollectionProperty(
+        type=CableHarnessPoint, description="The unstressed shape of a pre-formed cable (world, Blender units)"
+    )  # type: ignore
     solver_model: EnumProperty(
         name="Model",
         items=[("cosserat", "Cosserat Rod", "Discrete Cosserat rod, quasi-static Newton solver")],

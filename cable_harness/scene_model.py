@@ -8,6 +8,7 @@ solved by the CLI give the same nodes. Blender stores lengths in Blender units; 
 metres describe the same physical harness. ``scene.gravity`` is taken in m/s^2.
 """
 
+import json
 import math
 import re
 
@@ -107,7 +108,33 @@ def build_signature(ob, scale) -> tuple:
         holder(s.start),
         holder(s.end),
         tuple(clip(ref) for ref in s.clips),
+        _rest_signature(s, scale),
     )
+
+
+def _rest_signature(settings, scale) -> str:
+    try:
+        return json.dumps(rest_document(settings, scale))
+    except HarnessInputError as exc:  # refused where the case is built (cable_document), with the cable's name
+        return f"invalid: {exc}"
+
+
+def rest_document(settings, scale) -> dict | None:
+    """The case-format ``rest`` of a cable's settings (SI), or None for a straight cable."""
+    if settings.rest_shape == "BENT":
+        radius = settings.rest_bend_radius * scale
+        kappa = 1.0 / radius if radius > 0.0 else 0.0  # 0: no bend, a twist alone
+        a = settings.rest_bend_direction
+        # bending towards cos(a) d1 + sin(a) d2: d3' = k2 d1 - k1 d2 (case format, Pre-formed cables)
+        return {
+            "curvature": [-kappa * math.sin(a), kappa * math.cos(a)],
+            "twist": math.radians(settings.rest_twist),
+        }
+    if settings.rest_shape == "CURVE":
+        if len(settings.rest_route) < 2:
+            raise HarnessInputError("the rest shape has no stored shape (use Set Rest Shape from Curve)")
+        return {"route": [(np.array(p.co) * scale).tolist() for p in settings.rest_route]}
+    return None
 
 
 def material_document(settings) -> dict:
@@ -159,6 +186,12 @@ def cable_document(ob, scale, with_route: bool = True) -> dict:
         "end": end,
         "clips": clips,
     }
+    try:
+        rest = rest_document(s, scale)
+    except HarnessInputError as exc:
+        raise HarnessInputError(f"cable {name!r}: {exc}") from None
+    if rest is not None:
+        doc["rest"] = rest
     if not with_route:
         return doc
     current = _solved_centre_line(ob, s)

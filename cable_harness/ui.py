@@ -111,6 +111,14 @@ class VIEW3D_PT_cable_harness(bpy.types.Panel):
             layout.prop(s, "poisson_ratio")
             layout.prop(s, "density")
         layout.prop(s, "min_bend_radius_allowed", text="Bend Limit")
+        layout.prop(s, "rest_shape")
+        if s.rest_shape == "BENT":
+            layout.prop(s, "rest_bend_radius")
+            layout.prop(s, "rest_bend_direction")
+            layout.prop(s, "rest_twist")
+        elif s.rest_shape == "CURVE":
+            layout.label(text=f"Stored shape: {len(s.rest_route)} points")
+        layout.operator("cable_harness.set_rest_shape", icon="CURVE_BEZCURVE")
         _wrapped(layout, "Model: discrete Cosserat rod, quasi-static")
         box = layout.box()
         if not s.result_valid:

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Authoring: add connectors and clips, mark objects, draw a cable between selected holders."""
+"""Authoring: add connectors and clips, mark objects, draw a cable between selected holders, make a
+cable's current shape its rest shape."""
 
 import math
 
@@ -18,7 +19,7 @@ from ..scene_model import (
     style_new_cable_curve,
     write_curve_points,
 )
-from .common import MARKER_SIZE_M, link_new_object, run_solve
+from .common import MARKER_SIZE_M, active_cable, centre_line, link_new_object, run_solve
 
 DEFAULT_DIAMETER_M = 0.004
 DEFAULT_CLIP_LENGTH_M = 0.01
@@ -214,11 +215,40 @@ class CABLE_HARNESS_OT_make_cable(bpy.types.Operator):
         return {"FINISHED"}
 
 
+class CABLE_HARNESS_OT_set_rest_shape(bpy.types.Operator):
+    """Make the active cable's curve as it is now (drawn, edited by hand or solved) the shape it springs
+    back to when nothing holds it: a moulded hose or a pre-bent bundle"""
+
+    bl_idname = "cable_harness.set_rest_shape"
+    bl_label = "Set Rest Shape from Curve"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def execute(self, context):
+        cable = active_cable(context)
+        if cable is None:
+            self.report({"ERROR"}, "make a cable the active object (click it last)")
+            return {"CANCELLED"}
+        line = centre_line(cable)
+        keep = np.concatenate(([True], np.linalg.norm(np.diff(line, axis=0), axis=1) > 0.0))
+        line = line[keep]  # a repeated point gives no direction
+        if len(line) < 2:
+            self.report({"ERROR"}, f"cable {cable.name!r} has no curve to take its rest shape from")
+            return {"CANCELLED"}
+        s = cable.cable_harness
+        s.rest_route.clear()
+        for point in line:
+            s.rest_route.add().co = point
+        s.rest_shape = "CURVE"
+        self.report({"INFO"}, f"{cable.name}: its rest shape is the curve as it is now ({len(line)} points)")
+        return {"FINISHED"}
+
+
 classes = (
     CABLE_HARNESS_OT_add_connector,
     CABLE_HARNESS_OT_add_clip,
     CABLE_HARNESS_OT_assign_role,
     CABLE_HARNESS_OT_make_cable,
+    CABLE_HARNESS_OT_set_rest_shape,
 )
 
 

@@ -149,6 +149,22 @@ def build_colliders_from_case(context, case) -> tuple:
     return made, notes
 
 
+def _import_rest(settings, rest, scale) -> None:
+    """A case's rest shape as the panel's (the inverse of scene_model.rest_document)."""
+    if rest.route is not None:
+        settings.rest_route.clear()
+        for point in rest.route:
+            settings.rest_route.add().co = point / scale
+        settings.rest_shape = "CURVE"
+        return
+    k1, k2 = rest.curvature
+    kappa = math.hypot(k1, k2)
+    settings.rest_shape = "BENT" if kappa > 0.0 or rest.twist != 0.0 else "STRAIGHT"
+    settings.rest_bend_radius = 1.0 / kappa / scale if kappa > 0.0 else 0.0
+    settings.rest_bend_direction = math.atan2(-k1, k2) if kappa > 0.0 else 0.0
+    settings.rest_twist = math.degrees(rest.twist)
+
+
 def build_scene_from_case(context, case, scene_settings: bool = True) -> list:
     """Connectors, clips and cable curves for every cable of a case: (cable objects, notes for the user).
     ``scene_settings``: also take the case's gravity and contact settings into the scene."""
@@ -192,7 +208,7 @@ def build_scene_from_case(context, case, scene_settings: bool = True) -> list:
             s.poisson_ratio = material.get("nu", 0.3)
             s.density = section.linear_density / (math.pi * spec.diameter**2 / 4.0)
         if spec.rest is not None:
-            notes.append(f"{spec.id}: its rest shape (pre-formed) is not held in Blender yet: imported straight")
+            _import_rest(s, spec.rest, scale)
         if spec.loads:
             notes.append(f"{spec.id}: its {len(spec.loads)} point load(s) are not held in Blender: imported without")
         for index, clip in enumerate(spec.clips):

@@ -6,25 +6,8 @@ import bpy
 import numpy as np
 from bpy.props import EnumProperty
 
-from ..scene_model import CABLE, CLIP
-
-
-def _active_cable(context):
-    ob = context.active_object
-    if ob is not None and ob.cable_harness.role == CABLE and ob.type == "CURVE":
-        return ob
-    return None
-
-
-def _centre_line(ob) -> np.ndarray:
-    """The cable's current centre line (world, Blender units): its curve, else its drawn route."""
-    if len(ob.data.splines) == 1 and len(ob.data.splines[0].points) >= 2:
-        points = ob.data.splines[0].points
-        co = np.empty(len(points) * 4, dtype=np.float32)
-        points.foreach_get("co", co)
-        M = np.array([list(row) for row in ob.matrix_world])
-        return co.reshape(-1, 4)[:, :3].astype(np.float64) @ M[:3, :3].T + M[:3, 3]
-    return np.array([p.co for p in ob.cable_harness.route], dtype=np.float64).reshape(-1, 3)
+from ..scene_model import CLIP
+from .common import active_cable, centre_line
 
 
 def place_on_cable(line: np.ndarray, length: float, point: np.ndarray) -> tuple:
@@ -50,7 +33,7 @@ class CABLE_HARNESS_OT_clip_add(bpy.types.Operator):
     bl_options = {"REGISTER", "UNDO"}
 
     def execute(self, context):
-        cable = _active_cable(context)
+        cable = active_cable(context)
         if cable is None:
             self.report({"ERROR"}, "make a cable the active object (click it last)")
             return {"CANCELLED"}
@@ -60,7 +43,7 @@ class CABLE_HARNESS_OT_clip_add(bpy.types.Operator):
         if not new:
             self.report({"ERROR"}, "select clips that are not in the cable's list yet (with the cable active)")
             return {"CANCELLED"}
-        line = _centre_line(cable)
+        line = centre_line(cable)
         entries = [(ref.s, ref.clip, ref.reversed) for ref in s.clips]
         for clip in new:
             position = np.array(clip.matrix_world.translation)
@@ -85,7 +68,7 @@ class CABLE_HARNESS_OT_clip_remove(bpy.types.Operator):
     bl_options = {"REGISTER", "UNDO"}
 
     def execute(self, context):
-        cable = _active_cable(context)
+        cable = active_cable(context)
         if cable is None or not len(cable.cable_harness.clips):
             self.report({"ERROR"}, "the active cable has no clip to remove")
             return {"CANCELLED"}
@@ -112,7 +95,7 @@ class CABLE_HARNESS_OT_clip_move(bpy.types.Operator):
     )  # type: ignore
 
     def execute(self, context):
-        cable = _active_cable(context)
+        cable = active_cable(context)
         s = cable.cable_harness if cable is not None else None
         if s is None or not len(s.clips):
             self.report({"ERROR"}, "the active cable has no clips")

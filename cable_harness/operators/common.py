@@ -1,6 +1,9 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""What the operators share: the cables a command acts on (the selected ones, or all of the scene's),
-linking a new object as the active, only selected one, and one solve reported to an operator."""
+"""What the operators share: the cables a command acts on (the selected ones, or all of the scene's, or
+the active one) and their centre lines, linking a new object as the active, only selected one, and
+one solve reported to an operator."""
+
+import numpy as np
 
 from .. import warmup
 from ..scene_model import CABLE, HarnessInputError, harness_objects, mark_refused_cables
@@ -14,6 +17,25 @@ def cables_in_context(context) -> list:
     """The selected cables, or every cable of the scene when none is selected."""
     chosen = [o for o in context.selected_objects if o.cable_harness.role == CABLE and o.type == "CURVE"]
     return chosen or harness_objects(context.scene, CABLE)
+
+
+def active_cable(context):
+    """The active object if it is a cable, else None."""
+    ob = context.active_object
+    if ob is not None and ob.cable_harness.role == CABLE and ob.type == "CURVE":
+        return ob
+    return None
+
+
+def centre_line(ob) -> np.ndarray:
+    """The cable's current centre line (world, Blender units): its curve, else its drawn route."""
+    if len(ob.data.splines) == 1 and len(ob.data.splines[0].points) >= 2:
+        points = ob.data.splines[0].points
+        co = np.empty(len(points) * 4, dtype=np.float32)
+        points.foreach_get("co", co)
+        M = np.array([list(row) for row in ob.matrix_world])
+        return co.reshape(-1, 4)[:, :3].astype(np.float64) @ M[:3, :3].T + M[:3, 3]
+    return np.array([p.co for p in ob.cable_harness.route], dtype=np.float64).reshape(-1, 3)
 
 
 def link_new_object(context, ob) -> None:

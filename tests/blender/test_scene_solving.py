@@ -106,19 +106,84 @@ def test_import_case_rebuilds_a_scene_that_solves_like_the_case(tmp_path):
     assert np.abs(curve_world_points(imported) - original).max() < 1e-6
 
 
-def test_import_case_says_what_blender_does_not_hold_yet(tmp_path):
-    # a pre-formed cable and a point load: imported, but not silently as something else
-    doc = case(
-        cable(rest={"curvature": [0.0, 5.0]}, loads=[{"s": 0.1, "force": [0.0, 0.0, -1.0]}]),
-    )
+def test_import_case_keeps_a_rest_shape_and_says_what_blender_does_not_hold(tmp_path):
+    # a pre-formed cable (kept, and exported again as it came) and a point load (said to be dropped)
+    rest = {"curvature": [-3.0, 4.0], "twist": 2.0}
+    doc = case(cable(rest=rest, loads=[{"s": 0.1, "force": [0.0, 0.0, -1.0]}]))
     path = tmp_path / "preformed.json"
     path.write_text(json.dumps(doc))
     op = StandIn(bpy.types.CABLE_HARNESS_OT_import_case)
     op.filepath, op.colliders, op.scene_settings = str(path), False, False
     assert op.execute(bpy.context) == {"FINISHED"}
     warnings = [text for level, text in op.reports if level == {"WARNING"}]
-    assert "W1: its rest shape (pre-formed) is not held in Blender yet: imported straight" in warnings
-    assert "W1: its 1 point load(s) are not held in Blender: imported without" in warnings
+    assert warnings == ["W1: its 1 point load(s) are not held in Blender: imported without"]
+    s = bpy.data.objects["W1"].cable_harness
+    assert s.rest_shape == "BENT" and s.rest_bend_radius == pytest.approx(0.2)  # 1 / |(-3, 4)|
+    out = tmp_path / "again.json"
+    assert bpy.ops.cable_harness.export_case(filepath=str(out)) == {"FINISHED"}
+    again = json.loads(out.read_text())["cables"][0]["rest"]
+    np.testing.assert_allclose(again["curvature"], rest["curvature"], rtol=1e-6)
+    assert again["twist"] == pytest.approx(rest["twist"], rel=1e-6)
+
+
+@pytest.mark.parametrize("unit_scale", [1.0, 0.001])
+def test_a_preformed_cable_solves_in_blender_as_the_cli_solves_its_case(tmp_path, unit_scale):
+    *_, cable_ob = simple_harness(unit_scale=unit_scale, with_clip=False, segments=30)
+    assert bpy.ops.cable_harness.solve() == {"FINISHED"}
+    straight = curve_world_points(cable_ob, unit_scale)
+    s = cable_ob.cable_harness
+    s.rest_shape, s.rest_bend_radius, s.rest_bend_direction = "BENT", 0.08 / unit_scale, math.pi / 2
+    assert s.result_stale  # the rest shape is a setting the result was built from
+    assert bpy.ops.cable_harness.solve() == {"FINISHED"} and s.result_converged
+    bent = curve_world_points(cable_ob, unit_scale)
+    # bending towards d2 of the start connector: the hanging cable swings out of its plane
+    assert np.abs(bent - straight).max() > 0.01
+    case_path = tmp_path / "case.json"
+    assert bpy.ops.cable_harness.export_case(filepath=str(case_path)) == {"FINISHED"}
+    doc = json.loads(case_path.read_text())
+    # (Blender keeps the angle in single precision: cos(pi / 2) is then 4e-8)
+    np.testing.assert_allclose(doc["cables"][0]["rest"]["curvature"], [-12.5, 0.0], atol=1e-5)
+    solver = sys.modules[f"{MODULE}.solver_core"]
+    # from the exported route (the bent result): without its rest shape it would relax back
+    want = np.array(solver.solve_case(doc)["steps"][-1]["cables"][cable_ob.name]["nodes"])
+    assert np.abs(bent - want).max() < 1e-6
+
+
+def test_set_rest_shape_takes_the_curve_as_it_is_now(tmp_path):
+    # a cantilever sagging from a connector that points along +X, its end free: a curve in one plane,
+    # whose parallel-transported frames need no twist (a route is a centre line only: between two
+    # connectors a 3-D one may arrive rolled against the second, and is then twisted)
+    start, end, _, cable_ob = simple_harness(unit_scale=0.001, segments=20, with_clip=False)
+    place(start, (0.0, 0.0, 0.0), 0.001, (0.0, math.pi / 2.0, 0.0))
+    s = cable_ob.cable_harness
+    s.end = None
+    s.length = 300.0  # mm
+    assert bpy.ops.cable_harness.solve() == {"FINISHED"} and s.result_converged
+    solved = curve_world_points(cable_ob, 0.001)
+    assert solved[-1, 2] < -0.05  # it sags
+    assert bpy.ops.cable_harness.set_rest_shape() == {"FINISHED"}
+    assert s.rest_shape == "CURVE" and len(s.rest_route) == 21
+    case_path = tmp_path / "case.json"
+    assert bpy.ops.cable_harness.export_case(filepath=str(case_path)) == {"FINISHED"}
+    route = np.array(json.loads(case_path.read_text())["cables"][0]["rest"]["route"])
+    np.testing.assert_allclose(route, solved, atol=1e-9)  # in metres, from a millimetre scene
+    # without gravity it is unstressed in its rest shape and stays there, but for the first segment's
+    # frame, which a route gives to first order in the segment length; a straight cable springs back
+    bpy.context.scene.use_gravity = False
+    assert bpy.ops.cable_harness.solve() == {"FINISHED"} and s.result_converged
+    kept = np.abs(curve_world_points(cable_ob, 0.001) - solved).max()
+    s.rest_shape = "STRAIGHT"
+    assert bpy.ops.cable_harness.solve() == {"FINISHED"} and s.result_converged
+    sprung = np.abs(curve_world_points(cable_ob, 0.001) - solved).max()
+    assert kept < 0.02 * sprung and sprung > 0.05, (kept, sprung)
+
+
+def test_set_rest_shape_needs_an_active_cable():
+    simple_harness()
+    bpy.context.view_layer.objects.active = None
+    op = StandIn(bpy.types.CABLE_HARNESS_OT_set_rest_shape)
+    assert op.execute(bpy.context) == {"CANCELLED"}
+    assert op.reports == [({"ERROR"}, "make a cable the active object (click it last)")]
 
 
 def test_import_case_builds_its_obstacles_as_colliders_that_solve_like_the_case(tmp_path):
