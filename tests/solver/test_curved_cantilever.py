@@ -1,0 +1,106 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The 45-degree bend of Bathe and Bolourchi (1979): a cantilever pre-curved to an eighth of a circle
+of radius 100 in a plane, loaded at its tip across that plane: large rotations in three dimensions
+from an initial curvature. Against an independent solution of the Kirchhoff rod equations (shooting
+on the root moment with scipy: r' = d3, R' = R [kappa]x, kappa = K^-1 R^T m + kappa0, m' = -r' x F,
+m(L) = 0), to 1e-3 of the length at 100 segments, and against the tip positions Simo and Vu-Quoc
+(1986) report for their shear-deformable beam of eight elements, to 1 % of the length.
+
+Section as in the literature: a unit square, E = 1e7, nu = 0 (EI = 1e7/12, GJ = G * 0.1406, EA = 1e7,
+GA = 5e6 * 5/6); our rod is also extensible and shearable, by P / EA ~ 6e-5 here."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy.integrate import solve_ivp
+from scipy.optimize import root
+
+from solver_core import solve_case
+
+RADIUS, ANGLE = 100.0, math.pi / 4.0
+LENGTH = RADIUS * ANGLE
+EI = 1e7 / 12.0
+GJ = 5e6 * 0.1406  # a unit square's torsion constant
+K = np.array([EI, EI, GJ])
+KAPPA0 = np.array([0.0, 1.0 / RADIUS, 0.0])  # about d2 = d3 x d1: bends towards d1 = +y
+
+
+def kirchhoff_tip(load: float, m0_guess):
+    """Tip position of the inextensible, unshearable rod under the tip force (0, 0, load), and the
+    root moment found, by shooting on the root moment until the tip moment vanishes."""
+    F = np.array([0.0, 0.0, load])
+    R0 = np.column_stack([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 0.0, 0.0]])  # d1 = y, d2 = z, d3 = x
+
+    def rhs(s, y):
+        R = y[3:12].reshape(3, 3)
+        m = y[12:15]
+        kappa = (R.T @ m) / K + KAPPA0
+        wx = np.array([[0.0, -kappa[2], kappa[1]], [kappa[2], 0.0, -kappa[0]], [-kappa[1], kappa[0], 0.0]])
+        dr = R[:, 2]
+        return np.concatenate([dr, (R @ wx).ravel(), -np.cross(dr, F)])
+
+    def shoot(m0):
+        y0 = np.concatenate([np.zeros(3), R0.ravel(), m0])
+        return solve_ivp(rhs, (0.0, LENGTH), y0, rtol=1e-11, atol=1e-11, method="DOP853").y[:, -1]
+
+    found = root(lambda m0: shoot(m0)[12:15] / (load * LENGTH), m0_guess, method="hybr", tol=1e-12)
+    assert found.success, found.message
+    return shoot(found.x)[:3], found.x
+
+
+@pytest.fixture(scope="module")
+def references():
+    """The Kirchhoff solution for P = 300, 450, 600, reached by continuation in the load."""
+    out, m0 = {}, np.zeros(3)
+    tip = np.array([RADIUS * math.sin(ANGLE), RADIUS * (1.0 - math.cos(ANGLE)), 0.0])
+    for load in (50.0, 100.0, 150.0, 200.0, 250.0, 300.0, 375.0, 450.0, 525.0, 600.0):
+        if not m0.any():
+            m0 = np.cross(tip, [0.0, 0.0, load])  # the undeformed arm
+        position, m0 = kirchhoff_tip(load, m0)
+        out[load] = position
+    return out
+
+
+def solve_bend(load: float, segments: int = 100) -> np.ndarray:
+    doc = {
+        "format": "cable-harness-case/1",
+        "gravity": [0.0, 0.0, 0.0],
+        "cables": [
+            {
+                "id": "bend",
+                "length": LENGTH,
+                "diameter": 1.0,
+                "material": {"EI": EI, "GJ": GJ, "EA": 1e7, "GA": 5e6 * 5.0 / 6.0, "linear_density": 1.0},
+                "segments": segments,
+                "start": {"position": [0.0, 0.0, 0.0], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 1.0, 0.0]},
+                "end": None,
+                "rest": {"curvature": [0.0, 1.0 / RADIUS]},
+                "loads": [{"s": LENGTH, "force": [0.0, 0.0, load]}],
+            }
+        ],
+    }
+    result = solve_case(doc)["steps"][-1]["cables"]["bend"]
+    assert result["converged"], result.get("message")
+    return np.array(result["nodes"])[-1]
+
+
+def test_unloaded_the_bend_is_its_arc():
+    tip = solve_bend(0.0)
+    # the chord of the discrete arc: 100 chords of the arc's 100 pieces
+    np.testing.assert_allclose(tip, [RADIUS * math.sin(ANGLE), RADIUS * (1 - math.cos(ANGLE)), 0.0], atol=1e-3)
+
+
+# Simo, J.C. and Vu-Quoc, L. (1986), "A three-dimensional finite-strain rod model. Part II",
+# Comput. Methods Appl. Mech. Engrg. 58, 79-116: tip (x, y, z) of the 45-degree bend, in this
+# test's axes (the arc from the origin along x, curving towards y, the load along z)
+LITERATURE = {300.0: (58.84, 22.33, 40.08), 450.0: (52.32, 18.62, 48.39), 600.0: (47.23, 15.79, 53.37)}
+
+
+@pytest.mark.parametrize("load", [300.0, 450.0, 600.0])
+def test_the_45_degree_bend_against_the_kirchhoff_solution(references, load):
+    tip = solve_bend(load)
+    assert np.abs(tip - references[load]).max() <= 1e-3 * LENGTH, (tip, references[load])
+    assert np.abs(tip - LITERATURE[load]).max() <= 0.01 * LENGTH, (tip, LITERATURE[load])
+    # large rotations indeed: the tip has moved by a good part of the length, mostly out of the plane
+    assert references[load][2] > 0.4 * LENGTH
