@@ -15,7 +15,7 @@ import time
 import bpy
 
 from .variation_study import read_study
-from .warmup import solver_command, solver_environment
+from .warmup import solver_command, solver_environment, stop, waited
 
 _PROGRESS = re.compile(r"(\d+)/(\d+) variants solved")
 _PLANNED = re.compile(r"(\d+) variants, (\d+) already in .*, (\d+) to solve")
@@ -95,13 +95,9 @@ def folder() -> str:
 
 def wait(timeout: float) -> bool:
     """Block until the study ends (scripts and tests); True when it finished."""
-    process = _state["process"]
-    if process is not None:
-        try:
-            process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            return False
-        _finish()
+    if not waited(_state["process"], timeout):
+        return False
+    _finish()
     return _state["study"] is not None
 
 
@@ -136,14 +132,7 @@ def _poll():
 
 def cancel() -> None:
     """Stop a running study (its rows so far stay in its folder: Run resumes it)."""
-    process = _state["process"]
-    if process is not None and process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(10.0)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(5.0)
+    stop(_state["process"], grace=10.0)
     _finish()
     if bpy.app.timers.is_registered(_poll):
         bpy.app.timers.unregister(_poll)

@@ -21,6 +21,17 @@ def _wrapped(layout, text: str, icon: str = "NONE") -> None:
         column.label(text=line, icon=icon if number == 0 else ("NONE" if icon == "NONE" else "BLANK1"))
 
 
+def _list_with_buttons(layout, list_type, data, prop, active_prop, operators):
+    """A list with add and remove buttons beside it (cable_harness.<operators>_add and _remove);
+    returns the button column, for more buttons."""
+    row = layout.row()
+    row.template_list(list_type, "", data, prop, data, active_prop, rows=3)
+    buttons = row.column(align=True)
+    buttons.operator(f"cable_harness.{operators}_add", icon="ADD", text="")
+    buttons.operator(f"cable_harness.{operators}_remove", icon="REMOVE", text="")
+    return buttons
+
+
 class CABLE_HARNESS_UL_clips(bpy.types.UIList):
     def draw_item(self, context, layout, data, item, icon, active_data, active_propname, index):
         row = layout.row(align=True)
@@ -41,10 +52,15 @@ class CABLE_HARNESS_UL_variations(bpy.types.UIList):
         row.label(text=label)
 
 
-class VIEW3D_PT_cable_harness(bpy.types.Panel):
+class _SidebarPanel:
+    """Where the extension's panels live: the 3D view's sidebar, tab Harness."""
+
     bl_space_type = "VIEW_3D"
     bl_region_type = "UI"
     bl_category = "Harness"
+
+
+class VIEW3D_PT_cable_harness(_SidebarPanel, bpy.types.Panel):
     bl_label = "Cable Harness"
 
     def draw(self, context):
@@ -94,11 +110,7 @@ class VIEW3D_PT_cable_harness(bpy.types.Panel):
         layout.prop(s, "start")
         layout.prop(s, "end")
         layout.label(text="Clips (in order along the cable)")
-        row = layout.row()
-        row.template_list("CABLE_HARNESS_UL_clips", "", s, "clips", s, "active_clip", rows=3)
-        buttons = row.column(align=True)
-        buttons.operator("cable_harness.clip_add", icon="ADD", text="")
-        buttons.operator("cable_harness.clip_remove", icon="REMOVE", text="")
+        buttons = _list_with_buttons(layout, "CABLE_HARNESS_UL_clips", s, "clips", "active_clip", "clip")
         buttons.separator()
         buttons.operator("cable_harness.clip_move", icon="TRIA_UP", text="").direction = "UP"
         buttons.operator("cable_harness.clip_move", icon="TRIA_DOWN", text="").direction = "DOWN"
@@ -144,10 +156,7 @@ class VIEW3D_PT_cable_harness(bpy.types.Panel):
             _wrapped(box, s.result_message, "ERROR")
 
 
-class VIEW3D_PT_cable_harness_contact(bpy.types.Panel):
-    bl_space_type = "VIEW_3D"
-    bl_region_type = "UI"
-    bl_category = "Harness"
+class VIEW3D_PT_cable_harness_contact(_SidebarPanel, bpy.types.Panel):
     bl_label = "Contact"
     bl_options = {"DEFAULT_CLOSED"}
 
@@ -161,10 +170,7 @@ class VIEW3D_PT_cable_harness_contact(bpy.types.Panel):
         layout.prop(settings, "cable_cable")
 
 
-class VIEW3D_PT_cable_harness_files(bpy.types.Panel):
-    bl_space_type = "VIEW_3D"
-    bl_region_type = "UI"
-    bl_category = "Harness"
+class VIEW3D_PT_cable_harness_files(_SidebarPanel, bpy.types.Panel):
     bl_label = "Case Files"
     bl_options = {"DEFAULT_CLOSED"}
 
@@ -219,10 +225,7 @@ def study_lines(scene, study) -> list:
     return lines
 
 
-class VIEW3D_PT_cable_harness_study(bpy.types.Panel):
-    bl_space_type = "VIEW_3D"
-    bl_region_type = "UI"
-    bl_category = "Harness"
+class VIEW3D_PT_cable_harness_study(_SidebarPanel, bpy.types.Panel):
     bl_label = "Variation Study"
     bl_options = {"DEFAULT_CLOSED"}
 
@@ -231,13 +234,7 @@ class VIEW3D_PT_cable_harness_study(bpy.types.Panel):
         layout.use_property_split = True
         layout.use_property_decorate = False
         settings = context.scene.cable_harness
-        row = layout.row()
-        row.template_list(
-            "CABLE_HARNESS_UL_variations", "", settings, "variations", settings, "active_variation", rows=3
-        )
-        buttons = row.column(align=True)
-        buttons.operator("cable_harness.study_add", icon="ADD", text="")
-        buttons.operator("cable_harness.study_remove", icon="REMOVE", text="")
+        _list_with_buttons(layout, "CABLE_HARNESS_UL_variations", settings, "variations", "active_variation", "study")
         if 0 <= settings.active_variation < len(settings.variations):
             v = settings.variations[settings.active_variation]
             box = layout.box()

@@ -133,15 +133,21 @@ def progress() -> str:
     return f"Preparing the solver (first start only): {compiled} kernels compiled, {seconds:.0f} s"
 
 
-def wait(timeout: float) -> bool:
-    """Block until the compile ends (scripts and tests); True when the kernels are compiled."""
-    process = _state["process"]
+def waited(process, timeout: float) -> bool:
+    """Wait up to ``timeout`` seconds for a background process; False if it still runs."""
     if process is not None:
         try:
             process.wait(timeout)
         except subprocess.TimeoutExpired:
             return False
-        _finish()
+    return True
+
+
+def wait(timeout: float) -> bool:
+    """Block until the compile ends (scripts and tests); True when the kernels are compiled."""
+    if not waited(_state["process"], timeout):
+        return False
+    _finish()
     return kernels_are_warm()
 
 
@@ -174,15 +180,20 @@ def _poll():
     return None
 
 
-def cancel() -> None:
-    """Stop a running compile (the extension is being disabled)."""
-    process = _state["process"]
+def stop(process, grace: float = 5.0) -> None:
+    """End a background process of the extension: asked to, then killed after ``grace`` seconds."""
     if process is not None and process.poll() is None:
         process.terminate()
         try:
-            process.wait(5.0)
+            process.wait(grace)
         except subprocess.TimeoutExpired:
             process.kill()
+            process.wait(5.0)
+
+
+def cancel() -> None:
+    """Stop a running compile (the extension is being disabled)."""
+    stop(_state["process"])
     _state["process"] = None
     if bpy.app.timers.is_registered(_poll):
         bpy.app.timers.unregister(_poll)

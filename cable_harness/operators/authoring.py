@@ -19,7 +19,7 @@ from ..scene_model import (
     style_new_cable_curve,
     write_curve_points,
 )
-from .common import MARKER_SIZE_M, active_cable, centre_line, link_new_object, run_solve
+from .common import MARKER_SIZE_M, active_cable_or_report, centre_line, link_new_object, run_solve
 
 DEFAULT_DIAMETER_M = 0.004
 DEFAULT_CLIP_LENGTH_M = 0.01
@@ -224,9 +224,8 @@ class CABLE_HARNESS_OT_set_rest_shape(bpy.types.Operator):
     bl_options = {"REGISTER", "UNDO"}
 
     def execute(self, context):
-        cable = active_cable(context)
+        cable = active_cable_or_report(self, context)
         if cable is None:
-            self.report({"ERROR"}, "make a cable the active object (click it last)")
             return {"CANCELLED"}
         line = centre_line(cable)
         keep = np.concatenate(([True], np.linalg.norm(np.diff(line, axis=0), axis=1) > 0.0))

@@ -7,7 +7,7 @@ import numpy as np
 from bpy.props import EnumProperty
 
 from ..scene_model import CLIP
-from .common import active_cable, centre_line
+from .common import active_cable, active_cable_or_report, centre_line
 
 
 def place_on_cable(line: np.ndarray, length: float, point: np.ndarray) -> tuple:
@@ -33,9 +33,8 @@ class CABLE_HARNESS_OT_clip_add(bpy.types.Operator):
     bl_options = {"REGISTER", "UNDO"}
 
     def execute(self, context):
-        cable = active_cable(context)
+        cable = active_cable_or_report(self, context)
         if cable is None:
-            self.report({"ERROR"}, "make a cable the active object (click it last)")
             return {"CANCELLED"}
         s = cable.cable_harness
         listed = {ref.clip.name for ref in s.clips if ref.clip is not None}

@@ -27,6 +27,14 @@ def active_cable(context):
     return None
 
 
+def active_cable_or_report(operator, context):
+    """The active cable; without one, an error on ``operator`` saying how to get one, and None."""
+    cable = active_cable(context)
+    if cable is None:
+        operator.report({"ERROR"}, "make a cable the active object (click it last)")
+    return cable
+
+
 def centre_line(ob) -> np.ndarray:
     """The cable's current centre line (world, Blender units): its curve, else its drawn route."""
     if len(ob.data.splines) == 1 and len(ob.data.splines[0].points) >= 2:

@@ -166,11 +166,23 @@ classes = (
 _register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
 
 
+@bpy.app.handlers.persistent
+def _forget_on_load(*_args):
+    # a study belongs to the file it was run in: another file shows none (the folder keeps its rows,
+    # and the same study run again in the first file resumes)
+    study_runner.cancel()
+    study_runner.forget()
+    overlay.clear_envelopes()
+
+
 def register():
     _register_classes()
+    bpy.app.handlers.load_pre.append(_forget_on_load)
 
 
 def unregister():
+    if _forget_on_load in bpy.app.handlers.load_pre:
+        bpy.app.handlers.load_pre.remove(_forget_on_load)
     study_runner.cancel()
     study_runner.forget()
     _unregister_classes()

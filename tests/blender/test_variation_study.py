@@ -218,3 +218,18 @@ def test_a_cancelled_study_resumes_where_it_stopped(tmp_path):
     for r in done_before:
         assert by_variant[r["variant"]][f"{cable.name}.solve_ms"] == r[f"{cable.name}.solve_ms"]  # not solved again
     assert ext.study_runner.result()["summary"]["variants"] == 400
+
+
+def test_another_file_shows_no_study(tmp_path):
+    *_, cable = simple_harness(segments=16)
+    add_variation(cable, "LENGTH", "UNIFORM", tolerance=0.002)
+    run_study(tmp_path, samples=2)
+    name = cable.name  # (the object is gone once another file is loaded)
+    assert ext.study_runner.result() is not None and ext.overlay.envelope(name) is not None
+    settings = bpy.context.scene.cable_harness
+    settings.study_samples = 400
+    assert bpy.ops.cable_harness.run_study() == {"FINISHED"} and ext.study_runner.running()
+    bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)
+    assert not ext.study_runner.running()
+    assert ext.study_runner.result() is None and ext.study_runner.message() == ""
+    assert ext.overlay.envelope(name) is None
