@@ -195,7 +195,12 @@ def test_unregister_leaves_no_handlers_timers_or_classes_behind(extension):
         assert not hasattr(bpy.types, "VIEW3D_PT_cable_harness")
         assert overlay_module._handlers == []
         enable_extension()
-        assert len(_our_handlers()) == 3
+        assert sorted(_our_handlers()) == [
+            ("depsgraph_update_post", "_on_depsgraph_update"),  # colliders whose geometry changed
+            ("frame_change_post", "_on_frame_change"),  # colliders that may deform
+            ("load_pre", "_forget_on_load"),  # a variation study belongs to its file
+            ("load_pre", "_stop_on_load"),  # Simulate stops
+        ]
         overlay_module = sys.modules[f"{extension.__name__}.cable_harness.overlay"]
         assert len(overlay_module._handlers) == 2  # the viewport overlay's draw handlers
     assert solve_module._state["timers"] == []
