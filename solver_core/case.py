@@ -17,7 +17,7 @@ import numpy as np
 
 from .errors import CaseError
 from .materials import SectionStiffness, section_stiffness
-from .rest_shape import RestShape, parse_rest, rest_to_dict
+from .rest_shape import RestShape, check_rest_resolution, parse_rest, rest_to_dict
 
 CASE_FORMAT = "cable-harness-case/1"
 CLIP_KINDS = ("fixed", "rotating", "sliding")
@@ -400,6 +400,7 @@ def _parse_cable(obj, where) -> CableSpec:
         if np.linalg.norm(np.diff(route, axis=0), axis=1).sum() <= 0.0:
             raise CaseError(f"{where}.route has zero length")
     rest = None if obj.get("rest") is None else parse_rest(obj["rest"], f"{where}.rest", _number, _vector)
+    check_rest_resolution(rest, length, segments, f"{where}.rest")
     check_reachable(cable_id, where, start, end, clips, length)
     material = {key: value if key == "preset" else float(value) for key, value in obj["material"].items()}
     return CableSpec(cable_id, length, diameter, material, section, segments, start, end, clips, loads, route, rest)

@@ -14,6 +14,7 @@ back from its segment by half the turn over it (the curvature there extrapolated
 next to it: the route's tangent at its end).
 """
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,6 +59,25 @@ def parse_rest(obj, where, number, vector) -> RestShape:
     k = tuple(number(c, f"{where}.curvature[{i}]", bound=MAX_REST_CURVATURE) for i, c in enumerate(curvature))
     twist = number(obj.get("twist", 0.0), f"{where}.twist", bound=MAX_REST_CURVATURE)
     return RestShape(curvature=k, twist=twist)
+
+
+# A segment may turn by at most this much in the rest shape (rad): the discrete Darboux vector holds up
+# to half a turn, and a coarser rest shape than this is no longer the shape that was asked for.
+MAX_REST_TURN = 1.0
+
+
+def check_rest_resolution(rest, length, segments, where) -> None:
+    """Refuse a constant rest curvature and twist that the cable's segments cannot resolve."""
+    if rest is None or rest.route is not None:
+        return
+    rate = math.hypot(rest.curvature[0], rest.curvature[1], rest.twist)
+    turn = rate * length / segments
+    if turn > MAX_REST_TURN:
+        needed = math.ceil(rate * length / MAX_REST_TURN)
+        raise CaseError(
+            f"{where} turns each of the {segments} segments by {turn:.3g} rad; give the cable at least "
+            f"{needed} segments (at most {MAX_REST_TURN:g} rad each)"
+        )
 
 
 def rest_to_dict(rest: RestShape) -> dict:

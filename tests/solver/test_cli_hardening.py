@@ -433,7 +433,7 @@ NUMBER_PATHS = [
 def malformed_documents(draw):
     doc = base()
     doc["solver"] = {"max_iterations": 30}
-    family = draw(st.sampled_from(["any value", "extreme number", "contradiction", "mesh"]))
+    family = draw(st.sampled_from(["any value", "extreme number", "contradiction", "mesh", "rest shape"]))
     if family == "any value":
         mutate(doc, draw(st.sampled_from(PATHS)), draw(json_values()))
     elif family == "extreme number":
@@ -453,6 +453,16 @@ def malformed_documents(draw):
             }
             for k in range(2)
         ]
+    elif family == "rest shape":
+        doc["cables"][0]["rest"] = draw(
+            json_values()
+            | st.fixed_dictionaries(
+                {"curvature": st.lists(extreme_numbers, min_size=1, max_size=3), "twist": extreme_numbers}
+            )
+            | st.fixed_dictionaries(
+                {"route": st.lists(st.lists(extreme_numbers, min_size=2, max_size=4), min_size=0, max_size=5)}
+            )
+        )
     else:
         vertices = draw(st.lists(st.lists(extreme_numbers, min_size=2, max_size=4), min_size=0, max_size=4))
         triangles = draw(st.lists(st.lists(st.integers(-2, 2**64), min_size=2, max_size=4), max_size=3))

@@ -157,6 +157,11 @@ def test_the_rest_shape_survives_a_round_trip():
         ({"route": [[0, 0, 0], [0, 0, 0]]}, "cables[0].rest.route[1] repeats the point before it"),
         ({"route": [[0, 0, 0], [0, 0]]}, "cables[0].rest.route[1]"),
         ({"route": [[0, 0, 0], [1, 0, 0]], "twist": 1.0}, "gives a route and a curvature or twist"),
+        # 40 segments of 7.5 mm cannot resolve a bend of 1 mm radius
+        (
+            {"curvature": [0.0, 1000.0]},
+            "cables[0].rest turns each of the 40 segments by 7.5 rad; give the cable at least 300",
+        ),
     ],
 )
 def test_a_bad_rest_shape_is_refused_by_name(rest, message):
