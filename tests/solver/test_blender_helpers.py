@@ -4,7 +4,10 @@
 report's maxima over a bake log (report.py), each against a reference worked out by hand."""
 
 import math
+import os
+import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,10 +16,25 @@ from helpers.blender_free import layer_module
 follow = layer_module("follow")
 scene_model = layer_module("scene_model")
 report = layer_module("report")
+TESTS = Path(__file__).resolve().parents[1]
+
+
+# the Blender layer's modules that must not need Blender (they are imported here, and in scripts)
+BPY_FREE = ("follow", "scene_model", "report", "overlay_data", "variation_study")
 
 
 def test_the_helpers_import_without_bpy():
-    assert "bpy" not in sys.modules
+    # in a fresh interpreter: this process may hold bpy from other tests run with it
+    code = (
+        "import sys\n"
+        "from helpers.blender_free import layer_module\n"
+        f"for name in {BPY_FREE!r}:\n"
+        "    layer_module(name)\n"
+        "assert 'bpy' not in sys.modules, 'bpy was imported'\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TESTS), str(TESTS.parent)]))
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
 
 
 @pytest.mark.parametrize(
