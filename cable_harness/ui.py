@@ -182,6 +182,8 @@ class VIEW3D_PT_cable_harness_files(_SidebarPanel, bpy.types.Panel):
 
 
 def _length_text(scene, metres) -> str:
+    # a resting contact's clearance is a rounding error from zero either way: not "-0 m"
+    metres = 0.0 if abs(metres) < 1e-9 else metres
     return bpy.utils.units.to_string(
         scene.unit_settings.system, "LENGTH", metres / metres_per_unit(scene) * scene.unit_settings.scale_length
     )

@@ -7,6 +7,8 @@
 #     bash tools/gui_smoke_test.sh screenshots
 #         -> docs/first_solve.png (the panel while the kernels compile, from an empty cache) and
 #            docs/viewport.png (the equipment bay with the viewport's physics drawing)
+#     bash tools/gui_smoke_test.sh study
+#         -> docs/study.png (a Variation Study of the equipment bay and the envelope of its shapes)
 #
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -16,6 +18,8 @@ SCRIPT="$ROOT/tests/gui/smoke_gui.py"; LIMIT=300; CACHE="$OUT/numba-cache-debian
 if [ "${1:-}" = "screenshots" ]; then
   SCRIPT="$ROOT/tests/gui/screenshots_gui.py"; LIMIT=1200; CACHE="$OUT/numba-cache-debian-blender-fresh"
   rm -rf "$CACHE"  # an empty cache: the first start compiles, and the panel shows it
+elif [ "${1:-}" = "study" ]; then
+  SCRIPT="$ROOT/tests/gui/study_gui.py"; LIMIT=1200
 fi
 need=()
 for cmd in blender Xvfb xdotool; do command -v "$cmd" >/dev/null || need+=("$cmd"); done
