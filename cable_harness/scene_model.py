@@ -8,7 +8,6 @@ solved by the CLI give the same nodes. Blender stores lengths in Blender units; 
 metres describe the same physical harness. ``scene.gravity`` is taken in m/s^2.
 """
 
-import json
 import math
 import re
 
@@ -108,15 +107,24 @@ def build_signature(ob, scale) -> tuple:
         holder(s.start),
         holder(s.end),
         tuple(clip(ref) for ref in s.clips),
-        _rest_signature(s, scale),
+        _rest_signature(s),
     )
 
 
-def _rest_signature(settings, scale) -> str:
-    try:
-        return json.dumps(rest_document(settings, scale))
-    except HarnessInputError as exc:  # refused where the case is built (cable_document), with the cable's name
-        return f"invalid: {exc}"
+def _rest_points(settings) -> np.ndarray:
+    """The stored rest shape's points (world, Blender units), read in one call."""
+    co = np.empty(len(settings.rest_route) * 3, dtype=np.float32)
+    settings.rest_route.foreach_get("co", co)
+    return co.reshape(-1, 3).astype(np.float64)
+
+
+def _rest_signature(settings) -> tuple:
+    """The rest shape's settings as they are (read on every tick: no document is built for it)."""
+    if settings.rest_shape == "BENT":
+        return ("BENT", settings.rest_bend_radius, settings.rest_bend_direction, settings.rest_twist)
+    if settings.rest_shape == "CURVE":
+        return ("CURVE", _rest_points(settings).tobytes())
+    return ("STRAIGHT",)
 
 
 def rest_document(settings, scale) -> dict | None:
@@ -133,7 +141,7 @@ def rest_document(settings, scale) -> dict | None:
     if settings.rest_shape == "CURVE":
         if len(settings.rest_route) < 2:
             raise HarnessInputError("the rest shape has no stored shape (use Set Rest Shape from Curve)")
-        return {"route": [(np.array(p.co) * scale).tolist() for p in settings.rest_route]}
+        return {"route": (_rest_points(settings) * scale).tolist()}
     return None
 
 
