@@ -7,7 +7,8 @@ The clamped-clamped U-shape of bench_solver.py (0.5 m Lv 2017 cable), its end co
 per step for 200 steps, solved and streamed as JSON Lines by ``cli.solve_to`` exactly as
 ``python -m solver_core solve CASE -o RESULT.jsonl`` does. Prints per warm step: the wall time of the
 whole step (solve, bookkeeping, result document, JSON, write) against the solve time the solver
-reports, and the parts. Target: wall <= 1.5 x solve at 100 and 1000 segments.
+reports (``solve_ms``: the cable's whole solve, Harness.solve_cable), and the parts. Target: wall <=
+1.5 x solve at 100 and 1000 segments.
 """
 
 import json
@@ -21,7 +22,7 @@ import numpy as np
 from benchmarks.bench_solver import u_shape_case
 from solver_core import Harness, parse_case
 from solver_core.cli import AtomicOutput, solve_to
-from solver_core.results import dumps, step_result
+from solver_core.results import dumps_stream_step, step_result
 
 STEPS = 200
 
@@ -62,13 +63,13 @@ def measure(segments: int) -> dict:
     h = Harness.from_case(case)
     h.solve_step()
     parts = {"solve_step": [], "result": [], "json": []}
-    for changes in case.steps[:50]:
+    for index, changes in enumerate(case.steps[:50]):
         a = time.perf_counter()
         h.solve_step(changes)
         b = time.perf_counter()
         doc = step_result(h, packed=True)
         c = time.perf_counter()
-        dumps(doc)
+        dumps_stream_step(index, doc)
         d = time.perf_counter()
         parts["solve_step"].append(b - a)
         parts["result"].append(c - b)

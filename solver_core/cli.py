@@ -94,7 +94,7 @@ def solve_to(case, output, lines: bool, echo) -> tuple:
     """Solve a case step by step, writing each step to ``output`` (an AtomicOutput or None) as it is
     solved; returns (every cable converged in every step, the warnings)."""
     from .harness import Harness
-    from .results import RESULT_FORMAT, STREAM_FORMAT, dumps
+    from .results import RESULT_FORMAT, STREAM_FORMAT, dumps, dumps_stream_step
     from .run_case import iter_steps
 
     harness = Harness.from_case(case)
@@ -124,7 +124,7 @@ def solve_to(case, output, lines: bool, echo) -> tuple:
             ok = ok and all(c["converged"] for c in step["cables"].values())
             if output is not None:
                 if lines:
-                    output.write(dumps({"step": index, **step}) + "\n")
+                    output.write(dumps_stream_step(index, step) + "\n")
                 else:
                     output.write(("," if index else "") + dumps(step))
             if echo is not None:

@@ -55,9 +55,9 @@ def secant_displacement(
     motion, or frames held differently)."""
     if memory is None or memory.positions_after.shape != positions.shape:
         return None
-    if not np.array_equal(memory.positions_after, positions) or memory.hold_after.shape != hold_now.shape:
+    if memory.hold_after.shape != hold_now.shape or hold_next.shape != hold_now.shape:
         return None
-    if hold_next.shape != hold_now.shape or not np.array_equal(memory.hold_after, hold_now):
+    if not ((memory.positions_after == positions).all() and (memory.hold_after == hold_now).all()):
         return None
     last = memory.hold_after - memory.hold_before
     step = hold_next - hold_now
@@ -67,6 +67,7 @@ def secant_displacement(
     scale = float(step @ last) / last2
     if not (0.0 < scale <= MAX_SCALE):
         return None
-    if np.linalg.norm(step - scale * last) > SIMILAR * np.linalg.norm(step):
+    off = step - scale * last
+    if float(off @ off) > SIMILAR**2 * float(step @ step):
         return None
     return scale * (memory.positions_after - memory.positions_before)

@@ -78,7 +78,8 @@ def _shape_kernel(
     the d3 directors (inf where straight), its inverse (0 there) and the twist rate 2 atan2(v_3, w) / l
     of the relative rotation conj(q_a) q_b = (w, v) (Chen 2023, Eq. 9), per segment the axial force
     EA (d3 . e / l0 - 1), the axial part of the stretch-shear strain (PyElastica's sigma_3); returns
-    (centre-line length, largest axial strain, largest |twist rate|)."""
+    (centre-line length, largest axial strain, largest |twist rate|, the first array of positions,
+    directors, tensions, twist rates that holds NaN or infinity: 1-4, or 0 where none does)."""
     n_rot = quats.shape[0]
     d3 = np.empty((n_rot, 3))
     for i in range(n_rot):
@@ -129,7 +130,16 @@ def _shape_kernel(
             max_strain = strain
         axial = (d3[i, 0] * dx + d3[i, 1] * dy + d3[i, 2] * dz) / rest_len[i] - 1.0
         tensions[i] = axial_stiffness[i] * axial
-    return length, max_strain, max_twist
+    not_finite = 0
+    if not np.isfinite(positions).all():
+        not_finite = 1
+    elif not np.isfinite(directors).all():
+        not_finite = 2
+    elif not np.isfinite(tensions).all():
+        not_finite = 3
+    elif not np.isfinite(twist_rates).all():
+        not_finite = 4
+    return length, max_strain, max_twist, not_finite
 
 
 def _quantities(harness, cable_id, session, state) -> dict:
@@ -145,7 +155,7 @@ def _quantities(harness, cable_id, session, state) -> dict:
     directors = np.empty((model.n_segments, 3, 3))
     radii, curvatures, twist_rates = np.empty(n_joints), np.empty(n_joints), np.empty(n_joints)
     tensions = np.empty(model.n_segments)
-    length, max_strain, max_twist = _shape_kernel(
+    length, max_strain, max_twist, not_finite = _shape_kernel(
         state.positions,
         state.quats,
         model.rest_len,
@@ -169,6 +179,7 @@ def _quantities(harness, cable_id, session, state) -> dict:
         "tensions": tensions,
         "max_twist_rate": max_twist,
         "max_strain": max_strain,
+        "not_finite": _SHAPE_ARRAYS[not_finite],
         "ends": ends,
         "clips": clips,
         "contacts": contacts,
@@ -176,11 +187,13 @@ def _quantities(harness, cable_id, session, state) -> dict:
     }
 
 
+_SHAPE_ARRAYS = (None, "nodes", "directors", "tensions", "twist_rates")  # _shape_kernel's codes
+
+
 def _not_finite(q: dict) -> str | None:
     """The first quantity of ``_quantities`` that holds NaN or infinity (bend radii may be infinite)."""
-    for key in ("nodes", "directors", "tensions", "twist_rates"):
-        if not np.isfinite(q[key]).all():
-            return key
+    if q["not_finite"] is not None:
+        return q["not_finite"]
     for key in ("length", "max_twist_rate", "max_strain", "energy"):
         if not math.isfinite(q[key]):
             return key
@@ -189,9 +202,8 @@ def _not_finite(q: dict) -> str | None:
     if np.isnan(q["radii"]).any():
         return "bend_radii"
     for label, group in (("end_forces", list(q["ends"].values())), ("clip_forces", q["clips"])):
-        for d in group:
-            if not (np.isfinite(d["force"]).all() and np.isfinite(d["moment"]).all()):
-                return label
+        if group and not np.isfinite([(d["force"], d["moment"]) for d in group]).all():
+            return label
     if q["contacts"] and not np.isfinite(_contact_numbers(q["contacts"])).all():
         return "contacts"
     return None
@@ -295,6 +307,30 @@ def step_result(harness, packed: bool = False) -> dict:
 def dumps(doc) -> str:
     """Compact JSON text; raises ValueError rather than write NaN or Infinity."""
     return json.dumps(doc, separators=(",", ":"), allow_nan=False)
+
+
+_PACKED_KEYS = {"dtype", "shape", "base64"}
+
+
+def dumps_stream_step(index: int, step: dict) -> str:
+    """A step of a result stream (``{"step": index, **step}``, one line of JSON Lines) as ``dumps``
+    writes it, with the base64 text of its packed arrays put in as it is: base64 holds no character
+    JSON escapes, and json's scan of every character was a third of the cost of a 100-segment step's
+    line (benchmarks/bench_path.py)."""
+    if set(step) != {"cables"}:
+        return dumps({"step": index, **step})
+    cables = []
+    for cid, doc in step["cables"].items():
+        arrays, rest = [], {}
+        for key, value in doc.items():
+            if type(value) is dict and value.keys() == _PACKED_KEYS and value["dtype"] == "<f8" and key.isidentifier():
+                shape = ",".join(str(int(n)) for n in value["shape"])
+                arrays.append(f'"{key}":{{"dtype":"<f8","shape":[{shape}],"base64":"{value["base64"]}"}}')
+            else:
+                rest[key] = value
+        text = dumps(rest)
+        cables.append(f"{dumps(cid)}:{{{','.join(arrays)}{',' if arrays and rest else ''}{text[1:]}")
+    return f'{{"step":{int(index)},"cables":{{{",".join(cables)}}}}}'
 
 
 def contact_documents(contacts, model, ids) -> dict:

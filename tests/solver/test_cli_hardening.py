@@ -324,6 +324,25 @@ def test_streamed_json_lines_match_the_document(tmp_path):
         assert streamed == full
 
 
+@pytest.mark.parametrize("cable_id", ["W1", 'quote " back \\ slash', "ünïcode ✓", "new\nline"])
+def test_a_stream_line_is_the_step_document(cable_id):
+    # results.dumps_stream_step puts the packed arrays' base64 in as it is and the rest through json
+    from solver_core.results import dumps, dumps_stream_step, step_result
+
+    doc = base(id=cable_id)
+    doc["steps"][0]["cables"] = {cable_id: doc["steps"][0]["cables"]["W1"]}
+    doc["obstacles"] = [{"type": "plane", "point": [0, 0, -0.004], "normal": [0, 0, 1]}]  # contacts
+    h = Harness.from_case(parse_case(doc))
+    for index, changes in enumerate([None, *parse_case(doc).steps]):
+        h.solve_step(changes)
+        step = step_result(h, packed=True)
+        line = dumps_stream_step(index, step)
+        assert "\n" not in line
+        assert strict_json(line) == json.loads(dumps({"step": index, **step}))
+    not_packed = step_result(h, packed=False)  # no packed arrays: the whole document through json
+    assert json.loads(dumps_stream_step(7, not_packed)) == json.loads(dumps({"step": 7, **not_packed}))
+
+
 def test_result_quantities_match_the_diagnostics():
     # results.py computes in one kernel what diagnostics.py computes with numpy
     from solver_core.diagnostics import bend_radii, directors, twist_rates
