@@ -7,6 +7,7 @@ extension. The names below are its public API: the Blender layer imports nothing
 """
 
 from ._jit import CACHE_DIR
+from .bundle import bundle_diameter
 from .case import (
     CableChange,
     CableSpec,
@@ -55,6 +56,7 @@ __all__ = [
     "SolverSettings",
     "SWEEP_FORMAT",
     "build_rod_model",
+    "bundle_diameter",
     "case_to_dict",
     "clearance_to_triangles",
     "frame_from_tangent",

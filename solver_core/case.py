@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .bundle import Bundle, bundle_to_dict, parse_bundle
 from .errors import CaseError
 from .materials import SectionStiffness, section_stiffness
 from .rest_shape import RestShape, check_rest_resolution, parse_rest, rest_to_dict
@@ -94,6 +95,8 @@ class CableSpec:
     loads: tuple = ()
     route: np.ndarray | None = None
     rest: RestShape | None = None  # pre-formed: the unstressed shape (None: straight)
+    bundle: Bundle | None = None  # a bundle of wires: diameter and section derived (material: overrides)
+    diameter_given: bool = True  # False: the diameter is the bundle's
 
 
 @dataclass(frozen=True)
@@ -359,25 +362,57 @@ def check_reachable(cable_id, where, start, end, clips, length):
             )
 
 
+BUNDLE_OVERRIDES = ("EA", "EI", "GJ", "GA", "linear_density")
+
+
 def _parse_cable(obj, where) -> CableSpec:
     _check_keys(
         obj,
-        ("id", "length", "diameter", "material", "segments", "start", "end", "clips", "loads", "route", "rest"),
+        (
+            "id",
+            "length",
+            "diameter",
+            "material",
+            "bundle",
+            "segments",
+            "start",
+            "end",
+            "clips",
+            "loads",
+            "route",
+            "rest",
+        ),
         where,
     )
-    for key in ("id", "length", "diameter", "material", "start"):
+    bundle = None if obj.get("bundle") is None else parse_bundle(obj["bundle"], f"{where}.bundle", _number, as_int)
+    for key in ("id", "length", "start") if bundle else ("id", "length", "diameter", "material", "start"):
         if key not in obj:
             raise CaseError(f"{where}.{key} is missing")
     cable_id = obj["id"]
     if not isinstance(cable_id, str) or not cable_id:
         raise CaseError(f"{where}.id must be a non-empty string")
     length = _number(obj["length"], f"{where}.length", positive=True, bound=MAX_EXTENT)
-    diameter = _number(obj["diameter"], f"{where}.diameter", positive=True)
+    if obj.get("diameter") is None and bundle is not None:
+        diameter, place = bundle.diameter, f"{where}.bundle (its diameter)"
+    else:
+        diameter, place = _number(obj["diameter"], f"{where}.diameter", positive=True), f"{where}.diameter"
     if diameter < MIN_DIAMETER:
-        raise CaseError(f"{where}.diameter = {diameter:g} is out of range (at least {MIN_DIAMETER:g} m)")
+        raise CaseError(f"{place} = {diameter:g} is out of range (at least {MIN_DIAMETER:g} m)")
     if diameter >= length:
-        raise CaseError(f"{where}.diameter ({diameter:g}) must be smaller than the length ({length:g})")
-    section = section_stiffness(obj["material"], diameter, f"{where}.material")
+        raise CaseError(f"{place} ({diameter:g}) must be smaller than the length ({length:g})")
+    if bundle is None:
+        section = section_stiffness(obj["material"], diameter, f"{where}.material")
+    else:
+        given = {} if obj.get("material") is None else obj["material"]
+        if not isinstance(given, dict):
+            raise CaseError(f"{where}.material must be an object")
+        odd = sorted(set(given) - set(BUNDLE_OVERRIDES))
+        if odd:
+            raise CaseError(
+                f"{where}.material.{odd[0]}: with a bundle, material may only give measured "
+                f"{', '.join(BUNDLE_OVERRIDES)} (they override the bundle's)"
+            )
+        section = section_stiffness({**bundle.section, **given}, diameter, f"{where}.material")
     segments = as_int(obj.get("segments", 50), f"{where}.segments", 2, 200000)
     start = parse_frame(obj["start"], f"{where}.start")
     end = None if obj.get("end") is None else parse_frame(obj["end"], f"{where}.end")
@@ -402,8 +437,24 @@ def _parse_cable(obj, where) -> CableSpec:
     rest = None if obj.get("rest") is None else parse_rest(obj["rest"], f"{where}.rest", _number, _vector)
     check_rest_resolution(rest, length, segments, f"{where}.rest")
     check_reachable(cable_id, where, start, end, clips, length)
-    material = {key: value if key == "preset" else float(value) for key, value in obj["material"].items()}
-    return CableSpec(cable_id, length, diameter, material, section, segments, start, end, clips, loads, route, rest)
+    given = {} if obj.get("material") is None else obj["material"]
+    material = {key: value if key == "preset" else float(value) for key, value in given.items()}
+    return CableSpec(
+        cable_id,
+        length,
+        diameter,
+        material,
+        section,
+        segments,
+        start,
+        end,
+        clips,
+        loads,
+        route,
+        rest,
+        bundle,
+        bundle is None or obj.get("diameter") is not None,
+    )
 
 
 def _table(value, floats):
@@ -623,8 +674,8 @@ def case_to_dict(case: Case) -> dict:
         d = {
             "id": c.id,
             "length": c.length,
-            "diameter": c.diameter,
-            "material": dict(c.material),
+            **({"diameter": c.diameter} if c.diameter_given else {}),
+            **({"material": dict(c.material)} if c.bundle is None or c.material else {}),
             "segments": c.segments,
             "start": frame_to_dict(c.start),
             "end": None if c.end is None else frame_to_dict(c.end),
@@ -644,6 +695,8 @@ def case_to_dict(case: Case) -> dict:
             d["route"] = c.route.tolist()
         if c.rest is not None:
             d["rest"] = rest_to_dict(c.rest)
+        if c.bundle is not None:
+            d["bundle"] = bundle_to_dict(c.bundle)
         cables.append(d)
     steps = []
     for step in case.steps:

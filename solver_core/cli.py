@@ -10,6 +10,7 @@ import tempfile
 
 import numpy as np
 
+from .bundle import RULES as BUNDLE_RULES
 from .case import load_case
 from .errors import CaseError
 from .materials import PRESETS
@@ -190,6 +191,7 @@ def main(argv=None) -> int:
     if args.command == "presets":
         for p in PRESETS.values():
             print(f"{p.name}: {p.description}\n    values: {p.values}\n    source: {p.source}")
+        print(BUNDLE_RULES)
         return 0
     try:
         if args.command == "check":

@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from ._jit import njit
+from .bundle import bundle_report
 from .contact import NODE_KINDS, SELF_KINDS
 from .diagnostics import elastic_and_load_energy, joint_arc_lengths, reactions
 from .errors import CaseError
@@ -294,6 +295,8 @@ def cable_result(harness, cable_id: str, packed: bool = False) -> dict:
         "solve_ms": report.solve_ms if report else 0.0,
         "substeps": report.substeps if report else 0,
     }
+    if model.cable.bundle is not None:
+        doc["bundle"] = bundle_report(model.cable.bundle, model.cable.diameter, model.cable.section)
     if message is not None:
         doc["message"] = message
     return doc

@@ -452,7 +452,7 @@ NUMBER_PATHS = [
 def malformed_documents(draw):
     doc = base()
     doc["solver"] = {"max_iterations": 30}
-    family = draw(st.sampled_from(["any value", "extreme number", "contradiction", "mesh", "rest shape"]))
+    family = draw(st.sampled_from(["any value", "extreme number", "contradiction", "mesh", "rest shape", "bundle"]))
     if family == "any value":
         mutate(doc, draw(st.sampled_from(PATHS)), draw(json_values()))
     elif family == "extreme number":
@@ -482,6 +482,25 @@ def malformed_documents(draw):
                 {"route": st.lists(st.lists(extreme_numbers, min_size=2, max_size=4), min_size=0, max_size=5)}
             )
         )
+    elif family == "bundle":
+        wire = st.fixed_dictionaries(
+            {"diameter": extreme_numbers | json_values(), "count": st.integers(-2, 3) | json_values()},
+            optional={"material": st.just({"preset": "pvc_wire"}) | json_values()},
+        )
+        cable_doc = doc["cables"][0]
+        cable_doc["bundle"] = draw(
+            json_values()
+            | st.fixed_dictionaries(
+                {"wires": st.lists(wire, max_size=3) | json_values()},
+                optional={
+                    "wrap": st.sampled_from(["loose", "taped", "tied"]) | json_values(),
+                    "sheath": extreme_numbers,
+                },
+            )
+        )
+        for key in ("diameter", "material"):
+            if draw(st.booleans()):
+                cable_doc.pop(key)
     else:
         vertices = draw(st.lists(st.lists(extreme_numbers, min_size=2, max_size=4), min_size=0, max_size=4))
         triangles = draw(st.lists(st.lists(st.integers(-2, 2**64), min_size=2, max_size=4), max_size=3))
