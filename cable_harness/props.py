@@ -70,6 +70,14 @@ def _diameter_changed(self, context):
         sync_cable_bevel(self.id_data)
 
 
+def _bundle_changed(self, context):
+    # a wire's or the bundle's setting: the cable's diameter and stiffness follow (self may be a wire)
+    ob = self.id_data
+    ob.cable_harness.result_stale = True
+    if ob.type == "CURVE":
+        sync_cable_bevel(ob)
+
+
 def _length_changed(self, context):
     # the clips keep their place along the cable in proportion (a clip at mid-length stays there)
     if self.clip_length_basis > 0.0 and self.length > 0.0:
@@ -153,6 +161,64 @@ class CableHarnessVariation(bpy.types.PropertyGroup):
     )  # type: ignore
 
 
+class CableHarnessWire(bpy.types.PropertyGroup):
+    """A kind of wire in a bundle: its diameter, material and how many of it the bundle holds."""
+
+    diameter: FloatProperty(
+        name="Diameter",
+        description="Outer diameter of one wire, its insulation included",
+        min=0.0,
+        default=0.0016,
+        subtype="DISTANCE",
+        unit="LENGTH",
+        update=_bundle_changed,
+    )  # type: ignore
+    count: IntProperty(
+        name="Count",
+        description="How many wires of this kind the bundle holds",
+        min=1,
+        default=1,
+        update=_bundle_changed,
+    )  # type: ignore
+    material: EnumProperty(
+        name="Material",
+        items=MATERIALS,
+        default="pvc_wire",
+        description="Stiffness and density of one wire: a preset (python -m solver_core presets) or custom values",
+        update=_bundle_changed,
+    )  # type: ignore
+    youngs_modulus: FloatProperty(
+        name="Young's Modulus (MPa)",
+        description="Young's modulus of the wire's homogenised section, in MPa (N/mm²)",
+        min=0.0,
+        default=126.0,
+        update=_bundle_changed,
+    )  # type: ignore
+    poisson_ratio: FloatProperty(
+        name="Poisson's Ratio",
+        description="Poisson's ratio of the wire (dimensionless): sets its torsional stiffness",
+        min=0.0,
+        max=0.499,
+        default=0.3,
+        update=_bundle_changed,
+    )  # type: ignore
+    density: FloatProperty(
+        name="Density (kg/m³)",
+        description="Mass per volume of the wire's section, in kg/m³",
+        min=0.0,
+        default=1500.0,
+        update=_bundle_changed,
+    )  # type: ignore
+
+
+WRAPS = [
+    ("loose", "Loose", "Wires held together loosely: the bundle's stiffness is the sum of its wires'"),
+    ("taped", "Taped", "Wrapped in tape: stiffer than loose by a factor not known here (the sum is a lower bound)"),
+    ("sleeved", "Sleeved", "In a sleeve: stiffer than loose by a factor not known here (the sum is a lower bound)"),
+    ("conduit", "Conduit", "In a conduit: stiffer than loose by a factor not known here (the sum is a lower bound)"),
+]
+
+
 class CableHarnessSettings(bpy.types.PropertyGroup):
     role: EnumProperty(
         name="Role",
@@ -228,6 +294,31 @@ class CableHarnessSettings(bpy.types.PropertyGroup):
         subtype="DISTANCE",
         unit="LENGTH",
         update=_diameter_changed,
+    )  # type: ignore
+    is_bundle: BoolProperty(
+        name="Bundle of Wires",
+        description="The cable is a bundle of wires: its diameter, mass and stiffness follow from the wires and "
+        "the wrap (the rule and its sources: python -m solver_core presets)",
+        default=False,
+        update=_bundle_changed,
+    )  # type: ignore
+    wires: CollectionProperty(type=CableHarnessWire, description="The kinds of wire the bundle holds")  # type: ignore
+    active_wire: IntProperty(name="Active Wire", description="The wire selected in the list", min=0)  # type: ignore
+    wrap: EnumProperty(
+        name="Wrap",
+        items=WRAPS,
+        default="loose",
+        description="What holds the bundle's wires together",
+        update=_bundle_changed,
+    )  # type: ignore
+    sheath: FloatProperty(
+        name="Sheath",
+        description="Thickness of the tape, sleeve or conduit wall around the wires (adds twice to the diameter)",
+        min=0.0,
+        default=0.0,
+        subtype="DISTANCE",
+        unit="LENGTH",
+        update=_bundle_changed,
     )  # type: ignore
     material: EnumProperty(
         name="Material",
@@ -454,6 +545,7 @@ class CableHarnessSceneSettings(bpy.types.PropertyGroup):
 
 
 classes = (
+    CableHarnessWire,
     CableHarnessClipRef,
     CableHarnessPoint,
     CableHarnessVariation,

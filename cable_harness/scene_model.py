@@ -13,7 +13,7 @@ import re
 
 import numpy as np
 
-from ..solver_core import PRESETS, CableChange, CaseError, Frame, parse_case
+from ..solver_core import PRESETS, CableChange, CaseError, Frame, bundle_diameter, parse_case
 
 CONNECTOR, CLIP, CABLE, COLLIDER = "CONNECTOR", "CLIP", "CABLE", "COLLIDER"
 
@@ -98,10 +98,13 @@ def build_signature(ob, scale) -> tuple:
     material = (s.material,)
     if s.material == "CUSTOM":
         material += (s.youngs_modulus, s.poisson_ratio, s.density)
+    if s.is_bundle:
+        wires = tuple((w.diameter, w.count, w.material, w.youngs_modulus, w.poisson_ratio, w.density) for w in s.wires)
+        material = ("BUNDLE", s.wrap, s.sheath, wires)
     return (
         scale,
         s.length,
-        s.diameter,
+        cable_diameter(s),
         s.segments,
         material,
         holder(s.start),
@@ -146,11 +149,34 @@ def rest_document(settings, scale) -> dict | None:
 
 
 def material_document(settings) -> dict:
+    """The case-format material of a cable's (or a bundle wire's) settings."""
     if settings.material == "CUSTOM":
         return {"E": settings.youngs_modulus * 1e6, "nu": settings.poisson_ratio, "density": settings.density}
     if settings.material not in PRESETS:
         raise HarnessInputError(f"unknown material preset {settings.material!r}")
     return {"preset": settings.material}
+
+
+def cable_diameter(settings) -> float:
+    """The cable's outer diameter in Blender units: its own, or its bundle's (the solver's rule,
+    solver_core.bundle; the rule scales with the wires, so it holds in any unit)."""
+    if not settings.is_bundle or not len(settings.wires):
+        return settings.diameter
+    diameters = [w.diameter for w in settings.wires for _ in range(w.count)]
+    return bundle_diameter(diameters) + 2.0 * settings.sheath if min(diameters) > 0.0 else 0.0
+
+
+def bundle_document(settings, scale) -> dict:
+    """The case-format ``bundle`` of a cable's settings (SI)."""
+    if not len(settings.wires):
+        raise HarnessInputError("it is a bundle without wires (add wires to its list, or untick Bundle of Wires)")
+    return {
+        "wires": [
+            {"diameter": w.diameter * scale, "material": material_document(w), "count": w.count} for w in settings.wires
+        ],
+        "wrap": settings.wrap,
+        "sheath": settings.sheath * scale,
+    }
 
 
 def cable_document(ob, scale, with_route: bool = True) -> dict:
@@ -184,11 +210,17 @@ def cable_document(ob, scale, with_route: bool = True) -> dict:
                 "rotational": c.clip_rotational_stiffness,
             }
         clips.append(entry)
+    if s.is_bundle:
+        try:
+            parts = {"bundle": bundle_document(s, scale)}
+        except HarnessInputError as exc:
+            raise HarnessInputError(f"cable {name!r}: {exc}") from None
+    else:
+        parts = {"diameter": s.diameter * scale, "material": material_document(s)}
     doc = {
         "id": name,
         "length": s.length * scale,
-        "diameter": s.diameter * scale,
-        "material": material_document(s),
+        **parts,
         "segments": s.segments,
         "start": object_frame(s.start, scale, roll_free=s.start.cable_harness.roll_free),
         "end": end,
@@ -338,7 +370,8 @@ def sync_cable_bevel(ob) -> None:
     s = ob.cable_harness
     M = _matrix(ob)[:3, :3]
     scale = abs(float(np.linalg.det(M))) ** (1.0 / 3.0)
-    wanted = 0.5 * s.diameter / scale if scale > 1e-12 else 0.5 * s.diameter
+    diameter = cable_diameter(s)
+    wanted = 0.5 * diameter / scale if scale > 1e-12 else 0.5 * diameter
     curve = ob.data
     ours = s.bevel_depth_set
     if ours == 0.0 or math.isclose(curve.bevel_depth, ours, rel_tol=1e-6, abs_tol=1e-12):

@@ -30,6 +30,7 @@ from .scene_model import (
     COLLIDER,
     HarnessInputError,
     build_signature,
+    cable_diameter,
     cable_document,
     case_document,
     harness_objects,
@@ -346,7 +347,7 @@ class HarnessSimulation:
             targets = [(points[0], np.array(s.start.matrix_world.translation))] if s.start else []
             if s.end is not None:
                 targets.append((points[-1], np.array(s.end.matrix_world.translation)))
-            shown = overlay_data.mark_failed(shown, targets, 0.5 * s.diameter * 4.0)
+            shown = overlay_data.mark_failed(shown, targets, 0.5 * cable_diameter(s) * 4.0)
         overlay.update(ob.name, shown)
         return shown
 

@@ -6,7 +6,7 @@ import textwrap
 import bpy
 
 from . import study_runner, warmup
-from .scene_model import CABLE, CLIP, COLLIDER, CONNECTOR, metres_per_unit
+from .scene_model import CABLE, CLIP, COLLIDER, CONNECTOR, cable_diameter, metres_per_unit
 from .variation_study import RELATIVE
 
 # characters per line of the panel's notes at the sidebar's default width
@@ -38,6 +38,15 @@ class CABLE_HARNESS_UL_clips(bpy.types.UIList):
         row.prop(item, "clip", text="")
         row.prop(item, "s", text="s")
         row.prop(item, "reversed", text="", icon="ARROW_LEFTRIGHT")
+
+
+class CABLE_HARNESS_UL_wires(bpy.types.UIList):
+    def draw_item(self, context, layout, data, item, icon, active_data, active_propname, index):
+        row = layout.row(align=True)
+        row.prop(item, "count", text="")
+        row.label(text="x")
+        row.prop(item, "diameter", text="")
+        row.prop(item, "material", text="")
 
 
 class CABLE_HARNESS_UL_variations(bpy.types.UIList):
@@ -106,6 +115,24 @@ class VIEW3D_PT_cable_harness(_SidebarPanel, bpy.types.Panel):
             self._draw_cable(layout, s)
 
     @staticmethod
+    def _draw_bundle(layout, s):
+        layout.label(text="Wires (count x diameter, material)")
+        _list_with_buttons(layout, "CABLE_HARNESS_UL_wires", s, "wires", "active_wire", "wire")
+        if len(s.wires):
+            wire = s.wires[min(s.active_wire, len(s.wires) - 1)]
+            if wire.material == "CUSTOM":
+                layout.prop(wire, "youngs_modulus")
+                layout.prop(wire, "poisson_ratio")
+                layout.prop(wire, "density")
+        layout.prop(s, "wrap")
+        layout.prop(s, "sheath")
+        unit = bpy.context.scene.unit_settings
+        diameter = bpy.utils.units.to_string(unit.system, "LENGTH", cable_diameter(s) * unit.scale_length, precision=2)
+        _wrapped(layout, f"Bundle diameter {diameter}, {sum(w.count for w in s.wires)} wires", "INFO")
+        if s.wrap != "loose":
+            _wrapped(layout, "Stiffness: the wires' sum, a lower bound for a wrapped bundle", "NONE")
+
+    @staticmethod
     def _draw_cable(layout, s):
         layout.prop(s, "start")
         layout.prop(s, "end")
@@ -115,13 +142,18 @@ class VIEW3D_PT_cable_harness(_SidebarPanel, bpy.types.Panel):
         buttons.operator("cable_harness.clip_move", icon="TRIA_UP", text="").direction = "UP"
         buttons.operator("cable_harness.clip_move", icon="TRIA_DOWN", text="").direction = "DOWN"
         layout.prop(s, "length")
-        layout.prop(s, "diameter")
+        layout.prop(s, "is_bundle")
+        if s.is_bundle:
+            VIEW3D_PT_cable_harness._draw_bundle(layout, s)
+        else:
+            layout.prop(s, "diameter")
         layout.prop(s, "segments")
-        layout.prop(s, "material")
-        if s.material == "CUSTOM":
-            layout.prop(s, "youngs_modulus")
-            layout.prop(s, "poisson_ratio")
-            layout.prop(s, "density")
+        if not s.is_bundle:
+            layout.prop(s, "material")
+            if s.material == "CUSTOM":
+                layout.prop(s, "youngs_modulus")
+                layout.prop(s, "poisson_ratio")
+                layout.prop(s, "density")
         layout.prop(s, "min_bend_radius_allowed", text="Bend Limit")
         layout.prop(s, "rest_shape")
         if s.rest_shape == "BENT":
@@ -292,6 +324,7 @@ def _add_menu(self, context):
 
 classes = (
     CABLE_HARNESS_UL_clips,
+    CABLE_HARNESS_UL_wires,
     CABLE_HARNESS_UL_variations,
     VIEW3D_PT_cable_harness,
     VIEW3D_PT_cable_harness_contact,

@@ -10,7 +10,7 @@ import numpy as np
 from .. import follow
 from ..baking import bake_cable, clear_bake
 from ..report import BAKE_LOG_TEXT, LOG_FORMAT
-from ..scene_model import COLLIDER, HarnessInputError, harness_objects, point_tilts
+from ..scene_model import COLLIDER, HarnessInputError, cable_diameter, harness_objects, point_tilts
 from ..simulation import CLEARANCE_SEARCH_M, HarnessSimulation
 from .common import NeedsSolver, cables_in_context
 
@@ -88,7 +88,7 @@ class _BakeRun:
             "cables": {
                 ob.name: {
                     "rest_length": ob.cable_harness.length * scale,
-                    "diameter": ob.cable_harness.diameter * scale,
+                    "diameter": cable_diameter(ob.cable_harness) * scale,
                     "material": ob.cable_harness.material,
                     "allowed_bend_radius": ob.cable_harness.min_bend_radius_allowed * scale,
                     "clearance_search": CLEARANCE_SEARCH_M,

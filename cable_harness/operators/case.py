@@ -149,6 +149,35 @@ def build_colliders_from_case(context, case) -> tuple:
     return made, notes
 
 
+def _import_bundle(settings, spec, scale) -> bool:
+    """The panel's bundle from a case's (True), unless a wire's material is neither a preset nor E with a
+    density, or the case overrides the bundle's diameter or stiffness (False: imported as one cable)."""
+    bundle = spec.bundle
+    if spec.material or spec.diameter_given:
+        return False
+    wires = []
+    for wire in bundle.wires:
+        m = wire.material
+        if not isinstance(m, dict):
+            return False
+        if set(m) == {"preset"} and m["preset"] in PRESETS:
+            wires.append((wire, m["preset"], None))
+        elif set(m) <= {"E", "nu", "density"} and {"E", "density"} <= set(m):
+            wires.append((wire, "CUSTOM", m))
+        else:
+            return False
+    settings.wires.clear()
+    for wire, material, values in wires:
+        w = settings.wires.add()
+        w.diameter, w.count, w.material = wire.diameter / scale, wire.count, material
+        if values is not None:
+            w.youngs_modulus, w.density = values["E"] / 1e6, values["density"]
+            w.poisson_ratio = values.get("nu", 0.3)
+    settings.wrap, settings.sheath = bundle.wrap, bundle.sheath / scale
+    settings.is_bundle = True
+    return True
+
+
 def _import_rest(settings, rest, scale) -> None:
     """A case's rest shape as the panel's (the inverse of scene_model.rest_document)."""
     if rest.route is not None:
@@ -194,7 +223,9 @@ def build_scene_from_case(context, case, scene_settings: bool = True) -> list:
         s.diameter = spec.diameter / scale
         s.segments = spec.segments
         material = spec.material
-        if set(material) == {"preset"} and material["preset"] in PRESETS:
+        if spec.bundle is not None and _import_bundle(s, spec, scale):
+            pass  # its diameter and material follow from its wires
+        elif set(material) == {"preset"} and material["preset"] in PRESETS:
             s.material = material["preset"]
         else:
             s.material = "CUSTOM"
@@ -207,6 +238,11 @@ def build_scene_from_case(context, case, scene_settings: bool = True) -> list:
             s.youngs_modulus = E / 1e6
             s.poisson_ratio = material.get("nu", 0.3)
             s.density = section.linear_density / (math.pi * spec.diameter**2 / 4.0)
+        if spec.bundle is not None and not s.is_bundle:
+            notes.append(
+                f"{spec.id}: a bundle whose wires or overrides the panel cannot hold, imported as one cable of "
+                f"its derived diameter and stiffness"
+            )
         if spec.rest is not None:
             _import_rest(s, spec.rest, scale)
         if spec.loads:
