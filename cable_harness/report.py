@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Harness report from a bake log: per cable length, bend radius against the allowed radius,
-clearance to the scene, and peak forces at every connector and clip over the motion.
+clearance to the scene, and peak forces at every connector and clip over the motion; and the bill of
+materials of the wires (each wire from its connector to its connector, cut to the cable's length).
 
 Pure Python (no bpy): the bake writes the log (one record per cable per frame, SI units), this
 module summarises it and writes report.json, report.csv and the plots.
@@ -79,6 +80,31 @@ def cable_summary(name: str, info: dict, records: list[dict]) -> dict:
     }
 
 
+def bill_of_materials(log: dict) -> list[dict]:
+    """One row per kind of wire of every cable (a plain cable is one wire): its id (cable.kind), how
+    many, diameter and material, the connectors it runs between, and the length to cut: the cable's
+    rest (formboard) length. Cables logged without wires (older logs) count as one wire."""
+    rows = []
+    for name in sorted(log["cables"]):
+        info = log["cables"][name]
+        wires = info.get("wires") or [{"diameter": info["diameter"], "material": info.get("material"), "count": 1}]
+        for k, wire in enumerate(wires):
+            rows.append(
+                {
+                    "wire": name if len(wires) == 1 and wire["count"] == 1 else f"{name}.{k + 1}",
+                    "cable": name,
+                    "count": wire["count"],
+                    "diameter": wire["diameter"],
+                    "material": wire.get("material"),
+                    "from": info.get("from", ""),
+                    "to": info.get("to", ""),
+                    "length": info["rest_length"],
+                    "total_length": wire["count"] * info["rest_length"],
+                }
+            )
+    return rows
+
+
 def harness_report(log: dict) -> dict:
     if log.get("format") != LOG_FORMAT:
         raise ValueError(f"not a bake log (format {log.get('format')!r}, expected {LOG_FORMAT!r})")
@@ -89,6 +115,7 @@ def harness_report(log: dict) -> dict:
         "frames": log.get("frame_range"),
         "units": "SI (m, N)",
         "cables": cables,
+        "bill_of_materials": bill_of_materials(log),
     }
 
 
@@ -145,11 +172,23 @@ def csv_rows(report: dict):
             }
 
 
+def bill_rows(report: dict):
+    """The bill of materials as rows of the report's CSV (the length to cut of one wire as the value)."""
+    for w in report.get("bill_of_materials", ()):
+        yield {
+            "cable": w["cable"],
+            "quantity": f"wire {w['wire']}: {w['count']} x {1e3 * w['diameter']:.2f} mm {w['material'] or ''}".rstrip(),
+            "where": f"{w['from']} to {w['to'] or '(free end)'}",
+            "value": w["length"],
+            "unit": "m",
+        }
+
+
 def write_csv(report: dict, path: Path) -> Path:
     with open(path, "w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=CSV_FIELDS)
         writer.writeheader()
-        for row in csv_rows(report):
+        for row in (*csv_rows(report), *bill_rows(report)):
             writer.writerow({k: ("" if row.get(k) is None else row.get(k)) for k in CSV_FIELDS})
     return path
 
@@ -235,6 +274,10 @@ def summary_text(report: dict) -> str:
             lines.append(f"    peak {h['peak_force']:.3f} N at {h['object']} ({h['kind']}), frame {h['frame']}")
         if c["frames_not_converged"]:
             lines.append(f"    NOT CONVERGED at frames {c['frames_not_converged']}: not keyed, not in the values above")
+    bill = report.get("bill_of_materials") or []
+    if bill:
+        total = sum(w["total_length"] for w in bill)
+        lines.append(f"wires: {sum(w['count'] for w in bill)} in {len(bill)} kinds, {total:.3f} m in all")
     return "\n".join(lines)
 
 

@@ -27,6 +27,13 @@ def _holders(ob) -> list[dict]:
     return holders
 
 
+def _wires(s, scale) -> list[dict]:
+    """The cable's wires for the bill of materials (SI): a bundle's list, or the cable as one wire."""
+    if not s.is_bundle:
+        return [{"diameter": s.diameter * scale, "material": s.material, "count": 1}]
+    return [{"diameter": w.diameter * scale, "material": w.material, "count": w.count} for w in s.wires]
+
+
 def _frame_record(frame: int, result: dict, gap, gap_s) -> dict:
     radii = np.array([np.inf if r is None else r for r in result["bend_radii"]])
     worst = int(np.argmin(radii)) if radii.size else -1
@@ -93,6 +100,9 @@ class _BakeRun:
                     "allowed_bend_radius": ob.cable_harness.min_bend_radius_allowed * scale,
                     "clearance_search": CLEARANCE_SEARCH_M,
                     "holders": _holders(ob),
+                    "from": ob.cable_harness.start.name if ob.cable_harness.start else "",
+                    "to": ob.cable_harness.end.name if ob.cable_harness.end else "",
+                    "wires": _wires(ob.cable_harness, scale),
                 }
                 for ob in cables
             },

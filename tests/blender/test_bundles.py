@@ -123,3 +123,19 @@ def test_wire_list_commands_without_an_active_cable_say_so():
         bpy.ops.cable_harness.wire_add()
     with pytest.raises(RuntimeError, match="has no wire to remove"):
         bpy.ops.cable_harness.wire_remove()
+
+
+def test_a_baked_bundle_is_in_the_reports_bill_of_materials(tmp_path):
+    start, end, _, cable_ob = simple_harness(with_clip=False, segments=20)
+    make_bundle(cable_ob, [(0.0016, 6, "pvc_wire"), (0.001, 2, "CUSTOM")])
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 2
+    assert bpy.ops.cable_harness.bake() == {"FINISHED"}
+    assert bpy.ops.cable_harness.export_report(directory=str(tmp_path)) == {"FINISHED"}
+    bill = json.loads((tmp_path / "report.json").read_text())["bill_of_materials"]
+    assert [(w["wire"], w["count"], w["from"], w["to"]) for w in bill] == [
+        ("Cable.1", 6, start.name, end.name),
+        ("Cable.2", 2, start.name, end.name),
+    ]
+    assert all(w["length"] == pytest.approx(cable_ob.cable_harness.length) for w in bill)
+    assert bill[0]["diameter"] == pytest.approx(0.0016)

@@ -152,6 +152,39 @@ def test_report_takes_nothing_from_frames_that_did_not_converge():
     assert "NOT CONVERGED at frames [2, 3]" in report.summary_text({"cables": [summary]})
 
 
+def test_the_bill_of_materials_lists_every_wire_with_its_connectors_and_length_to_cut():
+    base = {"diameter": 0.004, "allowed_bend_radius": 0.0, "holders": []}
+    log = {
+        "format": report.LOG_FORMAT,
+        "cables": {
+            "trunk": {
+                **base,
+                "rest_length": 0.8,
+                "material": "lv2017_harness",
+                "from": "J1",
+                "to": "ECU",
+                "wires": [
+                    {"diameter": 0.0016, "material": "pvc_wire", "count": 12},
+                    {"diameter": 0.001, "material": "CUSTOM", "count": 3},
+                ],
+            },
+            "power": {**base, "rest_length": 0.5, "material": "pvc_wire", "from": "PSU", "to": ""},  # an older log
+        },
+        "frames": {"trunk": [{"frame": 1, "converged": True, "forces": {}}], "power": [{"frame": 1, "forces": {}}]},
+    }
+    out = report.harness_report(log)
+    bill = out["bill_of_materials"]
+    assert [(w["wire"], w["count"], w["from"], w["to"]) for w in bill] == [
+        ("power", 1, "PSU", ""),
+        ("trunk.1", 12, "J1", "ECU"),
+        ("trunk.2", 3, "J1", "ECU"),
+    ]
+    assert [w["length"] for w in bill] == [0.5, 0.8, 0.8] and bill[1]["total_length"] == pytest.approx(9.6)
+    rows = list(report.bill_rows(out))
+    assert rows[1]["quantity"] == "wire trunk.1: 12 x 1.60 mm pvc_wire" and rows[0]["where"] == "PSU to (free end)"
+    assert "wires: 16 in 3 kinds, 12.500 m in all" in report.summary_text(out)
+
+
 def test_solver_messages_are_put_in_the_panels_words_and_the_scenes_unit():
     text = "cable 'power'.clips[0].s = 0.184066 m (with length 0.01 m) lies outside the cable's interior, 0 to 0.15 m"
     assert scene_model.plain_message(text, 0.001) == (
