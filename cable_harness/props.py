@@ -78,6 +78,47 @@ def _bundle_changed(self, context):
         sync_cable_bevel(ob)
 
 
+def _material_property(whose: str, default: str, update):
+    return EnumProperty(
+        name="Material",
+        items=MATERIALS,
+        default=default,
+        description=f"Stiffness and density of {whose}: a preset (python -m solver_core presets) or custom values",
+        update=update,
+    )
+
+
+def _modulus_property(whose: str, update):
+    return FloatProperty(
+        name="Young's Modulus (MPa)",
+        description=f"Young's modulus of {whose} homogenised section, in MPa (N/mm²)",
+        min=0.0,
+        default=126.0,
+        update=update,
+    )
+
+
+def _poisson_property(update):
+    return FloatProperty(
+        name="Poisson's Ratio",
+        description="Poisson's ratio (dimensionless): sets the torsional stiffness GJ = EJ / (1 + nu)",
+        min=0.0,
+        max=0.499,
+        default=0.3,
+        update=update,
+    )
+
+
+def _density_property(whose: str, update):
+    return FloatProperty(
+        name="Density (kg/m³)",
+        description=f"Mass per volume of {whose} section, in kg/m³ (its weight is what gravity pulls)",
+        min=0.0,
+        default=1500.0,
+        update=update,
+    )
+
+
 def _length_changed(self, context):
     # the clips keep their place along the cable in proportion (a clip at mid-length stays there)
     if self.clip_length_basis > 0.0 and self.length > 0.0:
@@ -180,35 +221,10 @@ class CableHarnessWire(bpy.types.PropertyGroup):
         default=1,
         update=_bundle_changed,
     )  # type: ignore
-    material: EnumProperty(
-        name="Material",
-        items=MATERIALS,
-        default="pvc_wire",
-        description="Stiffness and density of one wire: a preset (python -m solver_core presets) or custom values",
-        update=_bundle_changed,
-    )  # type: ignore
-    youngs_modulus: FloatProperty(
-        name="Young's Modulus (MPa)",
-        description="Young's modulus of the wire's homogenised section, in MPa (N/mm²)",
-        min=0.0,
-        default=126.0,
-        update=_bundle_changed,
-    )  # type: ignore
-    poisson_ratio: FloatProperty(
-        name="Poisson's Ratio",
-        description="Poisson's ratio of the wire (dimensionless): sets its torsional stiffness",
-        min=0.0,
-        max=0.499,
-        default=0.3,
-        update=_bundle_changed,
-    )  # type: ignore
-    density: FloatProperty(
-        name="Density (kg/m³)",
-        description="Mass per volume of the wire's section, in kg/m³",
-        min=0.0,
-        default=1500.0,
-        update=_bundle_changed,
-    )  # type: ignore
+    material: _material_property("one wire", "pvc_wire", _bundle_changed)  # type: ignore
+    youngs_modulus: _modulus_property("the wire's", _bundle_changed)  # type: ignore
+    poisson_ratio: _poisson_property(_bundle_changed)  # type: ignore
+    density: _density_property("the wire's", _bundle_changed)  # type: ignore
 
 
 WRAPS = [
@@ -320,35 +336,10 @@ class CableHarnessSettings(bpy.types.PropertyGroup):
         unit="LENGTH",
         update=_bundle_changed,
     )  # type: ignore
-    material: EnumProperty(
-        name="Material",
-        items=MATERIALS,
-        default="lv2017_harness",
-        description="Stiffness and density of the cable: a preset (python -m solver_core presets) or custom values",
-        update=_settings_changed,
-    )  # type: ignore
-    youngs_modulus: FloatProperty(
-        name="Young's Modulus (MPa)",
-        description="Young's modulus of the cable's homogenised section, in MPa (N/mm²)",
-        min=0.0,
-        default=126.0,
-        update=_settings_changed,
-    )  # type: ignore
-    poisson_ratio: FloatProperty(
-        name="Poisson's Ratio",
-        description="Poisson's ratio (dimensionless): sets the torsional stiffness GJ = EJ / (1 + nu)",
-        min=0.0,
-        max=0.499,
-        default=0.3,
-        update=_settings_changed,
-    )  # type: ignore
-    density: FloatProperty(
-        name="Density (kg/m³)",
-        description="Mass per volume of the cable's section, in kg/m³ (its weight is what gravity pulls)",
-        min=0.0,
-        default=1500.0,
-        update=_settings_changed,
-    )  # type: ignore
+    material: _material_property("the cable", "lv2017_harness", _settings_changed)  # type: ignore
+    youngs_modulus: _modulus_property("the cable's", _settings_changed)  # type: ignore
+    poisson_ratio: _poisson_property(_settings_changed)  # type: ignore
+    density: _density_property("the cable's", _settings_changed)  # type: ignore
     min_bend_radius_allowed: FloatProperty(
         name="Allowed Bend Radius",
         description="Smallest bend radius the cable may have (0: no check)",

@@ -7,7 +7,7 @@ import numpy as np
 from bpy.props import EnumProperty
 
 from ..scene_model import CLIP
-from .common import active_cable, active_cable_or_report, centre_line
+from .common import RemoveListItem, active_cable, active_cable_or_report, centre_line
 
 
 def place_on_cable(line: np.ndarray, length: float, point: np.ndarray) -> tuple:
@@ -59,24 +59,13 @@ class CABLE_HARNESS_OT_clip_add(bpy.types.Operator):
         return {"FINISHED"}
 
 
-class CABLE_HARNESS_OT_clip_remove(bpy.types.Operator):
+class CABLE_HARNESS_OT_clip_remove(RemoveListItem, bpy.types.Operator):
     """Remove the clip selected in the list from the active cable (the clip object stays)"""
 
     bl_idname = "cable_harness.clip_remove"
     bl_label = "Remove Clip"
-    bl_options = {"REGISTER", "UNDO"}
-
-    def execute(self, context):
-        cable = active_cable(context)
-        if cable is None or not len(cable.cable_harness.clips):
-            self.report({"ERROR"}, "the active cable has no clip to remove")
-            return {"CANCELLED"}
-        s = cable.cable_harness
-        index = min(max(s.active_clip, 0), len(s.clips) - 1)
-        s.clips.remove(index)
-        s.active_clip = min(index, len(s.clips) - 1)
-        s.result_stale = True
-        return {"FINISHED"}
+    list_name, active_name = "clips", "active_clip"
+    empty_message = "the active cable has no clip to remove"
 
 
 class CABLE_HARNESS_OT_clip_move(bpy.types.Operator):

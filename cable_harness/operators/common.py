@@ -35,6 +35,33 @@ def active_cable_or_report(operator, context):
     return cable
 
 
+class RemoveListItem:
+    """Operator mixin: remove the item selected in one of the active cable's lists (``list_name``,
+    selected by ``active_name``); the selection stays in place and the result goes stale."""
+
+    bl_options = {"REGISTER", "UNDO"}
+    list_name = ""
+    active_name = ""
+    empty_message = ""
+
+    def execute(self, context):
+        cable = active_cable(context)
+        if cable is None or not len(getattr(cable.cable_harness, self.list_name)):
+            self.report({"ERROR"}, self.empty_message)
+            return {"CANCELLED"}
+        s = cable.cable_harness
+        items = getattr(s, self.list_name)
+        index = min(max(getattr(s, self.active_name), 0), len(items) - 1)
+        items.remove(index)
+        setattr(s, self.active_name, max(min(index, len(items) - 1), 0))
+        s.result_stale = True
+        self.removed(cable)
+        return {"FINISHED"}
+
+    def removed(self, cable) -> None:
+        """What else follows the removal (the bundle's bevel)."""
+
+
 def centre_line(ob) -> np.ndarray:
     """The cable's current centre line (world, Blender units): its curve, else its drawn route."""
     if len(ob.data.splines) == 1 and len(ob.data.splines[0].points) >= 2:

@@ -4,7 +4,7 @@
 import bpy
 
 from ..scene_model import sync_cable_bevel
-from .common import active_cable, active_cable_or_report
+from .common import RemoveListItem, active_cable_or_report
 
 _COPIED = ("diameter", "count", "material", "youngs_modulus", "poisson_ratio", "density")
 
@@ -32,25 +32,16 @@ class CABLE_HARNESS_OT_wire_add(bpy.types.Operator):
         return {"FINISHED"}
 
 
-class CABLE_HARNESS_OT_wire_remove(bpy.types.Operator):
+class CABLE_HARNESS_OT_wire_remove(RemoveListItem, bpy.types.Operator):
     """Remove the wire selected in the list from the active cable's bundle"""
 
     bl_idname = "cable_harness.wire_remove"
     bl_label = "Remove Wire"
-    bl_options = {"REGISTER", "UNDO"}
+    list_name, active_name = "wires", "active_wire"
+    empty_message = "the active cable's bundle has no wire to remove"
 
-    def execute(self, context):
-        cable = active_cable(context)
-        if cable is None or not len(cable.cable_harness.wires):
-            self.report({"ERROR"}, "the active cable's bundle has no wire to remove")
-            return {"CANCELLED"}
-        s = cable.cable_harness
-        index = min(max(s.active_wire, 0), len(s.wires) - 1)
-        s.wires.remove(index)
-        s.active_wire = max(min(index, len(s.wires) - 1), 0)
-        s.result_stale = True
+    def removed(self, cable) -> None:
         sync_cable_bevel(cable)
-        return {"FINISHED"}
 
 
 classes = (CABLE_HARNESS_OT_wire_add, CABLE_HARNESS_OT_wire_remove)
