@@ -104,7 +104,7 @@ def build_signature(ob, scale) -> tuple:
     return (
         scale,
         s.length,
-        cable_diameter(s),
+        None if s.is_bundle else s.diameter,  # a bundle's follows from its wires, in ``material``
         s.segments,
         material,
         holder(s.start),
@@ -162,8 +162,10 @@ def cable_diameter(settings) -> float:
     solver_core.bundle; the rule scales with the wires, so it holds in any unit)."""
     if not settings.is_bundle or not len(settings.wires):
         return settings.diameter
-    diameters = [w.diameter for w in settings.wires for _ in range(w.count)]
-    return bundle_diameter(diameters) + 2.0 * settings.sheath if min(diameters) > 0.0 else 0.0
+    diameters = [w.diameter for w in settings.wires]
+    if min(diameters) <= 0.0:
+        return 0.0
+    return bundle_diameter(diameters, [w.count for w in settings.wires]) + 2.0 * settings.sheath
 
 
 def bundle_document(settings, scale) -> dict:

@@ -79,10 +79,12 @@ RULES = (
 )
 
 
-def bundle_diameter(diameters: list) -> float:
-    """The diameter of the wires' bundle, without its wrap (module docstring)."""
-    n = len(diameters)
-    squares = sum(d * d for d in diameters)
+def bundle_diameter(diameters, counts=None) -> float:
+    """The diameter of a bundle of wires, without its wrap (module docstring): ``counts[k]`` wires of
+    diameter ``diameters[k]`` (one of each without ``counts``)."""
+    counts = [1] * len(diameters) if counts is None else counts
+    n = sum(counts)
+    squares = sum(c * d * d for d, c in zip(diameters, counts))
     widest = max(diameters)
     if n <= len(DENSEST_ENCLOSING):
         return max(widest, DENSEST_ENCLOSING[n - 1] * math.sqrt(squares / n))
@@ -105,7 +107,7 @@ def parse_bundle(obj, where: str, number, as_int) -> Bundle:
     sheath = (
         0.0 if obj.get("sheath") is None else number(obj["sheath"], f"{where}.sheath", non_negative=True, bound=1.0)
     )
-    wires, diameters = [], []
+    wires = []
     sums = {"EA": 0.0, "GA": 0.0, "EI": 0.0, "GJ": 0.0, "linear_density": 0.0}
     for i, w in enumerate(raw):
         at = f"{where}.wires[{i}]"
@@ -126,10 +128,10 @@ def parse_bundle(obj, where: str, number, as_int) -> Bundle:
         ):
             sums[key] += count * value
         wires.append(BundleWire(d, w["material"], count))
-        diameters += [d] * count
-    if len(diameters) > MAX_WIRES:
-        raise CaseError(f"{where}.wires hold {len(diameters)} wires (at most {MAX_WIRES})")
-    diameter = bundle_diameter(diameters) + 2.0 * sheath
+    total = sum(w.count for w in wires)
+    if total > MAX_WIRES:
+        raise CaseError(f"{where}.wires hold {total} wires (at most {MAX_WIRES})")
+    diameter = bundle_diameter([w.diameter for w in wires], [w.count for w in wires]) + 2.0 * sheath
     return Bundle(tuple(wires), wrap, sheath, diameter, sums)
 
 

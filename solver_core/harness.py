@@ -396,7 +396,7 @@ class Harness:
 
     def _input_snapshot(self, ids, targets) -> tuple:
         """Everything a step's outcome depends on, copied: (a text of the settings, the arrays). A
-        copy compared afterwards (``_same_input``) costs a third of a hash of the same bytes."""
+        copy compared afterwards (``_same_input``) costs about half a hash of the same bytes."""
         text = [repr((ids, self.case.solver, self.contact_settings)), self.obstacles.fingerprint().hex()]
         arrays = []
         for cid, session in self.cables.items():

@@ -44,6 +44,12 @@ def test_many_wires_take_the_area_of_random_close_packing():
         assert bundle_diameter([D_WIRE] * n) > math.sqrt(n / (math.pi / (2 * math.sqrt(3)))) * D_WIRE
 
 
+def test_counts_give_the_diameter_of_the_wires_listed_one_by_one():
+    for diameters, counts in (([D_WIRE], [5]), ([0.001, 0.002], [40, 20]), ([0.001, 0.002], [2, 1])):
+        listed = [d for d, c in zip(diameters, counts) for _ in range(c)]
+        assert bundle_diameter(diameters, counts) == pytest.approx(bundle_diameter(listed), rel=1e-14)
+
+
 def test_diameter_section_and_mass_follow_the_wires_and_the_sheath():
     spec = parse_case(case(bundled(count=5, sheath=0.0003))).cables[0]
     area, inertia = math.pi * D_WIRE**2 / 4, math.pi * D_WIRE**4 / 64
