@@ -17,6 +17,18 @@ import numpy as np
 
 from .bundle import Bundle, bundle_to_dict, parse_bundle
 from .errors import CaseError
+from .junction_spec import (
+    JunctionEnd,
+    JunctionMove,
+    check_junction_graph,
+    junction_end_to_dict,
+    junction_move_to_dict,
+    junction_to_dict,
+    parse_junction_end,
+    parse_junction_moves,
+    parse_junctions,
+    untwisted_normal,
+)
 from .materials import SectionStiffness, section_stiffness
 from .rest_shape import RestShape, check_rest_resolution, parse_rest, rest_to_dict
 
@@ -97,6 +109,12 @@ class CableSpec:
     rest: RestShape | None = None  # pre-formed: the unstressed shape (None: straight)
     bundle: Bundle | None = None  # a bundle of wires: diameter and section derived (material: overrides)
     diameter_given: bool = True  # False: the diameter is the bundle's
+    start_junction: JunctionEnd | None = None  # the start is held by a junction (start is its frame as given)
+    end_junction: JunctionEnd | None = None
+
+    def junction_ends(self) -> tuple:
+        """(side, JunctionEnd) of the ends held by junctions."""
+        return tuple((side, e) for side, e in (("start", self.start_junction), ("end", self.end_junction)) if e)
 
 
 @dataclass(frozen=True)
@@ -124,6 +142,8 @@ class Case:
     contact: dict = field(default_factory=dict)
     solver: SolverSettings = field(default_factory=SolverSettings)
     steps: tuple = ()  # each a dict: cable id -> CableChange
+    junctions: dict = field(default_factory=dict)  # id -> junction_spec.JunctionSpec, in case order
+    junction_steps: tuple = ()  # per step: junction id -> junction_spec.JunctionMove (fixed junctions)
 
     def cable(self, cable_id: str) -> CableSpec:
         for c in self.cables:
@@ -365,7 +385,15 @@ def check_reachable(cable_id, where, start, end, clips, length):
 BUNDLE_OVERRIDES = ("EA", "EI", "GJ", "GA", "linear_density")
 
 
-def _parse_cable(obj, where) -> CableSpec:
+def _parse_end(obj, where, junctions):
+    """A cable's start or end: a frame, or a junction end (then (frame as given, JunctionEnd))."""
+    if isinstance(obj, dict) and "junction" in obj:
+        end = parse_junction_end(obj, where, junctions, _vector, show)
+        return Frame(junctions[end.junction].position.copy(), end.outlet, end.normal), end
+    return parse_frame(obj, where), None
+
+
+def _parse_cable(obj, where, junctions=None) -> CableSpec:
     _check_keys(
         obj,
         (
@@ -414,8 +442,15 @@ def _parse_cable(obj, where) -> CableSpec:
             )
         section = section_stiffness({**bundle.section, **given}, diameter, f"{where}.material")
     segments = as_int(obj.get("segments", 50), f"{where}.segments", 2, 200000)
-    start = parse_frame(obj["start"], f"{where}.start")
-    end = None if obj.get("end") is None else parse_frame(obj["end"], f"{where}.end")
+    junctions = junctions or {}
+    start, start_junction = _parse_end(obj["start"], f"{where}.start", junctions)
+    end, end_junction = (None, None) if obj.get("end") is None else _parse_end(obj["end"], f"{where}.end", junctions)
+    if start_junction is not None and end is not None:
+        start_junction = untwisted_normal(start_junction, end.normal)
+        start = Frame(start.position, start.tangent, start_junction.normal)
+    if end_junction is not None:
+        end_junction = untwisted_normal(end_junction, start.normal)
+        end = Frame(end.position, end.tangent, end_junction.normal)
     clips_raw = obj.get("clips", [])
     if not isinstance(clips_raw, list):
         raise CaseError(f"{where}.clips must be a list")
@@ -454,6 +489,8 @@ def _parse_cable(obj, where) -> CableSpec:
         rest,
         bundle,
         bundle is None or obj.get("diameter") is not None,
+        start_junction,
+        end_junction,
     )
 
 
@@ -513,7 +550,7 @@ def _parse_obstacle(obj, where):
 
 
 def _parse_step(obj, where, cables_by_id):
-    _check_keys(obj, ("cables",), where)
+    _check_keys(obj, ("cables", "junctions"), where)
     changes = {}
     cables = obj.get("cables", {})
     if not isinstance(cables, dict):
@@ -524,6 +561,12 @@ def _parse_step(obj, where, cables_by_id):
             raise CaseError(f"{w}: there is no cable with id {show(cable_id)}")
         cable = cables_by_id[cable_id]
         _check_keys(change, ("start", "end", "clips"), w)
+        for side, held in cable.junction_ends():
+            if side in change:
+                raise CaseError(
+                    f"{w}.{side}: the {side} of cable {show(cable_id)} is held by junction {show(held.junction)}; "
+                    f"a step moves the junction ({where}.junctions), if it is fixed"
+                )
         start = parse_frame(change["start"], f"{w}.start") if "start" in change else None
         end = None
         if "end" in change:
@@ -548,8 +591,9 @@ def _parse_step(obj, where, cables_by_id):
     return changes
 
 
-def check_step_request(case: Case, changes, cable_ids=None) -> None:
-    """What Harness.solve_step is asked must name the case's cables: CaseError otherwise."""
+def check_step_request(case: Case, changes, cable_ids=None, junction_moves=None) -> None:
+    """What Harness.solve_step is asked must name the case's cables and fixed junctions, and leave
+    the ends held by junctions to them: CaseError otherwise."""
     known = {c.id: c for c in case.cables}
     if not isinstance(changes, dict):
         raise CaseError(f"changes must be a dict of cable id -> CableChange, got {type(changes).__name__}")
@@ -558,11 +602,24 @@ def check_step_request(case: Case, changes, cable_ids=None) -> None:
             raise CaseError(f"changes.{name(cid)}: there is no cable with id {show(cid)}")
         if not isinstance(change, CableChange):
             raise CaseError(f"changes.{name(cid)} must be a CableChange, got {type(change).__name__}")
+        for side, held in known[cid].junction_ends():
+            if getattr(change, side) is not None:
+                raise CaseError(
+                    f"changes.{name(cid)}.{side}: the {side} of cable {show(cid)} is held by junction "
+                    f"{show(held.junction)}; move the junction instead"
+                )
         for k in change.clips:
             if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 0 <= k < len(known[cid].clips):
                 raise CaseError(
                     f"changes.{name(cid)}.clips.{name(k)}: cable {show(cid)} has {len(known[cid].clips)} clips"
                 )
+    for jid, move in (junction_moves or {}).items():
+        if jid not in case.junctions:
+            raise CaseError(f"junction_moves.{name(jid)}: there is no junction with id {show(jid)}")
+        if not case.junctions[jid].fixed:
+            raise CaseError(f"junction_moves.{name(jid)}: junction {show(jid)} is free; its place is solved for")
+        if not isinstance(move, JunctionMove):
+            raise CaseError(f"junction_moves.{name(jid)} must be a JunctionMove, got {type(move).__name__}")
     if cable_ids is not None:
         if isinstance(cable_ids, str):
             raise CaseError("cable_ids must be a list of cable ids, not one string")
@@ -573,18 +630,27 @@ def check_step_request(case: Case, changes, cable_ids=None) -> None:
 
 def parse_case(doc) -> Case:
     """Validate a case document (already decoded from JSON) and build the in-memory case."""
-    _check_keys(doc, ("format", "gravity", "cables", "obstacles", "contact", "solver", "steps"), "case")
+    _check_keys(doc, ("format", "gravity", "cables", "obstacles", "contact", "solver", "steps", "junctions"), "case")
     if doc.get("format") != CASE_FORMAT:
         raise CaseError(f"case.format must be {CASE_FORMAT!r}, got {show(doc.get('format'))}")
     gravity = _vector(doc.get("gravity", [0.0, 0.0, -9.81]), "gravity", MAX_GRAVITY)
     raw_cables = doc.get("cables")
     if not isinstance(raw_cables, list) or not raw_cables:
         raise CaseError("cables must be a non-empty list")
-    cables = tuple(_parse_cable(c, f"cables[{i}]") for i, c in enumerate(raw_cables))
+    junctions = parse_junctions(doc.get("junctions", []), _number, _vector, show)
+    cables = tuple(_parse_cable(c, f"cables[{i}]", junctions) for i, c in enumerate(raw_cables))
     ids = [c.id for c in cables]
     for i, cid in enumerate(ids):
         if cid in ids[:i]:
             raise CaseError(f"cables[{i}].id {show(cid)} is used twice")
+    if junctions:
+        ends = [(c.id, side, e.junction) for c in cables for side, e in c.junction_ends()]
+        anchors = {
+            c.id
+            for c in cables
+            if c.start_junction is None or (c.end is not None and c.end_junction is None) or c.clips
+        }
+        check_junction_graph(junctions, ends, anchors, show)
     raw_obstacles = doc.get("obstacles", [])
     if not isinstance(raw_obstacles, list):
         raise CaseError("obstacles must be a list")
@@ -615,9 +681,23 @@ def parse_case(doc) -> Case:
         raise CaseError("steps must be a list")
     by_id = {c.id: c for c in cables}
     steps = tuple(_parse_step(s, f"steps[{i}]", by_id) for i, s in enumerate(raw_steps))
+    junction_steps = tuple(
+        parse_junction_moves(s.get("junctions", {}), f"steps[{i}].junctions", junctions, _vector, show)
+        for i, s in enumerate(raw_steps)
+    )
     # Frames moved by steps must stay reachable, with the changes accumulated in order.
     current = {c.id: (c.start, c.end, list(c.clips)) for c in cables}
-    for i, step in enumerate(steps):
+    for i, (step, moves) in enumerate(zip(steps, junction_steps)):
+        step = dict(step)
+        for cable in cables:  # the ends held by fixed junctions that move (free ones are solved for)
+            for side, held in cable.junction_ends():
+                if held.junction in moves and moves[held.junction].position is not None:
+                    frame = current[cable.id][0 if side == "start" else 1]
+                    moved = Frame(moves[held.junction].position, frame.tangent, frame.normal)
+                    change = step.get(cable.id, CableChange())
+                    step[cable.id] = CableChange(
+                        moved if side == "start" else change.start, moved if side == "end" else change.end, change.clips
+                    )
         for cid, change in step.items():
             start, end, clips = current[cid]
             start = change.start or start
@@ -628,7 +708,14 @@ def parse_case(doc) -> Case:
             current[cid] = (start, end, clips)
             check_reachable(cid, f"steps[{i}].cables.{cid}", start, end, clips, by_id[cid].length)
     return Case(
-        cables, gravity, obstacles, dict(contact), SolverSettings(model, tolerance, max_iterations, ultimate), steps
+        cables,
+        gravity,
+        obstacles,
+        dict(contact),
+        SolverSettings(model, tolerance, max_iterations, ultimate),
+        steps,
+        junctions,
+        junction_steps if any(junction_steps) else (),
     )
 
 
@@ -677,8 +764,14 @@ def case_to_dict(case: Case) -> dict:
             **({"diameter": c.diameter} if c.diameter_given else {}),
             **({"material": dict(c.material)} if c.bundle is None or c.material else {}),
             "segments": c.segments,
-            "start": frame_to_dict(c.start),
-            "end": None if c.end is None else frame_to_dict(c.end),
+            "start": junction_end_to_dict(c.start_junction) if c.start_junction else frame_to_dict(c.start),
+            "end": (
+                None
+                if c.end is None
+                else junction_end_to_dict(c.end_junction)
+                if c.end_junction
+                else frame_to_dict(c.end)
+            ),
             "clips": [
                 {
                     "s": k.s,
@@ -699,7 +792,7 @@ def case_to_dict(case: Case) -> dict:
             d["bundle"] = bundle_to_dict(c.bundle)
         cables.append(d)
     steps = []
-    for step in case.steps:
+    for i, step in enumerate(case.steps):
         sc = {}
         for cid, ch in step.items():
             e = {}
@@ -710,8 +803,12 @@ def case_to_dict(case: Case) -> dict:
             if ch.clips:
                 e["clips"] = {str(k): {"frame": frame_to_dict(f)} for k, f in ch.clips.items()}
             sc[cid] = e
-        steps.append({"cables": sc})
-    return {
+        entry = {"cables": sc}
+        moves = case.junction_steps[i] if i < len(case.junction_steps) else {}
+        if moves:
+            entry["junctions"] = {j: junction_move_to_dict(case.junctions[j], m) for j, m in moves.items()}
+        steps.append(entry)
+    doc = {
         "format": CASE_FORMAT,
         "gravity": case.gravity.tolist(),
         "cables": cables,
@@ -725,3 +822,6 @@ def case_to_dict(case: Case) -> dict:
         },
         "steps": steps,
     }
+    if case.junctions:
+        doc["junctions"] = [junction_to_dict(j) for j in case.junctions.values()]
+    return doc

@@ -17,6 +17,7 @@ from .contact_geometry import nodes_within
 from .equilibrium import MAX_CONTINUATION_DEPTH, SNAP_THROUGH_ROUNDS, SolveReport, held_frames, solve_equilibrium
 from .errors import CaseError
 from .interactions import ContactSettings, Interactions
+from .junctions import JunctionSystem
 from .obstacles import ObstacleSet, obstacles_from_case
 from .predictor import StepMemory, hold_vector, secant_displacement
 from .results import cable_result, contact_documents
@@ -74,6 +75,9 @@ class Harness:
     # cables (tuples) solved together: what their last joint solve's candidate contact pairs were found
     # against, and the pairs (see _hand_on_candidates)
     group_candidates: dict = field(default_factory=dict, repr=False)
+    # the junctions of branched harnesses and the cables that end at them (None: no junctions)
+    junctions: JunctionSystem | None = None
+    _junction_moves: dict = field(default_factory=dict, repr=False)  # those of the step being solved
 
     @classmethod
     def from_case(cls, case: Case, extra_triangles=None) -> "Harness":
@@ -82,7 +86,7 @@ class Harness:
         obstacles = obstacles_from_case(case.obstacles)
         if extra_triangles is not None and len(extra_triangles):
             obstacles = obstacles.with_triangles(extra_triangles, len(case.obstacles))
-        harness = cls(case, obstacles=obstacles)
+        harness = cls(case, obstacles=obstacles, junctions=JunctionSystem.from_case(case))
         for cable in case.cables:
             harness.add_cable(cable)
         return harness
@@ -219,6 +223,8 @@ class Harness:
         session = self.cables.pop(old)
         session.model.cable = replace(session.model.cable, id=new)
         self.cables[new] = session
+        if self.junctions is not None and old in self.junctions.branches:
+            self.junctions.branches[new] = self.junctions.branches.pop(old)
         self.case = replace(self.case, cables=tuple(replace(c, id=new) if c.id == old else c for c in self.case.cables))
 
     def set_contact(self, contact: dict) -> None:
@@ -366,11 +372,15 @@ class Harness:
         report.solve_ms += first.solve_ms
         return report, 0
 
-    def solve_step(self, changes: dict | None = None, cable_ids=None) -> dict:
+    def solve_step(self, changes: dict | None = None, cable_ids=None, junction_moves: dict | None = None) -> dict:
         """Solve every cable, or those in ``cable_ids`` (the others stay as they are and are met as
-        obstacles), with the frames in ``changes`` moved; returns {id: SolveReport}."""
+        obstacles), with the frames in ``changes`` moved and the fixed junctions moved by
+        ``junction_moves`` (id -> junction_spec.JunctionMove); returns {id: SolveReport}. The branches of
+        a harness with junctions are solved together with its junctions whenever one of them is."""
         changes = changes or {}
-        check_step_request(self.case, changes, cable_ids)
+        moves = junction_moves or {}
+        check_step_request(self.case, changes, cable_ids, moves)
+        self._junction_moves = moves
         ids = list(self.cables) if cable_ids is None else [cid for cid in self.cables if cid in set(cable_ids)]
         targets = {cid: (self.changed_boundary(cid, changes[cid]) if cid in changes else None) for cid in ids}
         # The solver is deterministic: a step that failed and left everything as it was fails again
@@ -399,6 +409,11 @@ class Harness:
         copy compared afterwards (``_same_input``) costs about half a hash of the same bytes."""
         text = [repr((ids, self.case.solver, self.contact_settings)), self.obstacles.fingerprint().hex()]
         arrays = []
+        if self.junctions is not None:
+            arrays += [self.junctions.frames.position, self.junctions.frames.rotation]
+            for jid, move in sorted(self._junction_moves.items()):
+                text.append(jid)
+                arrays += [a for a in (move.position, move.rotation) if a is not None]
         for cid, session in self.cables.items():
             friction = session.interactions.friction_state
             text.append(repr((cid, session.solved, session.interactions.stiffness)))
@@ -419,6 +434,22 @@ class Harness:
         return "|".join(text), [np.array(a) for a in arrays]
 
     def _solve_step(self, ids, targets) -> dict:
+        if self.junctions is None:
+            return self._solve_cables(ids, targets)
+        branches = self.junctions.branches
+        moves = self._junction_moves
+        others = [cid for cid in ids if cid not in branches]
+        reports = self._solve_cables(others, targets) if others else {}
+        if moves or any(cid in branches for cid in ids):
+            if self.contact_settings.cable_cable:
+                capsules = self._capsules_for(tuple(branches))
+                for cid in branches:
+                    self.cables[cid].interactions.obstacles = self.obstacles.with_capsules(*capsules)
+            solved = self.junctions.solve(self, {cid: targets.get(cid) for cid in branches}, moves)
+            reports.update({cid: report for cid, report in solved.items() if cid in ids or moves})
+        return reports
+
+    def _solve_cables(self, ids, targets) -> dict:
         if not self.contact_settings.cable_cable:
             return {cid: self.solve_cable(cid, targets[cid]) for cid in ids}
         # Cable-cable and self contact. Cables that touch (or nearly) are solved together as one system
@@ -667,6 +698,9 @@ class Harness:
         """Segments of the cables not in ``cable_ids`` as capsules, world frame (from ``segments`` of
         _cable_segments when given: the same states' for every cable after a step)."""
         segments = self._cable_segments() if segments is None else segments
+        if self.junctions is not None and any(cid in self.junctions.branches for cid in cable_ids):
+            # the branches of a harness meet at its junctions: they are not obstacles to each other
+            cable_ids = set(cable_ids) | set(self.junctions.branches)
         a, b, radius = [np.zeros((0, 3))], [np.zeros((0, 3))], [np.zeros(0)]
         for cid, (starts, ends, radii) in segments.items():
             if cid not in cable_ids:

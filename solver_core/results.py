@@ -304,7 +304,10 @@ def cable_result(harness, cable_id: str, packed: bool = False) -> dict:
 
 def step_result(harness, packed: bool = False) -> dict:
     """One entry of a result's ``steps``: every cable's document after the harness's last step."""
-    return {"cables": {cid: cable_result(harness, cid, packed) for cid in harness.cables}}
+    doc = {"cables": {cid: cable_result(harness, cid, packed) for cid in harness.cables}}
+    if harness.junctions is not None:
+        doc["junctions"] = harness.junctions.junction_documents()
+    return doc
 
 
 def dumps(doc) -> str:

@@ -22,8 +22,9 @@ def iter_steps(case, harness=None, packed: bool = False):
     warnings afterwards."""
     case = as_case(case)
     harness = Harness.from_case(case) if harness is None else harness
-    for changes in (None,) + tuple(case.steps):
-        harness.solve_step(changes)
+    moves = ({},) + tuple(case.junction_steps) + ({},) * (len(case.steps) - len(case.junction_steps))
+    for changes, junction_moves in zip((None,) + tuple(case.steps), moves):
+        harness.solve_step(changes, junction_moves=junction_moves)
         yield step_result(harness, packed)
 
 

@@ -1,0 +1,516 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The equilibrium of junctions: the rigid bodies where the branches of a harness meet.
+
+A free junction has a position p and a rotation R (6 unknowns); each branch ending there is held by
+the junction's frame as by a connector with a normal. The total energy is minimised over the branches
+and the junctions by static condensation: for given junction frames every branch is solved to its own
+equilibrium (Harness.solve_cable: contact, clips, continuation and all its checks), which leaves the
+reduced energy E(p, R). Its gradient is what the branches' ends carry (the envelope theorem): with the
+force f_b and couple m_b that the junction exerts on branch b (diagnostics.reactions),
+
+    dE/dp = sum_b f_b - m g,        dE/dw = sum_b m_b      (w: a rotation increment in the world frame)
+
+so the junction is in equilibrium, forces and moments balanced, where that gradient vanishes. Its
+Hessian, the stiffness of the junctions against the branches (the Schur complement of the branches'
+own stiffness), is formed by finite differences of branch re-solves and kept between steps with
+Broyden's update; Newton steps on the junctions use it, shifted positive definite where it is not.
+A state is accepted as converged only when every branch converged stably and the condensed stiffness,
+formed afresh, has no negative eigenvalue beyond its finite-difference noise: with the branches at
+minima, that makes the whole harness a minimum (the Schur complement of a matrix with a positive
+definite block is positive definite exactly when the matrix is). A saddle is left along the direction
+of negative stiffness.
+
+Variables are scaled to energy units: y = (p / L, w), g_hat = (L dE/dp, dE/dw), L the longest branch.
+"""
+
+import time
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from .diagnostics import elastic_and_load_energy, reactions
+from .equilibrium import SolveReport
+from .junction_spec import end_frame_at
+from .rod_state import interpolate_boundary
+from .rotations import axis_angle_matrix, slerp_matrix
+
+# Finite-difference step of the condensed stiffness, in scaled variables (1e-4 L, 1e-4 rad): the
+# branches are solved to a residual of the tolerance times their force scale, so the noise of a
+# difference is that over h; at 1e-4 it stays a thousandth of a bending stiffness EI / L.
+FD_STEP = 1e-4
+# A Newton step on the junctions moves one by at most this fraction of its shortest branch and turns
+# it by at most this many radians.
+MAX_MOVE = 0.1
+MAX_TURN = 0.3
+MAX_OUTER = 100  # Newton iterations on the junctions per piece of a step
+MAX_REJECTS = 8  # rejected trial steps in a row before the piece fails
+MAX_ESCAPES = 3  # saddles left per piece
+STALE_AFTER = 6  # Broyden updates after which the stiffness is formed afresh for the stability test
+MAX_SPLITS = 3  # a failing step is split into 2, 4, 8 pieces
+# Energy changes below this fraction of the energies involved are round-off (sums over every segment's
+# stretch, bend and weight): the quadratic model's agreement is not judged on them.
+ENERGY_RESOLUTION = 1e-9
+
+
+@dataclass
+class JunctionFrames:
+    """Positions (n, 3) and rotations (n, 3, 3, from the case's frame) of every junction."""
+
+    position: np.ndarray
+    rotation: np.ndarray
+
+    def copy(self) -> "JunctionFrames":
+        return JunctionFrames(self.position.copy(), self.rotation.copy())
+
+
+@dataclass
+class JunctionReport:
+    converged: bool
+    message: str
+    iterations: int = 0  # Newton iterations on the junctions
+    branch_solves: int = 0
+    stable: bool | None = False
+    escapes: int = 0  # saddles left on the way
+
+
+@dataclass
+class JunctionSystem:
+    specs: tuple  # JunctionSpec, case order
+    branches: dict  # cable id -> ((side, JunctionEnd), ...)
+    frames: JunctionFrames  # the last converged (or the case's, before the first solve)
+    free: tuple  # indices of the free junctions
+    stiffness: np.ndarray | None = None  # condensed, scaled, of the free junctions (6 n_free square)
+    broyden_updates: int = 0
+    residual: np.ndarray | None = None  # per junction (6,) force and moment out of balance, last solve
+    loads: dict = field(default_factory=dict)  # junction id -> [(cable, side, force, moment)] on the junction
+    last: JunctionReport | None = None
+    energy_scale: float = 0.0
+
+    @classmethod
+    def from_case(cls, case) -> "JunctionSystem | None":
+        if not case.junctions:
+            return None
+        specs = tuple(case.junctions.values())
+        branches = {c.id: c.junction_ends() for c in case.cables if c.junction_ends()}
+        frames = JunctionFrames(np.array([s.position for s in specs]), np.array([np.eye(3) for _ in specs]))
+        free = tuple(k for k, s in enumerate(specs) if not s.fixed)
+        return cls(specs, branches, frames, free)
+
+    def index(self, jid: str) -> int:
+        for k, spec in enumerate(self.specs):
+            if spec.id == jid:
+                return k
+        raise KeyError(jid)
+
+    # ------------------------------------------------------------------ boundaries of the branches
+    def branch_boundary(self, cid, boundary, frames: JunctionFrames):
+        """``boundary`` of branch ``cid`` with its junction ends held by the junctions' ``frames``."""
+        start, end = boundary.start, boundary.end
+        for side, held in self.branches[cid]:
+            k = self.index(held.junction)
+            position, tangent, normal = end_frame_at(frames.position[k], frames.rotation[k], held)
+            frame = replace(start if side == "start" else end, position=position, tangent=tangent, normal=normal)
+            if side == "start":
+                start = frame
+            else:
+                end = frame
+        return replace(boundary, start=start, end=end)
+
+    def adjacent(self, k: int) -> list:
+        jid = self.specs[k].id
+        return [cid for cid, ends in self.branches.items() if any(e.junction == jid for _s, e in ends)]
+
+    # ------------------------------------------------------------------ solving
+    def solve(self, harness, targets: dict, moves: dict) -> dict:
+        """Solve every branch and free junction for the branches' ``targets`` (cable id -> Boundary or
+        None) and the fixed junctions' ``moves`` (id -> JunctionMove); returns {cable id: SolveReport}."""
+        t0 = time.perf_counter()
+        ids = list(self.branches)
+        start_frames = self.frames.copy()
+        start_sessions = _snapshot(harness, ids)
+        base = {cid: targets.get(cid) or harness.cables[cid].boundary for cid in ids}
+        # the starting boundaries: where the branches are held now (before the first solve: the case's)
+        before = {cid: harness.cables[cid].boundary for cid in ids}
+        end_frames = self.frames.copy()
+        for jid, move in moves.items():
+            k = self.index(jid)
+            if move.position is not None:
+                end_frames.position[k] = move.position
+            if move.rotation is not None:
+                end_frames.rotation[k] = move.rotation
+        counters = {"iterations": 0, "solves": 0}
+        report = None
+        for split in range(MAX_SPLITS + 1):
+            pieces = 2**split
+            report = None
+            for j in range(1, pieces + 1):
+                t = j / pieces
+                fixed_t = _blend(start_frames, end_frames, t)
+                targets_t = {cid: _interpolate(before[cid], base[cid], t) for cid in ids}
+                report = self._solve_piece(harness, targets_t, fixed_t, counters)
+                if not report.converged:
+                    break
+            if report.converged:
+                break
+            _restore(harness, start_sessions)
+            self.frames = start_frames.copy()
+            if counters.get("refused"):
+                break  # a branch refused for stretch: smaller pieces end at the same place
+        elapsed = (time.perf_counter() - t0) * 1e3
+        report.iterations, report.branch_solves = counters["iterations"], counters["solves"]
+        self.last = report
+        out = {}
+        for cid in ids:
+            session = harness.cables[cid]
+            session.last_step = None  # the secant predictor's memory holds a junction's trial, not a step
+            own = session.last_report
+            if report.converged:
+                out[cid] = replace(own, iterations=counters["iterations"], solve_ms=elapsed, stable=report.stable)
+            else:
+                out[cid] = SolveReport(
+                    session.state.copy(),
+                    False,
+                    counters["iterations"],
+                    own.residual if own is not None else 0.0,
+                    0,
+                    elapsed,
+                    report.message,
+                    refused=bool(counters.get("refused")),
+                )
+            session.last_report = out[cid]
+        return out
+
+    def _solve_piece(self, harness, targets: dict, fixed: JunctionFrames, counters: dict) -> JunctionReport:
+        """Trust-region Newton on the free junctions with the fixed ones at ``fixed`` and the branches'
+        other holders at ``targets``, from the current frames of the free junctions. A step is taken
+        when the energy falls by a fair part of what the quadratic model predicts (Nocedal & Wright,
+        Alg. 4.1), or, on a positive definite model, when the force out of balance falls."""
+        frames = self.frames.copy()
+        for k, spec in enumerate(self.specs):
+            if spec.fixed:
+                frames.position[k], frames.rotation[k] = fixed.position[k], fixed.rotation[k]
+        ids = list(self.branches)
+        ok, message = self._evaluate(harness, targets, frames, ids, counters, note_refusal=True)
+        if not ok:
+            return JunctionReport(False, message)
+        g = self._gradient(harness, frames)
+        if not self.free:
+            return self._accept(harness, frames, g, JunctionReport(True, "converged", stable=True))
+        tolerance = self._tolerance(harness)
+        L = self._length_scale(harness)
+        noise = _noise(tolerance, L)
+        energy = self.energy(harness, frames)
+        self.energy_scale = self._energy_scale(harness)
+        escapes = rejects = 0
+        radius = 1.0  # trust region, as a fraction of the step cap (MAX_MOVE, MAX_TURN)
+        fresh = False  # the stiffness was formed by differences at the current frames
+        poor = False  # the last step's energy change was far from the quadratic model's (ratio < 0.5)
+        for _it in range(MAX_OUTER):
+            counters["iterations"] += 1
+            scaled = self._scaled(g, L)
+            if _within(g, tolerance):
+                if not fresh and (
+                    self.stiffness is None or self.broyden_updates > STALE_AFTER or _weak(self.stiffness, noise)
+                ):
+                    self.stiffness = self._fd_stiffness(harness, targets, frames, g, L, counters)
+                    fresh = True
+                negative, direction = _negative_direction(self.stiffness, noise)
+                if not negative:
+                    done = JunctionReport(True, "converged", stable=True, escapes=escapes)
+                    return self._accept(harness, frames, g, done)
+                if escapes >= MAX_ESCAPES:
+                    return JunctionReport(
+                        False, "the junctions are in an unstable equilibrium (a saddle) and no descent was found"
+                    )
+                escapes += 1
+                step = direction * self._step_cap(harness, direction, L)
+                left = None
+                for sign in (1.0, -1.0):  # the side the energy falls to
+                    saved = _snapshot(harness, ids)
+                    trial = self._moved(frames, sign * step, L)
+                    ok, message = self._evaluate(harness, targets, trial, ids, counters)
+                    e_trial = self.energy(harness, trial) if ok else np.inf
+                    if ok and e_trial < energy:
+                        left = trial
+                        break
+                    _restore(harness, saved)
+                if left is None:
+                    return JunctionReport(False, "the junctions sit on a saddle and no move off it lowers the energy")
+                frames, g, energy, fresh = left, self._gradient(harness, left), e_trial, False
+                continue
+            if self.stiffness is None or (not fresh and (rejects >= 1 or poor or self.broyden_updates > STALE_AFTER)):
+                self.stiffness = self._fd_stiffness(harness, targets, frames, g, L, counters)
+                fresh = True
+            K = 0.5 * (self.stiffness + self.stiffness.T)
+            step = _newton_step(self.stiffness, scaled, noise)
+            step *= min(1.0, radius * self._step_cap(harness, step, L))
+            predicted = float(scaled @ step + 0.5 * step @ K @ step)
+            positive = bool(np.linalg.eigvalsh(K)[0] > noise)
+            saved = _snapshot(harness, ids)
+            trial = self._moved(frames, step, L)
+            ok, message = self._evaluate(harness, targets, trial, ids, counters)
+            if ok:
+                g_trial = self._gradient(harness, trial)
+                e_trial = self.energy(harness, trial)
+                s_trial = self._scaled(g_trial, L)
+                if -predicted > ENERGY_RESOLUTION * max(abs(energy), abs(e_trial), self.energy_scale):
+                    ratio = (e_trial - energy) / predicted if predicted < 0.0 else -1.0
+                else:  # a change the energy's round-off hides: the force out of balance judges the step
+                    ratio = (
+                        1.0
+                        if _merit(s_trial) < 0.25 * _merit(scaled)
+                        else 0.3
+                        if _merit(s_trial) < _merit(scaled)
+                        else -1.0
+                    )
+                if ratio > 0.1 or (positive and _merit(s_trial) < _merit(scaled)) or _within(g_trial, tolerance):
+                    poor = ratio < 0.5
+                    _broyden(self.stiffness, step, s_trial - scaled)
+                    self.broyden_updates += 1
+                    frames, g, energy, fresh = trial, g_trial, e_trial, False
+                    radius = min(1.0, 2.0 * radius) if ratio > 0.75 else radius
+                    rejects = 0
+                    continue
+            _restore(harness, saved)
+            rejects += 1
+            radius *= 0.25
+            if rejects > MAX_REJECTS:
+                why = message if not ok else "no step lowered the energy"
+                return JunctionReport(False, f"the junctions found no equilibrium ({why})")
+        return JunctionReport(False, f"the junctions did not balance within {MAX_OUTER} iterations")
+
+    def _accept(self, harness, frames, g, report) -> JunctionReport:
+        self.frames = frames
+        self.residual = g.copy()
+        self.loads = self._loads(harness)
+        return report
+
+    def _evaluate(self, harness, targets, frames, ids, counters, note_refusal=False) -> tuple:
+        """Solve the branches ``ids`` with the junctions at ``frames``: (all converged, message).
+        ``note_refusal``: a branch refused for stretch marks ``counters`` (the step cannot be made)."""
+        for cid in ids:
+            counters["solves"] += 1
+            report = harness.solve_cable(cid, self.branch_boundary(cid, targets[cid], frames))
+            if not report.converged:
+                if report.refused and note_refusal:
+                    counters["refused"] = True
+                return False, f"cable {cid!r}: {report.message}"
+        return True, ""
+
+    def _branch_loads(self, harness, cid):
+        """(side, junction index, force, moment) the junction exerts on branch ``cid`` at each held end."""
+        session = harness.cables[cid]
+        ends, _clips = reactions(session.model, session.state)
+        return [
+            (side, self.index(held.junction), ends[side]["force"], ends[side]["moment"])
+            for side, held in self.branches[cid]
+        ]
+
+    def _gradient(self, harness, frames) -> np.ndarray:
+        """dE/dp and dE/dw of every junction, (n, 6): what the branches carry, less the junction's weight."""
+        g = np.zeros((len(self.specs), 6))
+        for cid in self.branches:
+            for _side, k, force, moment in self._branch_loads(harness, cid):
+                g[k, :3] += force
+                g[k, 3:] += moment
+        gravity = harness.case.gravity
+        for k, spec in enumerate(self.specs):
+            g[k, :3] -= spec.mass * gravity
+        return g
+
+    def _loads(self, harness) -> dict:
+        out = {spec.id: [] for spec in self.specs}
+        for cid in self.branches:
+            for side, k, force, moment in self._branch_loads(harness, cid):
+                # what the branch pulls the junction with: minus what the junction holds it with
+                out[self.specs[k].id].append((cid, side, -force, -moment))
+        return out
+
+    def _tolerance(self, harness) -> np.ndarray:
+        """Per junction (6,): the sum of the held branch ends' residual tolerances."""
+        tol = np.zeros((len(self.specs), 6))
+        for cid, ends in self.branches.items():
+            model = harness.cables[cid].model
+            for side, held in ends:
+                k = self.index(held.junction)
+                node = 0 if side == "start" else model.n_nodes - 1
+                rot = model.start_frame if side == "start" else model.end_frame
+                tol[k, :3] += model.dof_tol[model.node_dof[node]]
+                tol[k, 3:] += model.dof_tol[model.rot_dof[rot]]
+        return tol
+
+    def _length_scale(self, harness) -> float:
+        return max(harness.cables[cid].model.cable.length for cid in self.branches)
+
+    def _scaled(self, g, L) -> np.ndarray:
+        out = np.empty(6 * len(self.free))
+        for i, k in enumerate(self.free):
+            out[6 * i : 6 * i + 3] = L * g[k, :3]
+            out[6 * i + 3 : 6 * i + 6] = g[k, 3:]
+        return out
+
+    def _moved(self, frames: JunctionFrames, step: np.ndarray, L: float) -> JunctionFrames:
+        out = frames.copy()
+        for i, k in enumerate(self.free):
+            out.position[k] = frames.position[k] + L * step[6 * i : 6 * i + 3]
+            w = step[6 * i + 3 : 6 * i + 6]
+            angle = float(np.linalg.norm(w))
+            if angle > 0.0:
+                out.rotation[k] = axis_angle_matrix(w / angle, angle) @ frames.rotation[k]
+        return out
+
+    def _step_cap(self, harness, step, L) -> float:
+        """The largest multiple (<= any) of ``step`` within MAX_MOVE of each junction's shortest branch
+        and MAX_TURN radians."""
+        cap = np.inf
+        for i, k in enumerate(self.free):
+            shortest = min(harness.cables[cid].model.cable.length for cid in self.adjacent(k))
+            move = L * float(np.linalg.norm(step[6 * i : 6 * i + 3]))
+            turn = float(np.linalg.norm(step[6 * i + 3 : 6 * i + 6]))
+            if move > 0.0:
+                cap = min(cap, MAX_MOVE * shortest / move)
+            if turn > 0.0:
+                cap = min(cap, MAX_TURN / turn)
+        return cap
+
+    def _fd_stiffness(self, harness, targets, frames, g, L, counters) -> np.ndarray:
+        """The condensed stiffness d g_hat / d y by forward differences, each column re-solving only the
+        branches of the junction moved; the branches are put back afterwards."""
+        n = 6 * len(self.free)
+        K = np.zeros((n, n))
+        base = self._scaled(g, L)
+        for i, k in enumerate(self.free):
+            ids = self.adjacent(k)
+            saved = _snapshot(harness, ids)
+            for c in range(6):
+                step = np.zeros(n)
+                step[6 * i + c] = FD_STEP
+                ok, _message = self._evaluate(harness, targets, self._moved(frames, step, L), ids, counters)
+                if ok:
+                    K[:, 6 * i + c] = (self._scaled(self._gradient(harness, frames), L) - base) / FD_STEP
+                else:  # a branch that cannot follow so small a move: take its stiffness as large
+                    K[6 * i + c, 6 * i + c] = abs(base).max() / FD_STEP + 1.0
+                _restore(harness, saved)
+        self.broyden_updates = 0
+        return K
+
+    def junction_documents(self) -> dict:
+        """The result's ``junctions`` block (case format): per junction its frame, the force and moment
+        out of balance, and what each branch pulls it with."""
+        out = {}
+        for k, spec in enumerate(self.specs):
+            residual = np.zeros(6) if self.residual is None else self.residual[k]
+            out[spec.id] = {
+                "position": self.frames.position[k].tolist(),
+                "rotation": self.frames.rotation[k].tolist(),
+                "fixed": spec.fixed,
+                "residual_force": residual[:3].tolist(),
+                "residual_moment": residual[3:].tolist(),
+                "branches": [
+                    {"cable": cid, "end": side, "force": f.tolist(), "moment": m.tolist()}
+                    for cid, side, f, m in self.loads.get(spec.id, [])
+                ],
+            }
+        return out
+
+    def _energy_scale(self, harness) -> float:
+        """The size of the terms the branches' energy sums: their weight times their length, their bending
+        EI / L (J)."""
+        total = 0.0
+        g = float(np.linalg.norm(harness.case.gravity))
+        for cid in self.branches:
+            c = harness.cables[cid].model.cable
+            total += c.section.linear_density * g * c.length**2 + c.section.bend_stiffness / c.length
+        return total
+
+    def energy(self, harness, frames: JunctionFrames) -> float:
+        """Elastic and load energy of the branches plus the junctions' weight at ``frames`` (J)."""
+        total = 0.0
+        for cid in self.branches:
+            s = harness.cables[cid]
+            total += elastic_and_load_energy(s.model, s.state) - float(np.sum(s.model.node_force * s.model.origin))
+        for k, spec in enumerate(self.specs):
+            total -= spec.mass * float(harness.case.gravity @ frames.position[k])
+        return total
+
+
+def _snapshot(harness, ids) -> dict:
+    out = {}
+    for cid in ids:
+        s = harness.cables[cid]
+        out[cid] = (
+            s.state.copy(),
+            s.boundary,
+            s.solved,
+            s.last_report,
+            s.interactions.friction_state.copy(),
+            s.last_step,
+            s.group_contacts,
+        )
+    return out
+
+
+def _restore(harness, saved: dict) -> None:
+    for cid, (state, boundary, solved, report, friction, last_step, contacts) in saved.items():
+        s = harness.cables[cid]
+        s.state, s.boundary, s.solved, s.last_report = state.copy(), boundary, solved, report
+        s.interactions.friction_state = friction.copy()
+        s.last_step, s.group_contacts = last_step, contacts
+
+
+def _blend(a: JunctionFrames, b: JunctionFrames, t: float) -> JunctionFrames:
+    """Fixed junctions a fraction t of the way from ``a`` to ``b`` (rotations about one axis)."""
+    out = a.copy()
+    for k in range(a.position.shape[0]):
+        out.position[k] = (1.0 - t) * a.position[k] + t * b.position[k]
+        out.rotation[k] = slerp_matrix(a.rotation[k], b.rotation[k], t)
+    return out
+
+
+def _interpolate(a, b, t: float):
+    return b if t >= 1.0 or a is b else interpolate_boundary(a, b, t)
+
+
+def _within(g: np.ndarray, tolerance: np.ndarray) -> bool:
+    return bool((np.abs(g) <= tolerance).all())
+
+
+def _noise(tolerance: np.ndarray, L: float) -> float:
+    """The size of a stiffness entry that finite differences of branch solves cannot tell from zero."""
+    scale = max(L * float(tolerance[:, :3].max()), float(tolerance[:, 3:].max()))
+    return 10.0 * scale / FD_STEP
+
+
+def _weak(K: np.ndarray, noise: float) -> bool:
+    """Whether a kept stiffness is too near losing definiteness to be trusted for the stability test."""
+    return bool(np.linalg.eigvalsh(0.5 * (K + K.T))[0] < 100.0 * noise)
+
+
+def _negative_direction(K: np.ndarray, noise: float) -> tuple:
+    values, vectors = np.linalg.eigh(0.5 * (K + K.T))
+    if values[0] < -noise:
+        return True, vectors[:, 0]
+    return False, None
+
+
+def _newton_step(K: np.ndarray, g_hat: np.ndarray, noise: float) -> np.ndarray:
+    """-K^-1 g where K's symmetric part is positive definite (K itself: away from a balance, the
+    derivative of a moment by world-frame turns has the antisymmetric part [m]x / 2, Simo & Vu-Quoc
+    1986); elsewhere with the symmetric part's eigenvalues taken at least ``noise`` in size, negative
+    ones by their magnitude (a descent direction of the energy: Dauphin et al. 2014)."""
+    values, vectors = np.linalg.eigh(0.5 * (K + K.T))
+    if values[0] > noise:
+        return -np.linalg.solve(K, g_hat)
+    values = np.maximum(np.abs(values), noise)
+    return -vectors @ ((vectors.T @ g_hat) / values)
+
+
+def _merit(g_hat: np.ndarray) -> float:
+    return float(g_hat @ g_hat)
+
+
+def _broyden(K: np.ndarray, step: np.ndarray, change: np.ndarray) -> None:
+    """Broyden's ("good") update of the stiffness in place, for the secant ``step`` -> ``change``."""
+    norm = float(step @ step)
+    if norm > 0.0:
+        K += np.outer(change - K @ step, step) / norm

@@ -1,0 +1,342 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Junctions of branched harnesses (case format `junctions`, junctions.py): a collinear junction against
+one continuous cable, symmetric Y and T harnesses, force and moment balance checked from the result
+alone (connector reactions against the weight of every node), a fixed junction against connectors,
+steps that move one, a saddle left, failures shown as failures, and refusals by name."""
+
+import json
+
+import numpy as np
+import pytest
+from helpers.cases import WIRE, cable, case, harness, min_clearance, solve
+
+from solver_core import CaseError, case_to_dict, junctions, parse_case
+from solver_core.results import dumps
+
+G = 9.81
+STIFF = {"E": 2e9, "nu": 0.35, "density": 1400.0}  # a PVC-sheathed bundle's order of stiffness
+AT_ORIGIN = {"position": [0.0, 0.0, 0.0], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}
+
+
+def branch(cid, length, start, end, segments=20, diameter=0.004, material=None):
+    return cable(
+        id=cid, length=length, start=start, end=end, segments=segments, diameter=diameter, material=material or STIFF
+    )
+
+
+def at(jid, outlet):
+    return {"junction": jid, "outlet": list(np.asarray(outlet, float) / np.linalg.norm(outlet))}
+
+
+def connector(position, tangent, normal=None):
+    frame = {"position": list(position), "tangent": list(np.asarray(tangent, float) / np.linalg.norm(tangent))}
+    if normal is not None:
+        frame["normal"] = list(normal)
+    return frame
+
+
+def y_harness(angle_deg, mass=0.0, segments=20):
+    """A trunk along x to a free junction, two branches leaving it at +-angle in the horizontal plane, of
+    a stiff sheath (E = 2 GPa) whose bending outweighs the weight: with the soft cable of Lv 2017, the
+    junction rolls over to one side under the sagging branches (an asymmetric equilibrium)."""
+    a = np.radians(angle_deg)
+    out1, out2 = [np.cos(a), np.sin(a), 0.0], [np.cos(a), -np.sin(a), 0.0]
+    j = [0.25, 0.0, 0.0]
+    end1 = [0.25 + 0.25 * np.cos(a), 0.25 * np.sin(a), 0.0]
+    end2 = [end1[0], -end1[1], 0.0]
+    return case(
+        branch("trunk", 0.27, AT_ORIGIN, at("J", [1, 0, 0]), segments),
+        branch("left", 0.27, at("J", out1), connector(end1, out1), segments),
+        branch("right", 0.27, at("J", out2), connector(end2, out2), segments),
+        junctions=[{"id": "J", "position": j, "mass": mass}],
+    )
+
+
+def node_masses(doc, diameter=0.004, density=STIFF["density"]):
+    """Lumped mass of every node from the result's rest arc lengths (half of each segment's)."""
+    mu = density * np.pi * diameter**2 / 4.0
+    s = np.asarray(doc["arc_lengths"])
+    m = np.zeros(len(s))
+    m[:-1] += 0.5 * mu * np.diff(s)
+    m[1:] += 0.5 * mu * np.diff(s)
+    return m
+
+
+def balance(result, junction_masses):
+    """Total force and moment (about the origin) on the harness from its connectors, its weight and the
+    junctions' weight: zero at an equilibrium. From the result alone, independent of the solver's balance."""
+    gravity = np.array([0.0, 0.0, -G])
+    force, moment = np.zeros(3), np.zeros(3)
+    for c in result["cables"].values():
+        nodes = np.asarray(c["nodes"])
+        w = node_masses(c)[:, None] * gravity
+        force += w.sum(axis=0)
+        moment += np.cross(nodes, w).sum(axis=0)
+        for contact in c["contacts"]:
+            force += contact["force"]
+            moment += np.cross(contact["point"], contact["force"])
+        for side, fm in c["end_forces"].items():
+            f, m = np.asarray(fm["force"]), np.asarray(fm["moment"])
+            point = nodes[0] if side == "start" else nodes[-1]
+            force += f
+            moment += np.cross(point, f) + m
+    # the ends held by junctions are internal: what the junction gives one branch the others give back
+    for jid, j in result["junctions"].items():
+        p = np.asarray(j["position"])
+        for b in j["branches"]:
+            force += b["force"]
+            moment += np.cross(p, b["force"]) + np.asarray(b["moment"])
+        force += junction_masses.get(jid, 0.0) * gravity
+        moment += np.cross(p, junction_masses.get(jid, 0.0) * gravity)
+    return force, moment
+
+
+def test_a_collinear_junction_is_one_continuous_cable():
+    """Two branches leaving a free junction in one line are one cable: the junction sits where that
+    cable's middle node does, far inside the cable's own discretisation error (the split joint's
+    energy differs from the whole one's at fourth order in its turn angle)."""
+    far = {"position": [0.5, 0.0, 0.0], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}
+    split = case(
+        branch("a", 0.28, AT_ORIGIN, at("J", [1, 0, 0]), 20),
+        branch("b", 0.28, at("J", [1, 0, 0]), far, 20),
+        junctions=[{"id": "J", "position": [0.25, 0.0, 0.0]}],
+    )
+    whole = case(branch("c", 0.56, AT_ORIGIN, far, 40))
+    coarse = case(branch("c", 0.56, AT_ORIGIN, far, 20))
+    r = solve(split)["steps"][0]
+    ref = solve(whole)["steps"][0]["cables"]["c"]
+    assert all(c["converged"] and c["stable"] for c in r["cables"].values())
+    mid = np.asarray(ref["nodes"][20])
+    junction = np.asarray(r["junctions"]["J"]["position"])
+    discretisation = np.abs(np.asarray(solve(coarse)["steps"][0]["cables"]["c"]["nodes"][10]) - mid).max()
+    assert np.abs(junction - mid).max() < 0.01 * discretisation
+    assert np.abs(junction - mid).max() < 5e-6 * 0.56
+    np.testing.assert_allclose(r["cables"]["a"]["nodes"], ref["nodes"][:21], atol=5e-6 * 0.56)
+    np.testing.assert_allclose(r["cables"]["b"]["nodes"], ref["nodes"][20:], atol=5e-6 * 0.56)
+    f_split = np.asarray(r["cables"]["a"]["end_forces"]["start"]["force"])
+    f_whole = np.asarray(ref["end_forces"]["start"]["force"])
+    assert np.abs(f_split - f_whole).max() < 1e-4 * np.abs(f_whole).max()
+
+
+@pytest.mark.parametrize("angle", [30.0, 90.0], ids=["Y", "T"])
+def test_a_symmetric_harness_keeps_its_junction_on_the_symmetry_plane(angle):
+    mass = 0.004
+    r = solve(y_harness(angle, mass=mass))["steps"][0]
+    cables = r["cables"]
+    assert all(c["converged"] and c["stable"] for c in cables.values())
+    j = r["junctions"]["J"]
+    assert abs(j["position"][1]) < 1e-6 * 0.27
+    assert j["position"][2] < -1e-3  # it sags with its weight and the branches'
+    left, right = np.asarray(cables["left"]["nodes"]), np.asarray(cables["right"]["nodes"])
+    np.testing.assert_allclose(left * [1, -1, 1], right, atol=1e-6 * 0.27)
+    f_left = np.asarray(cables["left"]["end_forces"]["end"]["force"])
+    f_right = np.asarray(cables["right"]["end_forces"]["end"]["force"])
+    np.testing.assert_allclose(f_left * [1, -1, 1], f_right, atol=1e-6 * np.abs(f_left).max())
+    # the connectors carry the weight of the cables and the junction
+    weight = sum(node_masses(c).sum() for c in cables.values()) * G + mass * G
+    lift = sum(
+        fm["force"][2] for c in cables.values() for side, fm in c["end_forces"].items() if side in ("start", "end")
+    )
+    held = sum(b["force"][2] for b in j["branches"])  # what the branches pull the junction with: its weight, less
+    connectors = lift + held
+    assert connectors == pytest.approx(weight, rel=1e-6)
+    force, moment = balance(r, {"J": mass})
+    assert np.abs(force).max() < 1e-6 * weight
+    assert np.abs(moment).max() < 1e-6 * weight * 0.5
+
+
+def test_an_asymmetric_junction_balances_forces_and_moments():
+    """Three branches of different lengths at odd angles, one end rolled: the junction's residual is
+    within the tolerance, what the branches pull it with cancels (with its weight), and the whole
+    harness is in balance about any point, from the result alone."""
+    mass = 0.002
+    doc = case(
+        branch("trunk", 0.3, AT_ORIGIN, at("J", [1, 0.2, 0.1]), 20),
+        branch("up", 0.22, at("J", [0.3, 1, 0.4]), connector([0.3, 0.2, 0.12], [0, 1, 0.3])),
+        branch(
+            "down", 0.35, at("J", [1, -0.5, -0.2]), {**connector([0.55, -0.1, -0.05], [1, 0, 0]), "normal": [0, 0, 1]}
+        ),
+        junctions=[{"id": "J", "position": [0.27, 0.05, 0.02], "mass": mass}],
+    )
+    r = solve(doc)["steps"][0]
+    assert all(c["converged"] and c["stable"] for c in r["cables"].values())
+    j = r["junctions"]["J"]
+    pulls = np.sum([b["force"] for b in j["branches"]], axis=0)
+    turns = np.sum([b["moment"] for b in j["branches"]], axis=0)
+    scale = max(np.abs(b["force"]).max() for b in j["branches"])
+    np.testing.assert_allclose(pulls + mass * np.array([0, 0, -G]), 0.0, atol=1e-6 * scale)
+    np.testing.assert_allclose(turns, 0.0, atol=1e-6 * scale * 0.3)
+    assert np.abs(j["residual_force"]).max() < 1e-6 * scale
+    R = np.asarray(j["rotation"])
+    np.testing.assert_allclose(R @ R.T, np.eye(3), atol=1e-12)
+    assert np.linalg.det(R) == pytest.approx(1.0)
+    # each branch's end leaves along its outlet turned with the junction
+    d = np.asarray(r["cables"]["up"]["directors"])[0][2]
+    outlet = np.array([0.3, 1, 0.4]) / np.linalg.norm([0.3, 1, 0.4])
+    assert np.dot(d, R @ outlet) > 1.0 - 1e-3  # the first segment's tangent, half a segment along
+    force, moment = balance(r, {"J": mass})
+    assert np.abs(force).max() < 1e-6 * scale
+    assert np.abs(moment).max() < 1e-6 * scale * 0.3
+
+
+def test_a_tree_of_two_junctions_rests_on_a_floor_in_balance():
+    """Trunk, a middle branch between two free junctions and three leaves, its trunk lying on a floor:
+    every cable a stable minimum clear of the floor, and the whole tree in balance with the floor's
+    contact forces, from the result alone."""
+    floor = {"type": "plane", "point": [0, 0, -0.06], "normal": [0, 0, 1]}
+    doc = case(
+        branch("trunk", 0.32, AT_ORIGIN, at("J1", [1, 0, 0])),
+        branch("mid", 0.26, at("J1", [1, 0.3, 0]), at("J2", [1, 0, 0])),
+        branch("a", 0.22, at("J1", [0.5, -1, 0]), connector([0.38, -0.18, 0.0], [0, -1, 0])),
+        branch("b", 0.22, at("J2", [1, 0.6, 0]), connector([0.72, 0.2, 0.0], [1, 0, 0])),
+        branch("c", 0.22, at("J2", [1, -0.6, 0]), connector([0.72, -0.03, 0.0], [1, 0, 0])),
+        junctions=[
+            {"id": "J1", "position": [0.3, 0.0, 0.0], "mass": 0.005},
+            {"id": "J2", "position": [0.55, 0.07, 0.0], "mass": 0.005},
+        ],
+        obstacles=[floor],
+    )
+    r = solve(doc)["steps"][0]
+    assert all(c["converged"] and c["stable"] for c in r["cables"].values())
+    assert r["cables"]["trunk"]["contacts"]  # it does reach the floor
+    for c in r["cables"].values():
+        assert min_clearance(c["nodes"], 0.002, [floor]) > -0.01 * 0.002
+    force, moment = balance(r, {"J1": 0.005, "J2": 0.005})
+    weight = sum(node_masses(c).sum() for c in r["cables"].values()) * G
+    assert np.abs(force).max() < 1e-6 * weight
+    assert np.abs(moment).max() < 1e-6 * weight * 0.7
+
+
+def test_a_fixed_junction_holds_its_branches_like_connectors():
+    j = [0.25, 0.0, 0.0]
+    out = [1.0, 0.3, 0.0]
+    tree = y_harness(30.0)
+    tree["junctions"] = [{"id": "J", "position": j, "fixed": True}]
+    r = solve(tree)["steps"][0]
+    parsed = parse_case(tree)
+    plain = case(
+        *[
+            branch(
+                c.id,
+                c.length,
+                {
+                    "position": c.start.position.tolist(),
+                    "tangent": c.start.tangent.tolist(),
+                    "normal": c.start.normal.tolist(),
+                },
+                {
+                    "position": c.end.position.tolist(),
+                    "tangent": c.end.tangent.tolist(),
+                    **({"normal": c.end.normal.tolist()} if c.end.normal is not None else {}),
+                },
+            )
+            for c in parsed.cables
+        ]
+    )
+    ref = solve(plain)["steps"][0]
+    for cid in ("trunk", "left", "right"):
+        np.testing.assert_allclose(r["cables"][cid]["nodes"], ref["cables"][cid]["nodes"], rtol=0, atol=1e-12)
+    assert r["junctions"]["J"]["position"] == j
+    assert out  # the outlets are those of y_harness
+
+
+def test_a_step_moves_a_fixed_junction_and_its_branches_follow():
+    doc = y_harness(30.0)
+    doc["junctions"] = [{"id": "J", "position": [0.25, 0.0, 0.0], "fixed": True}]
+    doc["steps"] = [{"cables": {}, "junctions": {"J": {"position": [0.25, 0.0, 0.03]}}}]
+    steps = solve(doc)["steps"]
+    assert steps[1]["junctions"]["J"]["position"] == [0.25, 0.0, 0.03]
+    for cid in ("trunk", "left", "right"):
+        c = steps[1]["cables"][cid]
+        assert c["converged"]
+        end = c["nodes"][-1] if cid == "trunk" else c["nodes"][0]
+        np.testing.assert_allclose(end, [0.25, 0.0, 0.03], atol=1e-12)
+
+
+def test_a_junction_case_reads_back_as_written():
+    doc = y_harness(30.0, mass=0.01)
+    doc["junctions"][0]["fixed"] = True
+    doc["steps"] = [{"cables": {}, "junctions": {"J": {"position": [0.25, 0.0, 0.01]}}}]
+    once = parse_case(doc)
+    again = parse_case(json.loads(json.dumps(case_to_dict(once))))
+    assert case_to_dict(again) == case_to_dict(once)
+    assert again.junctions["J"].mass == 0.01
+
+
+def test_a_heavy_junction_on_a_slender_column_falls_off_the_upright_saddle():
+    """A heavy junction balanced on a thin vertical trunk, light branches hanging symmetrically: upright
+    is an equilibrium (by symmetry) but a saddle (the column buckles under the junction's weight, far
+    above Euler's pi^2 EI / 4 L^2). "Converged" must not be it."""
+    ei = WIRE["E"] * np.pi * 0.004**4 / 64.0
+    critical = np.pi**2 * ei / (4 * 0.2**2)
+    mass = 5.0 * critical / G
+    up = {"position": [0.0, 0.0, 0.0], "tangent": [0.0, 0.0, 1.0], "normal": [1.0, 0.0, 0.0]}
+    doc = case(
+        branch("column", 0.2, up, at("J", [0, 0, 1]), 20, material=WIRE),
+        branch("east", 0.6, at("J", [1, 0, 0]), connector([0.3, 0.0, 0.0], [0, 0, -1]), 20, 0.001, WIRE),
+        branch("west", 0.6, at("J", [-1, 0, 0]), connector([-0.3, 0.0, 0.0], [0, 0, -1]), 20, 0.001, WIRE),
+        junctions=[{"id": "J", "position": [0.0, 0.0, 0.2], "mass": mass}],
+    )
+    h = harness(doc)
+    reports = h.solve_step()
+    assert all(r.converged and r.stable for r in reports.values())
+    p = h.junctions.frames.position[0]
+    assert np.hypot(p[0], p[1]) > 0.05  # fallen over, well off the column's axis
+
+
+def test_a_failed_junction_solve_is_shown_as_a_failure(monkeypatch):
+    """The junctions' Newton cut to one iteration cannot balance them: every branch says so, nothing
+    is NaN, and the junction is reported where it was."""
+    monkeypatch.setattr(junctions, "MAX_OUTER", 1)
+    doc = y_harness(30.0)
+    result = solve(doc)
+    text = dumps(result)  # nothing NaN or infinite
+    step = result["steps"][0]
+    assert "junctions" in step
+    for c in step["cables"].values():
+        assert c["converged"] is False and c["stable"] is False
+        assert "junctions did not balance" in c["message"]
+    assert json.loads(text)["steps"][0]["junctions"]["J"]["position"] == [0.25, 0.0, 0.0]
+
+
+REFUSALS = [
+    (lambda d: d["cables"][1]["start"].update(junction="K"), "cables[1].start.junction"),
+    (lambda d: d["cables"][1]["start"].pop("outlet"), "cables[1].start.outlet is missing"),
+    (lambda d: d["cables"][1]["start"].update(outlet=[0, 0, 0]), "cables[1].start.outlet is the zero vector"),
+    (lambda d: d["cables"][1]["start"].update(normal=[1, 0, 0]), "cables[1].start.normal must be perpendicular"),
+    (lambda d: d["cables"][1]["start"].update(extra=1), "cables[1].start.extra is not a known key"),
+    (lambda d: d["junctions"][0].update(colour=1), "junctions[0].colour is not a known key"),
+    (lambda d: d["junctions"][0].pop("position"), "junctions[0].position is missing"),
+    (lambda d: d["junctions"][0].update(fixed="yes"), "junctions[0].fixed must be true or false"),
+    (lambda d: d["junctions"][0].update(mass=-1), "junctions[0].mass"),
+    (lambda d: d["junctions"].append({"id": "J", "position": [0, 0, 0]}), "junctions[1].id 'J' is used twice"),
+    (lambda d: d["junctions"].append({"id": "K", "position": [0, 0, 0]}), "junction 'K' joins 0 cable ends"),
+    (lambda d: d.update(junctions={}), "junctions must be a list"),
+    (
+        lambda d: (
+            d.update(cables=d["cables"][1:]),
+            d["junctions"].append({"id": "K", "position": [0.45, 0.0, 0.0]}),
+            [c.update(end={"junction": "K", "outlet": [1, 0, 0]}) for c in d["cables"]],
+        ),
+        "held by no connector",
+    ),
+    (
+        lambda d: d.update(steps=[{"cables": {}, "junctions": {"J": {"position": [0, 0, 0]}}}]),
+        "steps[0].junctions.J: junction 'J' is free",
+    ),
+    (
+        lambda d: d.update(steps=[{"cables": {"left": {"start": AT_ORIGIN}}}]),
+        "steps[0].cables.left.start: the start of cable 'left' is held by junction 'J'",
+    ),
+    (lambda d: d["junctions"][0].update(position=[5.0, 0, 0]), "cable 'trunk' are"),
+]
+
+
+@pytest.mark.parametrize("edit, message", REFUSALS, ids=[m for _e, m in REFUSALS])
+def test_malformed_junctions_are_refused_by_name(edit, message):
+    doc = y_harness(30.0)
+    edit(doc)
+    with pytest.raises(CaseError) as err:
+        parse_case(doc)
+    assert message in str(err.value)
+    assert "\n" not in str(err.value)
