@@ -58,6 +58,22 @@ def bake_cable(ob, frames: np.ndarray, points: np.ndarray, tilts: np.ndarray) ->
     return action.name
 
 
+def bake_junction(ob, samples) -> None:
+    """Key a free junction's solved frames: [(frame, world matrix)], location and rotation in the
+    object's rotation mode (Euler angles kept continuous from key to key)."""
+    euler = None
+    for frame, matrix in samples:
+        ob.matrix_world = matrix
+        ob.keyframe_insert("location", frame=frame, group="Cable Harness")
+        if ob.rotation_mode == "QUATERNION":
+            ob.keyframe_insert("rotation_quaternion", frame=frame, group="Cable Harness")
+        elif ob.rotation_mode != "AXIS_ANGLE":
+            if euler is not None:
+                ob.rotation_euler = ob.rotation_euler.to_matrix().to_euler(ob.rotation_mode, euler)
+            euler = ob.rotation_euler.copy()
+            ob.keyframe_insert("rotation_euler", frame=frame, group="Cable Harness")
+
+
 def clear_bake(ob) -> bool:
     """Remove the action a bake made on this cable and restore the one it replaced."""
     settings = ob.cable_harness

@@ -29,6 +29,11 @@ ROLES = [
     ("CLIP", "Clip", "Holds a cable along its local Z axis"),
     ("CABLE", "Cable", "A cable solved between connectors and clips"),
     ("COLLIDER", "Collider", "A mesh the cables rest on and wrap around"),
+    (
+        "JUNCTION",
+        "Junction",
+        "Where branches of a harness meet: a small rigid body holding the cable ends along their outlets",
+    ),
 ]
 
 # Roles are offered only to object types that can carry them (scene_model.ROLE_OBJECT_TYPES): a
@@ -131,6 +136,10 @@ def _length_changed(self, context):
 
 def _is_connector(self, obj):
     return obj.cable_harness.role == "CONNECTOR"
+
+
+def _is_cable_end(self, obj):
+    return obj.cable_harness.role == "CONNECTOR" or (obj.cable_harness.role == "JUNCTION" and obj.type == "EMPTY")
 
 
 def _is_clip(self, obj):
@@ -250,6 +259,22 @@ class CableHarnessSettings(bpy.types.PropertyGroup):
         description="The cable may turn about the outlet axis here (a swivel: no twisting moment)",
     )  # type: ignore
 
+    # junction
+    junction_fixed: BoolProperty(
+        name="Fixed",
+        default=False,
+        description="Held where it is placed, like a connector (drag it to move its branches); otherwise its "
+        "position and rotation are solved for, where the forces and moments of its branches balance",
+    )  # type: ignore
+    junction_mass: FloatProperty(
+        name="Mass",
+        description="Mass of the junction's sleeve or tape, in kg; its weight acts at its origin",
+        min=0.0,
+        soft_max=1.0,
+        default=0.0,
+        unit="MASS",
+    )  # type: ignore
+
     # clip
     clip_kind: EnumProperty(
         name="Kind", items=CLIP_KINDS, default="fixed", description="What the clip holds of the cable passing it"
@@ -280,10 +305,32 @@ class CableHarnessSettings(bpy.types.PropertyGroup):
 
     # cable
     start: PointerProperty(
-        name="Start", type=bpy.types.Object, poll=_is_connector, description="Connector at the start of the cable"
+        name="Start",
+        type=bpy.types.Object,
+        poll=_is_cable_end,
+        description="Connector or junction at the start of the cable",
     )  # type: ignore
     end: PointerProperty(
-        name="End", type=bpy.types.Object, poll=_is_connector, description="Connector at the end (empty: a free end)"
+        name="End",
+        type=bpy.types.Object,
+        poll=_is_cable_end,
+        description="Connector or junction at the end (empty: a free end)",
+    )  # type: ignore
+    start_outlet: FloatVectorProperty(
+        name="Start Outlet",
+        size=3,
+        subtype="DIRECTION",
+        default=(0.0, 0.0, 1.0),
+        description="Where the cable leaves its start junction: a direction in the junction's local axes "
+        "(it turns with the junction)",
+    )  # type: ignore
+    end_outlet: FloatVectorProperty(
+        name="End Outlet",
+        size=3,
+        subtype="DIRECTION",
+        default=(0.0, 0.0, 1.0),
+        description="Where the cable leaves its end junction, pointing into the cable: a direction in the "
+        "junction's local axes (it turns with the junction)",
     )  # type: ignore
     clips: CollectionProperty(
         type=CableHarnessClipRef, description="The clips the cable passes, in order from its start"

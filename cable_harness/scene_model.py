@@ -15,7 +15,8 @@ import numpy as np
 
 from ..solver_core import PRESETS, CableChange, CaseError, Frame, bundle_diameter, parse_case
 
-CONNECTOR, CLIP, CABLE, COLLIDER = "CONNECTOR", "CLIP", "CABLE", "COLLIDER"
+CONNECTOR, CLIP, CABLE, COLLIDER, JUNCTION = "CONNECTOR", "CLIP", "CABLE", "COLLIDER", "JUNCTION"
+CABLE_ENDS = (CONNECTOR, JUNCTION)  # what may hold a cable's end
 
 
 class HarnessInputError(ValueError):
@@ -28,7 +29,7 @@ def metres_per_unit(scene) -> float:
 
 
 # object types that can be cables and colliders (props.ROLE_OBJECT_TYPES offers the roles by these)
-ROLE_OBJECT_TYPES = {CABLE: {"CURVE"}, COLLIDER: {"MESH"}}
+ROLE_OBJECT_TYPES = {CABLE: {"CURVE"}, COLLIDER: {"MESH"}, JUNCTION: {"EMPTY"}}
 
 
 def harness_objects(scene, role):
@@ -39,6 +40,69 @@ def harness_objects(scene, role):
 
 def _matrix(ob) -> np.ndarray:
     return np.array([list(row) for row in ob.matrix_world])
+
+
+def rotation_of(ob) -> np.ndarray:
+    """The rotation of an object's world matrix (its scale and shear taken out by polar decomposition)."""
+    u, _s, vt = np.linalg.svd(_matrix(ob)[:3, :3])
+    R = u @ vt
+    if np.linalg.det(R) < 0.0:
+        R = u @ np.diag([1.0, 1.0, -1.0]) @ vt
+    return R
+
+
+def is_junction(ob) -> bool:
+    return ob is not None and ob.cable_harness.role == JUNCTION and ob.type in ROLE_OBJECT_TYPES[JUNCTION]
+
+
+def junction_end(junction, outward, side: str, cable_name: str) -> dict:
+    """A cable end held by a junction (case format): ``outward`` is the direction from the junction into
+    the cable in the junction's local axes (its outlet arrow); the case's outlet is the direction the
+    cable leaves (start) or enters (end) the junction, world."""
+    v = rotation_of(junction) @ np.asarray(outward, dtype=np.float64)
+    n = float(np.linalg.norm(v))
+    if not n > 1e-12:
+        raise HarnessInputError(
+            f"cable {cable_name!r}: its {side} outlet at junction {junction.name!r} has no direction"
+        )
+    v = v / n
+    return {"junction": junction.name, "outlet": (v if side == "start" else -v).tolist()}
+
+
+def junction_document(junction, scale) -> dict:
+    j = junction.cable_harness
+    doc = {
+        "id": junction.name,
+        "position": (_matrix(junction)[:3, 3] * scale).tolist(),
+        "fixed": bool(j.junction_fixed),
+    }
+    if j.junction_mass > 0.0:
+        doc["mass"] = float(j.junction_mass)
+    return doc
+
+
+def cable_junctions(ob) -> list:
+    """The junction objects holding a cable's ends."""
+    s = ob.cable_harness
+    return [h for h in (s.start, s.end) if is_junction(h)]
+
+
+def with_harness_mates(scene, cables) -> list:
+    """``cables`` and every cable joined to them through junctions: a branched harness is solved whole."""
+    chosen = list(cables)
+    names = {ob.name for ob in chosen}
+    junctions = {j.name for ob in chosen for j in cable_junctions(ob)}
+    grew = bool(junctions)
+    while grew:
+        grew = False
+        for ob in harness_objects(scene, CABLE):
+            mine = {j.name for j in cable_junctions(ob)}
+            if ob.name not in names and mine & junctions:
+                chosen.append(ob)
+                names.add(ob.name)
+                junctions |= mine
+                grew = True
+    return chosen
 
 
 def holder_frame(ob, scale, *, into=False, roll_free=False, flip=False) -> Frame:
@@ -74,8 +138,13 @@ def holder_frames(ob, scale) -> CableChange:
     s = ob.cable_harness
     if s.start is None or any(ref.clip is None for ref in s.clips):
         raise HarnessInputError(f"cable {ob.name!r} lost a connector or clip")
-    start = holder_frame(s.start, scale, roll_free=s.start.cable_harness.roll_free)
-    end = None if s.end is None else holder_frame(s.end, scale, into=True, roll_free=s.end.cable_harness.roll_free)
+    # an end held by a junction follows the junction (the solver's), never a frame of its own
+    start = None if is_junction(s.start) else holder_frame(s.start, scale, roll_free=s.start.cable_harness.roll_free)
+    end = (
+        None
+        if s.end is None or is_junction(s.end)
+        else holder_frame(s.end, scale, into=True, roll_free=s.end.cable_harness.roll_free)
+    )
     clips = {i: holder_frame(ref.clip, scale, flip=ref.reversed) for i, ref in enumerate(s.clips)}
     return CableChange(start=start, end=end, clips=clips)
 
@@ -86,6 +155,9 @@ def build_signature(ob, scale) -> tuple:
     s = ob.cable_harness
 
     def holder(h):
+        if is_junction(h):
+            j = h.cable_harness
+            return (JUNCTION, h.name, j.junction_fixed, j.junction_mass)
         return None if h is None else (h.cable_harness.role, h.cable_harness.roll_free)
 
     def clip(ref):
@@ -109,6 +181,8 @@ def build_signature(ob, scale) -> tuple:
         material,
         holder(s.start),
         holder(s.end),
+        tuple(s.start_outlet) if is_junction(s.start) else None,
+        tuple(s.end_outlet) if is_junction(s.end) else None,
         tuple(clip(ref) for ref in s.clips),
         _rest_signature(s),
     )
@@ -187,13 +261,16 @@ def cable_document(ob, scale, with_route: bool = True) -> dict:
     name = ob.name
     if s.start is None:
         raise HarnessInputError(f"cable {name!r} has no start connector")
-    if s.start.cable_harness.role != CONNECTOR:
-        raise HarnessInputError(f"cable {name!r}: start object {s.start.name!r} is not a connector")
+    if s.start.cable_harness.role not in CABLE_ENDS:
+        raise HarnessInputError(f"cable {name!r}: start object {s.start.name!r} is not a connector or junction")
     end = None
     if s.end is not None:
-        if s.end.cable_harness.role != CONNECTOR:
-            raise HarnessInputError(f"cable {name!r}: end object {s.end.name!r} is not a connector")
-        end = object_frame(s.end, scale, into=True, roll_free=s.end.cable_harness.roll_free)
+        if s.end.cable_harness.role not in CABLE_ENDS:
+            raise HarnessInputError(f"cable {name!r}: end object {s.end.name!r} is not a connector or junction")
+        if is_junction(s.end):
+            end = junction_end(s.end, s.end_outlet, "end", name)
+        else:
+            end = object_frame(s.end, scale, into=True, roll_free=s.end.cable_harness.roll_free)
     clips = []
     for index, ref in enumerate(s.clips):
         clip = ref.clip
@@ -224,7 +301,11 @@ def cable_document(ob, scale, with_route: bool = True) -> dict:
         "length": s.length * scale,
         **parts,
         "segments": s.segments,
-        "start": object_frame(s.start, scale, roll_free=s.start.cable_harness.roll_free),
+        "start": (
+            junction_end(s.start, s.start_outlet, "start", name)
+            if is_junction(s.start)
+            else object_frame(s.start, scale, roll_free=s.start.cable_harness.roll_free)
+        ),
         "end": end,
         "clips": clips,
     }
@@ -268,13 +349,20 @@ def case_document(scene, cable_objects=None) -> dict:
     if not cables:
         raise HarnessInputError("the scene has no cable (mark a curve as a cable or use Add > Cable Harness)")
     gravity = list(scene.gravity) if scene.use_gravity else [0.0, 0.0, 0.0]
-    return {
+    doc = {
         "format": "cable-harness-case/1",
         "gravity": gravity,
         "cables": [cable_document(ob, scale) for ob in cables],
         "contact": scene.cable_harness.contact_document(),
         "solver": {"model": cables[0].cable_harness.solver_model},
     }
+    junctions = {}
+    for ob in cables:
+        for j in cable_junctions(ob):
+            junctions.setdefault(j.name, j)
+    if junctions:
+        doc["junctions"] = [junction_document(j, scale) for j in junctions.values()]
+    return doc
 
 
 # the solver's field paths in a message, as the panel names them

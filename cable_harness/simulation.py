@@ -11,6 +11,8 @@ radius since the last tick is followed in sub-steps (interpolated poses), as Bak
 sub-frames: contact pushes a cable along only where the collider moves less than its radius per solve.
 A drag too far for one tick's sub-steps is followed over the next ticks: the solver's colliders and
 holders lag behind the scene's until they catch up, rather than let a collider pass through a cable.
+The branches of a harness are solved with their junctions: a fixed junction's empty is read like a
+connector, a free one's is moved to the solved frame.
 """
 
 import json
@@ -19,9 +21,9 @@ from dataclasses import dataclass, field
 
 import bpy
 import numpy as np
-from mathutils import Matrix
+from mathutils import Matrix, Vector
 
-from ..solver_core import CaseError, Harness, ObstacleSet
+from ..solver_core import CaseError, Harness, JunctionMove, ObstacleSet
 from . import follow, overlay, overlay_data
 from .colliders import ColliderCache
 from .point_attributes import write_point_attributes
@@ -32,12 +34,16 @@ from .scene_model import (
     build_signature,
     cable_diameter,
     cable_document,
+    cable_junctions,
     case_document,
     harness_objects,
     holder_frames,
+    is_junction,
     metres_per_unit,
     parse_scene_case,
     plain_message,
+    rotation_of,
+    with_harness_mates,
     write_cable_result,
 )
 
@@ -100,7 +106,10 @@ class HarnessSimulation:
         cables = harness_objects(scene, CABLE) if cable_objects is None else list(cable_objects)
         if not cables:
             raise HarnessInputError("the scene has no cable (mark a curve as a cable or use Add > Cable Harness)")
+        cables = with_harness_mates(scene, cables)  # a branched harness is solved whole
         self.cables = [(ob.name, getattr(ob, "session_uid", None)) for ob in cables]
+        # each junction's rotation when the case was built: the case's frame of its outlets
+        self.junction_frames = {j.name: rotation_of(j) for ob in cables for j in cable_junctions(ob)}
         doc = case_document(scene, cables)  # raises HarnessInputError naming the first problem
         self.case = parse_scene_case(doc, self.scale)
         self.harness = Harness.from_case(self.case)
@@ -206,7 +215,9 @@ class HarnessSimulation:
             t_solve = time.perf_counter()
             # all cables of the tick together: with cable-cable contact they are swept until they agree
             try:
-                reports = self.harness.solve_step(targets, cable_ids=list(targets))
+                reports = self.harness.solve_step(
+                    targets, cable_ids=list(targets), junction_moves=self.junction_moves(scene)
+                )
             except CaseError as exc:  # a step the solver refuses is that tick's failure, not a traceback
                 report.failed.update({n: str(exc) for n in targets})
                 return solve_ms, {}
@@ -231,10 +242,34 @@ class HarnessSimulation:
             reach = self._collide(scene, context, targets, report, covered, poses)
         return solve_ms, reports
 
+    def junction_moves(self, scene) -> dict:
+        """Where the fixed junctions are now: {name: JunctionMove} (position and turn from the case's frame)."""
+        moves = {}
+        junctions = self.harness.junctions
+        for spec in () if junctions is None else junctions.specs:
+            ob = bpy.data.objects.get(spec.id)
+            if spec.fixed and is_junction(ob) and spec.id in self.junction_frames:
+                position = np.array(ob.matrix_world.translation) * self.scale
+                moves[spec.id] = JunctionMove(position, rotation_of(ob) @ self.junction_frames[spec.id].T)
+        return moves
+
+    def write_junctions(self) -> None:
+        """Move the free junctions' empties to their solved frames (their scale kept)."""
+        junctions = self.harness.junctions
+        for k, spec in enumerate(() if junctions is None else junctions.specs):
+            ob = bpy.data.objects.get(spec.id)
+            if spec.fixed or not is_junction(ob) or spec.id not in self.junction_frames:
+                continue
+            R = junctions.frames.rotation[k] @ self.junction_frames[spec.id]
+            location = Vector((junctions.frames.position[k] / self.scale).tolist())
+            ob.matrix_world = Matrix.LocRotScale(location, Matrix(R.tolist()), ob.matrix_world.to_scale())
+
     def _read(self, scene, report) -> dict:
-        """Frames of every live cable's holders; rebuild cables whose settings changed."""
+        """Frames of every live cable's holders; rebuild cables whose settings changed (the whole
+        harness when a branch's did: its junctions are built with it)."""
         targets = {}
         live = []
+        rebuild = False
         self.harness.set_contact(scene.cable_harness.contact_document())
         for name, uid in self.cables:
             ob = _find_object(name, uid)
@@ -246,6 +281,10 @@ class HarnessSimulation:
                 self._rename(name, ob.name)
             try:
                 signature = build_signature(ob, self.scale)
+                branch = self.harness.junctions is not None and ob.name in self.harness.junctions.branches
+                if self.signatures.get(ob.name) != signature and (branch or cable_junctions(ob)):
+                    rebuild = True
+                    continue
                 if self.signatures.get(ob.name) != signature:
                     # settings changed: validate the whole cable as the case format does and rebuild it
                     # from its route; otherwise only its holders' frames are read
@@ -267,6 +306,10 @@ class HarnessSimulation:
             except CaseError as exc:  # a step out of reach: in the scene's words and units
                 report.failed[ob.name] = plain_message(str(exc), self.scale)
         self.cables = live
+        if rebuild:
+            objects = [_find_object(name, uid) for name, uid in live]
+            self.__init__(scene, [ob for ob in objects if ob is not None])
+            return self._read(scene, report)
         return targets
 
     def _rename(self, old: str, new: str) -> None:
@@ -312,6 +355,7 @@ class HarnessSimulation:
         return self.harness.clearance(name, triangles * self.scale, search_m)
 
     def write(self, report: TickReport) -> None:
+        self.write_junctions()
         settings = bpy.data.scenes[self.scene_name].cable_harness if self.scene_name in bpy.data.scenes else None
         for name in {*report.results, *report.failed}:
             ob = bpy.data.objects.get(name)

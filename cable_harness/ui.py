@@ -6,7 +6,7 @@ import textwrap
 import bpy
 
 from . import study_runner, warmup
-from .scene_model import CABLE, CLIP, COLLIDER, CONNECTOR, cable_diameter, metres_per_unit
+from .scene_model import CABLE, CLIP, COLLIDER, CONNECTOR, JUNCTION, cable_diameter, is_junction, metres_per_unit
 from .variation_study import RELATIVE
 
 # characters per line of the panel's notes at the sidebar's default width
@@ -111,6 +111,11 @@ class VIEW3D_PT_cable_harness(_SidebarPanel, bpy.types.Panel):
                 layout.prop(s, "clip_rotational_stiffness")
         elif s.role == COLLIDER:
             layout.prop(s, "collider_margin")
+        elif s.role == JUNCTION:
+            layout.prop(s, "junction_fixed")
+            layout.prop(s, "junction_mass")
+            if not s.junction_fixed:
+                _wrapped(layout, "Moved by Solve and Simulate to where its branches balance", "INFO")
         elif s.role == CABLE:
             self._draw_cable(layout, s)
 
@@ -135,7 +140,11 @@ class VIEW3D_PT_cable_harness(_SidebarPanel, bpy.types.Panel):
     @staticmethod
     def _draw_cable(layout, s):
         layout.prop(s, "start")
+        if is_junction(s.start):
+            layout.prop(s, "start_outlet")
         layout.prop(s, "end")
+        if is_junction(s.end):
+            layout.prop(s, "end_outlet")
         layout.label(text="Clips (in order along the cable)")
         buttons = _list_with_buttons(layout, "CABLE_HARNESS_UL_clips", s, "clips", "active_clip", "clip")
         buttons.separator()
@@ -315,6 +324,7 @@ class VIEW3D_MT_cable_harness_add(bpy.types.Menu):
         layout = self.layout
         layout.operator("cable_harness.add_connector", icon="EMPTY_SINGLE_ARROW")
         layout.operator("cable_harness.add_clip", icon="MESH_CIRCLE")
+        layout.operator("cable_harness.add_junction", icon="EMPTY_ARROWS")
         layout.operator("cable_harness.make_cable", icon="CURVE_PATH")
 
 

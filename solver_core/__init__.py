@@ -25,6 +25,7 @@ from .clearance import clearance_to_triangles
 from .equilibrium import SolveReport, solve_equilibrium
 from .errors import CaseError
 from .harness import Harness
+from .junction_spec import JunctionMove
 from .materials import PRESETS, SectionStiffness, section_stiffness
 from .obstacles import ObstacleSet, counted_folds, edge_neighbours, sharp_edges
 from .results import RESULT_FORMAT
@@ -45,6 +46,7 @@ __all__ = [
     "Clip",
     "Frame",
     "Harness",
+    "JunctionMove",
     "Load",
     "ObstacleSet",
     "PRESETS",

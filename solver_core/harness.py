@@ -246,8 +246,9 @@ class Harness:
                 self._choose_initial_state(cable_id, session)
 
     def checkpoint(self, cable_ids) -> dict:
-        """What solving these cables changes, to undo a solve (e.g. one made with too few obstacles)."""
-        return {
+        """What solving these cables changes, to undo a solve (e.g. one made with too few obstacles);
+        with junctions, theirs too (under the key None)."""
+        out = {
             cid: (
                 self.cables[cid].state.copy(),
                 self.cables[cid].boundary,
@@ -257,9 +258,16 @@ class Harness:
             )
             for cid in cable_ids
         }
+        if self.junctions is not None:
+            out[None] = self.junctions.checkpoint()
+        return out
 
     def restore(self, checkpoint: dict) -> None:
-        for cid, (state, boundary, solved, last_report, friction) in checkpoint.items():
+        for cid, kept in checkpoint.items():
+            if cid is None:
+                self.junctions.restore(kept)
+                continue
+            state, boundary, solved, last_report, friction = kept
             session = self.cables[cid]
             session.state, session.boundary, session.solved = state.copy(), boundary, solved
             session.last_report = last_report

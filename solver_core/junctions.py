@@ -96,6 +96,16 @@ class JunctionSystem:
         free = tuple(k for k, s in enumerate(specs) if not s.fixed)
         return cls(specs, branches, frames, free)
 
+    def checkpoint(self) -> tuple:
+        """What a solve changes here, to undo it (Harness.checkpoint)."""
+        stiffness = None if self.stiffness is None else self.stiffness.copy()
+        return self.frames.copy(), stiffness, self.broyden_updates, self.residual, dict(self.loads), self.last
+
+    def restore(self, kept: tuple) -> None:
+        frames, stiffness, self.broyden_updates, self.residual, loads, self.last = kept
+        self.frames, self.loads = frames.copy(), dict(loads)
+        self.stiffness = None if stiffness is None else stiffness.copy()
+
     def index(self, jid: str) -> int:
         for k, spec in enumerate(self.specs):
             if spec.id == jid:

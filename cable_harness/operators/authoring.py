@@ -13,9 +13,11 @@ from ..scene_model import (
     CABLE,
     CLIP,
     CONNECTOR,
+    JUNCTION,
     ensure_cable_curve,
     metres_per_unit,
     object_frame,
+    rotation_of,
     style_new_cable_curve,
     write_curve_points,
 )
@@ -63,6 +65,19 @@ class CABLE_HARNESS_OT_add_clip(bpy.types.Operator):
         return {"FINISHED"}
 
 
+class CABLE_HARNESS_OT_add_junction(bpy.types.Operator):
+    """Add a junction at the 3D cursor: where branches of a harness meet (select it with connectors and
+    use Cable Between Selected for one branch per connector)"""
+
+    bl_idname = "cable_harness.add_junction"
+    bl_label = "Junction"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def execute(self, context):
+        _add_marker(context, "Junction", "ARROWS", (0.0, 0.0, 0.0), JUNCTION)
+        return {"FINISHED"}
+
+
 class CABLE_HARNESS_OT_assign_role(bpy.types.Operator):
     """Give the selected objects a harness role"""
 
@@ -79,13 +94,15 @@ class CABLE_HARNESS_OT_assign_role(bpy.types.Operator):
                 wrong.append(ob.name)
             elif self.role == CABLE and ob.type != "CURVE":
                 wrong.append(ob.name)
+            elif self.role == JUNCTION and ob.type != "EMPTY":
+                wrong.append(ob.name)
             else:
                 ob.cable_harness.role = self.role
         if wrong:
             self.report(
                 {"WARNING"},
                 f"not changed (a {self.role.lower()} must be a "
-                f"{'mesh' if self.role == 'COLLIDER' else 'curve'}): {', '.join(wrong)}",
+                f"{dict(COLLIDER='mesh', JUNCTION='empty').get(self.role, 'curve')}): {', '.join(wrong)}",
             )
         return {"FINISHED"}
 
@@ -103,13 +120,24 @@ def _order_clips(start_pos, clips):
     return ordered
 
 
+def _junction_outward(junction, towards) -> np.ndarray:
+    """Unit direction (world) from a junction towards a point: a new branch's outlet there."""
+    d = np.asarray(towards, dtype=np.float64) - np.array(junction.matrix_world.translation)
+    n = float(np.linalg.norm(d))
+    return d / n if n > 0.0 else rotation_of(junction)[:, 2]
+
+
 def plan_route(start, end, clips, scale):
     """Drawn route (world, Blender units) through the holders, and the index of each clip centre.
 
     The route leaves the start connector and enters the end connector along their outlets and
-    passes each clip along its axis, in the direction that the route travels.
+    passes each clip along its axis, in the direction that the route travels; a junction's outlet is
+    the direction towards the next holder along the route.
     """
     s_frame = object_frame(start, 1.0)
+    if start.cable_harness.role == JUNCTION:
+        first = clips[0] if clips else end
+        s_frame["tangent"] = _junction_outward(start, first.matrix_world.translation).tolist()
     start_pos = np.array(s_frame["position"])
     ordered = _order_clips(start_pos, clips)
     end_pos = None if end is None else np.array(end.matrix_world.translation)
@@ -135,6 +163,8 @@ def plan_route(start, end, clips, scale):
     if end is not None:
         # arrive along the end connector's outlet: the last leg runs along the "into" tangent
         into = np.array(object_frame(end, 1.0, into=True)["tangent"])
+        if end.cable_harness.role == JUNCTION:
+            into = -_junction_outward(end, route[-1])
         route += [end_pos - lead * into, end_pos]
     else:
         route.append(route[-1] + lead * (route[-1] - route[-2]) / max(np.linalg.norm(route[-1] - route[-2]), 1e-12))
@@ -154,6 +184,11 @@ def make_cable(context, start, end, clips, slack_percent, diameter_units, segmen
     s.role = CABLE
     s.start = start
     s.end = end
+    # a junction's outlet arrow, in its local axes: the route's direction out of it
+    if start.cable_harness.role == JUNCTION:
+        s.start_outlet = rotation_of(start).T @ _unit(route[1] - route[0])
+    if end is not None and end.cable_harness.role == JUNCTION:
+        s.end_outlet = rotation_of(end).T @ _unit(route[-2] - route[-1])
     s.length = length
     s.diameter = diameter_units
     s.segments = segments
@@ -170,9 +205,15 @@ def make_cable(context, start, end, clips, slack_percent, diameter_units, segmen
     return ob
 
 
+def _unit(v) -> np.ndarray:
+    return np.asarray(v, dtype=np.float64) / max(float(np.linalg.norm(v)), 1e-300)
+
+
 class CABLE_HARNESS_OT_make_cable(bpy.types.Operator):
     """Draw a cable from the active (or first) selected connector through the selected clips to the
-    other selected connector (none: a free end), its length the route's plus some slack"""
+    other selected connector (none: a free end), its length the route's plus some slack. With a
+    junction: one branch from it to each selected connector (the active connector with the junction
+    alone: a cable from the connector into the junction)"""
 
     bl_idname = "cable_harness.make_cable"
     bl_label = "Cable Between Selected"
@@ -202,6 +243,9 @@ class CABLE_HARNESS_OT_make_cable(bpy.types.Operator):
         selected = context.selected_objects
         connectors = [o for o in selected if o.cable_harness.role == CONNECTOR]
         clips = [o for o in selected if o.cable_harness.role == CLIP]
+        junctions = [o for o in selected if o.cable_harness.role == JUNCTION and o.type == "EMPTY"]
+        if junctions:
+            return self._with_junctions(context, connectors, clips, junctions)
         if len(connectors) not in (1, 2):
             self.report({"ERROR"}, "select two connectors (or one, for a free end) and any clips to pass through")
             return {"CANCELLED"}
@@ -212,6 +256,37 @@ class CABLE_HARNESS_OT_make_cable(bpy.types.Operator):
         ob = make_cable(context, start, end, clips, self.slack, diameter, self.segments)
         if self.solve:
             run_solve(self, context, [ob])
+        return {"FINISHED"}
+
+    def _with_junctions(self, context, connectors, clips, junctions):
+        """Branches of a harness: a junction and connectors (one branch per connector, from the junction;
+        or, with one connector active, from it into the junction), or two junctions (one cable between)."""
+        active = context.view_layer.objects.active
+        diameter = self.diameter or DEFAULT_DIAMETER_M / metres_per_unit(context.scene)
+        if len(junctions) == 2 and not connectors:
+            start = active if active in junctions else junctions[0]
+            pairs = [(start, next(j for j in junctions if j is not start))]
+        elif len(junctions) == 1 and connectors:
+            junction = junctions[0]
+            if len(connectors) == 1 and active is connectors[0]:
+                pairs = [(connectors[0], junction)]
+            else:
+                pairs = [(junction, c) for c in connectors]
+        else:
+            self.report(
+                {"ERROR"},
+                "select one junction and the connectors of its branches, or two junctions (and any clips)",
+            )
+            return {"CANCELLED"}
+        if clips and len(pairs) > 1:
+            self.report({"ERROR"}, "clips go with one branch at a time: select the junction, one connector and them")
+            return {"CANCELLED"}
+        made = [make_cable(context, a, b, clips, self.slack, diameter, self.segments) for a, b in pairs]
+        for ob in made:
+            ob.select_set(True)
+        context.view_layer.objects.active = made[-1]
+        if self.solve:
+            run_solve(self, context, made)
         return {"FINISHED"}
 
 
@@ -245,6 +320,7 @@ class CABLE_HARNESS_OT_set_rest_shape(bpy.types.Operator):
 classes = (
     CABLE_HARNESS_OT_add_connector,
     CABLE_HARNESS_OT_add_clip,
+    CABLE_HARNESS_OT_add_junction,
     CABLE_HARNESS_OT_assign_role,
     CABLE_HARNESS_OT_make_cable,
     CABLE_HARNESS_OT_set_rest_shape,

@@ -8,7 +8,7 @@ import bpy
 import numpy as np
 
 from .. import follow
-from ..baking import bake_cable, clear_bake
+from ..baking import bake_cable, bake_junction, clear_bake
 from ..report import BAKE_LOG_TEXT, LOG_FORMAT
 from ..scene_model import COLLIDER, HarnessInputError, cable_diameter, harness_objects, point_tilts
 from ..simulation import CLEARANCE_SEARCH_M, HarnessSimulation
@@ -84,6 +84,9 @@ class _BakeRun:
         self.original_frame = scene.frame_current
         # per cable: the frames it converged at, and its points and tilts there (only those are keyed)
         self.samples = {name: ([], [], []) for name, _ in self.simulation.cables}
+        # per free junction: the frames all its branches converged at, and its world matrix there
+        self.junction_samples = {}
+        cables = [bpy.data.objects[name] for name, _ in self.simulation.cables]  # with their harness mates
         clear_failure_markers(scene, self.samples)
         self.corners = None
         self.failures = []
@@ -175,7 +178,18 @@ class _BakeRun:
             if name in self.samples:
                 context.scene.timeline_markers.new(FAILED_MARKER + name, frame=frame)
                 self.log["frames"].setdefault(name, []).append({"frame": frame, "converged": False, "message": message})
+        self._sample_junctions(frame, report)
         self.index += 1
+
+    def _sample_junctions(self, frame: int, report) -> None:
+        junctions = self.simulation.harness.junctions
+        for spec in () if junctions is None else junctions.specs:
+            ob = bpy.data.objects.get(spec.id)
+            if spec.fixed or ob is None:
+                continue
+            branches = [cid for cid, ends in junctions.branches.items() if any(e.junction == spec.id for _s, e in ends)]
+            if not any(cid in report.failed for cid in branches):
+                self.junction_samples.setdefault(spec.id, []).append((frame, ob.matrix_world.copy()))
 
     def finish(self, context) -> int:
         baked = 0
@@ -185,6 +199,10 @@ class _BakeRun:
                 continue
             bake_cable(ob, np.array(frames, dtype=np.float64), np.array(points), np.array(tilts))
             baked += 1
+        for name, samples in self.junction_samples.items():
+            ob = bpy.data.objects.get(name)
+            if ob is not None:
+                bake_junction(ob, samples)
         text = bpy.data.texts.get(BAKE_LOG_TEXT) or bpy.data.texts.new(BAKE_LOG_TEXT)
         text.from_string(json.dumps(self.log, allow_nan=False))
         context.scene.frame_set(self.original_frame)

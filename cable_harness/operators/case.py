@@ -15,6 +15,7 @@ from ..scene_model import (
     CLIP,
     COLLIDER,
     CONNECTOR,
+    JUNCTION,
     HarnessInputError,
     ensure_cable_curve,
     metres_per_unit,
@@ -62,6 +63,19 @@ def _marker(context, name, frame, scale, role, display, into=False):
     ob.matrix_world = Matrix(M.tolist())  # rows; a nested list would be read column by column
     ob.cable_harness.role = role
     ob.cable_harness.roll_free = frame.normal is None
+    link_new_object(context, ob)
+    return ob
+
+
+def _junction_marker(context, spec, scale):
+    """An empty for a case junction, in the case's frame (its outlets are world directions there)."""
+    ob = bpy.data.objects.new(spec.id, None)
+    ob.empty_display_type = "ARROWS"
+    ob.empty_display_size = MARKER_SIZE_M / scale
+    ob.location = (spec.position / scale).tolist()
+    ob.cable_harness.role = JUNCTION
+    ob.cable_harness.junction_fixed = spec.fixed
+    ob.cable_harness.junction_mass = spec.mass
     link_new_object(context, ob)
     return ob
 
@@ -206,19 +220,33 @@ def build_scene_from_case(context, case, scene_settings: bool = True) -> list:
         contact.friction_dynamic = case.contact.get("friction_dynamic", contact.friction_static)
         contact.cable_cable = bool(case.contact.get("cable_cable", False))
     cables = []
+    junctions = {jid: _junction_marker(context, j, scale) for jid, j in case.junctions.items()}
+    if any(j.frame is not None and not np.array_equal(j.frame, np.eye(3)) for j in case.junctions.values()):
+        notes.append("junction frames (tangent, normal) are not held in Blender: steps that turn them are not imported")
     for spec in case.cables:
-        start = _marker(context, f"{spec.id} start", spec.start, scale, CONNECTOR, "SINGLE_ARROW")
-        end = (
-            None
-            if spec.end is None
-            else _marker(context, f"{spec.id} end", spec.end, scale, CONNECTOR, "SINGLE_ARROW", into=True)
-        )
+        if spec.start_junction is not None:
+            start = junctions[spec.start_junction.junction]
+        else:
+            start = _marker(context, f"{spec.id} start", spec.start, scale, CONNECTOR, "SINGLE_ARROW")
+        if spec.end is None:
+            end = None
+        elif spec.end_junction is not None:
+            end = junctions[spec.end_junction.junction]
+        else:
+            end = _marker(context, f"{spec.id} end", spec.end, scale, CONNECTOR, "SINGLE_ARROW", into=True)
+        if any(held.normal_given for _side, held in spec.junction_ends()):
+            notes.append(f"{spec.id}: a junction end's normal is not held in Blender (its roll follows the other end)")
         curve = bpy.data.curves.new(spec.id, "CURVE")
         ob = bpy.data.objects.new(spec.id, curve)
         link_new_object(context, ob)
         s = ob.cable_harness
         s.role = CABLE
         s.start, s.end = start, end
+        # outlet arrows in the junction's axes, which are the world's as imported
+        if spec.start_junction is not None:
+            s.start_outlet = spec.start_junction.outlet.tolist()
+        if spec.end_junction is not None:
+            s.end_outlet = (-spec.end_junction.outlet).tolist()
         s.length = spec.length / scale
         s.diameter = spec.diameter / scale
         s.segments = spec.segments

@@ -1,0 +1,162 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Junctions in Blender: an Empty marked Junction joins branches drawn with Cable Between Selected (one
+branch per selected connector), the scene is exported as the case format's `junctions`, a free
+junction's empty moves to its solved frame as the CLI solves the exported case, a fixed one dragged in
+Simulate carries its branches, and only empties can be junctions."""
+
+import json
+import math
+import sys
+
+import bpy
+import numpy as np
+import pytest
+from helpers.blender_env import MODULE
+from helpers.blender_scenes import curve_world_points, place
+
+
+def y_harness(unit_scale=1.0, fixed=False):
+    """A connector, a junction 0.25 m along x and two connectors beyond it at +-0.15 m in y, drawn with
+    Add Junction and Cable Between Selected. Returns (junction, trunk, branches)."""
+    scene = bpy.context.scene
+    scene.unit_settings.scale_length = unit_scale
+    bpy.ops.cable_harness.add_connector()
+    a = bpy.context.active_object
+    place(a, (0.0, 0.0, 0.0), unit_scale, (0.0, math.pi / 2.0, 0.0))  # outlet along +x
+    assert bpy.ops.cable_harness.add_junction() == {"FINISHED"}
+    j = bpy.context.active_object
+    place(j, (0.25, 0.0, 0.0), unit_scale)
+    j.cable_harness.junction_fixed = fixed
+    ends = []
+    for y in (0.15, -0.15):
+        bpy.ops.cable_harness.add_connector()
+        c = bpy.context.active_object
+        place(c, (0.45, y, 0.0), unit_scale, (0.0, -math.pi / 2.0, 0.0))  # the cable enters along +x
+        ends.append(c)
+    bpy.ops.object.select_all(action="DESELECT")
+    for ob in (a, j):
+        ob.select_set(True)
+    bpy.context.view_layer.objects.active = a
+    assert bpy.ops.cable_harness.make_cable(segments=20, slack=8.0, solve=False) == {"FINISHED"}
+    trunk = bpy.context.active_object
+    bpy.ops.object.select_all(action="DESELECT")
+    for ob in (j, *ends):
+        ob.select_set(True)
+    bpy.context.view_layer.objects.active = j
+    assert bpy.ops.cable_harness.make_cable(segments=20, slack=8.0, solve=False) == {"FINISHED"}
+    branches = [o for o in scene.objects if o.cable_harness.role == "CABLE" and o is not trunk]
+    return j, trunk, branches
+
+
+def test_only_empties_can_be_junctions():
+    bpy.ops.mesh.primitive_cube_add()
+    cube = bpy.context.active_object
+    roles = [item.identifier for item in cube.cable_harness.bl_rna.properties["role"].enum_items]
+    assert "JUNCTION" not in roles
+    assert bpy.ops.cable_harness.add_junction() == {"FINISHED"}
+    j = bpy.context.active_object
+    assert j.type == "EMPTY" and j.cable_harness.role == "JUNCTION"
+
+
+@pytest.mark.parametrize("unit_scale", [1.0, 0.001])
+def test_a_free_junction_moves_to_its_balance_as_the_cli_solves_the_exported_case(tmp_path, unit_scale):
+    j, trunk, branches = y_harness(unit_scale)
+    assert len(branches) == 2  # one branch per selected connector
+    assert trunk.cable_harness.end == j
+    assert all(b.cable_harness.start == j for b in branches)
+    path = tmp_path / "case.json"
+    assert bpy.ops.cable_harness.export_case(filepath=str(path)) == {"FINISHED"}
+    doc = json.loads(path.read_text())
+    assert doc["junctions"] == [{"id": j.name, "position": pytest.approx([0.25, 0.0, 0.0]), "fixed": False}]
+    ends = {c["id"]: c for c in doc["cables"]}
+    assert ends[trunk.name]["end"]["junction"] == j.name
+    assert ends[trunk.name]["end"]["outlet"] == pytest.approx([1.0, 0.0, 0.0], abs=1e-6)
+    out = np.array([0.2, 0.15, 0.0]) / 0.25
+    outlets = sorted(tuple(ends[b.name]["start"]["outlet"]) for b in branches)
+    np.testing.assert_allclose(outlets, sorted([tuple(out * [1, -1, 1]), tuple(out)]), atol=1e-6)
+    before = np.array(j.matrix_world.translation) * unit_scale
+    for ob in (trunk, *branches):
+        ob.select_set(True)
+    assert bpy.ops.cable_harness.solve() == {"FINISHED"}
+    assert all(ob.cable_harness.result_converged for ob in (trunk, *branches))
+    solver = sys.modules[f"{MODULE}.solver_core"]
+    result = solver.solve_case(doc)["steps"][-1]
+    solved = np.asarray(result["junctions"][j.name]["position"])
+    moved = np.array(j.matrix_world.translation) * unit_scale
+    assert np.linalg.norm(moved - before) > 1e-3  # it sagged
+    np.testing.assert_allclose(moved, solved, atol=1e-6)
+    R = np.array([list(r) for r in j.matrix_world.to_3x3().normalized()])
+    np.testing.assert_allclose(R, np.asarray(result["junctions"][j.name]["rotation"]), atol=1e-6)
+    for ob in (trunk, *branches):
+        np.testing.assert_allclose(curve_world_points(ob, unit_scale), result["cables"][ob.name]["nodes"], atol=1e-6)
+
+
+def test_solving_one_branch_solves_its_whole_harness():
+    j, trunk, branches = y_harness()
+    bpy.ops.object.select_all(action="DESELECT")
+    branches[0].select_set(True)
+    bpy.context.view_layer.objects.active = branches[0]
+    assert bpy.ops.cable_harness.solve() == {"FINISHED"}
+    assert all(ob.cable_harness.result_converged for ob in (trunk, *branches))
+
+
+def test_a_fixed_junction_dragged_in_simulate_carries_its_branches():
+    j, trunk, branches = y_harness(fixed=True)
+    simulation = sys.modules[f"{MODULE}.cable_harness.simulation"]
+    sim = simulation.HarnessSimulation(bpy.context.scene)
+    report = sim.tick(bpy.context)
+    assert not report.failed, report.failed
+    place(j, (0.25, 0.0, 0.03), 1.0)
+    report = sim.tick(bpy.context)
+    assert not report.failed, report.failed
+    np.testing.assert_allclose(curve_world_points(trunk)[-1], [0.25, 0.0, 0.03], atol=1e-9)
+    for b in branches:
+        np.testing.assert_allclose(curve_world_points(b)[0], [0.25, 0.0, 0.03], atol=1e-9)
+    np.testing.assert_allclose(np.array(j.matrix_world.translation), [0.25, 0.0, 0.03], atol=1e-12)
+
+
+def test_bake_keys_the_free_junction_with_its_branches():
+    """Playback without the extension: the junction empty is keyed where it was solved at each frame."""
+    j, trunk, branches = y_harness()
+    scene = bpy.context.scene
+    end = branches[0].cable_harness.end
+    scene.frame_start, scene.frame_end = 1, 3
+    for frame, z in ((1, 0.0), (3, 0.03)):
+        end.location.z = z
+        end.keyframe_insert("location", frame=frame)
+    bpy.ops.object.select_all(action="DESELECT")
+    assert bpy.ops.cable_harness.bake() == {"FINISHED"}
+    assert not [m for m in scene.timeline_markers]  # no frame failed
+    assert j.animation_data is not None and j.animation_data.action is not None
+    positions = []
+    for frame in (1, 3):
+        scene.frame_set(frame)
+        positions.append(np.array(j.matrix_world.translation))
+        # the branches' keyed curves still meet at the keyed junction
+        np.testing.assert_allclose(curve_world_points(trunk)[-1], positions[-1], atol=1e-6)
+    assert np.linalg.norm(positions[1] - positions[0]) > 1e-4  # it followed the connector
+
+
+def test_an_exported_junction_harness_imports_back_with_its_junction(tmp_path):
+    j, trunk, branches = y_harness()
+    j.cable_harness.junction_mass = 0.02
+    names = j.name, trunk.name, [b.name for b in branches]
+    path = tmp_path / "case.json"
+    assert bpy.ops.cable_harness.export_case(filepath=str(path)) == {"FINISHED"}
+    bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)
+    assert bpy.ops.cable_harness.import_case(filepath=str(path), colliders=False) == {"FINISHED"}
+    junctions = [o for o in bpy.context.scene.objects if o.cable_harness.role == "JUNCTION"]
+    assert [o.name for o in junctions] == [names[0]] and junctions[0].type == "EMPTY"
+    assert junctions[0].cable_harness.junction_mass == pytest.approx(0.02)
+    cables = [o for o in bpy.context.scene.objects if o.cable_harness.role == "CABLE"]
+    held = sorted(c.name for c in cables if junctions[0] in (c.cable_harness.start, c.cable_harness.end))
+    assert held == sorted([names[1], *names[2]])
+    again = tmp_path / "again.json"
+    assert bpy.ops.cable_harness.export_case(filepath=str(again)) == {"FINISHED"}
+    first, second = json.loads(path.read_text()), json.loads(again.read_text())
+    assert second["junctions"] == first["junctions"]
+    for a, b in zip(sorted(first["cables"], key=lambda c: c["id"]), sorted(second["cables"], key=lambda c: c["id"])):
+        for side in ("start", "end"):
+            if "junction" in (a[side] or {}):
+                assert b[side]["junction"] == a[side]["junction"]
+                np.testing.assert_allclose(b[side]["outlet"], a[side]["outlet"], atol=1e-6)
