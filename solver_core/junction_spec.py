@@ -145,11 +145,12 @@ def check_junction_graph(junctions: dict, ends: list, anchors: set, show) -> Non
     for cid, _side, jid in ends:
         count[jid] += 1
         links.setdefault(jid, set()).add(cid)
+    place = {jid: k for k, jid in enumerate(junctions)}
     for jid, spec in junctions.items():
         if not spec.fixed and count[jid] < 2:
             raise CaseError(
-                f"junction {show(jid)} joins {count[jid]} cable end{'s' if count[jid] != 1 else ''}; a free "
-                f"junction joins at least 2 (or mark it fixed)"
+                f"junctions[{place[jid]}]: junction {show(jid)} joins {count[jid]} cable "
+                f"end{'s' if count[jid] != 1 else ''}; a free junction joins at least 2 (or mark it fixed)"
             )
     # connected components of junctions and their cables
     by_cable = {}
@@ -170,10 +171,10 @@ def check_junction_graph(junctions: dict, ends: list, anchors: set, show) -> Non
                 stack.extend(by_cable[cid] - component)
         seen |= component
         if not any(junctions[j].fixed for j in component) and not cables & anchors:
-            names = ", ".join(show(j) for j in sorted(component))
+            names = ", ".join(show(j) for j in sorted(component, key=place.get))
             raise CaseError(
-                f"junction {names} is held by no connector: its cables end only at free junctions "
-                f"(give one cable a connector end, or mark a junction fixed)"
+                f"junctions[{min(place[j] for j in component)}]: junction {names} is held by no connector: its "
+                f"cables end only at free junctions (give one cable a connector end, or mark a junction fixed)"
             )
 
 

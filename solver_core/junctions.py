@@ -456,16 +456,20 @@ def _snapshot(harness, ids) -> dict:
             s.interactions.friction_state.copy(),
             s.last_step,
             s.group_contacts,
+            s.interactions.stiffness,  # stiffened by a failed trial (equilibrium.py)
+            s.interactions.candidates,
         )
     return out
 
 
 def _restore(harness, saved: dict) -> None:
-    for cid, (state, boundary, solved, report, friction, last_step, contacts) in saved.items():
+    for cid, (state, boundary, solved, report, friction, last_step, contacts, stiffness, pairs) in saved.items():
         s = harness.cables[cid]
         s.state, s.boundary, s.solved, s.last_report = state.copy(), boundary, solved, report
         s.interactions.friction_state = friction.copy()
         s.last_step, s.group_contacts = last_step, contacts
+        s.interactions.stiffness = stiffness
+        s.interactions.keep_candidates(pairs)
 
 
 def _blend(a: JunctionFrames, b: JunctionFrames, t: float) -> JunctionFrames:

@@ -22,7 +22,7 @@ from solver_core.cli import main
 from solver_core.results import unpack
 
 ROOT = Path(__file__).resolve().parents[2]
-FIELD = ("cables", "gravity", "obstacles", "steps", "solver", "contact", "case", "changes", "cable_ids")
+FIELD = ("cables", "gravity", "obstacles", "steps", "solver", "contact", "case", "changes", "cable_ids", "junctions")
 
 
 def base(**cable_overrides):
@@ -452,7 +452,9 @@ NUMBER_PATHS = [
 def malformed_documents(draw):
     doc = base()
     doc["solver"] = {"max_iterations": 30}
-    family = draw(st.sampled_from(["any value", "extreme number", "contradiction", "mesh", "rest shape", "bundle"]))
+    family = draw(
+        st.sampled_from(["any value", "extreme number", "contradiction", "mesh", "rest shape", "bundle", "junction"])
+    )
     if family == "any value":
         mutate(doc, draw(st.sampled_from(PATHS)), draw(json_values()))
     elif family == "extreme number":
@@ -501,6 +503,26 @@ def malformed_documents(draw):
         for key in ("diameter", "material"):
             if draw(st.booleans()):
                 cable_doc.pop(key)
+    elif family == "junction":
+        # the cable's end at a junction, with a second cable from it; any part of either malformed
+        junction = st.fixed_dictionaries(
+            {"id": st.sampled_from(["J", "K", ""]) | json_values(), "position": st.just([0.2, 0, 0]) | json_values()},
+            optional={"fixed": st.booleans() | json_values(), "mass": extreme_numbers | json_values()},
+        )
+        doc["junctions"] = draw(st.lists(junction, max_size=3) | json_values())
+        end = st.fixed_dictionaries(
+            {"junction": st.sampled_from(["J", "K"]) | json_values()},
+            optional={
+                "outlet": st.sampled_from([[1, 0, 0], [0, 0, 0], [2, 0, 0]]) | json_values(),
+                "normal": st.just([0, 0, 1]) | json_values(),
+            },
+        )
+        doc["cables"][0]["end"] = draw(end)
+        doc["cables"].append(
+            cable(id="W2", segments=6, start=draw(end), end={"position": [0.3, 0, 0], "tangent": [1, 0, 0]})
+        )
+        if draw(st.booleans()):
+            doc["steps"] = [{"cables": {}, "junctions": draw(json_values())}]
     else:
         vertices = draw(st.lists(st.lists(extreme_numbers, min_size=2, max_size=4), min_size=0, max_size=4))
         triangles = draw(st.lists(st.lists(st.integers(-2, 2**64), min_size=2, max_size=4), max_size=3))
