@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Rebuild the demo files in demo_blends/: equipment_bay.step, equipment_bay.blend and desk.blend (and
-the same scenes as cases/equipment_bay.json and cases/desk.json).
+"""Rebuild the demo files in demo_blends/: equipment_bay.step, equipment_bay.blend, desk.blend and
+branched_harness.blend (and the same scenes as cases/equipment_bay.json, desk.json and
+branched_harness.json).
 
     python3 tools/dev.py demos
 
@@ -34,7 +35,7 @@ def main() -> int:
 
     enable_extension()
     from demo_blends.bay_geometry import write_step
-    from demo_blends.scenes import build_desk, build_equipment_bay
+    from demo_blends.scenes import build_branched_harness, build_desk, build_equipment_bay
 
     step = write_step(HERE / "equipment_bay.step")
     build_equipment_bay(str(step))
@@ -48,7 +49,14 @@ def main() -> int:
     bpy.ops.wm.save_as_mainfile(filepath=str(HERE / "desk.blend"), compress=True)
     if bpy.ops.cable_harness.export_case(filepath=str(HERE / "cases" / "desk.json")) != {"FINISHED"}:
         raise SystemExit("[demos] desk: Export Harness Case failed")
-    print(f"[demos] wrote {step.name}, equipment_bay.blend, desk.blend and their cases in {HERE}")
+    build_branched_harness()
+    _solve_all(bpy, "branched harness")
+    bpy.ops.wm.save_as_mainfile(filepath=str(HERE / "branched_harness.blend"), compress=True)
+    if bpy.ops.cable_harness.export_case(filepath=str(HERE / "cases" / "branched_harness.json")) != {"FINISHED"}:
+        raise SystemExit("[demos] branched harness: Export Harness Case failed")
+    print(
+        f"[demos] wrote {step.name}, equipment_bay.blend, desk.blend, branched_harness.blend and their cases in {HERE}"
+    )
     return 0
 
 

@@ -256,3 +256,86 @@ def build_desk() -> dict:
     scene.frame_start, scene.frame_end = 1, 40
     _look((1.9, -2.1, 1.7), (0.1, 0.15, 0.7), lens=40.0)
     return {"cables": [power.name, lamp.name]}
+
+
+def _bundle(ob, wires, wrap):
+    """Make a cable a bundle of (count, diameter m, material) wires with the given wrap."""
+    s = ob.cable_harness
+    bpy.context.view_layer.objects.active = ob
+    scale = bpy.context.scene.unit_settings.scale_length
+    for count, diameter, material in wires:
+        if bpy.ops.cable_harness.wire_add() != {"FINISHED"}:
+            raise RuntimeError(f"could not add a wire to {ob.name}")
+        wire = s.wires[-1]
+        wire.count, wire.diameter, wire.material = count, diameter / scale, material
+    s.wrap = wrap
+    s.is_bundle = True
+
+
+def build_branched_harness() -> dict:
+    """A branched harness above a formboard, in millimetres: a taped trunk from the main connector
+    breaks out at three free junctions into six branches to the connectors of three devices, hanging
+    between them (a junction's own contact with obstacles is not modelled yet: the board lies below
+    its reach). Returns object names."""
+    _reset_scene(0.001, "MILLIMETERS", "Branched Harness")
+    mm = 1000.0
+
+    def at(x, y, z):
+        return (x * mm, y * mm, z * mm)
+
+    bpy.ops.mesh.primitive_cube_add(size=1.0, location=at(0.55, 0.0, -0.3))
+    board = bpy.context.active_object
+    board.name = "formboard"
+    board.scale = (1.3 * mm, 0.7 * mm, 0.02 * mm)
+    bpy.ops.object.transform_apply(scale=True)
+    board.cable_harness.role = "COLLIDER"
+    board.data.materials.append(_material("formboard", (0.62, 0.5, 0.36)))
+    main = _add("connector", "main_connector", at(0.0, 0.0, 0.0), (1.0, 0.0, 0.0))
+    junction_places = {"J1": (0.3, 0.0, 0.0), "J2": (0.6, 0.04, 0.0), "J3": (0.9, 0.0, 0.0)}
+    junctions = {}
+    for name, place in junction_places.items():
+        bpy.ops.cable_harness.add_junction()
+        j = bpy.context.active_object
+        j.name = name
+        j.location = at(*place)
+        j.cable_harness.junction_mass = 0.01  # its tape and sleeve, kg
+        junctions[name] = j
+    # leaves: (junction, connector name, place); each connector faces back along its branch
+    leaves = [
+        ("J1", "sensor_a", (0.42, -0.26, 0.0)),
+        ("J2", "pump", (0.72, 0.28, 0.0)),
+        ("J2", "valve", (0.75, -0.22, 0.0)),
+        ("J3", "ecu_1", (1.15, 0.2, 0.0)),
+        ("J3", "ecu_2", (1.2, 0.0, 0.0)),
+        ("J3", "ecu_3", (1.12, -0.22, 0.0)),
+    ]
+    taped = [(4, 0.0016, "pvc_wire"), (8, 0.001, "pvc_wire")]
+    trunk = [
+        ("trunk_1", main, junctions["J1"], 0.32, taped),
+        ("trunk_2", junctions["J1"], junctions["J2"], 0.33, [(3, 0.0016, "pvc_wire"), (7, 0.001, "pvc_wire")]),
+        ("trunk_3", junctions["J2"], junctions["J3"], 0.33, [(2, 0.0016, "pvc_wire"), (5, 0.001, "pvc_wire")]),
+    ]
+    colours = [(0.08, 0.08, 0.09), (0.75, 0.2, 0.12), (0.15, 0.35, 0.75), (0.9, 0.75, 0.1)]
+    cables = []
+    for name, start, end, length, wires in trunk:
+        ob = _cable(name, start, end, [], 0.004, length * mm, "pvc_wire", 60, colours[0])
+        _bundle(ob, wires, "taped")
+        cables.append(ob.name)
+    for k, (jname, cname, place) in enumerate(leaves):
+        j = junctions[jname]
+        outward = Vector(place) - Vector(junction_places[jname])
+        connector = _add("connector", cname, at(*place), tuple(-outward.normalized()))
+        ob = _cable(
+            f"branch_{cname}",
+            j,
+            connector,
+            [],
+            0.0025 / 0.001,
+            1.1 * outward.length * mm,
+            "pvc_wire",
+            40,
+            colours[1 + k % 3],
+        )
+        cables.append(ob.name)
+    _look(at(0.6, -1.4, 0.9), at(0.6, 0.0, -0.05), lens=40.0)
+    return {"cables": cables, "junctions": list(junctions)}

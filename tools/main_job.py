@@ -8,7 +8,10 @@ the bpy module, with the extension loaded from this checkout:
 2. build the scene through the extension's operators: Import CAD (STEP), connectors, clips of every
    kind, three cables, the animated insertion of the power plug;
 3. route the harness (Solve), then Bake the insertion frame by frame;
-4. save out/demo.blend, render out/demo.png, write out/report.json, out/report.csv and the plots.
+4. save out/demo.blend, render out/demo.png, write out/report.json, out/report.csv and the plots;
+5. build the branched harness (a taped trunk, three free junctions, six branches), solve it and
+   print where its junctions came to rest and what each branch pulls them with; save
+   out/branched_harness.blend.
 """
 
 import argparse
@@ -65,7 +68,7 @@ def main(argv=None) -> int:
     parser.add_argument("--samples", type=int, default=24, help="Cycles samples of the picture (denoised)")
     parser.add_argument("--no-render", action="store_true", help="skip the picture")
     args = parser.parse_args(argv)
-    progress = Progress(8)
+    progress = Progress(10)
     OUT.mkdir(exist_ok=True)
 
     prepare_environment()
@@ -127,7 +130,36 @@ def main(argv=None) -> int:
     summary_text = sys.modules[f"{MODULE}.cable_harness.report"].summary_text
     print(summary_text(json.loads((OUT / "report.json").read_text())), flush=True)
     progress("report: out/report.json, out/report.csv, out/bend_radius.png, out/forces.png")
+
+    from demo_blends.scenes import build_branched_harness
+
+    t = time.perf_counter()
+    harness = build_branched_harness()
+    for ob in bpy.context.scene.objects:
+        ob.select_set(False)
+    _operator(lambda: bpy.ops.cable_harness.solve(), "solving the branched harness")
+    failed = [n for n in harness["cables"] if not bpy.data.objects[n].cable_harness.result_converged]
+    if failed:
+        raise SystemExit(f"[main job] branched harness: not converged: {', '.join(failed)}")
+    progress(
+        f"branched harness: {len(harness['cables'])} branches and {len(harness['junctions'])} free junctions "
+        f"solved in {time.perf_counter() - t:.1f} s"
+    )
+    _print_junctions(bpy, harness)
+    bpy.ops.wm.save_as_mainfile(filepath=str(OUT / "branched_harness.blend"))
+    progress("saved out/branched_harness.blend")
     return 0
+
+
+def _print_junctions(bpy, harness) -> None:
+    """Each junction's resting place (mm) and the pull of its branches (N), from a solve of the scene."""
+    simulation = sys.modules[f"{MODULE}.cable_harness.simulation"]
+    sim = simulation.HarnessSimulation(bpy.context.scene, [bpy.data.objects[n] for n in harness["cables"]])
+    sim.tick(bpy.context, write=False)
+    for jid, doc in sim.harness.junctions.junction_documents().items():
+        where = ", ".join(f"{1000.0 * v:.1f}" for v in doc["position"])
+        pulls = "; ".join(f"{b['cable']} {sum(f * f for f in b['force']) ** 0.5:.2f} N" for b in doc["branches"])
+        print(f"  {jid} at ({where}) mm: {pulls}", flush=True)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ import zstandard
 from helpers.blender_env import ROOT
 
 
-@pytest.mark.parametrize("name", ["equipment_bay.blend", "desk.blend"])
+@pytest.mark.parametrize("name", ["equipment_bay.blend", "desk.blend", "branched_harness.blend"])
 def test_demo_file_is_saved_in_a_format_blender_4_2_reads(name):
     # The manifest says Blender 4.2+: files saved by 5.0 (header "BLENDER17-01v0500") open only in
     # 4.5 and newer, so tools/dev.py demos saves them with bpy 4.2 ("BLENDER-v402": 64-bit pointers,
@@ -20,7 +20,7 @@ def test_demo_file_is_saved_in_a_format_blender_4_2_reads(name):
     assert head == b"BLENDER-v402"
 
 
-@pytest.mark.parametrize("name, cables", [("equipment_bay.blend", 3), ("desk.blend", 2)])
+@pytest.mark.parametrize("name, cables", [("equipment_bay.blend", 3), ("desk.blend", 2), ("branched_harness.blend", 9)])
 def test_demo_file_opens_with_a_routed_harness(name, cables):
     bpy.ops.wm.open_mainfile(filepath=str(ROOT / "demo_blends" / name))
     scene = bpy.context.scene

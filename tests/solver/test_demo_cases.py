@@ -78,3 +78,24 @@ def test_the_monitor_cable_converges_paid_out_through_its_sliding_grommet(length
     doc["cables"] = [c for c in doc["cables"] if c["id"] == "monitor_power"]
     nodes = _solved(doc)
     assert np.linalg.norm(np.diff(nodes["monitor_power"], axis=0), axis=1).sum() == pytest.approx(length, rel=1e-3)
+
+
+def test_the_branched_harness_demo_rests_with_its_junctions_in_balance():
+    """The demo's taped trunk and six branches at three free junctions: every cable a stable
+    equilibrium clear of the formboard, each junction's forces and moments balanced."""
+    doc = json.loads((CASES / "branched_harness.json").read_text())
+    assert (
+        len(doc["junctions"]) >= 3 and sum(c["end"] is not None and "position" in c["end"] for c in doc["cables"]) >= 6
+    )
+    h = Harness.from_case(parse_case(doc))
+    reports = h.solve_step()
+    assert all(r.converged and r.stable for r in reports.values()), {k: r.message for k, r in reports.items()}
+    board = doc["obstacles"][0]
+    triangles = np.asarray(board["vertices"])[np.asarray(board["triangles"])]
+    for cid in h.cables:
+        radius = h.cable_radius(cid)
+        gap, _where = clearance_to_triangles(np.array(h.cable_result(cid)["nodes"]), radius, triangles)
+        assert gap >= -0.01 * radius
+    for jid, j in h.junctions.junction_documents().items():
+        pull = max(np.linalg.norm(b["force"]) for b in j["branches"])
+        assert np.linalg.norm(j["residual_force"]) < 1e-6 * pull, jid
