@@ -105,6 +105,36 @@ def bill_of_materials(log: dict) -> list[dict]:
     return rows
 
 
+def junction_summary(name: str, records: list[dict]) -> dict:
+    """One junction over the baked frames: where it ended, how far it travelled, the largest pull of
+    any branch (converged frames only, as for cables)."""
+    solved = [r for r in records if r.get("converged")]
+    failed = [r["frame"] for r in records if not r.get("converged")]
+    out = {"junction": name, "fixed": bool(records and records[0].get("fixed")), "frames_not_converged": failed}
+    if not solved:
+        return {
+            **out,
+            "position": None,
+            "travel": None,
+            "peak_pull": None,
+            "peak_pull_branch": None,
+            "peak_pull_frame": None,
+        }
+    positions = [r["position"] for r in solved]
+    travel = max(sum((a - b) ** 2 for a, b in zip(p, positions[0])) ** 0.5 for p in positions)
+    peak = max(
+        ((f, branch, r["frame"]) for r in solved for branch, f in r["pulls"].items()), default=(None, None, None)
+    )
+    return {
+        **out,
+        "position": positions[-1],
+        "travel": travel,
+        "peak_pull": peak[0],
+        "peak_pull_branch": peak[1],
+        "peak_pull_frame": peak[2],
+    }
+
+
 def harness_report(log: dict) -> dict:
     if log.get("format") != LOG_FORMAT:
         raise ValueError(f"not a bake log (format {log.get('format')!r}, expected {LOG_FORMAT!r})")
@@ -115,6 +145,7 @@ def harness_report(log: dict) -> dict:
         "frames": log.get("frame_range"),
         "units": "SI (m, N)",
         "cables": cables,
+        "junctions": [junction_summary(name, records) for name, records in sorted(log.get("junctions", {}).items())],
         "bill_of_materials": bill_of_materials(log),
     }
 
@@ -172,6 +203,38 @@ def csv_rows(report: dict):
             }
 
 
+def junction_rows(report: dict):
+    """Each junction's place and its branches' largest pull as rows of the report's CSV (the junction's
+    name in the cable column)."""
+    for j in report.get("junctions", ()):
+        name = f"junction {j['junction']}"
+        if j["position"] is not None:
+            yield {
+                "cable": name,
+                "quantity": "position x y z (last frame)",
+                "where": " ".join(f"{v:.6g}" for v in j["position"]),
+                "unit": "m",
+            }
+            yield {"cable": name, "quantity": "travel", "value": j["travel"], "unit": "m"}
+            yield {
+                "cable": name,
+                "quantity": "peak branch pull",
+                "where": j["peak_pull_branch"],
+                "value": j["peak_pull"],
+                "unit": "N",
+                "frame": j["peak_pull_frame"],
+            }
+        if j["frames_not_converged"]:
+            yield {
+                "cable": name,
+                "quantity": "frames not converged",
+                "where": " ".join(str(f) for f in j["frames_not_converged"]),
+                "value": len(j["frames_not_converged"]),
+                "unit": "frames",
+                "ok": False,
+            }
+
+
 def bill_rows(report: dict):
     """The bill of materials as rows of the report's CSV (the length to cut of one wire as the value)."""
     for w in report.get("bill_of_materials", ()):
@@ -188,7 +251,7 @@ def write_csv(report: dict, path: Path) -> Path:
     with open(path, "w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=CSV_FIELDS)
         writer.writeheader()
-        for row in (*csv_rows(report), *bill_rows(report)):
+        for row in (*csv_rows(report), *junction_rows(report), *bill_rows(report)):
             writer.writerow({k: ("" if row.get(k) is None else row.get(k)) for k in CSV_FIELDS})
     return path
 
@@ -274,6 +337,18 @@ def summary_text(report: dict) -> str:
             lines.append(f"    peak {h['peak_force']:.3f} N at {h['object']} ({h['kind']}), frame {h['frame']}")
         if c["frames_not_converged"]:
             lines.append(f"    NOT CONVERGED at frames {c['frames_not_converged']}: not keyed, not in the values above")
+    for j in report.get("junctions", []):
+        if j["position"] is None:
+            lines.append(f"junction {j['junction']}: NOT CONVERGED at any frame")
+            continue
+        where = ", ".join(f"{1e3 * v:.1f}" for v in j["position"])
+        lines.append(
+            f"junction {j['junction']}{' (fixed)' if j['fixed'] else ''}: at ({where}) mm, travelled "
+            f"{_mm(j['travel'])}; peak pull {j['peak_pull']:.3f} N by {j['peak_pull_branch']}, frame "
+            f"{j['peak_pull_frame']}"
+        )
+        if j["frames_not_converged"]:
+            lines.append(f"    NOT CONVERGED at frames {j['frames_not_converged']}")
     bill = report.get("bill_of_materials") or []
     if bill:
         total = sum(w["total_length"] for w in bill)

@@ -17,9 +17,13 @@ from .common import NeedsSolver, cables_in_context
 
 def _holders(ob) -> list[dict]:
     s = ob.cable_harness
-    holders = [{"key": "start", "object": s.start.name if s.start else "", "kind": "connector"}]
+
+    def kind(h):
+        return "junction" if h is not None and h.cable_harness.role == "JUNCTION" else "connector"
+
+    holders = [{"key": "start", "object": s.start.name if s.start else "", "kind": kind(s.start)}]
     if s.end is not None:
-        holders.append({"key": "end", "object": s.end.name, "kind": "connector"})
+        holders.append({"key": "end", "object": s.end.name, "kind": kind(s.end)})
     for i, ref in enumerate(s.clips):
         c = ref.clip.cable_harness if ref.clip else None
         kind = "clip" if c is None else f"{c.clip_kind} clip" + (", compliant" if c.clip_compliant else "")
@@ -110,6 +114,7 @@ class _BakeRun:
                 for ob in cables
             },
             "frames": {ob.name: [] for ob in cables},
+            "junctions": {},
         }
 
     @property
@@ -183,6 +188,17 @@ class _BakeRun:
 
     def _sample_junctions(self, frame: int, report) -> None:
         junctions = self.simulation.harness.junctions
+        documents = {} if junctions is None else junctions.junction_documents()
+        for jid, doc in documents.items():
+            branches = [b["cable"] for b in doc["branches"]]
+            converged = not any(cid in report.failed for cid in branches)
+            record = {"frame": frame, "converged": converged, "fixed": doc["fixed"]}
+            if converged:
+                record["position"] = doc["position"]
+                record["pulls"] = {
+                    f"{b['cable']} ({b['end']})": float(np.linalg.norm(b["force"])) for b in doc["branches"]
+                }
+            self.log["junctions"].setdefault(jid, []).append(record)
         for spec in () if junctions is None else junctions.specs:
             ob = bpy.data.objects.get(spec.id)
             if spec.fixed or ob is None:

@@ -115,8 +115,9 @@ def test_a_fixed_junction_dragged_in_simulate_carries_its_branches():
     np.testing.assert_allclose(np.array(j.matrix_world.translation), [0.25, 0.0, 0.03], atol=1e-12)
 
 
-def test_bake_keys_the_free_junction_with_its_branches():
-    """Playback without the extension: the junction empty is keyed where it was solved at each frame."""
+def test_bake_keys_the_free_junction_with_its_branches(tmp_path):
+    """Playback without the extension: the junction empty is keyed where it was solved at each frame,
+    and the report gives its place, travel and its branches' largest pull."""
     j, trunk, branches = y_harness()
     scene = bpy.context.scene
     end = branches[0].cable_harness.end
@@ -135,6 +136,17 @@ def test_bake_keys_the_free_junction_with_its_branches():
         # the branches' keyed curves still meet at the keyed junction
         np.testing.assert_allclose(curve_world_points(trunk)[-1], positions[-1], atol=1e-6)
     assert np.linalg.norm(positions[1] - positions[0]) > 1e-4  # it followed the connector
+    assert bpy.ops.cable_harness.export_report(directory=str(tmp_path)) == {"FINISHED"}
+    report = json.loads((tmp_path / "report.json").read_text())
+    (junction,) = report["junctions"]
+    assert junction["junction"] == j.name and not junction["fixed"] and not junction["frames_not_converged"]
+    np.testing.assert_allclose(junction["position"], positions[-1], atol=1e-6)
+    assert junction["travel"] == pytest.approx(np.linalg.norm(positions[1] - positions[0]), rel=1e-6)
+    assert junction["peak_pull"] > 0.0 and junction["peak_pull_branch"].split(" (")[0] in {
+        trunk.name,
+        *[b.name for b in branches],
+    }
+    assert f"junction {j.name}" in (tmp_path / "report.csv").read_text()
 
 
 def test_an_exported_junction_harness_imports_back_with_its_junction(tmp_path):
