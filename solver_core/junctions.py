@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from .branch_crossing import crossing
 from .diagnostics import elastic_and_load_energy, reactions
 from .equilibrium import SolveReport
 from .junction_spec import end_frame_at
@@ -161,6 +162,13 @@ class JunctionSystem:
                 if not report.converged:
                     break
             if report.converged:
+                cut = self._branches_crossing(harness)
+                if cut is None:
+                    break
+                # where the equilibrium itself crosses, smaller pieces of the step end there again
+                report = JunctionReport(False, cut)
+                _restore(harness, start_sessions)
+                self.frames = start_frames.copy()
                 break
             _restore(harness, start_sessions)
             self.frames = start_frames.copy()
@@ -288,6 +296,36 @@ class JunctionSystem:
                 why = message if not ok else "no step lowered the energy"
                 return JunctionReport(False, f"the junctions found no equilibrium ({why})")
         return JunctionReport(False, f"the junctions did not balance within {MAX_OUTER} iterations")
+
+    def _branches_crossing(self, harness) -> str | None:
+        """A message naming two branches that pass through each other (branch_crossing.py), or None."""
+        ids = list(self.branches)
+        held = {cid: dict((side, end) for side, end in self.branches[cid]) for cid in ids}
+
+        def outward(cid, side):
+            end = held[cid][side]
+            direction = self.frames.rotation[self.index(end.junction)] @ end.outlet
+            return direction if side == "start" else -direction
+
+        for i, a in enumerate(ids):
+            for b in ids[i + 1 :]:
+                shared = []
+                for side_a, end_a in held[a].items():
+                    for side_b, end_b in held[b].items():
+                        if end_a.junction == end_b.junction:
+                            cos = float(outward(a, side_a) @ outward(b, side_b))
+                            shared.append((side_a, side_b, np.sqrt(max(0.0, 0.5 * (1.0 - cos)))))
+                depth = crossing(self._branch_shape(harness, a), self._branch_shape(harness, b), shared)
+                if depth is not None:
+                    return (
+                        f"branches {a!r} and {b!r} pass through each other ({depth * 1e3:.2g} mm deep; contact "
+                        f"between branches of one harness is not modelled): no physical equilibrium was found"
+                    )
+        return None
+
+    @staticmethod
+    def _branch_shape(harness, cid) -> tuple:
+        return harness.world_nodes(cid), harness.cables[cid].model.node_s, harness.cable_radius(cid)
 
     def _accept(self, harness, frames, g, report) -> JunctionReport:
         self.frames = frames

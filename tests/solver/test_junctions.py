@@ -11,6 +11,7 @@ import pytest
 from helpers.cases import WIRE, cable, case, harness, min_clearance, solve
 
 from solver_core import CaseError, case_to_dict, junctions, parse_case
+from solver_core.branch_crossing import segment_distances
 from solver_core.results import dumps
 
 G = 9.81
@@ -340,3 +341,35 @@ def test_malformed_junctions_are_refused_by_name(edit, message):
         parse_case(doc)
     assert message in str(err.value)
     assert "\n" not in str(err.value)
+
+
+def test_branches_drawn_across_each_other_are_no_equilibrium():
+    """Two branches whose connectors are swapped must cross where their junction is held (a free one
+    turns round and untangles them); no contact keeps branches of one harness apart, so the crossing
+    state is reported as a failure, not as converged."""
+    doc = y_harness(30.0)
+    doc["junctions"][0]["fixed"] = True
+    left, right = doc["cables"][1], doc["cables"][2]
+    left["end"]["position"], right["end"]["position"] = right["end"]["position"], left["end"]["position"]
+    left["length"] = right["length"] = 0.3
+    r = solve(doc)["steps"][0]
+    for c in r["cables"].values():
+        assert c["converged"] is False
+        assert "pass through each other" in c["message"]
+
+
+def test_segment_distances_against_sampling(rng):
+    a = rng.normal(size=(6, 3))
+    b = rng.normal(size=(5, 3))
+    b[2] = a[3] + 1e-3 * rng.normal(size=3)  # one nearly touching pair
+    b[3] = b[2] + 1e-9  # and a degenerate segment
+    exact = segment_distances(a, b)
+    t = np.linspace(0.0, 1.0, 401)
+    for i in range(len(a) - 1):
+        pa = a[i] + t[:, None] * (a[i + 1] - a[i])
+        for j in range(len(b) - 1):
+            pb = b[j] + t[:, None] * (b[j + 1] - b[j])
+            sampled = np.linalg.norm(pa[:, None] - pb[None], axis=2).min()
+            step = max(np.linalg.norm(a[i + 1] - a[i]), np.linalg.norm(b[j + 1] - b[j])) / 400
+            assert exact[i, j] <= sampled + 1e-12
+            assert exact[i, j] >= sampled - step
