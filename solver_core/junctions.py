@@ -14,8 +14,9 @@ so the junction is in equilibrium, forces and moments balanced, where that gradi
 Hessian, the stiffness of the junctions against the branches (the Schur complement of the branches'
 own stiffness), is formed by finite differences of branch re-solves and kept between steps with
 Broyden's update; Newton steps on the junctions use it, shifted positive definite where it is not.
-A state is accepted as converged only when every branch converged stably and the condensed stiffness,
-formed afresh, has no negative eigenvalue beyond its finite-difference noise: with the branches at
+A state is accepted as converged only when every branch converged stably and the condensed stiffness
+has no negative eigenvalue beyond its finite-difference noise (formed afresh, or kept from a state
+nearby under nearly the same loads while clearly positive definite): with the branches at
 minima, that makes the whole harness a minimum (the Schur complement of a matrix with a positive
 definite block is positive definite exactly when the matrix is). A saddle is left along the direction
 of negative stiffness.
@@ -46,7 +47,16 @@ MAX_TURN = 0.3
 MAX_OUTER = 100  # Newton iterations on the junctions per piece of a step
 MAX_REJECTS = 8  # rejected trial steps in a row before the piece fails
 MAX_ESCAPES = 3  # saddles left per piece
-STALE_AFTER = 6  # Broyden updates after which the stiffness is formed afresh for the stability test
+# Broyden updates after which the stiffness is formed afresh: within one piece of a step (far from the
+# balance a secant model soon misleads), and in all for the stability test at a balance (a warm step
+# makes about 8; forming it costs 6 re-solves per branch end)
+REFRESH_AFTER = 6
+STALE_AFTER = 40
+# ... and when, since then, the loads on the branch ends changed by more than this fraction, or a junction
+# moved more than this fraction of its shortest branch or turned more than this (rad)
+TRUST_LOAD_CHANGE = 0.05
+TRUST_MOVE = 0.02
+TRUST_TURN = 0.05
 MAX_SPLITS = 3  # a failing step is split into 2, 4, 8 pieces
 # Energy changes below this fraction of the energies involved are round-off (sums over every segment's
 # stretch, bend and weight): the quadratic model's agreement is not judged on them.
@@ -86,6 +96,11 @@ class JunctionSystem:
     loads: dict = field(default_factory=dict)  # junction id -> [(cable, side, force, moment)] on the junction
     last: JunctionReport | None = None
     energy_scale: float = 0.0
+    # (how far the holders moved, per junction (shift (n, 3), turn (n, 3) as rotation vectors)) of the
+    # last converged step, for the predictor
+    last_motion: tuple | None = None
+    formed_at: tuple | None = None  # (frames, _end_loads) where the stiffness was last formed by differences
+    _load_cache: dict = field(default_factory=dict, repr=False)  # cable id -> (its state, _branch_loads)
 
     @classmethod
     def from_case(cls, case) -> "JunctionSystem | None":
@@ -100,10 +115,13 @@ class JunctionSystem:
     def checkpoint(self) -> tuple:
         """What a solve changes here, to undo it (Harness.checkpoint)."""
         stiffness = None if self.stiffness is None else self.stiffness.copy()
-        return self.frames.copy(), stiffness, self.broyden_updates, self.residual, dict(self.loads), self.last
+        kept = (self.broyden_updates, self.residual, dict(self.loads), self.last, self.last_motion, self.formed_at)
+        return self.frames.copy(), stiffness, kept
 
     def restore(self, kept: tuple) -> None:
-        frames, stiffness, self.broyden_updates, self.residual, loads, self.last = kept
+        frames, stiffness, (self.broyden_updates, self.residual, loads, self.last, self.last_motion, self.formed_at) = (
+            kept
+        )
         self.frames, self.loads = frames.copy(), dict(loads)
         self.stiffness = None if stiffness is None else stiffness.copy()
 
@@ -151,8 +169,12 @@ class JunctionSystem:
                 end_frames.rotation[k] = move.rotation
         counters = {"iterations": 0, "solves": 0}
         report = None
+        holders_move = _holders_move(before, base, start_frames, end_frames)
+        predicted = self._predicted(start_frames, holders_move)
         for split in range(MAX_SPLITS + 1):
             pieces = 2**split
+            if split == 0 and predicted is not None:
+                self.frames = predicted  # the secant of the last step (a miss falls back to the split path)
             report = None
             for j in range(1, pieces + 1):
                 t = j / pieces
@@ -164,6 +186,7 @@ class JunctionSystem:
             if report.converged:
                 cut = self._branches_crossing(harness)
                 if cut is None:
+                    self.last_motion = (holders_move, _motion(start_frames, self.frames))
                     break
                 # where the equilibrium itself crosses, smaller pieces of the step end there again
                 report = JunctionReport(False, cut)
@@ -198,6 +221,23 @@ class JunctionSystem:
             session.last_report = out[cid]
         return out
 
+    def _predicted(self, frames: JunctionFrames, holders_move: float) -> JunctionFrames | None:
+        """The free junctions moved as in the last step, in proportion to how far the holders move now
+        against then (the secant predictor of a drag, as predictor.py is for a cable), or None."""
+        if self.last_motion is None or not self.free or not holders_move > 0.0:
+            return None
+        then, (shift, turn) = self.last_motion
+        if not then > 0.0:
+            return None
+        ratio = min(holders_move / then, 2.0)
+        out = frames.copy()
+        for k in self.free:
+            out.position[k] = frames.position[k] + ratio * shift[k]
+            angle = ratio * float(np.linalg.norm(turn[k]))
+            if angle > 0.0:
+                out.rotation[k] = axis_angle_matrix(turn[k] / np.linalg.norm(turn[k]), angle) @ frames.rotation[k]
+        return out
+
     def _solve_piece(self, harness, targets: dict, fixed: JunctionFrames, counters: dict) -> JunctionReport:
         """Trust-region Newton on the free junctions with the fixed ones at ``fixed`` and the branches'
         other holders at ``targets``, from the current frames of the free junctions. A step is taken
@@ -222,14 +262,13 @@ class JunctionSystem:
         escapes = rejects = 0
         radius = 1.0  # trust region, as a fraction of the step cap (MAX_MOVE, MAX_TURN)
         fresh = False  # the stiffness was formed by differences at the current frames
+        updates_before = self.broyden_updates
         poor = False  # the last step's energy change was far from the quadratic model's (ratio < 0.5)
         for _it in range(MAX_OUTER):
             counters["iterations"] += 1
             scaled = self._scaled(g, L)
             if _within(g, tolerance):
-                if not fresh and (
-                    self.stiffness is None or self.broyden_updates > STALE_AFTER or _weak(self.stiffness, noise)
-                ):
+                if not fresh and not self._kept_stiffness_holds(harness, frames, noise):
                     self.stiffness = self._fd_stiffness(harness, targets, frames, g, L, counters)
                     fresh = True
                 negative, direction = _negative_direction(self.stiffness, noise)
@@ -256,9 +295,10 @@ class JunctionSystem:
                     return JunctionReport(False, "the junctions sit on a saddle and no move off it lowers the energy")
                 frames, g, energy, fresh = left, self._gradient(harness, left), e_trial, False
                 continue
-            if self.stiffness is None or (not fresh and (rejects >= 1 or poor or self.broyden_updates > STALE_AFTER)):
+            stale = self.broyden_updates - updates_before > REFRESH_AFTER
+            if self.stiffness is None or (not fresh and (rejects >= 1 or poor or stale)):
                 self.stiffness = self._fd_stiffness(harness, targets, frames, g, L, counters)
-                fresh = True
+                fresh, updates_before = True, 0
             K = 0.5 * (self.stiffness + self.stiffness.T)
             step = _newton_step(self.stiffness, scaled, noise)
             step *= min(1.0, radius * self._step_cap(harness, step, L))
@@ -346,13 +386,19 @@ class JunctionSystem:
         return True, ""
 
     def _branch_loads(self, harness, cid):
-        """(side, junction index, force, moment) the junction exerts on branch ``cid`` at each held end."""
+        """(side, junction index, force, moment) the junction exerts on branch ``cid`` at each held end;
+        kept per state (a finite-difference column re-solves only a junction's own branches)."""
         session = harness.cables[cid]
+        kept = self._load_cache.get(cid)
+        if kept is not None and kept[0] is session.state:
+            return kept[1]
         ends, _clips = reactions(session.model, session.state)
-        return [
+        loads = [
             (side, self.index(held.junction), ends[side]["force"], ends[side]["moment"])
             for side, held in self.branches[cid]
         ]
+        self._load_cache[cid] = (session.state, loads)
+        return loads
 
     def _gradient(self, harness, frames) -> np.ndarray:
         """dE/dp and dE/dw of every junction, (n, 6): what the branches carry, less the junction's weight."""
@@ -440,7 +486,39 @@ class JunctionSystem:
                     K[6 * i + c, 6 * i + c] = abs(base).max() / FD_STEP + 1.0
                 _restore(harness, saved)
         self.broyden_updates = 0
+        self.formed_at = (frames.copy(), self._end_loads(harness, L))
         return K
+
+    def _end_loads(self, harness, L: float) -> np.ndarray:
+        """Every junction-held branch end's force (times L) and moment, one vector (energy units)."""
+        parts = []
+        for cid in self.branches:
+            for _side, _k, force, moment in self._branch_loads(harness, cid):
+                parts += [L * force, moment]
+        return np.concatenate(parts)
+
+    def _kept_stiffness_holds(self, harness, frames: JunctionFrames, noise: float) -> bool:
+        """Whether the kept condensed stiffness may stand for the one at ``frames`` in the stability test:
+        clearly positive definite, few Broyden updates since it was formed by differences, and the
+        junctions and the loads the branches carry near where they were then. A stiffness formed before
+        a load came on (a column before the junction's weight pressed on it) says nothing of buckling."""
+        if self.stiffness is None or self.formed_at is None or self.broyden_updates > STALE_AFTER:
+            return False
+        if _weak(self.stiffness, noise):
+            return False
+        then, loads = self.formed_at
+        L = self._length_scale(harness)
+        change = np.linalg.norm(self._end_loads(harness, L) - loads)
+        if change > TRUST_LOAD_CHANGE * max(float(np.linalg.norm(loads)), 1e-300):
+            return False
+        for k in self.free:
+            shortest = min(harness.cables[cid].model.cable.length for cid in self.adjacent(k))
+            if np.linalg.norm(frames.position[k] - then.position[k]) > TRUST_MOVE * shortest:
+                return False
+            R = frames.rotation[k] @ then.rotation[k].T
+            if np.arccos(np.clip(0.5 * (np.trace(R) - 1.0), -1.0, 1.0)) > TRUST_TURN:
+                return False
+        return True
 
     def junction_documents(self) -> dict:
         """The result's ``junctions`` block (case format): per junction its frame, the force and moment
@@ -519,6 +597,31 @@ def _blend(a: JunctionFrames, b: JunctionFrames, t: float) -> JunctionFrames:
     return out
 
 
+def _holders_move(before: dict, after: dict, start: JunctionFrames, end: JunctionFrames) -> float:
+    """How far the holders of the branches move in a step (m, summed): connectors, clips, fixed junctions."""
+    total = float(np.abs(end.position - start.position).sum())
+    for cid, a in before.items():
+        b = after[cid]
+        if a is b:
+            continue
+        for fa, fb in zip((a.start, a.end, *a.clips), (b.start, b.end, *b.clips)):
+            if fa is not None and fb is not None:
+                total += float(np.abs(fb.position - fa.position).sum())
+    return total
+
+
+def _motion(a: JunctionFrames, b: JunctionFrames) -> tuple:
+    """Per junction, the shift and the turn (rotation vector, world) from frames ``a`` to ``b``."""
+    turn = np.zeros_like(a.position)
+    for k in range(a.position.shape[0]):
+        R = b.rotation[k] @ a.rotation[k].T
+        angle = float(np.arccos(np.clip(0.5 * (np.trace(R) - 1.0), -1.0, 1.0)))
+        if angle > 1e-12:
+            axis = np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
+            turn[k] = angle * axis / max(float(np.linalg.norm(axis)), 1e-300)
+    return b.position - a.position, turn
+
+
 def _interpolate(a, b, t: float):
     return b if t >= 1.0 or a is b else interpolate_boundary(a, b, t)
 
@@ -535,7 +638,7 @@ def _noise(tolerance: np.ndarray, L: float) -> float:
 
 def _weak(K: np.ndarray, noise: float) -> bool:
     """Whether a kept stiffness is too near losing definiteness to be trusted for the stability test."""
-    return bool(np.linalg.eigvalsh(0.5 * (K + K.T))[0] < 100.0 * noise)
+    return bool(np.linalg.eigvalsh(0.5 * (K + K.T))[0] < 10.0 * noise)
 
 
 def _negative_direction(K: np.ndarray, noise: float) -> tuple:
