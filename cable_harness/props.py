@@ -266,6 +266,12 @@ class CableHarnessSettings(bpy.types.PropertyGroup):
         description="Held where it is placed, like a connector (drag it to move its branches); otherwise its "
         "position and rotation are solved for, where the forces and moments of its branches balance",
     )  # type: ignore
+    junction_readout: StringProperty(
+        name="Last Solve",
+        default="",
+        description="The junction after the last solve: where it is (free ones) and the force each branch "
+        "pulls it with, in N",
+    )  # type: ignore
     junction_mass: FloatProperty(
         name="Mass",
         description="Mass of the junction's sleeve or tape, in kg; its weight acts at its origin",

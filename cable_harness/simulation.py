@@ -254,11 +254,21 @@ class HarnessSimulation:
         return moves
 
     def write_junctions(self) -> None:
-        """Move the free junctions' empties to their solved frames (their scale kept)."""
+        """Move the free junctions' empties to their solved frames (their scale kept); every junction's
+        read-out says what its branches pull it with."""
         junctions = self.harness.junctions
+        documents = {} if junctions is None else junctions.junction_documents()
         for k, spec in enumerate(() if junctions is None else junctions.specs):
             ob = bpy.data.objects.get(spec.id)
-            if spec.fixed or not is_junction(ob) or spec.id not in self.junction_frames:
+            if not is_junction(ob):
+                continue
+            last = junctions.last
+            pulls = ", ".join(
+                f"{b['cable']} {float(np.linalg.norm(b['force'])):.3g} N" for b in documents[spec.id]["branches"]
+            )
+            state = "balanced" if last is not None and last.converged else "NOT balanced (last good state)"
+            ob.cable_harness.junction_readout = f"{state}; branch pulls: {pulls}" if pulls else state
+            if spec.fixed or spec.id not in self.junction_frames:
                 continue
             R = junctions.frames.rotation[k] @ self.junction_frames[spec.id]
             location = Vector((junctions.frames.position[k] / self.scale).tolist())

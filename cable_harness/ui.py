@@ -116,6 +116,8 @@ class VIEW3D_PT_cable_harness(_SidebarPanel, bpy.types.Panel):
             layout.prop(s, "junction_mass")
             if not s.junction_fixed:
                 _wrapped(layout, "Moved by Solve and Simulate to where its branches balance", "INFO")
+            if s.junction_readout:
+                _wrapped(layout, s.junction_readout, "NONE" if s.junction_readout.startswith("balanced") else "ERROR")
         elif s.role == CABLE:
             self._draw_cable(layout, s)
 

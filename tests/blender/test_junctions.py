@@ -89,6 +89,11 @@ def test_a_free_junction_moves_to_its_balance_as_the_cli_solves_the_exported_cas
     np.testing.assert_allclose(R, np.asarray(result["junctions"][j.name]["rotation"]), atol=1e-6)
     for ob in (trunk, *branches):
         np.testing.assert_allclose(curve_world_points(ob, unit_scale), result["cables"][ob.name]["nodes"], atol=1e-6)
+    # the panel's read-out: balanced, and every branch's pull as the CLI has it
+    readout = j.cable_harness.junction_readout
+    assert readout.startswith("balanced")
+    for b in result["junctions"][j.name]["branches"]:
+        assert f"{b['cable']} {np.linalg.norm(b['force']):.3g} N" in readout
 
 
 def test_solving_one_branch_solves_its_whole_harness():
