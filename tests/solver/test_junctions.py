@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from helpers.cases import WIRE, cable, case, harness, min_clearance, solve
 
-from solver_core import CaseError, case_to_dict, junctions, parse_case
+from solver_core import CableChange, CaseError, Frame, JunctionMove, case_to_dict, junctions, parse_case
 from solver_core.branch_crossing import segment_distances
 from solver_core.results import dumps
 
@@ -373,3 +373,27 @@ def test_segment_distances_against_sampling(rng):
             step = max(np.linalg.norm(a[i + 1] - a[i]), np.linalg.norm(b[j + 1] - b[j])) / 400
             assert exact[i, j] <= sampled + 1e-12
             assert exact[i, j] >= sampled - step
+
+
+def test_a_fixed_junction_jerked_far_in_one_step_is_followed_or_refused_cleanly():
+    """A fixed junction thrown 6 cm (15 radii) in one step: the branches follow (the step split in pieces where
+    needed), every one a stable equilibrium at the new place, or the step is refused for stretch."""
+    doc = y_harness(30.0)
+    doc["junctions"] = [{"id": "J", "position": [0.25, 0.0, 0.0], "fixed": True}]
+    doc["steps"] = [{"cables": {}, "junctions": {"J": {"position": [0.25, 0.0, 0.06]}}}]
+    step = solve(doc)["steps"][1]
+    for cid, c in step["cables"].items():
+        assert c["converged"] and c["stable"], c.get("message")
+        end = c["nodes"][-1] if cid == "trunk" else c["nodes"][0]
+        np.testing.assert_allclose(end, [0.25, 0.0, 0.06], atol=1e-12)
+    assert step["junctions"]["J"]["position"] == [0.25, 0.0, 0.06]
+
+
+def test_the_api_refuses_junction_moves_by_name():
+    h = harness(y_harness(30.0))
+    with pytest.raises(CaseError, match="junction_moves.J: junction 'J' is free"):
+        h.solve_step(junction_moves={"J": JunctionMove(np.zeros(3))})
+    with pytest.raises(CaseError, match="junction_moves.K: there is no junction"):
+        h.solve_step(junction_moves={"K": JunctionMove(np.zeros(3))})
+    with pytest.raises(CaseError, match="changes.left.start: the start of cable 'left' is held by junction 'J'"):
+        h.solve_step({"left": CableChange(start=Frame(np.zeros(3), np.array([1.0, 0, 0])))})
