@@ -388,7 +388,7 @@ BUNDLE_OVERRIDES = ("EA", "EI", "GJ", "GA", "linear_density")
 def _parse_end(obj, where, junctions):
     """A cable's start or end: a frame, or a junction end (then (frame as given, JunctionEnd))."""
     if isinstance(obj, dict) and "junction" in obj:
-        end = parse_junction_end(obj, where, junctions, _vector, show)
+        end = parse_junction_end(obj, where, junctions, _unit, show)
         return Frame(junctions[end.junction].position.copy(), end.outlet, end.normal), end
     return parse_frame(obj, where), None
 
@@ -637,7 +637,7 @@ def parse_case(doc) -> Case:
     raw_cables = doc.get("cables")
     if not isinstance(raw_cables, list) or not raw_cables:
         raise CaseError("cables must be a non-empty list")
-    junctions = parse_junctions(doc.get("junctions", []), _number, _vector, show)
+    junctions = parse_junctions(doc.get("junctions", []), _number, _vector, _unit, show)
     cables = tuple(_parse_cable(c, f"cables[{i}]", junctions) for i, c in enumerate(raw_cables))
     ids = [c.id for c in cables]
     for i, cid in enumerate(ids):
@@ -682,7 +682,7 @@ def parse_case(doc) -> Case:
     by_id = {c.id: c for c in cables}
     steps = tuple(_parse_step(s, f"steps[{i}]", by_id) for i, s in enumerate(raw_steps))
     junction_steps = tuple(
-        parse_junction_moves(s.get("junctions", {}), f"steps[{i}].junctions", junctions, _vector, show)
+        parse_junction_moves(s.get("junctions", {}), f"steps[{i}].junctions", junctions, _vector, _unit, show)
         for i, s in enumerate(raw_steps)
     )
     # Frames moved by steps must stay reachable, with the changes accumulated in order.

@@ -39,18 +39,25 @@ class JunctionEnd:
     normal_given: bool = True  # False: chosen (untwisted_normal), written back without it
 
 
-def _unit(vector, value, where) -> np.ndarray:
-    v = vector(value, where)
-    norm = float(np.linalg.norm(v))
-    if norm == 0.0:
-        raise CaseError(f"{where} is the zero vector; it must be a unit vector")
-    if abs(norm - 1.0) > UNIT_TOLERANCE:
-        raise CaseError(f"{where} must be a unit vector, its length is {norm:.6g}")
-    return v / norm
+def _frame(obj, where, unit) -> np.ndarray | None:
+    """The 3x3 frame an object's ``tangent`` (and ``normal``) give, or None without a tangent."""
+    if obj.get("tangent") is None:
+        if obj.get("normal") is not None:
+            raise CaseError(f"{where}.normal needs a tangent")
+        return None
+    tangent = unit(obj["tangent"], f"{where}.tangent")
+    normal = None
+    if obj.get("normal") is not None:
+        normal = unit(obj["normal"], f"{where}.normal")
+        dot = float(normal @ tangent)
+        if abs(dot) > UNIT_TOLERANCE:
+            raise CaseError(f"{where}.normal must be perpendicular to the tangent (their dot product is {dot:.3g})")
+    return frame_from_tangent(tangent, normal)
 
 
-def parse_junctions(raw, number, vector, show) -> dict:
-    """The case's ``junctions`` list as {id: JunctionSpec} in case order."""
+def parse_junctions(raw, number, vector, unit, show) -> dict:
+    """The case's ``junctions`` list as {id: JunctionSpec} in case order (``number``, ``vector`` and
+    ``unit``: the case parser's checked readers)."""
     if not isinstance(raw, list):
         raise CaseError("junctions must be a list")
     out = {}
@@ -76,28 +83,15 @@ def parse_junctions(raw, number, vector, show) -> dict:
         fixed = obj.get("fixed", False)
         if not isinstance(fixed, (bool, np.bool_)):
             raise CaseError(f"{where}.fixed must be true or false")
-        frame = None
-        if obj.get("tangent") is not None:
-            tangent = _unit(vector, obj["tangent"], f"{where}.tangent")
-            normal = None
-            if obj.get("normal") is not None:
-                normal = _unit(vector, obj["normal"], f"{where}.normal")
-                dot = float(normal @ tangent)
-                if abs(dot) > UNIT_TOLERANCE:
-                    raise CaseError(
-                        f"{where}.normal must be perpendicular to the tangent (their dot product is {dot:.3g})"
-                    )
-            frame = frame_from_tangent(tangent, normal)
-        elif obj.get("normal") is not None:
-            raise CaseError(f"{where}.normal needs a tangent")
-        else:
+        frame = _frame(obj, where, unit)
+        if frame is None:
             frame = np.eye(3)
         mass = number(obj.get("mass", 0.0), f"{where}.mass", non_negative=True, bound=MAX_JUNCTION_MASS)
         out[jid] = JunctionSpec(jid, position, bool(fixed), frame, float(mass))
     return out
 
 
-def parse_junction_end(obj, where, junctions, vector, show) -> JunctionEnd:
+def parse_junction_end(obj, where, junctions, unit, show) -> JunctionEnd:
     """A cable's ``start``/``end`` that names a junction: {"junction", "outlet", "normal"?}."""
     for key in obj:
         if key not in ("junction", "outlet", "normal"):
@@ -111,10 +105,10 @@ def parse_junction_end(obj, where, junctions, vector, show) -> JunctionEnd:
         raise CaseError(f"{where}.junction: there is no junction with id {show(jid)} (junctions: {known})")
     if "outlet" not in obj:
         raise CaseError(f"{where}.outlet is missing (the direction the cable leaves the junction)")
-    outlet = _unit(vector, obj["outlet"], f"{where}.outlet")
+    outlet = unit(obj["outlet"], f"{where}.outlet")
     normal = None
     if obj.get("normal") is not None:
-        normal = _unit(vector, obj["normal"], f"{where}.normal")
+        normal = unit(obj["normal"], f"{where}.normal")
         dot = float(normal @ outlet)
         if abs(dot) > UNIT_TOLERANCE:
             raise CaseError(f"{where}.normal must be perpendicular to the outlet (their dot product is {dot:.3g})")
@@ -210,7 +204,7 @@ class JunctionMove:
     rotation: np.ndarray | None = None
 
 
-def parse_junction_moves(raw, where, junctions, vector, show) -> dict:
+def parse_junction_moves(raw, where, junctions, vector, unit, show) -> dict:
     """A step's ``junctions``: {id: {"position"?, "tangent"?, "normal"?}} for fixed junctions."""
     if not isinstance(raw, dict):
         raise CaseError(f"{where} must be an object keyed by junction id")
@@ -228,18 +222,8 @@ def parse_junction_moves(raw, where, junctions, vector, show) -> dict:
             if key not in ("position", "tangent", "normal"):
                 raise CaseError(f"{w}.{key if isinstance(key, str) else repr(key)} is not a known key")
         position = vector(obj["position"], f"{w}.position") if "position" in obj else None
-        rotation = None
-        if obj.get("tangent") is not None:
-            tangent = _unit(vector, obj["tangent"], f"{w}.tangent")
-            normal = None
-            if obj.get("normal") is not None:
-                normal = _unit(vector, obj["normal"], f"{w}.normal")
-                dot = float(normal @ tangent)
-                if abs(dot) > UNIT_TOLERANCE:
-                    raise CaseError(f"{w}.normal must be perpendicular to the tangent (their dot product is {dot:.3g})")
-            rotation = frame_from_tangent(tangent, normal) @ spec.frame.T
-        elif obj.get("normal") is not None:
-            raise CaseError(f"{w}.normal needs a tangent")
+        frame = _frame(obj, w, unit)
+        rotation = None if frame is None else frame @ spec.frame.T
         out[jid] = JunctionMove(position, rotation)
     return out
 
