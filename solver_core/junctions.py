@@ -521,17 +521,20 @@ class JunctionSystem:
         return True
 
     def junction_documents(self) -> dict:
-        """The result's ``junctions`` block (case format): per junction its frame, the force and moment
-        out of balance, and what each branch pulls it with."""
+        """The result's ``junctions`` block (case format): per junction whether its last solve balanced
+        it, its frame (the last balanced one, or the case's before any), the force and moment out of
+        balance there (null before any balance) and what each branch pulls it with."""
         out = {}
+        converged = self.last is not None and self.last.converged
         for k, spec in enumerate(self.specs):
-            residual = np.zeros(6) if self.residual is None else self.residual[k]
+            residual = None if self.residual is None else self.residual[k]
             out[spec.id] = {
+                "converged": converged,
                 "position": self.frames.position[k].tolist(),
                 "rotation": self.frames.rotation[k].tolist(),
                 "fixed": spec.fixed,
-                "residual_force": residual[:3].tolist(),
-                "residual_moment": residual[3:].tolist(),
+                "residual_force": None if residual is None else residual[:3].tolist(),
+                "residual_moment": None if residual is None else residual[3:].tolist(),
                 "branches": [
                     {"cable": cid, "end": side, "force": f.tolist(), "moment": m.tolist()}
                     for cid, side, f, m in self.loads.get(spec.id, [])
