@@ -214,6 +214,16 @@ class CableHarnessVariation(bpy.types.PropertyGroup):
 class CableHarnessWire(bpy.types.PropertyGroup):
     """A kind of wire in a bundle: its diameter, material and how many of it the bundle holds."""
 
+    wire_id: StringProperty(
+        name="Wire ID",
+        description="Names the circuit (e.g. W12). Give the same ID to this wire on every branch it runs "
+        "through: the report's bill of materials then lists it once, from connector to connector through "
+        "the junctions, cut to the sum of those branches' lengths. Empty: a wire of this cable only",
+        default="",
+        maxlen=100,
+        update=_bundle_changed,
+    )  # type: ignore
+
     diameter: FloatProperty(
         name="Diameter",
         description="Outer diameter of one wire, its insulation included",

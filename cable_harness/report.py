@@ -14,6 +14,8 @@ import json
 import math
 from pathlib import Path
 
+from ..solver_core import RouteError, trace_wire
+
 LOG_FORMAT = "cable-harness-bake-log/1"
 # the measurements of the last bake (read by Export Report), a text saved with the .blend
 BAKE_LOG_TEXT = "cable_harness_bake_log.json"
@@ -81,14 +83,20 @@ def cable_summary(name: str, info: dict, records: list[dict]) -> dict:
 
 
 def bill_of_materials(log: dict) -> list[dict]:
-    """One row per kind of wire of every cable (a plain cable is one wire): its id (cable.kind), how
-    many, diameter and material, the connectors it runs between, and the length to cut: the cable's
-    rest (formboard) length. Cables logged without wires (older logs) count as one wire."""
-    rows = []
+    """One row per kind of wire (a plain cable is one wire): its id, how many, diameter and material,
+    the connectors it runs between, and the length to cut. A wire with an id is routed through the
+    harness's junctions (solver_core.trace_wire over the branches listing that id): it runs from
+    connector to connector, cut to the sum of its branches' rest (formboard) lengths, and ``cable``
+    names its branches in order. Other wires are rows of their cable, cut to its rest length; cables
+    logged without wires (older logs) count as one wire."""
+    rows, routed = [], {}
     for name in sorted(log["cables"]):
         info = log["cables"][name]
         wires = info.get("wires") or [{"diameter": info["diameter"], "material": info.get("material"), "count": 1}]
         for k, wire in enumerate(wires):
+            if wire.get("id"):
+                routed.setdefault(wire["id"], []).append((name, wire))
+                continue
             rows.append(
                 {
                     "wire": name if len(wires) == 1 and wire["count"] == 1 else f"{name}.{k + 1}",
@@ -102,7 +110,46 @@ def bill_of_materials(log: dict) -> list[dict]:
                     "total_length": wire["count"] * info["rest_length"],
                 }
             )
+    for wire_id, places in routed.items():
+        rows.append(_routed_row(log, wire_id, places))
     return rows
+
+
+def _routed_row(log: dict, wire_id: str, places: list) -> dict:
+    """The bill's row of a wire with an id, through the junctions of its branches; a wire that is not
+    one route (only an inconsistent log: the solver refuses such a case) keeps its branches' names
+    and says why in ``problem``, with no length."""
+    cables = log["cables"]
+    wire = places[0][1]
+    branches = [(name, cables[name].get("from_junction"), cables[name].get("to_junction")) for name, _w in places]
+    row = {"wire": wire_id, "count": wire["count"], "diameter": wire["diameter"], "material": wire.get("material")}
+    try:
+        order, first, last = trace_wire(wire_id, branches)
+    except RouteError as exc:
+        names = [name for name, _w in places]
+        return {
+            **row,
+            "cable": " > ".join(names),
+            "from": "",
+            "to": "",
+            "length": None,
+            "total_length": 0.0,
+            "problem": str(exc),
+        }
+    length = sum(cables[name]["rest_length"] for name, _f in order)
+
+    def holder(end):
+        name, side = end
+        return cables[name].get("from" if side == "start" else "to", "")
+
+    return {
+        **row,
+        "cable": " > ".join(name for name, _f in order),
+        "from": holder(first),
+        "to": holder(last),
+        "length": length,
+        "total_length": wire["count"] * length,
+    }
 
 
 def junction_summary(name: str, records: list[dict]) -> dict:
@@ -238,13 +285,16 @@ def junction_rows(report: dict):
 def bill_rows(report: dict):
     """The bill of materials as rows of the report's CSV (the length to cut of one wire as the value)."""
     for w in report.get("bill_of_materials", ()):
-        yield {
+        row = {
             "cable": w["cable"],
             "quantity": f"wire {w['wire']}: {w['count']} x {1e3 * w['diameter']:.2f} mm {w['material'] or ''}".rstrip(),
             "where": f"{w['from']} to {w['to'] or '(free end)'}",
             "value": w["length"],
             "unit": "m",
         }
+        if w.get("problem"):
+            row.update(where=w["problem"], ok=False)
+        yield row
 
 
 def write_csv(report: dict, path: Path) -> Path:
@@ -353,6 +403,9 @@ def summary_text(report: dict) -> str:
     if bill:
         total = sum(w["total_length"] for w in bill)
         lines.append(f"wires: {sum(w['count'] for w in bill)} in {len(bill)} kinds, {total:.3f} m in all")
+        for w in bill:
+            if w.get("problem"):
+                lines.append(f"    wire {w['wire']}: NOT ROUTED: {w['problem']}")
     return "\n".join(lines)
 
 

@@ -248,7 +248,13 @@ def bundle_document(settings, scale) -> dict:
         raise HarnessInputError("it is a bundle without wires (add wires to its list, or untick Bundle of Wires)")
     return {
         "wires": [
-            {"diameter": w.diameter * scale, "material": material_document(w), "count": w.count} for w in settings.wires
+            {
+                "diameter": w.diameter * scale,
+                "material": material_document(w),
+                "count": w.count,
+                **({"id": w.wire_id.strip()} if w.wire_id.strip() else {}),
+            }
+            for w in settings.wires
         ],
         "wrap": settings.wrap,
         "sheath": settings.sheath * scale,
@@ -371,6 +377,10 @@ _FIELD_WORDS = [
     (re.compile(r"\.clips\[(\d+)\]\.length\b"), lambda m: f" clip {int(m.group(1)) + 1}'s length"),
     (re.compile(r"\.clips\[(\d+)\]"), lambda m: f" clip {int(m.group(1)) + 1}"),
     (re.compile(r"\bclips\[(\d+)\]"), lambda m: f"clip {int(m.group(1)) + 1}"),
+    (
+        re.compile(r"\.bundle\.wires\[(\d+)\]\.(\w+)"),
+        lambda m: f" wire {int(m.group(1)) + 1}'s {'ID' if m.group(2) == 'id' else m.group(2)}",
+    ),
     (re.compile(r"\.(length|diameter|segments)\b"), lambda m: f" {m.group(1)}"),
     (re.compile(r"\.(start|end)\b(?!\.)"), lambda m: f" {m.group(1)} connector"),
 ]
@@ -407,7 +417,7 @@ def mark_refused_cables(scene, cable_objects) -> None:
     its read-outs, which would otherwise still show its last result as this solve's."""
     for ob in cable_objects:
         try:
-            parse_scene_case(case_document(scene, [ob]), metres_per_unit(scene))
+            parse_scene_case(case_document(scene, with_harness_mates(scene, [ob])), metres_per_unit(scene))
         except HarnessInputError as exc:
             ob.cable_harness.result_converged = False
             ob.cable_harness.result_message = str(exc)

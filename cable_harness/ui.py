@@ -43,6 +43,7 @@ class CABLE_HARNESS_UL_clips(bpy.types.UIList):
 class CABLE_HARNESS_UL_wires(bpy.types.UIList):
     def draw_item(self, context, layout, data, item, icon, active_data, active_propname, index):
         row = layout.row(align=True)
+        row.prop(item, "wire_id", text="")
         row.prop(item, "count", text="")
         row.label(text="x")
         row.prop(item, "diameter", text="")
@@ -123,7 +124,7 @@ class VIEW3D_PT_cable_harness(_SidebarPanel, bpy.types.Panel):
 
     @staticmethod
     def _draw_bundle(layout, s):
-        layout.label(text="Wires (count x diameter, material)")
+        layout.label(text="Wires (ID, count x diameter, material)")
         _list_with_buttons(layout, "CABLE_HARNESS_UL_wires", s, "wires", "active_wire", "wire")
         if len(s.wires):
             wire = s.wires[min(s.active_wire, len(s.wires) - 1)]

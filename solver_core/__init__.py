@@ -35,6 +35,7 @@ from .rotations import frame_from_tangent
 from .run_case import solve_case
 from .sweep import SWEEP_FORMAT, parse_sweep
 from .warmup import kernels_are_warm, warm_up
+from .wire_routes import RouteError, WireRoute, trace_wire
 
 __all__ = [
     "Boundary",
@@ -53,10 +54,12 @@ __all__ = [
     "RESULT_FORMAT",
     "RodModel",
     "RodState",
+    "RouteError",
     "SectionStiffness",
     "SolveReport",
     "SolverSettings",
     "SWEEP_FORMAT",
+    "WireRoute",
     "build_rod_model",
     "bundle_diameter",
     "case_to_dict",
@@ -75,5 +78,6 @@ __all__ = [
     "counted_folds",
     "solve_case",
     "solve_equilibrium",
+    "trace_wire",
     "warm_up",
 ]

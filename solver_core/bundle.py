@@ -40,11 +40,15 @@ DENSEST_ENCLOSING = (
 MAX_WIRES = 100000
 
 
+MAX_WIRE_ID = 100  # characters
+
+
 @dataclass(frozen=True)
 class BundleWire:
     diameter: float
     material: dict  # as given (a preset name or numbers)
     count: int
+    id: str | None = None  # names the circuit: the same id on each branch it runs through (wire_routes)
 
 
 @dataclass(frozen=True)
@@ -113,9 +117,15 @@ def parse_bundle(obj, where: str, number, as_int) -> Bundle:
         at = f"{where}.wires[{i}]"
         if not isinstance(w, dict):
             raise CaseError(f"{at} must be an object with diameter, material and count")
-        unknown = sorted(set(w) - {"diameter", "material", "count"})
+        unknown = sorted(set(w) - {"diameter", "material", "count", "id"})
         if unknown:
-            raise CaseError(f"{at}.{unknown[0]} is not a field of a wire (diameter, material, count)")
+            raise CaseError(f"{at}.{unknown[0]} is not a field of a wire (diameter, material, count, id)")
+        wire_id = w.get("id")
+        if wire_id is not None and (not isinstance(wire_id, str) or not wire_id.strip() or len(wire_id) > MAX_WIRE_ID):
+            raise CaseError(f"{at}.id must be a non-empty text of at most {MAX_WIRE_ID} characters")
+        if wire_id is not None and any(v.id == wire_id for v in wires):
+            first = next(k for k, v in enumerate(wires) if v.id == wire_id)
+            raise CaseError(f"{at}.id {wire_id!r} is given twice in this bundle (also wires[{first}])")
         for key in ("diameter", "material"):
             if key not in w:
                 raise CaseError(f"{at}.{key} is missing")
@@ -127,7 +137,7 @@ def parse_bundle(obj, where: str, number, as_int) -> Bundle:
             (s.stretch_stiffness, s.shear_stiffness, s.bend_stiffness, s.twist_stiffness, s.linear_density),
         ):
             sums[key] += count * value
-        wires.append(BundleWire(d, w["material"], count))
+        wires.append(BundleWire(d, w["material"], count, wire_id))
     total = sum(w.count for w in wires)
     if total > MAX_WIRES:
         raise CaseError(f"{where}.wires hold {total} wires (at most {MAX_WIRES})")
@@ -137,7 +147,10 @@ def parse_bundle(obj, where: str, number, as_int) -> Bundle:
 
 def bundle_to_dict(bundle: Bundle) -> dict:
     return {
-        "wires": [{"diameter": w.diameter, "material": w.material, "count": w.count} for w in bundle.wires],
+        "wires": [
+            {"diameter": w.diameter, "material": w.material, "count": w.count, **({"id": w.id} if w.id else {})}
+            for w in bundle.wires
+        ],
         "wrap": bundle.wrap,
         "sheath": bundle.sheath,
     }

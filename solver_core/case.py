@@ -31,6 +31,7 @@ from .junction_spec import (
 )
 from .materials import SectionStiffness, section_stiffness
 from .rest_shape import RestShape, check_rest_resolution, parse_rest, rest_to_dict
+from .wire_routes import route_wires
 
 CASE_FORMAT = "cable-harness-case/1"
 CLIP_KINDS = ("fixed", "rotating", "sliding")
@@ -144,6 +145,7 @@ class Case:
     steps: tuple = ()  # each a dict: cable id -> CableChange
     junctions: dict = field(default_factory=dict)  # id -> junction_spec.JunctionSpec, in case order
     junction_steps: tuple = ()  # per step: junction id -> junction_spec.JunctionMove (fixed junctions)
+    wires: tuple = ()  # wire_routes.WireRoute of every bundle wire with an id
 
     def cable(self, cable_id: str) -> CableSpec:
         for c in self.cables:
@@ -651,6 +653,7 @@ def parse_case(doc) -> Case:
             if c.start_junction is None or (c.end is not None and c.end_junction is None) or c.clips
         }
         check_junction_graph(junctions, ends, anchors, show)
+    wires = route_wires(cables, CaseError)
     raw_obstacles = doc.get("obstacles", [])
     if not isinstance(raw_obstacles, list):
         raise CaseError("obstacles must be a list")
@@ -716,6 +719,7 @@ def parse_case(doc) -> Case:
         steps,
         junctions,
         junction_steps if any(junction_steps) else (),
+        wires,
     )
 
 

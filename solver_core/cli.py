@@ -97,7 +97,9 @@ def solve_to(case, output, lines: bool, echo) -> tuple:
     from .harness import Harness
     from .results import RESULT_FORMAT, STREAM_FORMAT, dumps, dumps_stream_step
     from .run_case import iter_steps
+    from .wire_routes import wires_document
 
+    wires = {"wires": wires_document(case.wires)} if case.wires else {}
     harness = Harness.from_case(case)
     # What exists now (the case, the compiled kernels, the models) lives until the end: the garbage
     # collector need not traverse it again after every step's documents (at 1000 segments its full
@@ -115,12 +117,14 @@ def solve_to(case, output, lines: bool, echo) -> tuple:
                             "result_format": RESULT_FORMAT,
                             "cables": [c.id for c in case.cables],
                             "steps": 1 + len(case.steps),
+                            **wires,
                         }
                     )
                     + "\n"
                 )
             else:
-                output.write(f'{{"format":"{RESULT_FORMAT}","steps":[')
+                head = dumps({"format": RESULT_FORMAT, **wires})[:-1]  # the object left open for the steps
+                output.write(f'{head},"steps":[')
         for index, step in enumerate(iter_steps(case, harness, packed=lines)):
             ok = ok and all(c["converged"] for c in step["cables"].values())
             if output is not None:
@@ -158,9 +162,20 @@ def _solve(args) -> int:
             output.discard()
         raise
     if not args.quiet:
+        for line in _wire_lines(case.wires):
+            print(line)
         for w in warnings:
             print(f"warning: {w}")
     return 0 if ok else 1
+
+
+def _wire_lines(routes):
+    """The bill of materials' routed wires, a line each: ends, length to cut, the cables it runs on."""
+    for r in routes:
+        yield (
+            f"wire {r.id}: {r.count} x {1e3 * r.diameter:.2f} mm, {r.start[0]} ({r.start[1]}) to {r.end[0]} "
+            f"({r.end[1]}), cut {r.length:.4f} m, through {' > '.join(r.cables)}"
+        )
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -5,6 +5,7 @@ from .case import Case, parse_case
 from .errors import CaseError
 from .harness import Harness
 from .results import RESULT_FORMAT, step_result
+from .wire_routes import wires_document
 
 
 def as_case(case) -> Case:
@@ -32,7 +33,10 @@ def solve_case(case) -> dict:
     """Solve a case (a Case or a case document) into one result document."""
     case = as_case(case)
     harness = Harness.from_case(case)
-    doc = {"format": RESULT_FORMAT, "steps": list(iter_steps(case, harness))}
+    doc = {"format": RESULT_FORMAT}
+    if case.wires:
+        doc["wires"] = wires_document(case.wires)
+    doc["steps"] = list(iter_steps(case, harness))
     if harness.warnings:
         doc["warnings"] = list(harness.warnings)
     return doc

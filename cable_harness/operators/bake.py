@@ -10,7 +10,7 @@ import numpy as np
 from .. import follow
 from ..baking import bake_cable, bake_junction, clear_bake
 from ..report import BAKE_LOG_TEXT, LOG_FORMAT
-from ..scene_model import COLLIDER, HarnessInputError, cable_diameter, harness_objects, point_tilts
+from ..scene_model import COLLIDER, HarnessInputError, cable_diameter, harness_objects, is_junction, point_tilts
 from ..simulation import CLEARANCE_SEARCH_M, HarnessSimulation
 from .common import NeedsSolver, cables_in_context
 
@@ -31,11 +31,23 @@ def _holders(ob) -> list[dict]:
     return holders
 
 
+def _junction_name(holder):
+    return holder.name if holder is not None and is_junction(holder) else None
+
+
 def _wires(s, scale) -> list[dict]:
     """The cable's wires for the bill of materials (SI): a bundle's list, or the cable as one wire."""
     if not s.is_bundle:
         return [{"diameter": s.diameter * scale, "material": s.material, "count": 1}]
-    return [{"diameter": w.diameter * scale, "material": w.material, "count": w.count} for w in s.wires]
+    return [
+        {
+            "diameter": w.diameter * scale,
+            "material": w.material,
+            "count": w.count,
+            **({"id": w.wire_id.strip()} if w.wire_id.strip() else {}),
+        }
+        for w in s.wires
+    ]
 
 
 def _frame_record(frame: int, result: dict, gap, gap_s) -> dict:
@@ -109,6 +121,9 @@ class _BakeRun:
                     "holders": _holders(ob),
                     "from": ob.cable_harness.start.name if ob.cable_harness.start else "",
                     "to": ob.cable_harness.end.name if ob.cable_harness.end else "",
+                    # the ends held by junctions: where the bill of materials routes wires on
+                    "from_junction": _junction_name(ob.cable_harness.start),
+                    "to_junction": _junction_name(ob.cable_harness.end),
                     "wires": _wires(ob.cable_harness, scale),
                 }
                 for ob in cables

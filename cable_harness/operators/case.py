@@ -184,6 +184,7 @@ def _import_bundle(settings, spec, scale) -> bool:
     for wire, material, values in wires:
         w = settings.wires.add()
         w.diameter, w.count, w.material = wire.diameter / scale, wire.count, material
+        w.wire_id = wire.id or ""
         if values is not None:
             w.youngs_modulus, w.density = values["E"] / 1e6, values["density"]
             w.poisson_ratio = values.get("nu", 0.3)

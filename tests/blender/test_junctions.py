@@ -177,3 +177,52 @@ def test_an_exported_junction_harness_imports_back_with_its_junction(tmp_path):
             if "junction" in (a[side] or {}):
                 assert b[side]["junction"] == a[side]["junction"]
                 np.testing.assert_allclose(b[side]["outlet"], a[side]["outlet"], atol=1e-6)
+
+
+@pytest.mark.parametrize("unit_scale", [1.0, 0.001])
+def test_a_wire_named_on_two_branches_is_billed_once_from_connector_to_connector(tmp_path, unit_scale):
+    """A wire with the same ID on the trunk and one branch runs through the junction: one row of the
+    bill of materials from the trunk's connector to that branch's, cut to the two branches' lengths
+    (in metres, whatever the scene's unit); the ID goes out with Export Case and comes back in."""
+    j, trunk, branches = y_harness(unit_scale)
+    for ob, ids in ((trunk, ("W1", "W2")), (branches[0], ("W1",)), (branches[1], ("W2", ""))):
+        bpy.context.view_layer.objects.active = ob
+        for wire_id in ids:
+            assert bpy.ops.cable_harness.wire_add() == {"FINISHED"}
+            w = ob.cable_harness.wires[-1]
+            w.diameter, w.count, w.material, w.wire_id = 0.0016 / unit_scale, 1, "pvc_wire", wire_id
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 1
+    bpy.ops.object.select_all(action="DESELECT")
+    assert bpy.ops.cable_harness.bake() == {"FINISHED"}
+    assert bpy.ops.cable_harness.export_report(directory=str(tmp_path)) == {"FINISHED"}
+    bill = {w["wire"]: w for w in json.loads((tmp_path / "report.json").read_text())["bill_of_materials"]}
+    assert set(bill) == {"W1", "W2", f"{branches[1].name}.2"}  # the wire without an ID stays on its branch
+    for wire_id, branch in (("W1", branches[0]), ("W2", branches[1])):
+        row = bill[wire_id]
+        assert (row["from"], row["to"]) == (trunk.cable_harness.start.name, branch.cable_harness.end.name)
+        assert row["cable"] == f"{trunk.name} > {branch.name}" and "problem" not in row
+        expected = (trunk.cable_harness.length + branch.cable_harness.length) * unit_scale
+        assert row["length"] == pytest.approx(expected, rel=1e-6)
+    path = tmp_path / "case.json"
+    assert bpy.ops.cable_harness.export_case(filepath=str(path)) == {"FINISHED"}
+    doc = json.loads(path.read_text())
+    ids = {c["id"]: [w.get("id") for w in c["bundle"]["wires"]] for c in doc["cables"]}
+    assert ids == {trunk.name: ["W1", "W2"], branches[0].name: ["W1"], branches[1].name: ["W2", None]}
+    bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)
+    assert bpy.ops.cable_harness.import_case(filepath=str(path), colliders=False) == {"FINISHED"}
+    for c in doc["cables"]:
+        assert [w.wire_id for w in bpy.data.objects[c["id"]].cable_harness.wires] == [i or "" for i in ids[c["id"]]]
+
+
+def test_a_wire_id_that_ends_inside_a_junction_is_refused_by_name():
+    j, trunk, branches = y_harness()
+    bpy.context.view_layer.objects.active = trunk
+    assert bpy.ops.cable_harness.wire_add() == {"FINISHED"}
+    trunk.cable_harness.wires[-1].wire_id = "W9"
+    bpy.ops.object.select_all(action="DESELECT")
+    trunk.select_set(True)
+    bpy.context.view_layer.objects.active = trunk
+    with pytest.raises(RuntimeError, match=rf"cable '{trunk.name}' .*wire 'W9' ends inside junction '{j.name}'"):
+        bpy.ops.cable_harness.solve()
+    assert not trunk.cable_harness.result_converged and "W9" in trunk.cable_harness.result_message

@@ -185,6 +185,38 @@ def test_the_bill_of_materials_lists_every_wire_with_its_connectors_and_length_t
     assert "wires: 16 in 3 kinds, 12.500 m in all" in report.summary_text(out)
 
 
+def test_a_wire_with_an_id_is_billed_once_through_the_junctions_of_its_branches():
+    """Trunk PSU -> J1, branches J1 -> ECU and J1 -> J2 -> LAMP: W1 on trunk, mid and leaf runs from PSU
+    to LAMP cut to the three lengths; W2 listed on the trunk only ends inside J1: its row says so and
+    has no length; the wire without an id stays its cable's row."""
+
+    def branch(length, start, end, ids, start_j=None, end_j=None):
+        wires = [{"diameter": 0.0016, "material": "pvc_wire", "count": 1, **({"id": i} if i else {})} for i in ids]
+        return {"diameter": 0.004, "allowed_bend_radius": 0.0, "holders": [], "rest_length": length,
+                "material": "pvc_wire", "from": start, "to": end, "from_junction": start_j, "to_junction": end_j,
+                "wires": wires}  # fmt: skip
+
+    log = {
+        "format": report.LOG_FORMAT,
+        "cables": {
+            "trunk": branch(0.5, "PSU", "J1", ["W1", "W2", None], end_j="J1"),
+            "ecu": branch(0.25, "J1", "ECU", [None], start_j="J1"),
+            "mid": branch(0.125, "J2", "J1", ["W1"], start_j="J2", end_j="J1"),  # drawn the other way round
+            "leaf": branch(0.0625, "J2", "LAMP", ["W1"], start_j="J2"),
+        },
+        "frames": {name: [] for name in ("trunk", "ecu", "mid", "leaf")},
+    }
+    bill = {w["wire"]: w for w in report.bill_of_materials(log)}
+    assert set(bill) == {"W1", "W2", "trunk.3", "ecu"}
+    w1 = bill["W1"]
+    assert (w1["from"], w1["to"], w1["cable"]) == ("LAMP", "PSU", "leaf > mid > trunk")
+    assert w1["length"] == 0.5 + 0.125 + 0.0625 and "problem" not in w1
+    assert bill["W2"]["length"] is None and "ends inside junction 'J1'" in bill["W2"]["problem"]
+    rows = [r for r in report.bill_rows({"bill_of_materials": list(bill.values())}) if r.get("ok") is False]
+    assert len(rows) == 1 and "W2" in rows[0]["quantity"]
+    assert "wire W2: NOT ROUTED" in report.summary_text({"cables": [], "bill_of_materials": list(bill.values())})
+
+
 def test_solver_messages_are_put_in_the_panels_words_and_the_scenes_unit():
     text = "cable 'power'.clips[0].s = 0.184066 m (with length 0.01 m) lies outside the cable's interior, 0 to 0.15 m"
     assert scene_model.plain_message(text, 0.001) == (
