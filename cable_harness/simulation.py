@@ -267,6 +267,9 @@ class HarnessSimulation:
                 f"{b['cable']} {float(np.linalg.norm(b['force'])):.3g} N" for b in documents[spec.id]["branches"]
             )
             state = "balanced" if last is not None and last.converged else "NOT balanced (last good state)"
+            push = sum((np.asarray(c["force"]) for c in documents[spec.id]["contacts"]), np.zeros(3))
+            if documents[spec.id]["contacts"]:
+                state += f", resting on an obstacle ({float(np.linalg.norm(push)):.3g} N)"
             ob.cable_harness.junction_readout = f"{state}; branch pulls: {pulls}" if pulls else state
             if spec.fixed or spec.id not in self.junction_frames:
                 continue

@@ -12,7 +12,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .contact import NODE_KINDS, SELF_KINDS
-from .contact_energy import contact_energy
+from .contact_energy import contact_energy, contact_energy_of
 from .crossing import step_crosses_triangles
 from .kernel_arrays import ContactParameters, InteractionArrays, ObstacleArrays
 from .mounts import compliant_energy, sliding_crossings, sliding_energy
@@ -302,7 +302,7 @@ class Interactions:
         gap, t, normal, point = np.empty(n), np.empty(n), np.empty((n, 3)), np.empty((n, 3))
         force = np.empty((n, 3))
         u = np.empty(n)
-        contact_energy(
+        energy = contact_energy(
             state.positions,
             kind,
             elem,
@@ -325,8 +325,48 @@ class Interactions:
             force,
         )
         evaluated = kind, elem, prim, gap, t, normal, point, u, force
-        self.__dict__["_evaluated"] = (self.obstacles, stiffness, state.positions.copy(), evaluated)
+        self.__dict__["_evaluated"] = (self.obstacles, stiffness, state.positions.copy(), evaluated, float(energy))
         return evaluated
+
+    def contact_energy_at(self, state: RodState) -> float:
+        """The penalty energy of the contacts at ``state`` (J) that the cable's free nodes feel: part of
+        the energy a junction's branches hold (junctions.py), as their contact forces are part of what
+        the branch ends carry. A node a connector or junction holds is left out: its push goes to the
+        holder, not along the cable (diagnostics.reactions), and a junction has its own contact."""
+        if not self.uses_contact:
+            return 0.0
+        kind, elem, prim, gap, t, normal, point, u, force = self._evaluate_pairs(state)
+        model = self.model
+        held_node = model.fixed[model.node_dof[:, None] + np.arange(3)].all(axis=1)
+        held = np.isin(kind, NODE_KINDS) & ~np.isin(kind, SELF_KINDS) & held_node[elem]
+        if not held.any():
+            return self.__dict__["_evaluated"][4]
+        return float(
+            contact_energy_of(
+                np.flatnonzero(~held),
+                state.positions,
+                kind,
+                elem,
+                prim,
+                self._shifted_obstacles(),
+                self.node_radius,
+                self.stiffness,
+                self.node_lengths,
+                model.rest_len,
+                model.node_dof,
+                np.zeros(1),
+                np.zeros((1, 1)),
+                0,
+                0,
+                gap.copy(),
+                t.copy(),
+                normal.copy(),
+                point.copy(),
+                u.copy(),
+                force.copy(),
+                np.empty((0, 12)),
+            )
+        )
 
     def _touching_candidates(self, state: RodState, obstacles: tuple):
         """The pairs that may touch at ``state`` from the candidates of the solve that ended there (those

@@ -30,8 +30,10 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .branch_crossing import crossing
+from .contact import PENETRATION_TOLERANCE
 from .diagnostics import elastic_and_load_energy, reactions
 from .equilibrium import SolveReport
+from .junction_contact import JunctionContact
 from .junction_spec import end_frame_at
 from .rod_state import interpolate_boundary
 from .rotations import axis_angle_matrix, slerp_matrix
@@ -100,6 +102,7 @@ class JunctionSystem:
     # last converged step, for the predictor
     last_motion: tuple | None = None
     formed_at: tuple | None = None  # (frames, _end_loads) where the stiffness was last formed by differences
+    contact: list | None = None  # per junction, its ball against the obstacles (junction_contact.py)
     _load_cache: dict = field(default_factory=dict, repr=False)  # cable id -> (its state, _branch_loads)
 
     @classmethod
@@ -116,14 +119,75 @@ class JunctionSystem:
         """What a solve changes here, to undo it (Harness.checkpoint)."""
         stiffness = None if self.stiffness is None else self.stiffness.copy()
         kept = (self.broyden_updates, self.residual, dict(self.loads), self.last, self.last_motion, self.formed_at)
-        return self.frames.copy(), stiffness, kept
+        return self.frames.copy(), stiffness, kept, self._contact_state()
 
     def restore(self, kept: tuple) -> None:
-        frames, stiffness, (self.broyden_updates, self.residual, loads, self.last, self.last_motion, self.formed_at) = (
-            kept
-        )
+        frames, stiffness, inner, contact = kept
+        self.broyden_updates, self.residual, loads, self.last, self.last_motion, self.formed_at = inner
         self.frames, self.loads = frames.copy(), dict(loads)
         self.stiffness = None if stiffness is None else stiffness.copy()
+        self._restore_contact(contact)
+
+    def _contact_state(self):
+        if self.contact is None:
+            return None
+        return [(c.stiffness, c.stiffenings, list(c.contacts)) for c in self.contact]
+
+    def _restore_contact(self, state) -> None:
+        if state is None or self.contact is None:
+            return
+        for c, (stiffness, stiffenings, contacts) in zip(self.contact, state):
+            c.stiffness, c.stiffenings, c.contacts = stiffness, stiffenings, list(contacts)
+
+    def _ensure_contact(self, harness) -> None:
+        """Each junction's ball: the radius of its widest branch, the stiffness of a node of its stiffest
+        branch as long as the ball is wide (junction_contact.py)."""
+        if self.contact is not None:
+            return
+        self.contact = []
+        for k in range(len(self.specs)):
+            ids = self.adjacent(k)
+            radius = max((harness.cable_radius(cid) for cid in ids), default=0.0)
+            narrowest = min((harness.cable_radius(cid) for cid in ids), default=0.0)
+            per_length = max((harness.cables[cid].interactions.base_stiffness for cid in ids), default=0.0)
+            k = per_length * 2.0 * radius
+            self.contact.append(JunctionContact(radius, k, k, 0.5 * PENETRATION_TOLERANCE * narrowest))
+
+    def _balanced_to_resolution(self, harness, frames, scaled, total, energy, noise) -> bool:
+        """Whether a state no step improves is a minimum as far as the energy can tell: the condensed
+        stiffness (formed here) positive definite beyond its noise, the junctions clear of obstacles,
+        and all a Newton step could still gain, g K^-1 g / 2, below the energy's resolution. Branches
+        in contact next to a junction answer its smallest moves with their contact's jumps, which can
+        hold the force out of balance above the branches' summed tolerance (it is reported as is)."""
+        K = 0.5 * (total + total.T)
+        if np.linalg.eigvalsh(K)[0] <= noise:
+            return False
+        if any(self.contact[k].too_deep(harness.obstacles, frames.position[k]) for k in self.free):
+            return False
+        gain = 0.5 * float(scaled @ np.linalg.solve(K, scaled))
+        return gain <= ENERGY_RESOLUTION * max(abs(energy), self.energy_scale)
+
+    def _leave_saddle(self, harness, targets, frames, energy, direction, L, counters):
+        """(frames, energy) a full step along the direction of negative stiffness, to the side where
+        the energy falls, or None (the branches are put back)."""
+        ids = list(self.branches)
+        step = direction * self._step_cap(harness, direction, L)
+        for sign in (1.0, -1.0):
+            saved = _snapshot(harness, ids)
+            trial = self._moved(frames, sign * step, L)
+            ok, _message = self._evaluate_unless_crossing(harness, targets, frames, trial, ids, counters)
+            e_trial = self.energy(harness, trial) if ok else np.inf
+            if ok and e_trial < energy:
+                return trial, e_trial
+            _restore(harness, saved)
+        return None
+
+    def _crosses(self, harness, a: "JunctionFrames", b: "JunctionFrames") -> int | None:
+        """The first free junction whose centre passes through an obstacle between frames a and b."""
+        for k in self.free:
+            if self.contact[k].crosses(harness.obstacles, a.position[k], b.position[k]):
+                return k
+        return None
 
     def index(self, jid: str) -> int:
         for k, spec in enumerate(self.specs):
@@ -154,8 +218,10 @@ class JunctionSystem:
         """Solve every branch and free junction for the branches' ``targets`` (cable id -> Boundary or
         None) and the fixed junctions' ``moves`` (id -> JunctionMove); returns {cable id: SolveReport}."""
         t0 = time.perf_counter()
+        self._ensure_contact(harness)
         ids = list(self.branches)
         start_frames = self.frames.copy()
+        start_contact = self._contact_state()
         start_sessions = _snapshot(harness, ids)
         base = {cid: targets.get(cid) or harness.cables[cid].boundary for cid in ids}
         # the starting boundaries: where the branches are held now (before the first solve: the case's)
@@ -171,6 +237,8 @@ class JunctionSystem:
         report = None
         holders_move = _holders_move(before, base, start_frames, end_frames)
         predicted = self._predicted(start_frames, holders_move)
+        if predicted is not None and self._crosses(harness, start_frames, predicted) is not None:
+            predicted = None
         for split in range(MAX_SPLITS + 1):
             pieces = 2**split
             if split == 0 and predicted is not None:
@@ -192,9 +260,11 @@ class JunctionSystem:
                 report = JunctionReport(False, cut)
                 _restore(harness, start_sessions)
                 self.frames = start_frames.copy()
+                self._restore_contact(start_contact)
                 break
             _restore(harness, start_sessions)
             self.frames = start_frames.copy()
+            self._restore_contact(start_contact)
             if counters.get("refused"):
                 break  # a branch refused for stretch: smaller pieces end at the same place
         elapsed = (time.perf_counter() - t0) * 1e3
@@ -269,9 +339,23 @@ class JunctionSystem:
             scaled = self._scaled(g, L)
             if _within(g, tolerance):
                 if not fresh and not self._kept_stiffness_holds(harness, frames, noise):
-                    self.stiffness = self._fd_stiffness(harness, targets, frames, g, L, counters)
+                    self.stiffness = self._fd_stiffness(harness, targets, frames, L, counters)
                     fresh = True
-                negative, direction = _negative_direction(self.stiffness, noise)
+                deep = [k for k in self.free if self.contact[k].too_deep(harness.obstacles, frames.position[k])]
+                if deep:  # balanced on a penalty too soft for the load: stiffen it and balance again
+                    if not all(self.contact[k].stiffen() for k in deep):
+                        depth = self.contact[deep[0]].depth(harness.obstacles, frames.position[deep[0]])
+                        contact_allowed = self.contact[deep[0]].allowed_depth
+                        return JunctionReport(
+                            False,
+                            f"junction {self.specs[deep[0]].id!r} is pressed {depth * 1e3:.3g} mm into an obstacle "
+                            f"by its branches (more than {contact_allowed * 1e3:.3g} mm at the stiffest contact)",
+                        )
+                    g, energy = self._gradient(harness, frames), self.energy(harness, frames)
+                    tolerance = self._tolerance(harness)
+                    noise = _noise(tolerance, L)
+                    continue
+                negative, direction = _negative_direction(self._total_stiffness(harness, frames, L), noise)
                 if not negative:
                     done = JunctionReport(True, "converged", stable=True, escapes=escapes)
                     return self._accept(harness, frames, g, done)
@@ -280,33 +364,36 @@ class JunctionSystem:
                         False, "the junctions are in an unstable equilibrium (a saddle) and no descent was found"
                     )
                 escapes += 1
-                step = direction * self._step_cap(harness, direction, L)
-                left = None
-                for sign in (1.0, -1.0):  # the side the energy falls to
-                    saved = _snapshot(harness, ids)
-                    trial = self._moved(frames, sign * step, L)
-                    ok, message = self._evaluate(harness, targets, trial, ids, counters)
-                    e_trial = self.energy(harness, trial) if ok else np.inf
-                    if ok and e_trial < energy:
-                        left = trial
-                        break
-                    _restore(harness, saved)
+                left = self._leave_saddle(harness, targets, frames, energy, direction, L, counters)
                 if left is None:
                     return JunctionReport(False, "the junctions sit on a saddle and no move off it lowers the energy")
-                frames, g, energy, fresh = left, self._gradient(harness, left), e_trial, False
+                frames, energy = left
+                g, fresh = self._gradient(harness, frames), False
                 continue
             stale = self.broyden_updates - updates_before > REFRESH_AFTER
             if self.stiffness is None or (not fresh and (rejects >= 1 or poor or stale)):
-                self.stiffness = self._fd_stiffness(harness, targets, frames, g, L, counters)
+                self.stiffness = self._fd_stiffness(harness, targets, frames, L, counters)
                 fresh, updates_before = True, 0
-            K = 0.5 * (self.stiffness + self.stiffness.T)
-            step = _newton_step(self.stiffness, scaled, noise)
+            total = self._total_stiffness(harness, frames, L)
+            K = 0.5 * (total + total.T)
+            negative, direction = _negative_direction(total, noise)
+            if negative and fresh and rejects >= 2 and escapes < MAX_ESCAPES:
+                # near a saddle, short of the tolerance: steps whose energy change the round-off hides
+                # are judged by the force out of balance, which grows off a saddle; leave it as at one
+                left = self._leave_saddle(harness, targets, frames, energy, direction, L, counters)
+                if left is not None:
+                    escapes += 1
+                    frames, energy = left
+                    g, fresh, rejects, radius = self._gradient(harness, frames), False, 0, 1.0
+                    continue
+            step = _newton_step(total, scaled, noise)
             step *= min(1.0, radius * self._step_cap(harness, step, L))
+            step *= self._approach_cap(harness, frames, step, L)
             predicted = float(scaled @ step + 0.5 * step @ K @ step)
             positive = bool(np.linalg.eigvalsh(K)[0] > noise)
             saved = _snapshot(harness, ids)
             trial = self._moved(frames, step, L)
-            ok, message = self._evaluate(harness, targets, trial, ids, counters)
+            ok, message = self._evaluate_unless_crossing(harness, targets, frames, trial, ids, counters)
             if ok:
                 g_trial = self._gradient(harness, trial)
                 e_trial = self.energy(harness, trial)
@@ -323,7 +410,11 @@ class JunctionSystem:
                     )
                 if ratio > 0.1 or (positive and _merit(s_trial) < _merit(scaled)) or _within(g_trial, tolerance):
                     poor = ratio < 0.5
-                    _broyden(self.stiffness, step, s_trial - scaled)
+                    # the secant of the branches' part alone: the contact's is exact (_total_stiffness)
+                    change = s_trial - scaled
+                    change -= self._scaled(self._contact_gradient(harness, trial), L)
+                    change += self._scaled(self._contact_gradient(harness, frames), L)
+                    _broyden(self.stiffness, step, change)
                     self.broyden_updates += 1
                     frames, g, energy, fresh = trial, g_trial, e_trial, False
                     radius = min(1.0, 2.0 * radius) if ratio > 0.75 else radius
@@ -333,6 +424,9 @@ class JunctionSystem:
             rejects += 1
             radius *= 0.25
             if rejects > MAX_REJECTS:
+                if fresh and self._balanced_to_resolution(harness, frames, scaled, total, energy, noise):
+                    done = JunctionReport(True, "converged", stable=True, escapes=escapes)
+                    return self._accept(harness, frames, g, done)
                 why = message if not ok else "no step lowered the energy"
                 return JunctionReport(False, f"the junctions found no equilibrium ({why})")
         return JunctionReport(False, f"the junctions did not balance within {MAX_OUTER} iterations")
@@ -368,6 +462,8 @@ class JunctionSystem:
         return harness.world_nodes(cid), harness.cables[cid].model.node_s, harness.cable_radius(cid)
 
     def _accept(self, harness, frames, g, report) -> JunctionReport:
+        for k in self.free:
+            self.contact[k].record(harness.obstacles, frames.position[k])
         self.frames = frames
         self.residual = g.copy()
         self.loads = self._loads(harness)
@@ -385,6 +481,14 @@ class JunctionSystem:
                 return False, f"cable {cid!r}: {report.message}"
         return True, ""
 
+    def _evaluate_unless_crossing(self, harness, targets, frames, trial, ids, counters) -> tuple:
+        """``_evaluate`` at ``trial``, unless a junction's centre would pass through an obstacle on the way
+        from ``frames`` (a thin plate stepped over)."""
+        k = self._crosses(harness, frames, trial)
+        if k is not None:
+            return False, f"junction {self.specs[k].id!r} would pass through an obstacle"
+        return self._evaluate(harness, targets, trial, ids, counters)
+
     def _branch_loads(self, harness, cid):
         """(side, junction index, force, moment) the junction exerts on branch ``cid`` at each held end;
         kept per state (a finite-difference column re-solves only a junction's own branches)."""
@@ -401,7 +505,52 @@ class JunctionSystem:
         return loads
 
     def _gradient(self, harness, frames) -> np.ndarray:
-        """dE/dp and dE/dw of every junction, (n, 6): what the branches carry, less the junction's weight."""
+        """dE/dp and dE/dw of every junction, (n, 6): what the branches carry, less the junction's weight
+        and what the obstacles push it with."""
+        return self._branch_gradient(harness) + self._contact_gradient(harness, frames)
+
+    def _contact_gradient(self, harness, frames) -> np.ndarray:
+        gc = np.zeros((len(self.specs), 6))
+        for k in self.free:
+            gc[k, :3] = -self.contact[k].force(harness.obstacles, frames.position[k])
+        return gc
+
+    def _total_stiffness(self, harness, frames, L: float) -> np.ndarray:
+        """The condensed stiffness of the branches (differences, Broyden) plus the Hessian of the
+        junctions' own contact penalty, exact (a penalty stiffer than the branches by orders of magnitude
+        would drown a secant model), in the scaled variables."""
+        K = self.stiffness.copy()
+        for i, k in enumerate(self.free):
+            K[6 * i : 6 * i + 3, 6 * i : 6 * i + 3] += (
+                L * L * self.contact[k].hessian(harness.obstacles, frames.position[k])
+            )
+        return K
+
+    def _approach_cap(self, harness, frames, step, L: float) -> float:
+        """The largest fraction (<= 1) of ``step`` that sinks no junction deeper into an obstacle than
+        twice what it may sink at a balance (junction_contact.py: then as deep as its branches' ends
+        may sink), or than it is already: the penalty's Hessian knows only the contacts where the
+        junctions are (as step_limits does for a cable's nodes)."""
+        t = 1.0
+        for i, k in enumerate(self.free):
+            contact, p = self.contact[k], frames.position[k]
+            move = L * step[6 * i : 6 * i + 3]
+            # twice what it may sink at a balance (as ITERATE_PENETRATION is for a cable), so that a
+            # junction resting at that depth can still slide along the surface
+            allowed = max(2.0 * contact.allowed_depth, contact.depth(harness.obstacles, p))
+            if contact.depth(harness.obstacles, p + t * move) <= allowed:
+                continue
+            low, high = 0.0, t
+            for _ in range(40):
+                mid = 0.5 * (low + high)
+                if contact.depth(harness.obstacles, p + mid * move) <= allowed:
+                    low = mid
+                else:
+                    high = mid
+            t = low
+        return t
+
+    def _branch_gradient(self, harness) -> np.ndarray:
         g = np.zeros((len(self.specs), 6))
         for cid in self.branches:
             for _side, k, force, moment in self._branch_loads(harness, cid):
@@ -424,13 +573,21 @@ class JunctionSystem:
         """Per junction (6,): the sum of the held branch ends' residual tolerances."""
         tol = np.zeros((len(self.specs), 6))
         for cid, ends in self.branches.items():
-            model = harness.cables[cid].model
+            session = harness.cables[cid]
+            model = session.model
+            # with the floor of round-off a stiff contact or clip puts under a branch's residual
+            dof_tol = session.interactions.dof_tolerance(session.boundary)
             for side, held in ends:
                 k = self.index(held.junction)
                 node = 0 if side == "start" else model.n_nodes - 1
                 rot = model.start_frame if side == "start" else model.end_frame
-                tol[k, :3] += model.dof_tol[model.node_dof[node]]
-                tol[k, 3:] += model.dof_tol[model.rot_dof[rot]]
+                tol[k, :3] += dof_tol[model.node_dof[node]]
+                tol[k, 3:] += dof_tol[model.rot_dof[rot]]
+        L = self._length_scale(harness)
+        for k in self.free:  # and of the junction's own contact (as Interactions.dof_tolerance)
+            floor = 64.0 * np.finfo(float).eps * self.contact[k].stiffness * L
+            tol[k, :3] = np.maximum(tol[k, :3], floor)
+            tol[k, 3:] = np.maximum(tol[k, 3:], floor * L)
         return tol
 
     def _length_scale(self, harness) -> float:
@@ -467,34 +624,38 @@ class JunctionSystem:
                 cap = min(cap, MAX_TURN / turn)
         return cap
 
-    def _fd_stiffness(self, harness, targets, frames, g, L, counters) -> np.ndarray:
+    def _fd_stiffness(self, harness, targets, frames, L, counters) -> np.ndarray:
         """The condensed stiffness d g_hat / d y by forward differences, each column re-solving only the
         branches of the junction moved; the branches are put back afterwards."""
         n = 6 * len(self.free)
         K = np.zeros((n, n))
-        base = self._scaled(g, L)
+        base = self._scaled(self._branch_gradient(harness), L)
         for i, k in enumerate(self.free):
             ids = self.adjacent(k)
             saved = _snapshot(harness, ids)
             for c in range(6):
                 step = np.zeros(n)
                 step[6 * i + c] = FD_STEP
-                ok, _message = self._evaluate(harness, targets, self._moved(frames, step, L), ids, counters)
+                moved = self._moved(frames, step, L)
+                ok, _message = self._evaluate(harness, targets, moved, ids, counters)
                 if ok:
-                    K[:, 6 * i + c] = (self._scaled(self._gradient(harness, frames), L) - base) / FD_STEP
+                    K[:, 6 * i + c] = (self._scaled(self._branch_gradient(harness), L) - base) / FD_STEP
                 else:  # a branch that cannot follow so small a move: take its stiffness as large
                     K[6 * i + c, 6 * i + c] = abs(base).max() / FD_STEP + 1.0
                 _restore(harness, saved)
         self.broyden_updates = 0
-        self.formed_at = (frames.copy(), self._end_loads(harness, L))
+        self.formed_at = (frames.copy(), self._end_loads(harness, L, frames))
         return K
 
-    def _end_loads(self, harness, L: float) -> np.ndarray:
-        """Every junction-held branch end's force (times L) and moment, one vector (energy units)."""
+    def _end_loads(self, harness, L: float, frames: JunctionFrames) -> np.ndarray:
+        """Every junction-held branch end's force (times L) and moment, and the obstacles' force on each
+        free junction (times L), one vector (energy units)."""
         parts = []
         for cid in self.branches:
             for _side, _k, force, moment in self._branch_loads(harness, cid):
                 parts += [L * force, moment]
+        for k in self.free:
+            parts.append(L * self.contact[k].force(harness.obstacles, frames.position[k]))
         return np.concatenate(parts)
 
     def _kept_stiffness_holds(self, harness, frames: JunctionFrames, noise: float) -> bool:
@@ -508,7 +669,7 @@ class JunctionSystem:
             return False
         then, loads = self.formed_at
         L = self._length_scale(harness)
-        change = np.linalg.norm(self._end_loads(harness, L) - loads)
+        change = np.linalg.norm(self._end_loads(harness, L, frames) - loads)
         if change > TRUST_LOAD_CHANGE * max(float(np.linalg.norm(loads)), 1e-300):
             return False
         for k in self.free:
@@ -539,6 +700,11 @@ class JunctionSystem:
                     {"cable": cid, "end": side, "force": f.tolist(), "moment": m.tolist()}
                     for cid, side, f, m in self.loads.get(spec.id, [])
                 ],
+                # the obstacles' push on the junction's own sleeve (the ball of its widest branch's radius)
+                "contacts": [
+                    {"point": q.tolist(), "normal": n.tolist(), "force": f.tolist()}
+                    for q, n, f in ([] if self.contact is None else self.contact[k].contacts)
+                ],
             }
         return out
 
@@ -553,13 +719,18 @@ class JunctionSystem:
         return total
 
     def energy(self, harness, frames: JunctionFrames) -> float:
-        """Elastic and load energy of the branches plus the junctions' weight at ``frames`` (J)."""
+        """Elastic, load and contact energy of the branches plus the junctions' weight and contact at
+        ``frames`` (J): the energy whose gradient ``_gradient`` is (the branches' contact forces are in
+        what their ends carry)."""
         total = 0.0
         for cid in self.branches:
             s = harness.cables[cid]
             total += elastic_and_load_energy(s.model, s.state) - float(np.sum(s.model.node_force * s.model.origin))
+            total += s.interactions.contact_energy_at(s.state)
         for k, spec in enumerate(self.specs):
             total -= spec.mass * float(harness.case.gravity @ frames.position[k])
+        for k in self.free:
+            total += self.contact[k].energy(harness.obstacles, frames.position[k])
         return total
 
 

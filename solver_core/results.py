@@ -355,6 +355,10 @@ def contact_documents(contacts, model, ids) -> dict:
     for kind, elem, t, point, normal, force, gap, prim, u in contacts:
         k, e = locate(elem)
         part = parts[k]
+        if kind in NODE_KINDS and kind not in SELF_KINDS and part.fixed[part.node_dof[e] : part.node_dof[e] + 3].all():
+            # a node a connector or junction holds: its holder takes the push (the holder's reaction
+            # is the rod's own, diagnostics.reactions), the rod feels none of it
+            continue
         s = part.node_s[e] + (0.0 if kind in NODE_KINDS else t * part.rest_len[e])
         surface = point - 0.5 * part.cable.diameter * normal
         entry = {

@@ -15,7 +15,7 @@ from helpers.blender_env import MODULE
 from helpers.blender_scenes import curve_world_points, place
 
 
-def y_harness(unit_scale=1.0, fixed=False):
+def y_harness(unit_scale=1.0, fixed=False, junction_z=0.0):
     """A connector, a junction 0.25 m along x and two connectors beyond it at +-0.15 m in y, drawn with
     Add Junction and Cable Between Selected. Returns (junction, trunk, branches)."""
     scene = bpy.context.scene
@@ -25,7 +25,7 @@ def y_harness(unit_scale=1.0, fixed=False):
     place(a, (0.0, 0.0, 0.0), unit_scale, (0.0, math.pi / 2.0, 0.0))  # outlet along +x
     assert bpy.ops.cable_harness.add_junction() == {"FINISHED"}
     j = bpy.context.active_object
-    place(j, (0.25, 0.0, 0.0), unit_scale)
+    place(j, (0.25, 0.0, junction_z), unit_scale)
     j.cable_harness.junction_fixed = fixed
     ends = []
     for y in (0.15, -0.15):
@@ -226,3 +226,24 @@ def test_a_wire_id_that_ends_inside_a_junction_is_refused_by_name():
     with pytest.raises(RuntimeError, match=rf"cable '{trunk.name}' .*wire 'W9' ends inside junction '{j.name}'"):
         bpy.ops.cable_harness.solve()
     assert not trunk.cable_harness.result_converged and "W9" in trunk.cable_harness.result_message
+
+
+def test_a_heavy_junction_comes_to_rest_on_a_collider():
+    """The junction drawn low, so that its branches rise from it (a V): heavy, it sinks onto a
+    collider plane under it and rests there, clear of it within the contact tolerance, and its panel
+    read-out says so."""
+    j, trunk, branches = y_harness(junction_z=-0.04)
+    j.cable_harness.junction_mass = 0.2
+    bpy.ops.mesh.primitive_plane_add(size=0.4, location=(0.25, 0.0, -0.05))
+    plane = bpy.context.active_object
+    plane.cable_harness.role = "COLLIDER"
+    bpy.ops.object.select_all(action="DESELECT")
+    trunk.select_set(True)
+    bpy.context.view_layer.objects.active = trunk
+    assert bpy.ops.cable_harness.solve() == {"FINISHED"}
+    radius = 0.5 * max(ob.cable_harness.diameter for ob in (trunk, *branches))
+    z = j.matrix_world.translation.z
+    messages = [ob.cable_harness.result_message for ob in (trunk, *branches)]
+    assert trunk.cable_harness.result_converged and all(b.cable_harness.result_converged for b in branches), messages
+    assert z - (-0.05) - radius >= -0.005 * radius and z - (-0.05) - radius < 1e-6
+    assert "resting on an obstacle" in j.cable_harness.junction_readout

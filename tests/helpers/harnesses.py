@@ -1,0 +1,79 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Branched harnesses for the junction tests: branches, junction ends and connectors, and the total
+force and moment on a harness from its result alone (connectors, every node's weight, every contact,
+the junctions' weight and their own contacts)."""
+
+import numpy as np
+
+from helpers.cases import cable
+
+G = 9.81
+STIFF = {"E": 2e9, "nu": 0.35, "density": 1400.0}  # a PVC-sheathed bundle's order of stiffness
+AT_ORIGIN = {"position": [0.0, 0.0, 0.0], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}
+
+
+def branch(cid, length, start, end, segments=20, diameter=0.004, material=None):
+    return cable(
+        id=cid, length=length, start=start, end=end, segments=segments, diameter=diameter, material=material or STIFF
+    )
+
+
+def at(jid, outlet):
+    return {"junction": jid, "outlet": list(np.asarray(outlet, float) / np.linalg.norm(outlet))}
+
+
+def connector(position, tangent, normal=None):
+    frame = {"position": list(position), "tangent": list(np.asarray(tangent, float) / np.linalg.norm(tangent))}
+    if normal is not None:
+        frame["normal"] = list(normal)
+    return frame
+
+
+def node_masses(doc, diameter=0.004, density=STIFF["density"]):
+    """Lumped mass of every node from the result's rest arc lengths (half of each segment's)."""
+    mu = density * np.pi * diameter**2 / 4.0
+    s = np.asarray(doc["arc_lengths"])
+    m = np.zeros(len(s))
+    m[:-1] += 0.5 * mu * np.diff(s)
+    m[1:] += 0.5 * mu * np.diff(s)
+    return m
+
+
+def balance(result, junction_masses, diameters=None):
+    """Total force and moment (about the origin) on the harness from its connectors, its weight and the
+    junctions' weight: zero at an equilibrium. From the result alone, independent of the solver's balance."""
+    gravity = np.array([0.0, 0.0, -G])
+    force, moment = np.zeros(3), np.zeros(3)
+    for cid, c in result["cables"].items():
+        nodes = np.asarray(c["nodes"])
+        w = node_masses(c, (diameters or {}).get(cid, 0.004))[:, None] * gravity
+        force += w.sum(axis=0)
+        moment += np.cross(nodes, w).sum(axis=0)
+        for contact in c["contacts"]:
+            force += contact["force"]
+            moment += np.cross(contact["point"], contact["force"])
+        for side, fm in c["end_forces"].items():
+            f, m = np.asarray(fm["force"]), np.asarray(fm["moment"])
+            point = nodes[0] if side == "start" else nodes[-1]
+            force += f
+            moment += np.cross(point, f) + m
+    # the ends held by junctions are internal: what the junction gives one branch the others give back
+    for jid, j in result["junctions"].items():
+        p = np.asarray(j["position"])
+        for b in j["branches"]:
+            force += b["force"]
+            moment += np.cross(p, b["force"]) + np.asarray(b["moment"])
+        force += junction_masses.get(jid, 0.0) * gravity
+        moment += np.cross(p, junction_masses.get(jid, 0.0) * gravity)
+        for contact in j["contacts"]:  # obstacles pushing on the junction itself
+            force += contact["force"]
+            moment += np.cross(contact["point"], contact["force"])
+    return force, moment
+
+
+def force_scale(result, weight):
+    """What a balance is judged against: the harness's weight or the largest force a holder carries,
+    whichever is larger (the branches resolve forces to a fraction of what they carry, and a stiff
+    contact's round-off floor to a fraction of its stiffness: Interactions.dof_tolerance)."""
+    carried = max(np.abs(fm["force"]).max() for c in result["cables"].values() for fm in c["end_forces"].values())
+    return max(weight, float(carried))

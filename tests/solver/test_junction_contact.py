@@ -1,0 +1,151 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""A junction's own contact with obstacles (junction_contact.py): its nearest points and path crossings
+against brute force, and a heavy junction coming to rest on a floor and on a thin plate, in balance
+with what the obstacles push back with (from the result alone), never through them."""
+
+import numpy as np
+import pytest
+from helpers.cases import case, solve
+from helpers.harnesses import AT_ORIGIN, G, at, balance, branch, connector, force_scale, node_masses
+
+from solver_core.contact import PENETRATION_TOLERANCE
+from solver_core.junction_contact import closest_points_on_triangles, segment_crosses_triangles
+
+RADIUS = 0.004  # the junction's: its widest branch's, the trunk's
+MASS = 0.05  # kg: sags the junction about 40 mm with nothing below it
+
+
+def test_nearest_points_on_triangles_match_dense_sampling():
+    rng = np.random.default_rng(7)
+    tris = rng.normal(size=(40, 3, 3))
+    u, v = np.meshgrid(np.linspace(0, 1, 301), np.linspace(0, 1, 301))
+    keep = u + v <= 1.0
+    u, v = u[keep], v[keep]
+    for p in rng.normal(scale=2.0, size=(25, 3)):
+        nearest = closest_points_on_triangles(p, tris)
+        for t, q in zip(tris, nearest):
+            samples = t[0] + u[:, None] * (t[1] - t[0]) + v[:, None] * (t[2] - t[0])
+            sampled = np.linalg.norm(samples - p, axis=1).min()
+            exact = np.linalg.norm(q - p)
+            # q lies on the triangle and is no farther than any sample (the grid is 1/300 of an edge)
+            assert exact <= sampled + 1e-12
+            assert sampled - exact <= 0.02 * np.linalg.norm(t[1] - t[0]) + 0.02 * np.linalg.norm(t[2] - t[0])
+            w = np.linalg.lstsq(np.column_stack([t[1] - t[0], t[2] - t[0]]), q - t[0], rcond=None)[0]
+            assert w.min() >= -1e-9 and w.sum() <= 1.0 + 1e-9
+
+
+def test_path_crossings_match_a_sign_change_inside_the_triangle():
+    rng = np.random.default_rng(11)
+    for _ in range(400):
+        tri = rng.normal(size=(1, 3, 3))
+        p0, p1 = rng.normal(size=3), rng.normal(size=3)
+        a, b, c = tri[0]
+        n = np.cross(b - a, c - a)
+        s0, s1 = (p0 - a) @ n, (p1 - a) @ n
+        expected = False
+        if s0 * s1 < 0.0:  # where the path meets the plane: inside the triangle (barycentric)?
+            x = p0 + s0 / (s0 - s1) * (p1 - p0)
+            w = np.linalg.lstsq(np.column_stack([b - a, c - a]), x - a, rcond=None)[0]
+            margin = min(w.min(), 1.0 - w.sum())
+            if abs(margin) < 1e-9:
+                continue  # on an edge: either answer is right
+            expected = margin > 0.0
+        assert segment_crosses_triangles(p0, p1, tri) == expected
+
+
+def v_on(obstacles, mass=MASS, tilt=0.4):
+    """A Y harness whose junction is the bottom of a V: a thick trunk (8 mm) comes down into it and
+    two 4 mm branches leave it upwards at +-40 degrees; heavy, the junction sags about 90 mm with
+    nothing below it, and a floor above that meets the junction's own sleeve (its radius the trunk's)
+    before any branch."""
+    a = np.radians(40.0)
+    out1, out2 = [np.cos(a), np.sin(a), tilt], [np.cos(a), -np.sin(a), tilt]
+    end1 = [0.25 + 0.25 * np.cos(a), 0.25 * np.sin(a), 0.0]
+    end2 = [end1[0], -end1[1], 0.0]
+    return case(
+        branch("trunk", 0.27, AT_ORIGIN, at("J", [1, 0, -tilt]), diameter=2 * RADIUS),
+        branch("left", 0.27, at("J", out1), connector(end1, [np.cos(a), np.sin(a), 0])),
+        branch("right", 0.27, at("J", out2), connector(end2, [np.cos(a), -np.sin(a), 0])),
+        junctions=[{"id": "J", "position": [0.25, 0.0, 0.0], "mass": mass}],
+        obstacles=obstacles,
+    )
+
+
+def node_weight(result):
+    """The harness's weight from the result alone: every node's lumped mass (8 mm trunk, 4 mm branches)."""
+    total = MASS * G
+    for cid, c in result["cables"].items():
+        total += node_masses(c, diameter=2 * RADIUS if cid == "trunk" else 0.004).sum() * G
+    return total
+
+
+def test_a_heavy_junction_rests_on_a_floor_in_balance_with_it():
+    free = solve(v_on([]))["steps"][0]
+    assert free["junctions"]["J"]["converged"] and free["junctions"]["J"]["position"][2] < -0.08
+    floor = {"type": "plane", "point": [0, 0, -0.03], "normal": [0, 0, 1]}
+    r = solve(v_on([floor]))["steps"][0]
+    j = r["junctions"]["J"]
+    assert j["converged"] and all(c["converged"] and c["stable"] for c in r["cables"].values())
+    assert j["contacts"], "the junction itself rests on the floor"
+    gap = j["position"][2] - (-0.03) - RADIUS
+    assert -PENETRATION_TOLERANCE * RADIUS <= gap <= 1e-9
+    # the whole harness in balance with connectors, weights and every contact force, the junction's too
+    force, moment = balance(r, {"J": MASS}, {"trunk": 2 * RADIUS})
+    assert np.abs(force).max() < 1e-6 * force_scale(r, node_weight(r))
+    assert np.abs(moment).max() < 1e-6 * force_scale(r, node_weight(r)) * 0.5
+    # a frictionless floor pushes straight up only
+    push = np.sum([c["force"] for c in j["contacts"]], axis=0)
+    assert push[2] > 0.0 and np.allclose(push[:2], 0.0, atol=1e-12)
+
+
+@pytest.mark.parametrize("height, junction_touches", [(-0.03, True), (-0.006, False)])
+def test_a_heavy_junction_does_not_drop_through_a_thin_plate(height, junction_touches):
+    """A plate of two triangles, no thickness, under the junction: a junction step (up to a tenth of a
+    branch, 27 mm) could jump it; the junction comes to rest on it (26 mm below), or, close below
+    (2 mm), its branches, blocked on the way down, hold it just clear; in balance either way."""
+    plate = {
+        "type": "mesh",
+        "vertices": [[0.15, -0.1, height], [0.35, -0.1, height], [0.35, 0.1, height], [0.15, 0.1, height]],
+        "triangles": [[0, 1, 2], [0, 2, 3]],
+    }
+    r = solve(v_on([plate]))["steps"][0]
+    j = r["junctions"]["J"]
+    assert j["position"][2] > height  # never below the plate, converged or not
+    assert j["converged"] and all(c["converged"] and c["stable"] for c in r["cables"].values())
+    assert j["position"][2] - height - RADIUS >= -PENETRATION_TOLERANCE * RADIUS
+    assert bool(j["contacts"]) == junction_touches
+    assert all(c["force"][2] > 0.0 for c in j["contacts"])
+    force, _moment = balance(r, {"J": MASS}, {"trunk": 2 * RADIUS})
+    assert np.abs(force).max() < 1e-6 * force_scale(r, node_weight(r))
+
+
+@pytest.mark.parametrize("drop, converges", [(0.03, True), (0.05, False)])
+def test_a_step_that_drags_the_harness_down_never_takes_the_junction_through_the_plate(drop, converges):
+    """Every connector lowered in one step, the junction resting on a thin plate 20 mm below: by 30 mm
+    the harness settles again with the junction above the plate; by 50 mm the trunk would have to
+    stretch 1.3 % over the plate: the step is refused, and the junction is left where it was, on the
+    plate, not pulled through it."""
+    height = -0.02
+    plate = {
+        "type": "mesh",
+        "vertices": [[0.15, -0.1, height], [0.35, -0.1, height], [0.35, 0.1, height], [0.15, 0.1, height]],
+        "triangles": [[0, 1, 2], [0, 2, 3]],
+    }
+    doc = v_on([plate], mass=0.005)
+    moves = {}
+    for c in doc["cables"]:
+        side = "start" if "position" in c["start"] else "end"
+        frame = dict(c[side])
+        frame["position"] = [frame["position"][0], frame["position"][1], frame["position"][2] - drop]
+        moves[c["id"]] = {side: frame}
+    doc["steps"] = [{"cables": moves}]
+    first, step = solve(doc)["steps"]
+    before = first["junctions"]["J"]
+    assert before["converged"] and before["contacts"]
+    assert before["position"][2] - height - RADIUS >= -PENETRATION_TOLERANCE * RADIUS
+    j = step["junctions"]["J"]
+    assert j["converged"] == converges and all(c["converged"] == converges for c in step["cables"].values())
+    assert j["position"][2] - height - RADIUS >= -PENETRATION_TOLERANCE * RADIUS
+    if not converges:
+        assert "stretch" in step["cables"]["trunk"]["message"]
+        assert j["position"] == before["position"]
