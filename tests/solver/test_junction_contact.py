@@ -149,3 +149,42 @@ def test_a_step_that_drags_the_harness_down_never_takes_the_junction_through_the
     if not converges:
         assert "stretch" in step["cables"]["trunk"]["message"]
         assert j["position"] == before["position"]
+
+
+def test_the_junction_contact_force_and_hessian_are_the_energys_derivatives():
+    """Against central differences of the penalty energy (and of its force for the Hessian, exact on a
+    plane, the Gauss-Newton part elsewhere: the curvature of the distance is left out, as for cables)."""
+    from solver_core.junction_contact import JunctionContact
+    from solver_core.obstacles import obstacles_from_case
+
+    tris = [[0.0, 0.0, 0.0], [0.1, 0.0, 0.0], [0.0, 0.1, 0.0]]
+    cases = [
+        ({"type": "plane", "point": [0, 0, 0], "normal": _unit([0.2, -0.1, 1.0])}, [0.01, 0.02, 0.003], True),
+        ({"type": "sphere", "center": [0, 0, -0.05], "radius": 0.05}, [0.002, -0.001, 0.002], False),
+        ({"type": "mesh", "vertices": tris, "triangles": [[0, 1, 2]]}, [0.02, 0.03, 0.0025], False),  # the face
+        ({"type": "mesh", "vertices": tris, "triangles": [[0, 1, 2]]}, [-0.002, 0.03, 0.002], False),  # an edge
+    ]
+    h = 1e-7
+    for obstacle, p, exact_hessian in cases:
+        obstacles = obstacles_from_case([obstacle])
+        ball = JunctionContact(RADIUS, 1e5, 1e5, 1e-6)
+        p = np.asarray(p)
+        assert ball.touching(obstacles, p), obstacle
+        grad = np.array(
+            [(ball.energy(obstacles, p + h * e) - ball.energy(obstacles, p - h * e)) / (2 * h) for e in np.eye(3)]
+        )
+        np.testing.assert_allclose(ball.force(obstacles, p), -grad, rtol=1e-5, atol=1e-9)
+        stiffness = np.array(
+            [(ball.force(obstacles, p - h * e) - ball.force(obstacles, p + h * e)) / (2 * h) for e in np.eye(3)]
+        ).T
+        H = ball.hessian(obstacles, p)
+        n = ball.touching(obstacles, p)[0][1]
+        if exact_hessian:
+            np.testing.assert_allclose(H, stiffness, rtol=1e-5, atol=1e-6)
+        else:  # along the normal it is exact; the rest is the distance's curvature
+            assert n @ H @ n == pytest.approx(n @ stiffness @ n, rel=1e-5)
+
+
+def _unit(v):
+    v = np.asarray(v, dtype=float)
+    return (v / np.linalg.norm(v)).tolist()
