@@ -166,12 +166,15 @@ def junction_summary(name: str, records: list[dict]) -> dict:
             "peak_pull": None,
             "peak_pull_branch": None,
             "peak_pull_frame": None,
+            "peak_push": None,
+            "peak_push_frame": None,
         }
     positions = [r["position"] for r in solved]
     travel = max(sum((a - b) ** 2 for a, b in zip(p, positions[0])) ** 0.5 for p in positions)
     peak = max(
         ((f, branch, r["frame"]) for r in solved for branch, f in r["pulls"].items()), default=(None, None, None)
     )
+    push = max(((r.get("push", 0.0), r["frame"]) for r in solved), default=(0.0, None))
     return {
         **out,
         "position": positions[-1],
@@ -179,6 +182,8 @@ def junction_summary(name: str, records: list[dict]) -> dict:
         "peak_pull": peak[0],
         "peak_pull_branch": peak[1],
         "peak_pull_frame": peak[2],
+        "peak_push": push[0],  # by obstacles on the junction itself (older logs: 0)
+        "peak_push_frame": push[1] if push[0] > 0.0 else None,
     }
 
 
@@ -271,6 +276,14 @@ def junction_rows(report: dict):
                 "unit": "N",
                 "frame": j["peak_pull_frame"],
             }
+            if j.get("peak_push"):
+                yield {
+                    "cable": name,
+                    "quantity": "peak push by obstacles",
+                    "value": j["peak_push"],
+                    "unit": "N",
+                    "frame": j["peak_push_frame"],
+                }
         if j["frames_not_converged"]:
             yield {
                 "cable": name,
@@ -396,6 +409,11 @@ def summary_text(report: dict) -> str:
             f"junction {j['junction']}{' (fixed)' if j['fixed'] else ''}: at ({where}) mm, travelled "
             f"{_mm(j['travel'])}; peak pull {j['peak_pull']:.3f} N by {j['peak_pull_branch']}, frame "
             f"{j['peak_pull_frame']}"
+            + (
+                f"; rests on an obstacle, peak push {j['peak_push']:.3f} N, frame {j['peak_push_frame']}"
+                if j.get("peak_push")
+                else ""
+            )
         )
         if j["frames_not_converged"]:
             lines.append(f"    NOT CONVERGED at frames {j['frames_not_converged']}")

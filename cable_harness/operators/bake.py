@@ -213,6 +213,8 @@ class _BakeRun:
                 record["pulls"] = {
                     f"{b['cable']} ({b['end']})": float(np.linalg.norm(b["force"])) for b in doc["branches"]
                 }
+                # what the obstacles push the junction itself with (N; 0 when clear)
+                record["push"] = float(np.linalg.norm(np.sum([c["force"] for c in doc["contacts"]], axis=0)))
             self.log["junctions"].setdefault(jid, []).append(record)
         for spec in () if junctions is None else junctions.specs:
             ob = bpy.data.objects.get(spec.id)

@@ -284,3 +284,24 @@ def test_a_cable_overlay_puts_arrows_at_its_holders_and_a_failed_one_is_red_with
     assert failed["failed"] and np.allclose(failed["colours"], overlay_data.FAILED)
     gap = failed["gap"].reshape(-1, 2, 3)
     assert len(gap) == 4 and np.allclose(gap[0][0], [200.0, 0, 0]) and gap[-1][1][0] <= 260.0
+
+
+def test_a_junctions_peak_push_by_obstacles_comes_from_converged_frames_only():
+    records = [
+        {"frame": 1, "converged": True, "fixed": False, "position": [0.0, 0.0, 0.0], "pulls": {"a (end)": 1.0}},
+        {"frame": 2, "converged": True, "fixed": False, "position": [0.0, 0.0, -0.01], "pulls": {"a (end)": 2.0},
+         "push": 0.7},
+        {"frame": 3, "converged": False, "fixed": False},
+        {"frame": 4, "converged": True, "fixed": False, "position": [0.0, 0.0, -0.01], "pulls": {"a (end)": 1.5},
+         "push": 0.4},
+    ]  # fmt: skip
+    j = report.junction_summary("J1", records)
+    assert (j["peak_push"], j["peak_push_frame"]) == (0.7, 2) and j["frames_not_converged"] == [3]
+    assert (j["peak_pull"], j["peak_pull_frame"]) == (2.0, 2)
+    rows = list(report.junction_rows({"junctions": [j]}))
+    assert {"cable": "junction J1", "quantity": "peak push by obstacles", "value": 0.7, "unit": "N", "frame": 2} in rows
+    assert "peak push 0.700 N, frame 2" in report.summary_text({"cables": [], "junctions": [j]})
+    clear = report.junction_summary("J2", [{**records[0], "push": 0.0}])  # never touched: no push row
+    assert clear["peak_push"] == 0.0 and not any(
+        "push" in r["quantity"] for r in report.junction_rows({"junctions": [clear]})
+    )
