@@ -105,7 +105,6 @@ class JunctionContact:
 
     radius: float
     stiffness: float  # N/m
-    base_stiffness: float
     allowed_depth: float  # m: how deep the ball may sink (its branches' ends sink as deep)
     nearby: NearbyTriangles | None = None
     obstacles_seen: object = None  # the ObstacleSet the triangles were taken from

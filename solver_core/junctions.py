@@ -150,8 +150,8 @@ class JunctionSystem:
             radius = max((harness.cable_radius(cid) for cid in ids), default=0.0)
             narrowest = min((harness.cable_radius(cid) for cid in ids), default=0.0)
             per_length = max((harness.cables[cid].interactions.base_stiffness for cid in ids), default=0.0)
-            k = per_length * 2.0 * radius
-            self.contact.append(JunctionContact(radius, k, k, 0.5 * PENETRATION_TOLERANCE * narrowest))
+            stiffness = per_length * 2.0 * radius
+            self.contact.append(JunctionContact(radius, stiffness, 0.5 * PENETRATION_TOLERANCE * narrowest))
 
     def _balanced_to_resolution(self, harness, frames, scaled, total, energy, noise) -> bool:
         """Whether a state no step improves is a minimum as far as the energy can tell: the condensed
