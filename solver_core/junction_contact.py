@@ -145,7 +145,12 @@ class JunctionContact:
             nearest = closest_points_on_triangles(p, tris)
             offsets = p - nearest
             dist = np.linalg.norm(offsets, axis=1)
+            kept = []
             for i in np.flatnonzero((dist < r) & (dist > 0.0)):
+                # triangles meeting at an edge or a corner nearest to p share that point: one contact
+                if any(np.linalg.norm(nearest[i] - q) <= 1e-9 * r for q in kept):
+                    continue
+                kept.append(nearest[i])
                 out.append((nearest[i], offsets[i] / dist[i], r - float(dist[i])))
         return out
 

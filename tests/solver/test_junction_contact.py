@@ -189,3 +189,23 @@ def test_the_junction_contact_force_and_hessian_are_the_energys_derivatives():
 def _unit(v):
     v = np.asarray(v, dtype=float)
     return (v / np.linalg.norm(v)).tolist()
+
+
+def test_a_ball_over_a_shared_edge_or_corner_touches_the_mesh_once():
+    """Two triangles of a flat plate share the diagonal, six a fan's centre: a ball resting right over
+    them is pushed as by a plane, once, not once per triangle."""
+    from solver_core.junction_contact import JunctionContact
+    from solver_core.obstacles import obstacles_from_case
+
+    square = [[0.0, 0.0, 0.0], [0.1, 0.0, 0.0], [0.1, 0.1, 0.0], [0.0, 0.1, 0.0]]
+    fan = [[0.0, 0.0, 0.0]] + [[0.05 * np.cos(a), 0.05 * np.sin(a), 0.0] for a in np.radians(range(0, 360, 60))]
+    meshes = [
+        ({"type": "mesh", "vertices": square, "triangles": [[0, 1, 2], [0, 2, 3]]}, [0.05, 0.05, 0.003]),
+        ({"type": "mesh", "vertices": fan, "triangles": [[0, k, k % 6 + 1] for k in range(1, 7)]}, [0, 0, 0.003]),
+    ]
+    plane = obstacles_from_case([{"type": "plane", "point": [0, 0, 0], "normal": [0, 0, 1]}])
+    for mesh, p in meshes:
+        ball = JunctionContact(RADIUS, 1e5, 1e-6)
+        obstacles = obstacles_from_case([mesh])
+        assert len(ball.touching(obstacles, np.asarray(p))) == 1
+        np.testing.assert_allclose(ball.force(obstacles, np.asarray(p)), ball.force(plane, np.asarray(p)), rtol=1e-12)
