@@ -245,14 +245,20 @@ def csv_rows(report: dict):
                 "frame": h["frame"],
             }
         if c["frames_not_converged"]:
-            yield {
-                "cable": name,
-                "quantity": "frames not converged (not keyed, not in the values above)",
-                "where": " ".join(str(f) for f in c["frames_not_converged"]),
-                "value": len(c["frames_not_converged"]),
-                "unit": "frames",
-                "ok": False,
-            }
+            yield _not_converged_row(name, "frames not converged (not keyed, not in the values above)", c)
+
+
+def _not_converged_row(name: str, quantity: str, summary: dict) -> dict:
+    """The CSV row flagging the frames a cable or junction did not converge at."""
+    frames = summary["frames_not_converged"]
+    return {
+        "cable": name,
+        "quantity": quantity,
+        "where": " ".join(str(f) for f in frames),
+        "value": len(frames),
+        "unit": "frames",
+        "ok": False,
+    }
 
 
 def junction_rows(report: dict):
@@ -285,14 +291,7 @@ def junction_rows(report: dict):
                     "frame": j["peak_push_frame"],
                 }
         if j["frames_not_converged"]:
-            yield {
-                "cable": name,
-                "quantity": "frames not converged",
-                "where": " ".join(str(f) for f in j["frames_not_converged"]),
-                "value": len(j["frames_not_converged"]),
-                "unit": "frames",
-                "ok": False,
-            }
+            yield _not_converged_row(name, "frames not converged", j)
 
 
 def bill_rows(report: dict):

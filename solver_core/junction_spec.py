@@ -46,13 +46,18 @@ def _frame(obj, where, unit) -> np.ndarray | None:
             raise CaseError(f"{where}.normal needs a tangent")
         return None
     tangent = unit(obj["tangent"], f"{where}.tangent")
-    normal = None
-    if obj.get("normal") is not None:
-        normal = unit(obj["normal"], f"{where}.normal")
-        dot = float(normal @ tangent)
-        if abs(dot) > UNIT_TOLERANCE:
-            raise CaseError(f"{where}.normal must be perpendicular to the tangent (their dot product is {dot:.3g})")
-    return frame_from_tangent(tangent, normal)
+    return frame_from_tangent(tangent, _normal(obj, where, tangent, "tangent", unit))
+
+
+def _normal(obj, where, axis, axis_name, unit) -> np.ndarray | None:
+    """An object's optional unit ``normal``, checked perpendicular to ``axis`` (its tangent or outlet)."""
+    if obj.get("normal") is None:
+        return None
+    normal = unit(obj["normal"], f"{where}.normal")
+    dot = float(normal @ axis)
+    if abs(dot) > UNIT_TOLERANCE:
+        raise CaseError(f"{where}.normal must be perpendicular to the {axis_name} (their dot product is {dot:.3g})")
+    return normal
 
 
 def parse_junctions(raw, number, vector, unit, show) -> dict:
@@ -106,12 +111,7 @@ def parse_junction_end(obj, where, junctions, unit, show) -> JunctionEnd:
     if "outlet" not in obj:
         raise CaseError(f"{where}.outlet is missing (the direction the cable leaves the junction)")
     outlet = unit(obj["outlet"], f"{where}.outlet")
-    normal = None
-    if obj.get("normal") is not None:
-        normal = unit(obj["normal"], f"{where}.normal")
-        dot = float(normal @ outlet)
-        if abs(dot) > UNIT_TOLERANCE:
-            raise CaseError(f"{where}.normal must be perpendicular to the outlet (their dot product is {dot:.3g})")
+    normal = _normal(obj, where, outlet, "outlet", unit)
     given = normal is not None
     return JunctionEnd(jid, outlet, frame_from_tangent(outlet, normal)[:, 0], given)
 
