@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The solver's kernels compiled in the background after the extension is enabled.
 
-A fresh install (or an upgrade) has no compiled kernels: the first Solve would freeze Blender while
-numba compiles them (minutes on a small machine). Instead, ``start`` runs ``python -m
+A fresh install (or an upgrade) has no compiled kernels unless its zip ships them (the Linux zip
+does, ``solver_core.prebuilt_kernels``): the first Solve would freeze Blender while numba compiles
+them (minutes on a small machine). Instead, ``start`` runs ``python -m
 solver_core.warmup`` in a separate process, writing into the same per-user cache; meanwhile Solve,
 Simulate and Bake are greyed out with a note (``preparing``), and the panel shows the progress. A
 start with a warm cache (``kernels_are_warm``) runs nothing, and neither does a background Blender

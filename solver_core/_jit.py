@@ -13,6 +13,9 @@ per-user folder first, see ``cable_harness.numba_cache``), or ``solver_core/__py
 A constant passed from one kernel to another (``mode=3``, ``True``) is typed as a literal, and
 numba compiles one version of the callee per literal value: such arguments are passed as
 ``np.int64(...)`` or ``np.bool_(...)``, so that each kernel is compiled once.
+
+An installed extension may ship kernels compiled ahead of time (``prebuilt_kernels``): they are
+copied into the cache, and the CPU target chosen, here, before any kernel is defined.
 """
 
 import hashlib
@@ -20,6 +23,8 @@ import os
 from pathlib import Path
 
 import numba
+
+from . import prebuilt_kernels
 
 
 def _source_digest() -> str:
@@ -30,14 +35,20 @@ def _source_digest() -> str:
     return h.hexdigest()[:12]
 
 
-def _cache_dir() -> str:
+def _cache_dir(digest: str) -> str:
     base = os.environ.get("NUMBA_CACHE_DIR") or str(Path(__file__).resolve().parent / "__pycache__" / "numba")
-    return os.path.join(base, _source_digest())
+    return os.path.join(base, digest)
 
 
-CACHE_DIR = _cache_dir()
+SOURCE_DIGEST = _source_digest()
+CACHE_DIR = _cache_dir(SOURCE_DIGEST)
 # read by numba whenever a cached function is defined, so setting it here covers every kernel below
 numba.config.CACHE_DIR = CACHE_DIR
+PREBUILT = prebuilt_kernels.install(
+    CACHE_DIR, SOURCE_DIGEST, __package__, __file__, Path(CACHE_DIR) / f"warm-{prebuilt_kernels.CPU_NAME}"
+)
+# left once every kernel of the warm-up is in the cache; one per CPU target, as their kernels differ
+WARM_MARKER = Path(CACHE_DIR) / f"warm-{numba.config.CPU_NAME or 'host'}"
 
 njit = numba.njit(cache=True, fastmath=False, nogil=True)
 # Small helpers called per contact pair: inlined into their callers, where passing a dozen arrays per

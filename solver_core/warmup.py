@@ -24,14 +24,13 @@ import sys
 import time
 from pathlib import Path
 
-import numba
+import numpy as np
 
-from ._jit import CACHE_DIR
+from . import _jit, prebuilt_kernels
+from ._jit import CACHE_DIR, SOURCE_DIGEST, WARM_MARKER
 from .case import parse_case
+from .clearance import clearance_to_triangles
 from .run_case import solve_case
-
-# one marker per CPU target: kernels compiled for the host's CPU are not those for NUMBA_CPU_NAME=generic
-WARM_MARKER = Path(CACHE_DIR) / f"warm-{numba.config.CPU_NAME or 'host'}"
 
 _MATERIAL = {"E": 126e6, "nu": 0.3, "density": 7958.0}
 _BOX = {
@@ -89,6 +88,11 @@ _BARE_CASE = {
     "cables": [{**_CASE["cables"][0], "clips": []}],
     "steps": [{"cables": {"clamped": {"end": {"position": [0.28, 0.02, 0.0], "tangent": [1, 0, 0]}}}}],
 }
+
+
+def _box_triangles() -> np.ndarray:
+    vertices = np.array(_BOX["vertices"], dtype=np.float64)
+    return vertices[np.array(_BOX["triangles"])]
 
 
 class _Reached(BaseException):
@@ -165,11 +169,27 @@ def warm_up() -> float:
             os.kill(helper, signal.SIGKILL)
             os.waitpid(helper, 0)
     solve_case(parse_case(_CASE))
+    # the clearance read-out of a bake and a report (not part of a solve)
+    clearance_to_triangles(np.array([[0.15, 0.0, -0.1], [0.15, 0.0, -0.12]]), 0.002, _box_triangles())
     seconds = time.perf_counter() - t0
     WARM_MARKER.parent.mkdir(parents=True, exist_ok=True)
     WARM_MARKER.write_text(f"{seconds:.1f} s\n")
     return seconds
 
 
+def main(argv: list[str]) -> int:
+    """``python -m solver_core.warmup`` compiles into the cache; ``--export FOLDER`` then copies the
+    kernels out to be shipped (``prebuilt_kernels``: run with NUMBA_CPU_NAME=generic)."""
+    seconds = warm_up()
+    print(f"solver kernels compiled in {seconds:.1f} s", file=sys.stderr)
+    if argv[:1] == ["--export"] and len(argv) == 2:
+        count = prebuilt_kernels.export(CACHE_DIR, SOURCE_DIGEST, _jit.__package__, _jit.__file__, Path(argv[1]))
+        print(f"{count} cache files exported to {argv[1]}", file=sys.stderr)
+    elif argv:
+        print("usage: python -m solver_core.warmup [--export FOLDER]", file=sys.stderr)
+        return 2
+    return 0
+
+
 if __name__ == "__main__":
-    print(f"solver kernels compiled in {warm_up():.1f} s", file=sys.stderr)
+    sys.exit(main(sys.argv[1:]))

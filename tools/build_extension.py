@@ -6,12 +6,15 @@ Python that Blender ships, so that it installs offline.
     python3 tools/build_extension.py                        # all platforms of the manifest -> dist/
     python3 tools/build_extension.py --platform linux-x64   # one platform
     python3 tools/build_extension.py --offline               # use only wheels already in wheels/
+    python3 tools/build_extension.py --kernels dist/kernel_cache   # ship prebuilt kernels (Linux)
 
 Needs only the Python standard library (and pip to fetch missing wheels); no Blender executable.
 The zip layout and the generated manifest block are those of Blender's own ``extension build
 --split-platforms``, so Blender's installer (Preferences > Get Extensions > Install from Disk) takes
 it. The script checks the manifest first, pins every wheel to the sha256 in tools/wheels.lock, and
-refuses (deletes) a zip that misses a wheel its platform needs.
+refuses (deletes) a zip that misses a wheel its platform needs. ``--kernels`` adds the solver's
+kernels compiled ahead for x86-64 (tools/prebuild_kernels.py, which needs numba) to the Linux zip,
+so that a fresh install solves without compiling; ``python3 tools/dev.py build`` does both.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ MANIFEST = "blender_manifest.toml"
 LOCK = ROOT / "tools" / "wheels.lock"
 PACKAGES = ("cable_harness", "solver_core")  # the Python packages the extension consists of
 ROOT_FILES = (MANIFEST, "__init__.py", "LICENSE", "README.md")
+KERNEL_FOLDER = "kernel_cache"  # solver_core.prebuilt_kernels.FOLDER: where the installed solver looks
+KERNEL_PLATFORM = "linux-x64"  # the one platform the kernels are compiled for (numba's generic x86-64)
 
 # What every platform zip must carry: these distributions, for each of these Pythons
 # (Blender 4.2 to 5.0 ship CPython 3.11, Blender 5.1 and newer 3.13).
@@ -242,7 +247,20 @@ def verify_zip(path: Path, platform: str) -> None:
             raise BuildError(f"{path.name}: {package} is missing")
 
 
-def build(platforms: list[str] | None, output: Path, wheel_folder: Path, offline: bool) -> list[Path]:
+def kernel_files(folder: Path) -> list[tuple[Path, str]]:
+    """The prebuilt kernels' files as (source, name in the zip); refused without their kernels.json."""
+    if not (folder / "kernels.json").is_file():
+        raise BuildError(f"{folder}: no kernels.json (make it with tools/prebuild_kernels.py)")
+    return [
+        (path, f"{KERNEL_FOLDER}/{path.name}")
+        for path in sorted(folder.iterdir())
+        if path.suffix in (".nbi", ".nbc") or path.name == "kernels.json"
+    ]
+
+
+def build(
+    platforms: list[str] | None, output: Path, wheel_folder: Path, offline: bool, kernels: Path | None = None
+) -> list[Path]:
     manifest_text = (ROOT / MANIFEST).read_text(encoding="utf-8")
     manifest = tomllib.loads(manifest_text)
     wheels = check_manifest(manifest)
@@ -252,6 +270,7 @@ def build(platforms: list[str] | None, output: Path, wheel_folder: Path, offline
             raise BuildError(f"platform {platform!r} is not in the manifest's platforms")
     pins = read_lock()
     files = source_files()
+    prebuilt = kernel_files(kernels) if kernels is not None else []
     output.mkdir(parents=True, exist_ok=True)
     built = []
     for platform in wanted:
@@ -266,6 +285,9 @@ def build(platforms: list[str] | None, output: Path, wheel_folder: Path, offline
                     archive.write(source, name)
             for wheel, source in zip(own, local):
                 archive.write(source, wheel.path[2:], compress_type=zipfile.ZIP_STORED)  # wheels are zips
+            if platform == KERNEL_PLATFORM:
+                for source, name in prebuilt:
+                    archive.write(source, name)
         try:
             verify_zip(path, platform)
         except BuildError:
@@ -286,9 +308,10 @@ def main(argv=None) -> int:
     parser.add_argument("--output", type=Path, default=ROOT / "dist")
     parser.add_argument("--wheels", type=Path, default=ROOT / "wheels", help="where wheels are kept")
     parser.add_argument("--offline", action="store_true", help="do not download missing wheels")
+    parser.add_argument("--kernels", type=Path, help="prebuilt kernels to ship in the Linux zip")
     args = parser.parse_args(argv)
     try:
-        build(args.platform, args.output, args.wheels, args.offline)
+        build(args.platform, args.output, args.wheels, args.offline, args.kernels)
     except BuildError as exc:
         print(f"[build] error: {exc}", file=sys.stderr)
         return 1

@@ -8,7 +8,8 @@
     python3 tools/dev.py lint      # ruff: lint and format check
     python3 tools/dev.py bench     # the benchmarks (print figures)
     python3 tools/dev.py demos     # rebuild the demo files in demo_blends/
-    python3 tools/dev.py build     # the installable extension zips in dist/ (tools/build_extension.py)
+    python3 tools/dev.py build     # the installable extension zips in dist/, the Linux one with its
+                                   # kernels compiled ahead (tools/prebuild_kernels.py, build_extension.py)
 
 The environment lives in .venv (Python 3.11, the Python that bpy 5.0 needs) and is rebuilt
 only when requirements/dev.txt changes. The demo files are built in .venv-blender4.2 (bpy 4.2 LTS,
@@ -77,8 +78,11 @@ def main(argv: list[str]) -> int:
         print(__doc__)
         return 2
     command, rest = argv[0], argv[1:]
-    if command == "build":  # standard library only: no environment needed
-        return run(Path(sys.executable), str(ROOT / "tools" / "build_extension.py"), *rest)
+    if command == "build":  # the kernels need numba (the environment); the zips only the standard library
+        kernels = ROOT / "dist" / "kernel_cache"
+        return run(ensure_environment(), "-m", "tools.prebuild_kernels", str(kernels)) or run(
+            Path(sys.executable), str(ROOT / "tools" / "build_extension.py"), "--kernels", str(kernels), *rest
+        )
     if command == "demos":
         ensure_environment()  # the extension's kernel cache and repository link live in .venv
         return run(ensure_environment(DEMOS_VENV, DEMOS_REQUIREMENTS), "-m", "demo_blends.build_demos", *rest)

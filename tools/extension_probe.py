@@ -78,6 +78,19 @@ def _solve_simple_harness(bpy) -> dict:
     }
 
 
+def _kernels_compiled_here() -> int:
+    """How many of the solver's kernels this process compiled rather than loaded from the cache."""
+    from numba.core.dispatcher import Dispatcher
+
+    compiled = 0
+    for name, module in list(sys.modules.items()):
+        if name.startswith(f"{MODULE}.solver_core."):
+            for value in vars(module).values():
+                if isinstance(value, Dispatcher) and value.__module__ == name:
+                    compiled += len(value.stats.cache_misses)
+    return compiled
+
+
 def _numba_cache_files(bpy) -> int:
     folder = Path(bpy.utils.extension_path_user(MODULE, path="numba_cache"))
     return sum(1 for _ in folder.rglob("*.nbc")) if folder.exists() else 0
@@ -126,6 +139,8 @@ def probe(mode: str, zip_path: str | None) -> dict:
         out["numba_cache_files"] = _numba_cache_files(bpy)
         out["numba_cache_dir"] = os.environ.get("NUMBA_CACHE_DIR")
         out["top_level_solver_core"] = "solver_core" in sys.modules
+        out["kernels_compiled"] = _kernels_compiled_here()
+        out["prebuilt_kernels"] = bool(sys.modules[f"{MODULE}.solver_core._jit"].PREBUILT)
     elif mode == "remove":
         bpy.ops.wm.read_userpref()
         out["enabled_before"] = list(addon_utils.check(MODULE))

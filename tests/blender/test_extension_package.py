@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The installable package: the build refuses incomplete zips, and the built Linux zip goes through
-Blender's own extension installer (install, enable, solve, disable, uninstall) in a fresh process."""
+Blender's own extension installer (install, enable, solve, disable, uninstall) in a fresh process,
+and with the kernels it ships solves without compiling any."""
 
 import tomllib
 import zipfile
@@ -8,7 +9,7 @@ import zipfile
 import pytest
 from helpers.blender_env import ROOT
 
-from tools import build_extension
+from tools import build_extension, prebuild_kernels
 from tools.extension_probe import run_probe
 
 
@@ -44,7 +45,8 @@ def test_manifest_field_errors_name_the_field():
 @pytest.fixture(scope="module")
 def linux_zip(tmp_path_factory):
     out = tmp_path_factory.mktemp("dist")
-    (path,) = build_extension.build(["linux-x64"], out, ROOT / "wheels", offline=False)
+    kernels = prebuild_kernels.build(out / "kernel_cache")  # compiled for the generic x86-64 CPU
+    (path,) = build_extension.build(["linux-x64"], out, ROOT / "wheels", offline=False, kernels=kernels)
     return path
 
 
@@ -70,6 +72,8 @@ def test_built_zip_installs_solves_and_uninstalls_through_blenders_installer(lin
     # compiled kernels went to the extension's per-user folder
     assert installed["numba_cache_dir"].startswith(str(user / "extensions" / ".user"))
     assert installed["numba_cache_files"] > 0
+    # the kernels shipped in the zip were used: the first solve after the install compiled none
+    assert installed["prebuilt_kernels"] and installed["kernels_compiled"] == 0
     assert not installed["top_level_solver_core"]  # only the extension's own package names
     # the bundled wheels were installed into Blender's extension site-packages
     assert list((user / "extensions" / ".local").rglob("llvmlite/__init__.py"))

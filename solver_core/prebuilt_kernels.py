@@ -1,0 +1,115 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Kernels compiled ahead of time for any x86-64 CPU, shipped in the extension's zip.
+
+A fresh install would otherwise compile every kernel before its first solve (minutes on a small
+machine, docs/performance.md). The Linux zip carries a ``kernel_cache`` folder next to this
+package: numba's cache files of the warm-up case (``warmup.py``), compiled for numba's ``generic``
+CPU (baseline x86-64, measured as fast as the host's own on bench_solver and bench_contact), with
+``kernels.json`` naming what they were built for. ``install`` copies them into this process's
+cache folder, where numba looks them up, and selects the same CPU target for this process.
+
+numba's cache is keyed by the source file's content, the function's line, the Python version and
+the CPU target, and a loaded kernel imports its module by name: the shipped files serve only the
+same sources (the digest), the same package name (``bl_ext.user_default.cable_harness``, an
+extension installed from disk), the same Python, numba and machine. Anything else, or a CPU target
+chosen by the user (NUMBA_CPU_NAME), leaves the kernels to be compiled as before.
+"""
+
+import json
+import os
+import platform
+import shutil
+import sys
+from pathlib import Path
+
+import numba
+from numba.core import config
+from numba.core.caching import UserProvidedCacheLocator
+
+FOLDER = "kernel_cache"
+MANIFEST = "kernels.json"
+CPU_NAME = "generic"
+_CACHE_SUFFIXES = (".nbi", ".nbc")
+
+
+def shipped_folder() -> Path:
+    """Where a zip puts the prebuilt kernels: beside this package, inside the extension's folder."""
+    return Path(os.path.abspath(__file__)).parent.parent / FOLDER
+
+
+def identity(digest: str, package: str) -> dict:
+    """What a set of cache files is valid for; ``kernels.json`` must equal this to be used."""
+    return {
+        "digest": digest,
+        "package": package,
+        "python": sys.implementation.cache_tag,
+        "numba": numba.__version__,
+        "machine": platform.machine().lower(),
+        "cpu": CPU_NAME,
+    }
+
+
+def _select_generic_cpu() -> bool:
+    """Compile and look up kernels for the generic CPU in this process, unless the user chose another
+    target or numba's code generator already runs for another one (another add-on's kernels)."""
+    chosen = (config.CPU_NAME, config.CPU_FEATURES)
+    if chosen[0] is not None and chosen != (CPU_NAME, ""):
+        return False
+    config.CPU_NAME, config.CPU_FEATURES = CPU_NAME, ""
+    from numba.core.registry import cpu_target
+
+    # the code generator reads the target once, when it is created: one created earlier keeps its own
+    if tuple(cpu_target.target_context.codegen().magic_tuple()[1:]) == (CPU_NAME, ""):
+        return True
+    config.CPU_NAME, config.CPU_FEATURES = chosen
+    return False
+
+
+def cache_subfolder(cache_dir: str, module_file: str) -> Path:
+    """The folder numba files this package's kernels in (its locator for a set NUMBA_CACHE_DIR)."""
+    return Path(cache_dir) / UserProvidedCacheLocator.get_suitable_cache_subpath(os.path.abspath(module_file))
+
+
+def install(
+    cache_dir: str, digest: str, package: str, module_file: str, warm_marker: Path, folder: Path | None = None
+) -> bool:
+    """Use the kernels shipped in ``folder`` (default ``shipped_folder()``) if they were built for this
+    solver and this process: select their CPU target and, once per cache folder, copy them in and
+    leave ``warm_marker``. Returns whether they are in use. Never raises: without them, kernels
+    compile on first use as they always did."""
+    folder = folder or shipped_folder()
+    try:
+        shipped = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    if shipped != identity(digest, package) or not _select_generic_cpu():
+        return False
+    if warm_marker.exists():
+        return True
+    target = cache_subfolder(cache_dir, module_file)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        for source in folder.iterdir():
+            if source.suffix in _CACHE_SUFFIXES:
+                # copied under another name and renamed: a second Blender starting meanwhile never
+                # reads half a file
+                partial = target / (source.name + f".{os.getpid()}.part")
+                shutil.copyfile(source, partial)
+                os.replace(partial, target / source.name)
+        warm_marker.write_text("prebuilt\n")
+    except OSError:
+        pass  # a full or read-only disk: the kernels compile for this target instead
+    return True
+
+
+def export(cache_dir: str, digest: str, package: str, module_file: str, folder: Path) -> int:
+    """Copy this process's compiled kernels into ``folder`` with their ``kernels.json`` (the build
+    step, after a warm-up for the generic CPU); returns the number of files."""
+    if (config.CPU_NAME, config.CPU_FEATURES) != (CPU_NAME, ""):
+        raise RuntimeError(f"kernels must be compiled with NUMBA_CPU_NAME={CPU_NAME} to be shipped")
+    folder.mkdir(parents=True, exist_ok=True)
+    files = [p for p in cache_subfolder(cache_dir, module_file).iterdir() if p.suffix in _CACHE_SUFFIXES]
+    for source in files:
+        shutil.copyfile(source, folder / source.name)
+    (folder / MANIFEST).write_text(json.dumps(identity(digest, package), indent=1) + "\n", encoding="utf-8")
+    return len(files)
