@@ -12,7 +12,9 @@ numba's cache is keyed by the source file's content, the function's line, the Py
 the CPU target, and a loaded kernel imports its module by name: the shipped files serve only the
 same sources (the digest), the same package name (``bl_ext.user_default.cable_harness``, an
 extension installed from disk), the same Python, numba and machine. Anything else, or a CPU target
-chosen by the user (NUMBA_CPU_NAME), leaves the kernels to be compiled as before.
+chosen by the user (NUMBA_CPU_NAME), leaves the kernels to be compiled as before. The choice holds
+for the whole process (numba has one code generator): numba kernels of other add-ons defined after
+this solver's are compiled for the generic CPU too.
 """
 
 import json
@@ -29,7 +31,9 @@ from numba.core.caching import UserProvidedCacheLocator
 FOLDER = "kernel_cache"
 MANIFEST = "kernels.json"
 CPU_NAME = "generic"
-_CACHE_SUFFIXES = (".nbi", ".nbc")
+# "0" in a process that could not use them: its children (the background warm-up, the CLI for
+# sweeps) must compile for the same CPU target as it, or they would warm a cache it never reads
+DISABLED = "CABLE_HARNESS_PREBUILT_KERNELS"
 
 
 def shipped_folder() -> Path:
@@ -50,19 +54,23 @@ def identity(digest: str, package: str) -> dict:
 
 
 def _select_generic_cpu() -> bool:
-    """Compile and look up kernels for the generic CPU in this process, unless the user chose another
-    target or numba's code generator already runs for another one (another add-on's kernels)."""
+    """Compile and look up kernels for the generic CPU in this process and its children, unless the
+    user chose another target (or only half of one) or numba's code generator already runs for
+    another one (another add-on's kernels defined first)."""
     chosen = (config.CPU_NAME, config.CPU_FEATURES)
-    if chosen[0] is not None and chosen != (CPU_NAME, ""):
+    if chosen not in ((None, None), (CPU_NAME, "")):
         return False
     config.CPU_NAME, config.CPU_FEATURES = CPU_NAME, ""
     from numba.core.registry import cpu_target
 
     # the code generator reads the target once, when it is created: one created earlier keeps its own
-    if tuple(cpu_target.target_context.codegen().magic_tuple()[1:]) == (CPU_NAME, ""):
-        return True
-    config.CPU_NAME, config.CPU_FEATURES = chosen
-    return False
+    if tuple(cpu_target.target_context.codegen().magic_tuple()[1:]) != (CPU_NAME, ""):
+        config.CPU_NAME, config.CPU_FEATURES = chosen
+        return False
+    # numba re-reads its settings from the environment when a NUMBA_ variable changed since it was
+    # imported (numba.core.config.reload_config): there, and in child processes, the choice stands
+    os.environ["NUMBA_CPU_NAME"], os.environ["NUMBA_CPU_FEATURES"] = CPU_NAME, ""
+    return True
 
 
 def cache_subfolder(cache_dir: str, module_file: str) -> Path:
@@ -78,27 +86,40 @@ def install(
     leave ``warm_marker``. Returns whether they are in use. Never raises: without them, kernels
     compile on first use as they always did."""
     folder = folder or shipped_folder()
+    if os.environ.get(DISABLED) == "0":
+        return False
     try:
         shipped = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    if shipped != identity(digest, package) or not _select_generic_cpu():
+    if shipped != identity(digest, package):
         return False
-    if warm_marker.exists():
-        return True
+    if not _select_generic_cpu():
+        os.environ[DISABLED] = "0"
+        return False
     target = cache_subfolder(cache_dir, module_file)
+    files = []
     try:
+        if warm_marker.exists():
+            return True
+        # data files first, the indexes that name them last: an index never points at a missing file
+        files = sorted((p for p in folder.iterdir() if p.suffix in (".nbc", ".nbi")), key=lambda p: p.suffix == ".nbi")
         target.mkdir(parents=True, exist_ok=True)
-        for source in folder.iterdir():
-            if source.suffix in _CACHE_SUFFIXES:
-                # copied under another name and renamed: a second Blender starting meanwhile never
-                # reads half a file
-                partial = target / (source.name + f".{os.getpid()}.part")
-                shutil.copyfile(source, partial)
-                os.replace(partial, target / source.name)
+        for source in files:
+            # copied under another name and renamed: a second Blender starting meanwhile never reads
+            # half a file
+            partial = target / (source.name + f".{os.getpid()}.part")
+            shutil.copyfile(source, partial)
+            os.replace(partial, target / source.name)
         warm_marker.write_text("prebuilt\n")
     except OSError:
-        pass  # a full or read-only disk: the kernels compile for this target instead
+        # a full or read-only disk: whatever was copied goes, and the kernels compile for this target
+        for source in files:
+            for stale in (target / source.name, target / (source.name + f".{os.getpid()}.part")):
+                try:
+                    stale.unlink(missing_ok=True)
+                except OSError:
+                    pass
     return True
 
 
@@ -108,7 +129,7 @@ def export(cache_dir: str, digest: str, package: str, module_file: str, folder: 
     if (config.CPU_NAME, config.CPU_FEATURES) != (CPU_NAME, ""):
         raise RuntimeError(f"kernels must be compiled with NUMBA_CPU_NAME={CPU_NAME} to be shipped")
     folder.mkdir(parents=True, exist_ok=True)
-    files = [p for p in cache_subfolder(cache_dir, module_file).iterdir() if p.suffix in _CACHE_SUFFIXES]
+    files = [p for p in cache_subfolder(cache_dir, module_file).iterdir() if p.suffix in (".nbc", ".nbi")]
     for source in files:
         shutil.copyfile(source, folder / source.name)
     (folder / MANIFEST).write_text(json.dumps(identity(digest, package), indent=1) + "\n", encoding="utf-8")

@@ -24,18 +24,20 @@ PACKAGE = "bl_ext.user_default.cable_harness"
 DEFAULT_FOLDER = ROOT / "dist" / "kernel_cache"
 
 
-def _current(folder: Path, digest: str) -> bool:
+def _current(folder: Path) -> bool:
+    """Whether FOLDER holds kernels for these sources, this Python and numba (the zip's cp311 wheels)."""
+    from solver_core._jit import SOURCE_DIGEST
+    from solver_core.prebuilt_kernels import identity
+
     try:
-        return json.loads((folder / "kernels.json").read_text())["digest"] == digest
-    except (OSError, ValueError, KeyError):
+        return json.loads((folder / "kernels.json").read_text()) == identity(SOURCE_DIGEST, f"{PACKAGE}.solver_core")
+    except (OSError, ValueError):
         return False
 
 
 def build(folder: Path = DEFAULT_FOLDER) -> Path:
     """FOLDER with the kernels of the checkout's solver_core for the generic CPU; returns it."""
-    from solver_core._jit import SOURCE_DIGEST
-
-    if _current(folder, SOURCE_DIGEST):
+    if _current(folder):
         return folder
     shutil.rmtree(folder, ignore_errors=True)
     with tempfile.TemporaryDirectory() as scratch:
@@ -46,8 +48,11 @@ def build(folder: Path = DEFAULT_FOLDER) -> Path:
         for depth in range(1, len(parts) + 1):
             stage.joinpath(*parts[:depth], "__init__.py").touch()  # empty: the real cable_harness needs bpy
         shutil.copytree(ROOT / "solver_core", package / "solver_core", ignore=shutil.ignore_patterns("__pycache__"))
-        env = dict(os.environ, NUMBA_CPU_NAME="generic", NUMBA_CACHE_DIR=str(Path(scratch, "cache")))
-        env.pop("NUMBA_CPU_FEATURES", None)
+        # no other numba setting (optimisation level, bounds checks, debug info) is part of a cache key
+        env = {
+            k: v for k, v in os.environ.items() if not k.startswith("NUMBA_") and k != "CABLE_HARNESS_PREBUILT_KERNELS"
+        }
+        env.update(NUMBA_CPU_NAME="generic", NUMBA_CPU_FEATURES="", NUMBA_CACHE_DIR=str(Path(scratch, "cache")))
         env["PYTHONPATH"] = str(stage)
         subprocess.run(
             [sys.executable, "-m", f"{PACKAGE}.solver_core.warmup", "--export", str(folder.resolve())],
@@ -55,7 +60,7 @@ def build(folder: Path = DEFAULT_FOLDER) -> Path:
             env=env,
             check=True,
         )
-    if not _current(folder, SOURCE_DIGEST):
+    if not _current(folder):
         raise RuntimeError(f"{folder}: the exported kernels are not those of this checkout's solver_core")
     return folder
 

@@ -5,6 +5,11 @@ The success path (a zip with kernels installed through Blender's installer solve
 one kernel) is tests/blender/test_extension_package.py."""
 
 import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import numba
 import pytest
@@ -59,15 +64,18 @@ def test_no_shipped_folder_in_a_checkout():
     assert not prebuilt_kernels.shipped_folder().exists() and not _jit.PREBUILT
 
 
-def test_matching_kernels_wait_while_numba_generates_code_for_another_cpu(tmp_path):
+def test_matching_kernels_wait_while_numba_generates_code_for_another_cpu(tmp_path, monkeypatch):
     """This process compiled kernels for the host first (as another add-on's kernels would make it):
     its code generator keeps that target, so kernels for the generic CPU would never be looked up."""
     if numba.config.CPU_NAME == prebuilt_kernels.CPU_NAME:
         pytest.skip("this run compiles for the generic CPU already (NUMBA_CPU_NAME=generic)")
+    monkeypatch.delenv(prebuilt_kernels.DISABLED, raising=False)  # restored after the test
     before = (numba.config.CPU_NAME, numba.config.CPU_FEATURES)
     used, marker = _install(tmp_path, _ship(tmp_path / "shipped"))
     assert not used and not marker.exists()
     assert (numba.config.CPU_NAME, numba.config.CPU_FEATURES) == before
+    # and its children (the background warm-up) compile for the same target as it does
+    assert os.environ[prebuilt_kernels.DISABLED] == "0"
 
 
 def test_export_needs_kernels_compiled_for_the_generic_cpu(tmp_path):
@@ -86,3 +94,92 @@ def test_the_zip_puts_the_kernels_where_the_installed_solver_looks(tmp_path):
     assert names == ["kernel_cache/kernels.json", "kernel_cache/rod_energy.bend_energy-1.py311.nbi"]
     with pytest.raises(build_extension.BuildError, match="kernels.json"):
         build_extension.kernel_files(tmp_path)
+
+
+KERNEL_MODULE = """
+import numba
+
+
+@numba.njit(cache=True)
+def twice(x):
+    return 2.0 * x
+"""
+
+# Runs in a fresh Python: prebuilt_kernels loaded from its file (without solver_core, whose kernels
+# would start numba's code generator first), a tiny cached kernel in kernels_mod.py.
+STEP = """
+import importlib.util, json, os, sys
+from pathlib import Path
+
+spec = importlib.util.spec_from_file_location("prebuilt_kernels", sys.argv[1])
+pk = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(pk)
+mode, place, cache, shipped = sys.argv[2], Path(sys.argv[3]), sys.argv[4], Path(sys.argv[5])
+module_file = str(place / "kernels_mod.py")
+marker = Path(cache) / "warm-generic"
+out = {}
+if mode == "host-first":  # another add-on's kernel defined first: numba already generates for the host
+    import numba
+    numba.njit(lambda x: x)(1.0)
+if mode == "export":
+    import numba
+    sys.path.insert(0, str(place))
+    import kernels_mod
+    kernels_mod.twice(2.0)
+    out["files"] = pk.export(cache, "d1", "pkg", module_file, shipped)
+else:
+    out["used"] = pk.install(cache, "d1", "pkg", module_file, marker, shipped)
+    out["env"] = [os.environ.get("NUMBA_CPU_NAME"), os.environ.get("NUMBA_CPU_FEATURES"), os.environ.get(pk.DISABLED)]
+    out["marker"] = marker.exists()
+    sys.path.insert(0, str(place))
+    import kernels_mod
+    out["value"] = kernels_mod.twice(2.0)
+    stats = kernels_mod.twice.stats
+    out["hits"], out["misses"] = sum(stats.cache_hits.values()), sum(stats.cache_misses.values())
+print(json.dumps(out))
+"""
+
+
+def _step(mode, place, cache, shipped, **env):
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_") and k != prebuilt_kernels.DISABLED}
+    run = subprocess.run(
+        [sys.executable, "-c", STEP, prebuilt_kernels.__file__, mode, str(place), str(cache), str(shipped)],
+        env={**clean, "NUMBA_CACHE_DIR": str(cache), **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    return json.loads(run.stdout.splitlines()[-1])
+
+
+def test_shipped_kernels_load_from_another_folder_without_compiling(tmp_path):
+    """Exported where they were compiled (for the generic CPU), installed where the package lands on
+    another machine: numba finds them in the folder its own locator names for the new path and
+    compiles nothing; the CPU choice is in the environment for child processes; a second start copies
+    nothing again. Where numba already generates code for the host CPU, they are left alone and the
+    kernel compiles as usual."""
+    built, installed = tmp_path / "build" / "pkg", tmp_path / "user" / "extensions" / "pkg"
+    for place in (built, installed):
+        place.mkdir(parents=True)
+        (place / "kernels_mod.py").write_text(textwrap.dedent(KERNEL_MODULE))
+    shipped = tmp_path / "kernel_cache"
+    exported = _step("export", built, tmp_path / "build_cache", shipped, NUMBA_CPU_NAME="generic")
+    assert exported["files"] == 2  # the index and one compiled version
+    assert json.loads((shipped / "kernels.json").read_text())["cpu"] == "generic"
+
+    cache = tmp_path / "user_cache"
+    first = _step("install", installed, cache, shipped)
+    assert first["used"] and first["marker"] and first["value"] == 4.0
+    assert (first["hits"], first["misses"]) == (1, 0)
+    assert first["env"] == ["generic", "", None]
+    copied = sorted(p.name for p in prebuilt_kernels.cache_subfolder(str(cache), str(installed / "x.py")).iterdir())
+    assert copied == sorted(p.name for p in shipped.iterdir() if p.suffix in (".nbi", ".nbc"))
+    stamp = {p: p.stat().st_mtime_ns for p in Path(cache).rglob("*.nb*")}
+    again = _step("install", installed, cache, shipped)
+    assert again["used"] and (again["hits"], again["misses"]) == (1, 0)
+    assert {p: p.stat().st_mtime_ns for p in Path(cache).rglob("*.nb*")} == stamp
+
+    other = _step("host-first", installed, tmp_path / "other_cache", shipped)
+    assert not other["used"] and not other["marker"] and other["env"] == [None, None, "0"]
+    assert (other["hits"], other["misses"]) == (0, 1) and other["value"] == 4.0
