@@ -17,7 +17,8 @@ from .contact_geometry import nodes_within
 from .equilibrium import MAX_CONTINUATION_DEPTH, SNAP_THROUGH_ROUNDS, SolveReport, held_frames, solve_equilibrium
 from .errors import CaseError
 from .interactions import ContactSettings, Interactions
-from .junctions import JunctionSystem
+from .junction_contact import cables_touch
+from .junctions import JunctionReport, JunctionSystem, restore_sessions, snapshot_sessions
 from .obstacles import ObstacleSet, obstacles_from_case
 from .predictor import StepMemory, hold_vector, secant_displacement
 from .results import cable_result, contact_documents
@@ -248,30 +249,16 @@ class Harness:
     def checkpoint(self, cable_ids) -> dict:
         """What solving these cables changes, to undo a solve (e.g. one made with too few obstacles);
         with junctions, theirs too (under the key None)."""
-        out = {
-            cid: (
-                self.cables[cid].state.copy(),
-                self.cables[cid].boundary,
-                self.cables[cid].solved,
-                self.cables[cid].last_report,
-                self.cables[cid].interactions.friction_state.copy(),
-            )
-            for cid in cable_ids
-        }
+        out = snapshot_sessions(self, cable_ids)
         if self.junctions is not None:
             out[None] = self.junctions.checkpoint()
         return out
 
     def restore(self, checkpoint: dict) -> None:
-        for cid, kept in checkpoint.items():
-            if cid is None:
-                self.junctions.restore(kept)
-                continue
-            state, boundary, solved, last_report, friction = kept
-            session = self.cables[cid]
-            session.state, session.boundary, session.solved = state.copy(), boundary, solved
-            session.last_report = last_report
-            session.interactions.friction_state = friction.copy()
+        checkpoint = dict(checkpoint)
+        if None in checkpoint:
+            self.junctions.restore(checkpoint.pop(None))
+        restore_sessions(self, checkpoint)
 
     def check_reach(self, cable_id: str, change: CableChange) -> None:
         """CaseError when ``change`` holds the cable further apart than its length allows (its ends, or
@@ -446,6 +433,10 @@ class Harness:
             return self._solve_cables(ids, targets)
         branches = self.junctions.branches
         moves = self._junction_moves
+        # a branched harness and the other cables are solved apart: where they end up touching, a step
+        # is refused (_refuse_step), and what it changed is put back
+        watch = self.contact_settings.cable_cable and len(branches) < len(self.cables)
+        kept = self.checkpoint(set(ids) | set(branches)) if watch else None
         others = [cid for cid in ids if cid not in branches]
         reports = self._solve_cables(others, targets) if others else {}
         if moves or any(cid in branches for cid in ids):
@@ -455,7 +446,42 @@ class Harness:
                     self.cables[cid].interactions.obstacles = self.obstacles.with_capsules(*capsules)
             solved = self.junctions.solve(self, {cid: targets.get(cid) for cid in branches}, moves)
             reports.update({cid: report for cid, report in solved.items() if cid in ids or moves})
+        if watch and any(report.converged for report in reports.values()):
+            touching = self._branch_touching_another_cable()
+            if touching is not None:
+                reports = self._refuse_step(kept, reports, touching)
         return reports
+
+    def _branch_touching_another_cable(self) -> tuple | None:
+        """(branch, cable) where a branch of the harness touches a cable that is not one of its branches
+        (junction_contact.cables_touch). They are solved apart, each against the other as it lay (the
+        branches with their junctions), so only one of them would carry that contact: not an
+        equilibrium."""
+        branches = self.junctions.branches
+        held = {cid: self.cables[cid].model.held_nodes() for cid in self.cables}
+        for b in branches:
+            for c in self.cables:
+                if c not in branches and cables_touch(
+                    (self.world_nodes(b), self.cable_radius(b), held[b]),
+                    (self.world_nodes(c), self.cable_radius(c), held[c]),
+                ):
+                    return b, c
+        return None
+
+    def _refuse_step(self, kept: dict, reports: dict, touching: tuple) -> dict:
+        """The cables and junctions of the step put back as before it, every report a failure."""
+        self.restore(kept)
+        message = (
+            f"branch {touching[0]!r} and cable {touching[1]!r} would touch: contact between a branched "
+            f"harness and another cable is not modelled yet; the last valid state is kept"
+        )
+        self.junctions.last = JunctionReport(False, message)
+        out = {}
+        for cid, report in reports.items():
+            session = self.cables[cid]
+            out[cid] = replace(report, state=session.state.copy(), converged=False, stable=False, message=message)
+            session.last_report = out[cid]
+        return out
 
     def _solve_cables(self, ids, targets) -> dict:
         if not self.contact_settings.cable_cable:

@@ -337,7 +337,7 @@ class Interactions:
             return 0.0
         kind, elem, prim, gap, t, normal, point, u, force = self._evaluate_pairs(state)
         model = self.model
-        held_node = model.fixed[model.node_dof[:, None] + np.arange(3)].all(axis=1)
+        held_node = model.held_nodes()
         held = np.isin(kind, NODE_KINDS) & ~np.isin(kind, SELF_KINDS) & held_node[elem]
         if not held.any():
             return self.__dict__["_evaluated"][4]

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""A junction's own contact with the obstacles (planes, spheres, meshes).
+"""A junction's own contact with the obstacles (planes, spheres, meshes), and its path past other cables.
 
 The junction's sleeve is a ball of the radius of its widest branch about its centre p; it touches an
 obstacle with the penalty a cable node has (contact.py), E = k/2 max(0, r - d)^2, d the distance from p
@@ -12,7 +12,9 @@ as deep, and a branch cannot lift a node its holder pushes in (its own contact w
 vain, as it is where a connector sits in an obstacle). No junction step sinks it deeper than twice
 that (the branches' own tolerance), or than it is. A junction step is refused when its centre would pass
 through an obstacle on the way (swept across a plane, into a sphere, or through a triangle): the
-penalty alone cannot see a thin plate jumped over in one step.
+penalty alone cannot see a thin plate jumped over in one step. So is a step that takes the centre
+into another cable (the branch ends it holds would pass through it: a junction does not yet rest on
+another cable, so such a harness is refused rather than let through).
 
 Plain numpy: a harness has a few junctions, and a mesh's triangles near one are found once per
 neighbourhood (``NearbyTriangles``), not per evaluation.
@@ -62,23 +64,92 @@ def closest_points_on_triangles(p: np.ndarray, tris: np.ndarray) -> np.ndarray:
 
 
 def segment_crosses_triangles(p0: np.ndarray, p1: np.ndarray, tris: np.ndarray) -> bool:
-    """Whether the segment p0 -> p1 passes through any of the triangles (m, 3, 3) (Moeller & Trumbore
-    1997, with the segment's parameter in [0, 1]; a segment in a triangle's plane does not cross it)."""
-    if len(tris) == 0:
-        return False
+    """Whether the segment p0 -> p1 passes through any of the triangles (m, 3, 3)."""
+    return len(tris) > 0 and bool(np.any(_crossings(p0, p1, tris)))
+
+
+def segments_cross_triangle(starts: np.ndarray, ends: np.ndarray, tri: np.ndarray) -> bool:
+    """Whether any of the segments starts[i] -> ends[i] (m, 3) passes through the triangle (3, 3)."""
+    return len(starts) > 0 and bool(np.any(_crossings(starts, ends, tri[None])))
+
+
+def _crossings(p0: np.ndarray, p1: np.ndarray, tris: np.ndarray) -> np.ndarray:
+    """Per pair of segment and triangle, broadcast over the leading axis (segments (3,) or (m, 3),
+    triangles (m, 3, 3) or (1, 3, 3)): whether the segment passes through the triangle (Moeller &
+    Trumbore 1997, with the segment's parameter in [0, 1]; a segment in a triangle's plane does not
+    cross it)."""
     direction = p1 - p0
     e1, e2 = tris[:, 1] - tris[:, 0], tris[:, 2] - tris[:, 0]
     h = np.cross(direction, e2)
-    det = np.einsum("ij,ij->i", e1, h)
-    scale = np.linalg.norm(e1, axis=1) * np.linalg.norm(e2, axis=1) * max(float(np.linalg.norm(direction)), 1e-300)
+    det = np.einsum("...j,...j->...", e1, h)
+    length = np.maximum(np.linalg.norm(direction, axis=-1), 1e-300)
+    scale = np.linalg.norm(e1, axis=-1) * np.linalg.norm(e2, axis=-1) * length
     ok = np.abs(det) > 1e-12 * scale
     inv = np.where(ok, 1.0 / np.where(ok, det, 1.0), 0.0)
     s = p0 - tris[:, 0]
-    u = inv * np.einsum("ij,ij->i", s, h)
+    u = inv * np.einsum("...j,...j->...", s, h)
     q = np.cross(s, e1)
-    v = inv * (q @ direction)
-    t = inv * np.einsum("ij,ij->i", e2, q)
-    return bool(np.any(ok & (u >= 0.0) & (v >= 0.0) & (u + v <= 1.0) & (t >= 0.0) & (t <= 1.0)))
+    v = inv * np.einsum("...j,...j->...", q, direction)
+    t = inv * np.einsum("...j,...j->...", e2, q)
+    return ok & (u >= 0.0) & (v >= 0.0) & (u + v <= 1.0) & (t >= 0.0) & (t <= 1.0)
+
+
+def segment_distances(p0: np.ndarray, p1: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The distance from the segment p0 -> p1 to each segment a[i] -> b[i] (m, 3) (Ericson 2005,
+    Sec. 5.1.9: the closest points of the two lines, clamped to the segments; either may be a point)."""
+    d1, d2, r = p1 - p0, b - a, p0 - a
+    A = float(d1 @ d1)
+    E = np.einsum("ij,ij->i", d2, d2)
+    F = np.einsum("ij,ij->i", r, d2)
+    C = r @ d1
+    B = d2 @ d1
+    tiny = 1e-300
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if A <= tiny:
+            s = np.zeros(len(a))
+            t = np.where(E > tiny, np.clip(F / E, 0.0, 1.0), 0.0)
+        else:
+            denom = A * E - B * B
+            s = np.where(denom > 1e-14 * A * E, np.clip((B * F - C * E) / denom, 0.0, 1.0), 0.0)
+            s = np.where(E > tiny, s, np.clip(-C / A, 0.0, 1.0))  # a point: the nearest on p0 -> p1
+            t = np.where(E > tiny, (B * s + F) / E, 0.0)
+            low, high = t < 0.0, t > 1.0
+            t = np.clip(t, 0.0, 1.0)
+            s = np.where(low, np.clip(-C / A, 0.0, 1.0), np.where(high, np.clip((B - C) / A, 0.0, 1.0), s))
+    gap = (p0 + s[:, None] * d1) - (a + t[:, None] * d2)
+    return np.linalg.norm(gap, axis=1)
+
+
+def cables_touch(a: tuple, b: tuple) -> bool:
+    """Whether two cables, each (nodes (n, 3), radius, held (n,) bool), touch: their centre lines come
+    closer than the sum of their radii, away from where a connector, clip or junction holds them
+    (there a push goes to the holder; a segment from a held node counts from its middle on, so that
+    cables plugged side by side do not touch). Boxes first, as most pairs are far apart."""
+    (x, rx, held_x), (y, ry, held_y) = a, b
+    reach = rx + ry
+    if (x.min(axis=0) > y.max(axis=0) + reach).any() or (y.min(axis=0) > x.max(axis=0) + reach).any():
+        return False
+    x0, x1 = _free_parts(x, held_x)
+    y0, y1 = _free_parts(y, held_y)
+    if not len(x0) or not len(y0):
+        return False
+    lo, hi = np.minimum(y0, y1) - reach, np.maximum(y0, y1) + reach
+    for p, q in zip(x0, x1):
+        near = np.all((lo <= np.maximum(p, q)) & (hi >= np.minimum(p, q)), axis=1)
+        if near.any() and segment_distances(p, q, y0[near], y1[near]).min() < reach:
+            return True
+    return False
+
+
+def _free_parts(nodes: np.ndarray, held: np.ndarray) -> tuple:
+    """The parts of a cable's segments that can carry contact: whole between free nodes, from the
+    middle on next to a held node, none between two held nodes."""
+    a, b = nodes[:-1].copy(), nodes[1:].copy()
+    middle = 0.5 * (a + b)
+    a[held[:-1]] = middle[held[:-1]]
+    b[held[1:]] = middle[held[1:]]
+    keep = ~(held[:-1] & held[1:])
+    return a[keep], b[keep]
 
 
 @dataclass
@@ -190,9 +261,23 @@ class JunctionContact:
     def record(self, obstacles, p: np.ndarray) -> None:
         self.contacts = [(q, n, self.stiffness * depth * n) for q, n, depth in self.touching(obstacles, p)]
 
+    @staticmethod
+    def enters_cable(obstacles, p0: np.ndarray, p1: np.ndarray) -> bool:
+        """Whether the centre's path p0 -> p1 enters another cable: within a capsule's radius of its
+        centre line, from outside it."""
+        if not len(obstacles.capsule_a):
+            return False
+        core = obstacles.capsule_radius
+        start = segment_distances(p0, p0, obstacles.capsule_a, obstacles.capsule_b)
+        path = segment_distances(p0, p1, obstacles.capsule_a, obstacles.capsule_b)
+        return bool(np.any((path < core) & (start >= core)))
+
     def crosses(self, obstacles, p0: np.ndarray, p1: np.ndarray) -> bool:
         """Whether the centre's path p0 -> p1 passes through an obstacle: across a plane, into a
-        sphere, or through a triangle."""
+        sphere, through a triangle, or into another cable (a capsule's core: within its radius of its
+        centre line, from outside it)."""
+        if self.enters_cable(obstacles, p0, p1):
+            return True
         for point, normal in zip(obstacles.plane_point, obstacles.plane_normal):
             if float((p0 - point) @ normal) >= 0.0 > float((p1 - point) @ normal):
                 return True

@@ -33,7 +33,7 @@ from .branch_crossing import crossing
 from .contact import PENETRATION_TOLERANCE
 from .diagnostics import elastic_and_load_energy, reactions
 from .equilibrium import SolveReport
-from .junction_contact import JunctionContact
+from .junction_contact import JunctionContact, segments_cross_triangle
 from .junction_spec import end_frame_at
 from .rod_state import interpolate_boundary
 from .rotations import axis_angle_matrix, slerp_matrix
@@ -173,21 +173,50 @@ class JunctionSystem:
         ids = list(self.branches)
         step = direction * self._step_cap(harness, direction, L)
         for sign in (1.0, -1.0):
-            saved = _snapshot(harness, ids)
+            saved = snapshot_sessions(harness, ids)
             trial = self._moved(frames, sign * step, L)
             ok, _message = self._evaluate_unless_crossing(harness, targets, frames, trial, ids, counters)
             e_trial = self.energy(harness, trial) if ok else np.inf
             if ok and e_trial < energy:
                 return trial, e_trial
-            _restore(harness, saved)
+            restore_sessions(harness, saved)
         return None
 
     def _crosses(self, harness, a: "JunctionFrames", b: "JunctionFrames") -> int | None:
-        """The first free junction whose centre passes through an obstacle between frames a and b."""
+        """The first free junction whose centre passes through an obstacle or, with cable-cable contact,
+        into another cable between frames a and b."""
+        scene = self._scene(harness)
         for k in self.free:
-            if self.contact[k].crosses(harness.obstacles, a.position[k], b.position[k]):
+            p0, p1 = a.position[k], b.position[k]
+            if (
+                self.contact[k].crosses(harness.obstacles, p0, p1)
+                or self.contact[k].enters_cable(scene, p0, p1)
+                or self._end_segments_sweep(harness, scene, k, p1 - p0)
+            ):
                 return k
         return None
+
+    def _end_segments_sweep(self, harness, scene, k: int, move: np.ndarray) -> bool:
+        """Whether a branch's end segment at junction k, its end carried by ``move`` about its other node,
+        sweeps through another cable's centre line: the branch's own contact only acts once it is
+        through, and cannot tell which side it came from."""
+        if not len(scene.capsule_a) or not move.any():
+            return False
+        jid = self.specs[k].id
+        for cid in self.adjacent(k):
+            nodes = harness.world_nodes(cid)
+            for side, held in self.branches[cid]:
+                if held.junction == jid:
+                    end, other = (nodes[0], nodes[1]) if side == "start" else (nodes[-1], nodes[-2])
+                    swept = np.array([other, end, end + move])
+                    if segments_cross_triangle(scene.capsule_a, scene.capsule_b, swept):
+                        return True
+        return False
+
+    def _scene(self, harness):
+        """The obstacles as the branches see them: with cable-cable contact, the other cables' segments
+        as capsules too (Harness._solve_step), as they lie while the junctions are solved."""
+        return harness.cables[next(iter(self.branches))].interactions.obstacles
 
     def index(self, jid: str) -> int:
         for k, spec in enumerate(self.specs):
@@ -222,7 +251,7 @@ class JunctionSystem:
         ids = list(self.branches)
         start_frames = self.frames.copy()
         start_contact = self._contact_state()
-        start_sessions = _snapshot(harness, ids)
+        start_sessions = snapshot_sessions(harness, ids)
         base = {cid: targets.get(cid) or harness.cables[cid].boundary for cid in ids}
         # the starting boundaries: where the branches are held now (before the first solve: the case's)
         before = {cid: harness.cables[cid].boundary for cid in ids}
@@ -258,11 +287,11 @@ class JunctionSystem:
                     break
                 # where the equilibrium itself crosses, smaller pieces of the step end there again
                 report = JunctionReport(False, cut)
-                _restore(harness, start_sessions)
+                restore_sessions(harness, start_sessions)
                 self.frames = start_frames.copy()
                 self._restore_contact(start_contact)
                 break
-            _restore(harness, start_sessions)
+            restore_sessions(harness, start_sessions)
             self.frames = start_frames.copy()
             self._restore_contact(start_contact)
             if counters.get("refused"):
@@ -391,7 +420,7 @@ class JunctionSystem:
             step *= self._approach_cap(harness, frames, step, L)
             predicted = float(scaled @ step + 0.5 * step @ K @ step)
             positive = bool(np.linalg.eigvalsh(K)[0] > noise)
-            saved = _snapshot(harness, ids)
+            saved = snapshot_sessions(harness, ids)
             trial = self._moved(frames, step, L)
             ok, message = self._evaluate_unless_crossing(harness, targets, frames, trial, ids, counters)
             if ok:
@@ -420,7 +449,7 @@ class JunctionSystem:
                     radius = min(1.0, 2.0 * radius) if ratio > 0.75 else radius
                     rejects = 0
                     continue
-            _restore(harness, saved)
+            restore_sessions(harness, saved)
             rejects += 1
             radius *= 0.25
             if rejects > MAX_REJECTS:
@@ -483,10 +512,15 @@ class JunctionSystem:
 
     def _evaluate_unless_crossing(self, harness, targets, frames, trial, ids, counters) -> tuple:
         """``_evaluate`` at ``trial``, unless a junction's centre would pass through an obstacle on the way
-        from ``frames`` (a thin plate stepped over)."""
+        from ``frames`` (a thin plate stepped over) or into another cable."""
         k = self._crosses(harness, frames, trial)
         if k is not None:
-            return False, f"junction {self.specs[k].id!r} would pass through an obstacle"
+            what = (
+                "an obstacle"
+                if self.contact[k].crosses(harness.obstacles, frames.position[k], trial.position[k])
+                else "another cable (a junction resting on another cable is not modelled)"
+            )
+            return False, f"junction {self.specs[k].id!r} would pass through {what}"
         return self._evaluate(harness, targets, trial, ids, counters)
 
     def _branch_loads(self, harness, cid):
@@ -635,7 +669,7 @@ class JunctionSystem:
         base = self._scaled(self._branch_gradient(harness), L)
         for i, k in enumerate(self.free):
             ids = self.adjacent(k)
-            saved = _snapshot(harness, ids)
+            saved = snapshot_sessions(harness, ids)
             touching = any(harness.cables[cid].interactions.contacts(harness.cables[cid].state) for cid in ids)
             for c in range(6):
                 columns = []
@@ -646,7 +680,7 @@ class JunctionSystem:
                     ok, _message = self._evaluate(harness, targets, moved, ids, counters)
                     if ok:
                         columns.append((self._scaled(self._branch_gradient(harness), L) - base) / (sign * FD_STEP))
-                    _restore(harness, saved)
+                    restore_sessions(harness, saved)
                 if columns:
                     K[:, 6 * i + c] = np.mean(columns, axis=0)
                 else:  # a branch that cannot follow so small a move: take its stiffness as large
@@ -742,7 +776,9 @@ class JunctionSystem:
         return total
 
 
-def _snapshot(harness, ids) -> dict:
+def snapshot_sessions(harness, ids) -> dict:
+    """What solving the cables ``ids`` changes in their sessions: state, hold, reports, friction,
+    predictor memory, group contacts, contact stiffness and contact candidates."""
     out = {}
     for cid in ids:
         s = harness.cables[cid]
@@ -760,7 +796,8 @@ def _snapshot(harness, ids) -> dict:
     return out
 
 
-def _restore(harness, saved: dict) -> None:
+def restore_sessions(harness, saved: dict) -> None:
+    """Put the cables of ``snapshot_sessions`` back as they were."""
     for cid, (state, boundary, solved, report, friction, last_step, contacts, stiffness, pairs) in saved.items():
         s = harness.cables[cid]
         s.state, s.boundary, s.solved, s.last_report = state.copy(), boundary, solved, report

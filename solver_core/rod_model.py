@@ -78,6 +78,10 @@ class RodModel:
     def n_segments(self) -> int:
         return self.rest_len.shape[0]
 
+    def held_nodes(self) -> np.ndarray:
+        """Per node, whether a connector, clip or junction holds its position (all three dofs fixed)."""
+        return self.fixed[self.node_dof[:, None] + np.arange(3)].all(axis=1)
+
     @property
     def n_rotations(self) -> int:
         return self.rot_dof.shape[0]
