@@ -12,6 +12,7 @@ import textwrap
 from pathlib import Path
 
 import numba
+import numpy as np
 import pytest
 
 from solver_core import _jit, prebuilt_kernels
@@ -64,26 +65,52 @@ def test_no_shipped_folder_in_a_checkout():
     assert not prebuilt_kernels.shipped_folder().exists() and not _jit.PREBUILT
 
 
-def test_matching_kernels_wait_while_numba_generates_code_for_another_cpu(tmp_path, monkeypatch):
-    """This process compiled kernels for the host first (as another add-on's kernels would make it):
-    its code generator keeps that target, so kernels for the generic CPU would never be looked up."""
-    if numba.config.CPU_NAME == prebuilt_kernels.CPU_NAME:
-        pytest.skip("this run compiles for the generic CPU already (NUMBA_CPU_NAME=generic)")
-    monkeypatch.delenv(prebuilt_kernels.DISABLED, raising=False)  # restored after the test
+@pytest.fixture
+def cpu_environment():
+    """What ``install`` may write to the environment, put back as it was after the test."""
+    names = ("NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES", prebuilt_kernels.DISABLED)
+    saved = {name: os.environ.get(name) for name in names}
+    os.environ.pop(prebuilt_kernels.DISABLED, None)
+    yield
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
+def test_matching_kernels_are_used_only_where_numba_generates_code_for_their_cpu(tmp_path, cpu_environment):
+    """This process has compiled kernels already, and numba's code generator keeps the target it was
+    made for. Made for the host (as another add-on's kernels would make it), kernels for the generic
+    CPU would never be looked up: they are left alone and its children are told so. Made for the
+    generic CPU (NUMBA_CPU_NAME=generic, as CI runs), they are copied in and the marker left."""
     before = (numba.config.CPU_NAME, numba.config.CPU_FEATURES)
-    used, marker = _install(tmp_path, _ship(tmp_path / "shipped"))
-    assert not used and not marker.exists()
+    shipped = _ship(tmp_path / "shipped")
+    used, marker = _install(tmp_path, shipped)
+    if before == (prebuilt_kernels.CPU_NAME, ""):
+        assert used and marker.exists()
+        copied = prebuilt_kernels.cache_subfolder(str(tmp_path / "cache"), _jit.__file__)
+        assert [p.name for p in copied.iterdir()] == ["rod_energy.bend_energy-1.py311.nbi"]
+    else:
+        assert not used and not marker.exists() and not (tmp_path / "cache").exists()
+        assert os.environ[prebuilt_kernels.DISABLED] == "0"
     assert (numba.config.CPU_NAME, numba.config.CPU_FEATURES) == before
-    # and its children (the background warm-up) compile for the same target as it does
-    assert os.environ[prebuilt_kernels.DISABLED] == "0"
 
 
-def test_export_needs_kernels_compiled_for_the_generic_cpu(tmp_path):
-    if numba.config.CPU_NAME == prebuilt_kernels.CPU_NAME:
-        pytest.skip("this run compiles for the generic CPU (NUMBA_CPU_NAME=generic)")
-    with pytest.raises(RuntimeError, match="NUMBA_CPU_NAME=generic"):
-        prebuilt_kernels.export(_jit.CACHE_DIR, _jit.SOURCE_DIGEST, _jit.__package__, _jit.__file__, tmp_path)
-    assert not (tmp_path / "kernels.json").exists()
+def test_only_kernels_compiled_for_the_generic_cpu_are_exported(tmp_path):
+    from solver_core.clearance import clearance_to_triangles
+
+    clearance_to_triangles(np.zeros((2, 3)), 0.001, np.eye(3)[None])  # a kernel in the cache, at least
+    export = (_jit.CACHE_DIR, _jit.SOURCE_DIGEST, _jit.__package__, _jit.__file__, tmp_path)
+    if (numba.config.CPU_NAME, numba.config.CPU_FEATURES) == (prebuilt_kernels.CPU_NAME, ""):
+        assert prebuilt_kernels.export(*export) >= 2
+        manifest = json.loads((tmp_path / "kernels.json").read_text())
+        assert manifest == prebuilt_kernels.identity(_jit.SOURCE_DIGEST, _jit.__package__)
+        assert any(p.name.startswith("clearance._nearest_segment_triangle") for p in tmp_path.iterdir())
+    else:
+        with pytest.raises(RuntimeError, match="NUMBA_CPU_NAME=generic"):
+            prebuilt_kernels.export(*export)
+        assert not (tmp_path / "kernels.json").exists()
 
 
 def test_the_zip_puts_the_kernels_where_the_installed_solver_looks(tmp_path):
