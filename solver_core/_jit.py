@@ -44,11 +44,17 @@ SOURCE_DIGEST = _source_digest()
 CACHE_DIR = _cache_dir(SOURCE_DIGEST)
 # read by numba whenever a cached function is defined, so setting it here covers every kernel below
 numba.config.CACHE_DIR = CACHE_DIR
+
+
+def _warm_marker(cpu: str | None) -> Path:
+    """Left once every kernel of the warm-up is in the cache; one per CPU target, as their kernels differ."""
+    return Path(CACHE_DIR) / f"warm-{cpu or 'host'}"
+
+
 PREBUILT = prebuilt_kernels.install(
-    CACHE_DIR, SOURCE_DIGEST, __package__, __file__, Path(CACHE_DIR) / f"warm-{prebuilt_kernels.CPU_NAME}"
+    CACHE_DIR, SOURCE_DIGEST, __package__, __file__, _warm_marker(prebuilt_kernels.CPU_NAME)
 )
-# left once every kernel of the warm-up is in the cache; one per CPU target, as their kernels differ
-WARM_MARKER = Path(CACHE_DIR) / f"warm-{numba.config.CPU_NAME or 'host'}"
+WARM_MARKER = _warm_marker(numba.config.CPU_NAME)
 
 njit = numba.njit(cache=True, fastmath=False, nogil=True)
 # Small helpers called per contact pair: inlined into their callers, where passing a dozen arrays per

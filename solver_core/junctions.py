@@ -182,18 +182,20 @@ class JunctionSystem:
             restore_sessions(harness, saved)
         return None
 
-    def _crosses(self, harness, a: "JunctionFrames", b: "JunctionFrames") -> int | None:
-        """The first free junction whose centre passes through an obstacle or, with cable-cable contact,
-        into another cable between frames a and b."""
+    def _crosses(self, harness, a: "JunctionFrames", b: "JunctionFrames") -> str | None:
+        """Why a free junction may not move from frames a to b: its centre would pass through an
+        obstacle or, with cable-cable contact, into another cable (or carry a branch's end across one);
+        None where none would."""
         scene = self._scene(harness)
         for k in self.free:
             p0, p1 = a.position[k], b.position[k]
-            if (
-                self.contact[k].crosses(harness.obstacles, p0, p1)
-                or self.contact[k].enters_cable(scene, p0, p1)
-                or self._end_segments_sweep(harness, scene, k, p1 - p0)
-            ):
-                return k
+            if self.contact[k].crosses(harness.obstacles, p0, p1):
+                return f"junction {self.specs[k].id!r} would pass through an obstacle"
+            if self.contact[k].enters_cable(scene, p0, p1) or self._end_segments_sweep(harness, scene, k, p1 - p0):
+                return (
+                    f"junction {self.specs[k].id!r} would pass through another cable (a junction resting on "
+                    f"another cable is not modelled)"
+                )
         return None
 
     def _end_segments_sweep(self, harness, scene, k: int, move: np.ndarray) -> bool:
@@ -513,14 +515,9 @@ class JunctionSystem:
     def _evaluate_unless_crossing(self, harness, targets, frames, trial, ids, counters) -> tuple:
         """``_evaluate`` at ``trial``, unless a junction's centre would pass through an obstacle on the way
         from ``frames`` (a thin plate stepped over) or into another cable."""
-        k = self._crosses(harness, frames, trial)
-        if k is not None:
-            what = (
-                "an obstacle"
-                if self.contact[k].crosses(harness.obstacles, frames.position[k], trial.position[k])
-                else "another cable (a junction resting on another cable is not modelled)"
-            )
-            return False, f"junction {self.specs[k].id!r} would pass through {what}"
+        why = self._crosses(harness, frames, trial)
+        if why is not None:
+            return False, why
         return self._evaluate(harness, targets, trial, ids, counters)
 
     def _branch_loads(self, harness, cid):
