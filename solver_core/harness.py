@@ -165,7 +165,7 @@ class Harness:
         steps = int(min(MAX_SAG_STEPS, max(1, np.ceil(move / (0.5 * check.radius)))))
         for k in range(1, steps + 1):
             candidate = full if k == steps else sagged(k / steps)
-            if check.deepest_penetration(candidate) > 0.0 or _passes_through(check, state, candidate):
+            if check.deepest_penetration(candidate) > 0.0 or check.passes_through(state, candidate):
                 break
             state, chosen = candidate, k / steps
         session.state = route if chosen == 0.0 else initial_state(session.model, session.boundary, sag=chosen)
@@ -755,23 +755,6 @@ def _same_input(a: tuple, b: tuple) -> bool:
         and len(a[1]) == len(b[1])
         and all(x.shape == y.shape and x.dtype == y.dtype and x.tobytes() == y.tobytes() for x, y in zip(a[1], b[1]))
     )
-
-
-def _passes_through(check: Interactions, before: RodState, after: RodState) -> bool:
-    """Whether the nodes, moved on straight lines from ``before`` to ``after``, carry the cable into or
-    through an obstacle on the way: a route that bulges against the loads (drawn over an obstacle) is
-    lengthened on the far side of its chord, so that even the first step of its sag can jump through
-    what it was drawn over. Faces are tested exactly (crossing.py), the rest at every half radius."""
-    if check.crosses_between(before, after):
-        return True
-    move = float(np.linalg.norm(after.positions - before.positions, axis=1).max())
-    samples = int(np.ceil(move / (0.5 * check.radius)))
-    for j in range(1, samples):
-        t = j / samples
-        between = RodState((1.0 - t) * before.positions + t * after.positions, after.quats)
-        if check.deepest_penetration(between) > 0.0:
-            return True
-    return False
 
 
 def max_axial_strain(model: RodModel, state: RodState) -> float:

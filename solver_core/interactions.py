@@ -474,6 +474,22 @@ class Interactions:
             step_crosses_triangles(before.positions, after.positions, self.node_part, self._shifted_obstacles())
         )
 
+    def passes_through(self, before: RodState, after: RodState) -> bool:
+        """Whether the nodes, moved on straight lines from ``before`` to ``after``, carry the cable into or
+        through an obstacle on the way: a route that bulges against the loads (drawn over an obstacle) is
+        lengthened on the far side of its chord, so that even the first step of its sag can jump through
+        what it was drawn over. Faces are tested exactly (crossing.py), the rest at every half radius."""
+        if self.crosses_between(before, after):
+            return True
+        move = float(np.linalg.norm(after.positions - before.positions, axis=1).max())
+        samples = int(np.ceil(move / (0.5 * self.radius)))
+        for j in range(1, samples):
+            t = j / samples
+            between = RodState((1.0 - t) * before.positions + t * after.positions, after.quats)
+            if self.deepest_penetration(between) > 0.0:
+                return True
+        return False
+
     def mount_reactions(self, state: RodState, boundary: Boundary) -> dict:
         """Force and moment each sliding or compliant clip exerts on the cable, and compliant deflections."""
         model = self.model

@@ -12,8 +12,11 @@ force f_b and couple m_b that the junction exerts on branch b (diagnostics.react
 
 so the junction is in equilibrium, forces and moments balanced, where that gradient vanishes. Its
 Hessian, the stiffness of the junctions against the branches (the Schur complement of the branches'
-own stiffness), is formed by finite differences of branch re-solves and kept between steps with
+own stiffness), comes from the branches' Hessians where nothing is within reach of a branch
+(end_stiffness.py, exact), else from finite differences of branch re-solves, kept between steps with
 Broyden's update; Newton steps on the junctions use it, shifted positive definite where it is not.
+Where nothing is within reach, a step is first predicted by Newton's method on the branches and
+junctions together (junction_newton.py), which the branch solves then confirm.
 A state is accepted as converged only when every branch converged stably and the condensed stiffness
 has no negative eigenvalue beyond its finite-difference noise (formed afresh, or kept from a state
 nearby under nearly the same loads while clearly positive definite): with the branches at
@@ -32,8 +35,10 @@ import numpy as np
 from .branch_crossing import crossing
 from .contact import PENETRATION_TOLERANCE
 from .diagnostics import elastic_and_load_energy, reactions
+from .end_stiffness import condensed_end_stiffness, exact_for
 from .equilibrium import SolveReport
 from .junction_contact import JunctionContact, segments_cross_triangle
+from .junction_newton import HarnessNewton
 from .junction_spec import end_frame_at
 from .rod_state import interpolate_boundary
 from .rotations import axis_angle_matrix, slerp_matrix
@@ -59,6 +64,7 @@ STALE_AFTER = 40
 TRUST_LOAD_CHANGE = 0.05
 TRUST_MOVE = 0.02
 TRUST_TURN = 0.05
+SADDLE_STEPS = (1.0, 0.25, 0.0625)  # fractions of the step cap tried off a saddle
 MAX_SPLITS = 3  # a failing step is split into 2, 4, 8 pieces
 # Energy changes below this fraction of the energies involved are round-off (sums over every segment's
 # stretch, bend and weight): the quadratic model's agreement is not judged on them.
@@ -168,18 +174,20 @@ class JunctionSystem:
         return gain <= ENERGY_RESOLUTION * max(abs(energy), self.energy_scale)
 
     def _leave_saddle(self, harness, targets, frames, energy, direction, L, counters):
-        """(frames, energy) a full step along the direction of negative stiffness, to the side where
-        the energy falls, or None (the branches are put back)."""
+        """(frames, energy) a step along the direction of negative stiffness, to the side where the
+        energy falls: the longest the step limits allow, shortened where the terms beyond the quadratic
+        already raise the energy there; or None (the branches are put back)."""
         ids = list(self.branches)
         step = direction * self._step_cap(harness, direction, L)
-        for sign in (1.0, -1.0):
-            saved = snapshot_sessions(harness, ids)
-            trial = self._moved(frames, sign * step, L)
-            ok, _message = self._evaluate_unless_crossing(harness, targets, frames, trial, ids, counters)
-            e_trial = self.energy(harness, trial) if ok else np.inf
-            if ok and e_trial < energy:
-                return trial, e_trial
-            restore_sessions(harness, saved)
+        for fraction in SADDLE_STEPS:
+            for sign in (1.0, -1.0):
+                saved = snapshot_sessions(harness, ids)
+                trial = self._moved(frames, sign * fraction * step, L)
+                ok, _message = self._evaluate_unless_crossing(harness, targets, frames, trial, ids, counters)
+                e_trial = self.energy(harness, trial) if ok else np.inf
+                if ok and e_trial < energy:
+                    return trial, e_trial
+                restore_sessions(harness, saved)
         return None
 
     def _crosses(self, harness, a: "JunctionFrames", b: "JunctionFrames") -> str | None:
@@ -270,6 +278,21 @@ class JunctionSystem:
         predicted = self._predicted(start_frames, holders_move)
         if predicted is not None and self._crosses(harness, start_frames, predicted) is not None:
             predicted = None
+        # where nothing touches, the whole harness's Newton method predicts the step (junction_newton.py)
+        newton = HarnessNewton(self, harness, base, MAX_MOVE, MAX_TURN).predict(
+            _with_fixed(start_frames, end_frames, self.free)
+        )
+        if newton is not None:
+            predicted, branch_states, stiffness = newton
+            for cid, (state, boundary) in branch_states.items():
+                harness.cables[cid].state, harness.cables[cid].boundary = state, boundary
+            # its last condensed stiffness, one Newton step from the prediction, may stand for the one
+            # there in the stability test (_kept_stiffness_holds)
+            L = self._length_scale(harness)
+            scale = np.tile(np.concatenate([np.full(3, L), np.ones(3)]), len(self.free))
+            self.stiffness = scale[:, None] * stiffness * scale[None, :]
+            self.broyden_updates = 0
+            self.formed_at = (predicted.copy(), self._end_loads(harness, L, predicted))
         for split in range(MAX_SPLITS + 1):
             pieces = 2**split
             if split == 0 and predicted is not None:
@@ -370,8 +393,10 @@ class JunctionSystem:
             scaled = self._scaled(g, L)
             if _within(g, tolerance):
                 if not fresh and not self._kept_stiffness_holds(harness, frames, noise):
-                    self.stiffness = self._fd_stiffness(harness, targets, frames, L, counters)
-                    fresh = True
+                    fresh = self._exact_stiffness(harness, frames, L)
+                    if not fresh:
+                        self.stiffness = self._fd_stiffness(harness, targets, frames, L, counters)
+                        fresh = True
                 deep = [k for k in self.free if self.contact[k].too_deep(harness.obstacles, frames.position[k])]
                 if deep:  # balanced on a penalty too soft for the load: stiffen it and balance again
                     if not all(self.contact[k].stiffen() for k in deep):
@@ -401,6 +426,8 @@ class JunctionSystem:
                 frames, energy = left
                 g, fresh = self._gradient(harness, frames), False
                 continue
+            if not fresh:  # exact and cheap where the branches' Hessians give it: Newton proper
+                fresh = self._exact_stiffness(harness, frames, L)
             stale = self.broyden_updates - updates_before > REFRESH_AFTER
             if self.stiffness is None or (not fresh and (rejects >= 1 or poor or stale)):
                 self.stiffness = self._fd_stiffness(harness, targets, frames, L, counters)
@@ -418,8 +445,10 @@ class JunctionSystem:
                     g, fresh, rejects, radius = self._gradient(harness, frames), False, 0, 1.0
                     continue
             step = _newton_step(total, scaled, noise)
-            step *= min(1.0, radius * self._step_cap(harness, step, L))
-            step *= self._approach_cap(harness, frames, step, L)
+            cap = self._step_cap(harness, step, L)
+            taken = min(1.0, radius * cap)
+            taken *= self._approach_cap(harness, frames, taken * step, L)
+            step *= taken
             predicted = float(scaled @ step + 0.5 * step @ K @ step)
             positive = bool(np.linalg.eigvalsh(K)[0] > noise)
             saved = snapshot_sessions(harness, ids)
@@ -453,7 +482,8 @@ class JunctionSystem:
                     continue
             restore_sessions(harness, saved)
             rejects += 1
-            radius *= 0.25
+            # shrunk from the step taken, however it was cut
+            radius = 0.25 * (min(radius, taken / cap) if np.isfinite(cap) else radius)
             if rejects > MAX_REJECTS:
                 if fresh and self._balanced_to_resolution(harness, frames, scaled, total, energy, noise):
                     done = JunctionReport(True, "converged", stable=True, escapes=escapes)
@@ -567,8 +597,10 @@ class JunctionSystem:
             contact, p = self.contact[k], frames.position[k]
             move = L * step[6 * i : 6 * i + 3]
             # twice what it may sink at a balance (as ITERATE_PENETRATION is for a cable), so that a
-            # junction resting at that depth can still slide along the surface
-            allowed = max(2.0 * contact.allowed_depth, contact.depth(harness.obstacles, p))
+            # junction resting at that depth can still slide along the surface; one clear of every
+            # obstacle stops half that deep, where the next step's model holds the contact
+            now = contact.depth(harness.obstacles, p)
+            allowed = max(2.0 * contact.allowed_depth, now) if now > 0.0 else 0.5 * contact.allowed_depth
             if contact.depth(harness.obstacles, p + t * move) <= allowed:
                 continue
             low, high = 0.0, t
@@ -654,6 +686,45 @@ class JunctionSystem:
             if turn > 0.0:
                 cap = min(cap, MAX_TURN / turn)
         return cap
+
+    def _exact_stiffness(self, harness, frames: JunctionFrames, L: float) -> bool:
+        """Form the condensed stiffness from the branches' Hessians if that is exact here."""
+        K = self._analytic_stiffness(harness, frames, L)
+        if K is None:
+            return False
+        self.stiffness = K
+        self.broyden_updates = 0
+        self.formed_at = (frames.copy(), self._end_loads(harness, L, frames))
+        return True
+
+    def _analytic_stiffness(self, harness, frames: JunctionFrames, L: float) -> np.ndarray | None:
+        """The condensed stiffness from the branches' own Hessians (end_stiffness.py), in the scaled
+        variables; None unless that is exact for every branch (none touches anything or hangs in a
+        compliant or sliding clip) and each is at a strict minimum."""
+        if any(self.contact[k].touching(harness.obstacles, frames.position[k]) for k in self.free):
+            return None  # resting on an obstacle: the differences know the branches' contacts there too
+        place = {k: i for i, k in enumerate(self.free)}
+        K = np.zeros((6 * len(self.free), 6 * len(self.free)))
+        scale = np.concatenate([np.full(3, L), np.ones(3)])
+        for cid, ends in self.branches.items():
+            session = harness.cables[cid]
+            if not exact_for(session):
+                return None
+            sides = [side for side, _held in ends]
+            S = condensed_end_stiffness(session.model, session.state, sides)
+            if S is None:
+                return None
+            for a, (_side, held_a) in enumerate(ends):
+                i = place.get(self.index(held_a.junction))
+                if i is None:
+                    continue
+                for b, (_side_b, held_b) in enumerate(ends):
+                    j = place.get(self.index(held_b.junction))
+                    if j is None:
+                        continue
+                    block = S[6 * a : 6 * a + 6, 6 * b : 6 * b + 6]
+                    K[6 * i : 6 * i + 6, 6 * j : 6 * j + 6] += scale[:, None] * block * scale[None, :]
+        return K
 
     def _fd_stiffness(self, harness, targets, frames, L, counters) -> np.ndarray:
         """The condensed stiffness d g_hat / d y by forward differences, each column re-solving only the
@@ -802,6 +873,14 @@ def restore_sessions(harness, saved: dict) -> None:
         s.last_step, s.group_contacts = last_step, contacts
         s.interactions.stiffness = stiffness
         s.interactions.keep_candidates(pairs)
+
+
+def _with_fixed(frames: JunctionFrames, fixed: JunctionFrames, free) -> JunctionFrames:
+    """``frames`` with the junctions not in ``free`` taken from ``fixed``."""
+    out = fixed.copy()
+    for k in free:
+        out.position[k], out.rotation[k] = frames.position[k], frames.rotation[k]
+    return out
 
 
 def _blend(a: JunctionFrames, b: JunctionFrames, t: float) -> JunctionFrames:

@@ -1,0 +1,192 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The stiffness a cable in equilibrium shows at its held ends: the Schur complement of its Hessian.
+
+With the free degrees of freedom f at a minimum for held ones h, the reduced energy E*(h) has the
+Hessian (static condensation; the implicit function theorem on dE/df = 0)
+
+    d2E*/dh2 = H_hh - H_hf H_ff^-1 H_fh,
+
+H the exact Hessian of the rod's energy (rod_energy.py, geometric = 1). A junction moves the held
+dofs of its branches' ends linearly: the end node by the junction's shift, the end frame by its
+rotation (body-frame increment R_f^T w, exactly, since exp(w) R_f = R_f exp(R_f^T w)), so the
+junctions' stiffness is the sum of these blocks mapped to (p, w). Exact only for a cable whose
+energy is the rod's alone (no contact, compliant or sliding clips): ``exact_for`` tells.
+"""
+
+import numpy as np
+
+from ._jit import njit
+from .banded import band_cholesky
+from .rod_energy import rod_gradient_hessian
+from .rotations import matrix_from_quat
+
+
+def exact_for(session) -> bool:
+    """Whether the rod's own Hessian is the whole Hessian of ``session``'s cable at its state and about
+    it: no clip holds it by an energy (compliant or sliding clips) and nothing it could touch lies
+    within one reach of it (Interactions.reach: a contact coming on within a step is a stiffness the
+    rod's Hessian does not know)."""
+    if any(c.kind == "sliding" or c.stiffness is not None for c in session.model.cable.clips):
+        return False
+    check = session.interactions
+    return check.nothing_within(session.state, check.reach)
+
+
+def hessian_band(model, state, geometric: float = 1.0) -> tuple:
+    """(gradient, lower band in banded.py's storage) of the rod's energy with its exact Hessian, held
+    rows too (``geometric`` = 0: the Gauss-Newton matrix, rod_gradient_hessian)."""
+    n, bw = model.n_dof, model.bw
+    band = np.zeros((n, bw + 1))
+    grad = np.zeros(n)
+    rod_gradient_hessian(
+        state.positions,
+        state.quats,
+        model.node_dof,
+        model.rot_dof,
+        model.rest_len,
+        model.stretch_stiff,
+        model.joint_a,
+        model.joint_b,
+        model.joint_len,
+        model.bend_stiff,
+        model.bend_rest,
+        model.node_force,
+        model.rot_couple,
+        1.0,
+        grad,
+        band,
+        bw,
+        np.bool_(True),
+        geometric,
+    )
+    return grad, band
+
+
+@njit
+def _band_entry(band, bw, i, j):
+    """H[i, j] of the symmetric matrix whose lower band is ``band`` (0 outside the band)."""
+    if i < j:
+        i, j = j, i
+    return band[i, bw - (i - j)] if i - j <= bw else 0.0
+
+
+@njit
+def condense(band, bw, fixed, held, grad, S, r, factor, Y, z):
+    """Static condensation onto the held dofs ``held``: S = H_hh - H_hf H_ff^-1 H_fh and the reduced
+    gradient r = g_h - H_hf H_ff^-1 g_f. The free block H_ff is H with every fixed row and column
+    replaced by the identity's; its Cholesky factor L goes to ``factor``, Y[a] = L^-1 H_f,h_a and
+    z = L^-1 g_f, so that S = H_hh - Y Y^T, r = g_h - Y z, and the Newton step of the free dofs with the
+    held ones moved by dh is df = -L^-T (z + Y^T dh) (free_step). Only forward solves: a held dof at
+    the far end of the band has a column of L^-1 H_fh a few entries long. Returns False where H_ff is
+    not positive definite."""
+    n = band.shape[0]
+    for i in range(n):
+        for c in range(bw + 1):
+            j = i - (bw - c)
+            factor[i, c] = 0.0 if fixed[i] or (j >= 0 and fixed[j]) else band[i, c]
+        if fixed[i]:
+            factor[i, bw] = 1.0
+    if not band_cholesky(factor, bw):
+        return False
+    m = held.shape[0]
+    first = np.empty(m, dtype=np.int64)  # Y[a] vanishes before its first entry
+    for a in range(m):
+        h = held[a]
+        lo = max(0, h - bw)
+        first[a] = lo
+        y = Y[a]
+        y[:] = 0.0
+        for i in range(lo, min(n, h + bw + 1)):
+            if not fixed[i]:
+                y[i] = _band_entry(band, bw, i, h)
+        _forward_from(factor, bw, y, lo)
+    for i in range(n):
+        z[i] = 0.0 if fixed[i] else grad[i]
+    _forward_from(factor, bw, z, 0)
+    for a in range(m):
+        r[a] = grad[held[a]] - np.dot(Y[a, first[a] :], z[first[a] :])
+        for b in range(a, m):
+            lo = max(first[a], first[b])
+            S[a, b] = _band_entry(band, bw, held[a], held[b]) - np.dot(Y[a, lo:], Y[b, lo:])
+            S[b, a] = S[a, b]
+    return True
+
+
+@njit
+def _forward_from(factor, bw, y, lo):
+    """y = L^-1 y in place, for a y that vanishes before index ``lo``."""
+    n = factor.shape[0]
+    for i in range(lo, n):
+        s = y[i]
+        for k in range(max(lo, i - bw), i):
+            s -= factor[i, bw - (i - k)] * y[k]
+        y[i] = s / factor[i, bw]
+
+
+@njit
+def free_step(factor, bw, Y, z, dh, out):
+    """out = -L^-T (z + Y^T dh): the free dofs' Newton step for a move dh of the held ones (condense)."""
+    n = factor.shape[0]
+    for i in range(n):
+        out[i] = z[i]
+    for a in range(dh.shape[0]):
+        if dh[a] != 0.0:
+            for i in range(n):
+                out[i] += dh[a] * Y[a, i]
+    for i in range(n - 1, -1, -1):
+        s = out[i]
+        for k in range(i + 1, min(n, i + bw + 1)):
+            s -= factor[k, bw - (k - i)] * out[k]
+        out[i] = s / factor[i, bw]
+    for i in range(n):
+        out[i] = -out[i]
+
+
+def end_dofs(model, side: str) -> np.ndarray:
+    """The six held dofs of an end: its node's position, then its frame's body rotation."""
+    node = 0 if side == "start" else model.n_nodes - 1
+    rot = model.start_frame if side == "start" else model.end_frame
+    return np.concatenate([model.node_dof[node] + np.arange(3), model.rot_dof[rot] + np.arange(3)])
+
+
+def condensed_end_stiffness(model, state, sides) -> np.ndarray | None:
+    """d2E*/dh2 for the ends ``sides`` ("start"/"end"), in world shift and world rotation of each end
+    (6 per end, in that order), or None where the free part of the Hessian is not positive definite
+    (the cable is not at a strict minimum: the condensation does not hold)."""
+    grad, band = hessian_band(model, state)
+    out = condensed(model, state, sides, grad * 0.0, band)
+    return None if out is None else out[0]
+
+
+def end_map(model, state, sides) -> np.ndarray:
+    """J: the held dofs' change (end shift, body-frame rotation of the end frame) per world shift and
+    world rotation w of each end; theta = R_f^T w."""
+    m = 6 * len(sides)
+    J = np.zeros((m, m))
+    for e, side in enumerate(sides):
+        rot = model.start_frame if side == "start" else model.end_frame
+        J[6 * e : 6 * e + 3, 6 * e : 6 * e + 3] = np.eye(3)
+        J[6 * e + 3 : 6 * e + 6, 6 * e + 3 : 6 * e + 6] = matrix_from_quat(state.quats[rot]).T
+    return J
+
+
+def condensed(model, state, sides, grad, band) -> tuple | None:
+    """(J^T S J, J^T r, step) of ``condense`` for the ends ``sides``, in world shifts and rotations of the
+    ends (end_map); step(dy) is the free dofs' Newton step for a world move dy of the ends (held dofs
+    through J). None where the ends are not all held or H_ff is not positive definite."""
+    fixed = model.fixed.astype(bool)
+    held = np.concatenate([end_dofs(model, side) for side in sides]) if sides else np.zeros(0, dtype=np.int64)
+    if not fixed[held].all():
+        return None
+    m, n = held.shape[0], model.n_dof
+    S, r, factor, Y, z = np.empty((m, m)), np.empty(m), np.empty_like(band), np.empty((m, n)), np.empty(n)
+    if not condense(band, model.bw, fixed, held, grad, S, r, factor, Y, z):
+        return None
+    J = end_map(model, state, sides)
+
+    def step(dy):
+        out = np.empty(n)
+        free_step(factor, model.bw, Y, z, J @ dy, out)
+        return out
+
+    return J.T @ S @ J, J.T @ r, step

@@ -1,0 +1,297 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Newton's method on the branches and free junctions together: the predictor of a harness step.
+
+The junctions' Newton method (junctions.py) re-solves every branch for each trial of the junction
+frames. Where no branch touches anything, that nested solve is one minimisation of the rods' energy
+over all their free dofs and the junction frames, whose Hessian is an arrow-head matrix: a banded
+block per branch, bordered by the 6 dofs of each free junction, which moves only its branches' held
+ends. Eliminating each branch's free dofs (end_stiffness.condense) leaves a small dense system on the
+junctions; its solution and the branches' responses to it are one Newton step of the whole harness,
+at the cost of one banded factorisation per branch.
+
+The result is a prediction, not an answer: it knows nothing of contact, friction or clips held by
+energies, so it is offered only where none acts and none can within the move, and the harness then
+solves every branch from it with all its checks (JunctionSystem._solve_piece), which confirms it in
+a Newton iteration or two per branch.
+"""
+
+import numpy as np
+
+from .diagnostics import elastic_and_load_energy
+from .end_stiffness import condensed, end_dofs, end_map, exact_for, hessian_band
+from .newton_assembly import MAX_ROTATION_STEP, retract
+from .rod_state import apply_boundary
+from .rotations import axis_angle_matrix, frame_from_tangent, matrix_to_quat, quat_conj_mul
+from .stability import band_matvec
+
+MAX_ITERATIONS = 10  # from the last equilibrium
+# Stop once every free dof's residual is this fraction of its tolerance (the solve that confirms the
+# prediction then has nothing left to do).
+RESIDUAL_FRACTION = 0.1
+LINE_SEARCH = tuple(0.5**j for j in range(8))
+# Energy changes below this fraction of the energy scale are round-off (junctions.ENERGY_RESOLUTION).
+ENERGY_RESOLUTION = 1e-9
+
+
+def _turn(frames, dy, free, alpha):
+    out = frames.copy()
+    for i, k in enumerate(free):
+        out.position[k] = frames.position[k] + alpha * dy[6 * i : 6 * i + 3]
+        w = alpha * dy[6 * i + 3 : 6 * i + 6]
+        angle = float(np.linalg.norm(w))
+        if angle > 0.0:
+            out.rotation[k] = axis_angle_matrix(w / angle, angle) @ frames.rotation[k]
+    return out
+
+
+def _band_times(band, bw, x) -> np.ndarray:
+    out = np.empty_like(x)
+    band_matvec(band, bw, x, out)
+    return out
+
+
+def _held_motion(model, state, boundary) -> np.ndarray:
+    """The move of the held dofs of ``state`` to ``boundary`` (zero on free dofs): positions by their
+    difference, frames by the body-frame rotation vector from the current to the held quaternion."""
+    target = state.copy()
+    apply_boundary(model, target, boundary)
+    out = np.zeros(model.n_dof)
+    out[model.node_dof[:, None] + np.arange(3)] = target.positions - state.positions
+    rel = np.empty(4)
+    fixed = model.fixed.astype(bool)
+    for r in np.flatnonzero(fixed[model.rot_dof[:, None] + np.arange(3)].any(axis=1)):
+        quat_conj_mul(state.quats[r], target.quats[r], rel)
+        if rel[0] < 0.0:
+            rel = -rel
+        v = rel[1:]
+        norm = float(np.linalg.norm(v))
+        if norm > 0.0:
+            out[model.rot_dof[r] : model.rot_dof[r] + 3] = 2.0 * np.arctan2(norm, rel[0]) * v / norm
+    out[~fixed] = 0.0
+    return out
+
+
+def _descent(K, G, L: float):
+    """The Newton step -K^-1 G, with K's negative eigenvalues turned positive where it is not positive
+    definite (in variables scaled to energy units, p / L and w, as junctions.py's): then a descent
+    direction, which the line search shortens (Nocedal & Wright, Sec. 3.4)."""
+    d = np.tile(np.concatenate([np.full(3, L), np.ones(3)]), K.shape[0] // 6)
+    K_hat = d[:, None] * (0.5 * (K + K.T)) * d[None, :]
+    values, vectors = np.linalg.eigh(K_hat)
+    if not np.isfinite(values).all() or values[-1] <= 0.0:
+        return None
+    values = np.maximum(np.abs(values), 1e-8 * values[-1])
+    return -d * (vectors @ ((vectors.T @ (d * G)) / values))
+
+
+class HarnessNewton:
+    """One Newton solve of ``system``'s branches and free junctions for the branch holders ``targets``
+    (cable id -> Boundary) with the fixed junctions at ``frames``; ``predict`` returns the predicted
+    (frames, {cable id: (state, boundary)}) or None where the prediction may not be used."""
+
+    def __init__(self, system, harness, targets: dict, max_move: float, max_turn: float):
+        self.system, self.harness, self.targets = system, harness, targets
+        self.max_move, self.max_turn = max_move, max_turn
+        self.free = system.free
+        self.place = {k: i for i, k in enumerate(self.free)}
+        self.length = system._length_scale(harness)
+        self.shortest = {
+            k: min(harness.cables[cid].model.cable.length for cid in system.adjacent(k)) for k in self.free
+        }
+        # per branch, its ends at free junctions: (junction, node, frame rotation, the end's frame in the
+        # junction's), to hold them where a trial puts the junctions (as branch_boundary and apply_boundary)
+        self.junction_ends = {}
+        for cid, ends in system.branches.items():
+            model = harness.cables[cid].model
+            self.junction_ends[cid] = [
+                (
+                    system.index(held.junction),
+                    0 if side == "start" else model.n_nodes - 1,
+                    model.start_frame if side == "start" else model.end_frame,
+                    frame_from_tangent(held.outlet, held.normal),
+                )
+                for side, held in ends
+                if system.index(held.junction) in self.place
+            ]
+
+    def usable(self) -> bool:
+        """Every branch solved, touching nothing, held by no energy, loaded by no couple; no free
+        junction touching an obstacle."""
+        h, s = self.harness, self.system
+        for cid in s.branches:
+            session = h.cables[cid]
+            if not session.solved or not exact_for(session) or session.model.rot_couple.any():
+                return False
+        return not any(s.contact[k].touching(h.obstacles, s.frames.position[k]) for k in self.free)
+
+    def _boundaries(self, frames) -> dict:
+        return {cid: self.system.branch_boundary(cid, self.targets[cid], frames) for cid in self.system.branches}
+
+    def _energy(self, states, frames) -> float:
+        total = sum(elastic_and_load_energy(self.harness.cables[cid].model, st) for cid, st in states.items())
+        g = self.harness.case.gravity
+        return total - sum(self.system.specs[k].mass * float(g @ frames.position[k]) for k in self.free)
+
+    def predict(self, frames, max_iterations: int = MAX_ITERATIONS):
+        h, s = self.harness, self.system
+        if not self.free or not self.usable():
+            return None
+        start_states = {cid: h.cables[cid].state for cid in s.branches}
+        # from the last equilibrium, where every Hessian is positive definite: the first step moves the
+        # held dofs to the new holders as part of the Newton step (the linear response of the whole
+        # harness), which carrying the branches along with them would spoil with spurious strains
+        boundaries = self._boundaries(frames)
+        states = {cid: st.copy() for cid, st in start_states.items()}
+        prescribed = {cid: _held_motion(h.cables[cid].model, st, boundaries[cid]) for cid, st in states.items()}
+        self.tolerance = s._tolerance(h)
+        scale = s._energy_scale(h)
+        energy = self._energy(states, frames)
+        stiffness = None
+        for _it in range(max_iterations):
+            step = self._newton_step(states, prescribed)
+            # the first step moves the holders too: its energy is not comparable with the one before it,
+            # and its held dofs are put where the holders are whatever the length of the step, so it is
+            # taken whole (the linear response of the whole harness to the holders' move)
+            first, prescribed = prescribed is not None, None
+            if step is None:
+                return None
+            dy, deltas, done, K = step
+            if done:
+                break
+            stiffness = K
+            for alpha in (1.0,) if first else LINE_SEARCH:
+                trial_frames = _turn(frames, dy, self.free, alpha)
+                trial = {
+                    cid: self._moved(cid, states[cid], deltas[cid], alpha, trial_frames, first and boundaries[cid])
+                    for cid in states
+                }
+                if any(st is None for st in trial.values()):
+                    continue
+                e_trial = self._energy(trial, trial_frames)
+                if first or e_trial <= energy + ENERGY_RESOLUTION * scale:
+                    frames, states, energy = trial_frames, trial, e_trial
+                    break
+            else:
+                return None
+        else:
+            return None
+        if not self._stays_clear(start_states, states) or s._crosses(h, s.frames, frames) is not None:
+            return None
+        if any(s.contact[k].touching(h.obstacles, frames.position[k]) for k in self.free):
+            return None
+        boundaries = self._boundaries(frames)
+        return frames, {cid: (states[cid], boundaries[cid]) for cid in states}, stiffness
+
+    def _moved(self, cid, state, delta, alpha, frames, boundary):
+        """``state`` moved by ``alpha`` ``delta``, its ends at free junctions held by ``frames``; with a
+        ``boundary`` (the first step, whose holders move too), every held dof put where it holds."""
+        model = self.harness.cables[cid].model
+        if alpha * float(np.abs(delta[model.rot_dof[:, None] + np.arange(3)]).max(initial=0.0)) > MAX_ROTATION_STEP:
+            return None
+        out = state.copy()
+        retract(
+            state.positions,
+            state.quats,
+            model.node_dof,
+            model.rot_dof,
+            delta,
+            alpha,
+            out.positions,
+            out.quats,
+            np.empty(3),
+        )
+        if boundary:
+            apply_boundary(model, out, boundary)
+        for k, node, rot, frame in self.junction_ends[cid]:
+            out.positions[node] = frames.position[k] - model.origin
+            out.quats[rot] = matrix_to_quat(frames.rotation[k] @ frame)
+        return out
+
+    def _newton_step(self, states, prescribed=None):
+        """(junction step, {cable id: step of its dofs}, converged, the junctions' condensed stiffness K)
+        of the arrow-head system, or None
+        where it is not positive definite (not at a strict minimum: the nested solve decides).
+        ``prescribed``: per branch, the move of its held dofs to their holders (_held_motion), which
+        enters the step as inhomogeneous boundary values: g <- g + H dc."""
+        h, s = self.harness, self.system
+        n = 6 * len(self.free)
+        assembled = {}
+        worst = 0.0 if prescribed is None else np.inf
+        G = np.zeros(n)  # the junctions' gradient while the branches balance (u = 0 in condense)
+        for cid, ends in s.branches.items():
+            model, st = h.cables[cid].model, states[cid]
+            grad, band = hessian_band(model, st)
+            if prescribed is not None:
+                grad = grad + _band_times(band, model.bw, prescribed[cid])
+            fixed = model.fixed.astype(bool)
+            free_ends = [
+                (side, self.place[k]) for side, k in ((e, s.index(j.junction)) for e, j in ends) if k in self.place
+            ]
+            sides = [side for side, _i in free_ends]
+            J = end_map(model, st, sides)
+            if sides:
+                held = np.concatenate([end_dofs(model, side) for side in sides])
+                for a, (_side, i) in enumerate(free_ends):
+                    G[6 * i : 6 * i + 6] += (J.T @ grad[held])[6 * a : 6 * a + 6]
+            worst = max(worst, float(np.max(np.abs(np.where(fixed, 0.0, grad)) / model.dof_tol)))
+            assembled[cid] = (grad, band, free_ends, sides, fixed)
+        tolerance = self.tolerance
+        for i, k in enumerate(self.free):
+            G[6 * i : 6 * i + 3] -= s.specs[k].mass * h.case.gravity
+            worst = max(worst, float(np.max(np.abs(G[6 * i : 6 * i + 6]) / tolerance[k])))
+        if worst <= RESIDUAL_FRACTION:
+            return np.zeros(n), {}, True, None
+        K, G = np.zeros((n, n)), np.zeros(n)
+        pieces = {}
+        for cid, (grad, band, free_ends, sides, fixed) in assembled.items():
+            model, st = h.cables[cid].model, states[cid]
+            out = condensed(model, st, sides, grad, band)
+            if out is None:  # off the equilibrium the exact Hessian may be indefinite: Gauss-Newton there
+                out = condensed(model, st, sides, grad, hessian_band(model, st, 0.0)[1])
+                if out is None:
+                    return None
+            Kb, rb, free_step = out
+            for a, (_side, i) in enumerate(free_ends):
+                G[6 * i : 6 * i + 6] += rb[6 * a : 6 * a + 6]
+                for b, (_side_b, j) in enumerate(free_ends):
+                    K[6 * i : 6 * i + 6, 6 * j : 6 * j + 6] += Kb[6 * a : 6 * a + 6, 6 * b : 6 * b + 6]
+            pieces[cid] = (free_ends, free_step, fixed)
+        for k_i, k in enumerate(self.free):
+            G[6 * k_i : 6 * k_i + 3] -= s.specs[k].mass * h.case.gravity
+        dy = _descent(K, G, self.length)
+        if dy is None:
+            return None
+        dy *= self._step_cap(dy)
+        deltas = {}
+        for cid, (free_ends, free_step, fixed) in pieces.items():
+            dh = np.concatenate([dy[6 * i : 6 * i + 6] for _side, i in free_ends]) if free_ends else np.zeros(0)
+            delta = free_step(dh)
+            delta[fixed] = 0.0 if prescribed is None else prescribed[cid][fixed]
+            deltas[cid] = delta
+        return dy, deltas, False, K
+
+    def _step_cap(self, dy) -> float:
+        """The largest fraction (<= 1) of ``dy`` within the junctions' step limits (junctions.MAX_MOVE of
+        their shortest branch, MAX_TURN radians)."""
+        cap = 1.0
+        for i, k in enumerate(self.free):
+            move = float(np.linalg.norm(dy[6 * i : 6 * i + 3]))
+            turn = float(np.linalg.norm(dy[6 * i + 3 : 6 * i + 6]))
+            if move > 0.0:
+                cap = min(cap, self.max_move * self.shortest[k] / move)
+            if turn > 0.0:
+                cap = min(cap, self.max_turn / turn)
+        return cap
+
+    def _stays_clear(self, before: dict, after: dict) -> bool:
+        """Whether no branch touched anything on its way: every node moved at most one reach
+        (Interactions.reach) with nothing within two of the branch at the end, or no straight node path
+        enters or crosses an obstacle (Interactions.passes_through) and none ends in one."""
+        for cid, st in after.items():
+            check = self.harness.cables[cid].interactions
+            move = float(np.linalg.norm(st.positions - before[cid].positions, axis=1).max())
+            if move <= check.reach and check.nothing_within(st, 2.0 * check.reach):
+                continue
+            if check.deepest_penetration(st) > 0.0 or check.passes_through(before[cid], st):
+                return False
+        return True
