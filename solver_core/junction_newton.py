@@ -28,6 +28,7 @@ MAX_ITERATIONS = 10  # from the last equilibrium
 # Stop once every free dof's residual is this fraction of its tolerance (the solve that confirms the
 # prediction then has nothing left to do).
 RESIDUAL_FRACTION = 0.1
+MAX_CROSSING_SAMPLES = 16  # straight paths of the branches tested for crossing each other at most this often
 LINE_SEARCH = tuple(0.5**j for j in range(8))
 # Energy changes below this fraction of the energy scale are round-off (junctions.ENERGY_RESOLUTION).
 ENERGY_RESOLUTION = 1e-9
@@ -146,7 +147,6 @@ class HarnessNewton:
         self.tolerance = s._tolerance(h)
         scale = s._energy_scale(h)
         energy = self._energy(states, frames)
-        stiffness = None
         for _it in range(max_iterations):
             step = self._newton_step(states, prescribed)
             # the first step moves the holders too: its energy is not comparable with the one before it,
@@ -155,10 +155,9 @@ class HarnessNewton:
             first, prescribed = prescribed is not None, None
             if step is None:
                 return None
-            dy, deltas, done, K = step
+            dy, deltas, done = step
             if done:
                 break
-            stiffness = K
             for alpha in (1.0,) if first else LINE_SEARCH:
                 trial_frames = _turn(frames, dy, self.free, alpha)
                 trial = {
@@ -180,7 +179,7 @@ class HarnessNewton:
         if any(s.contact[k].touching(h.obstacles, frames.position[k]) for k in self.free):
             return None
         boundaries = self._boundaries(frames)
-        return frames, {cid: (states[cid], boundaries[cid]) for cid in states}, stiffness
+        return frames, {cid: (states[cid], boundaries[cid]) for cid in states}
 
     def _moved(self, cid, state, delta, alpha, frames, boundary):
         """``state`` moved by ``alpha`` ``delta``, its ends at free junctions held by ``frames``; with a
@@ -208,8 +207,7 @@ class HarnessNewton:
         return out
 
     def _newton_step(self, states, prescribed=None):
-        """(junction step, {cable id: step of its dofs}, converged, the junctions' condensed stiffness K)
-        of the arrow-head system, or None
+        """(junction step, {cable id: step of its dofs}, converged) of the arrow-head system, or None
         where it is not positive definite (not at a strict minimum: the nested solve decides).
         ``prescribed``: per branch, the move of its held dofs to their holders (_held_motion), which
         enters the step as inhomogeneous boundary values: g <- g + H dc."""
@@ -240,7 +238,7 @@ class HarnessNewton:
             G[6 * i : 6 * i + 3] -= s.specs[k].mass * h.case.gravity
             worst = max(worst, float(np.max(np.abs(G[6 * i : 6 * i + 6]) / tolerance[k])))
         if worst <= RESIDUAL_FRACTION:
-            return np.zeros(n), {}, True, None
+            return np.zeros(n), {}, True
         K, G = np.zeros((n, n)), np.zeros(n)
         pieces = {}
         for cid, (grad, band, free_ends, sides, fixed) in assembled.items():
@@ -268,7 +266,7 @@ class HarnessNewton:
             delta = free_step(dh)
             delta[fixed] = 0.0 if prescribed is None else prescribed[cid][fixed]
             deltas[cid] = delta
-        return dy, deltas, False, K
+        return dy, deltas, False
 
     def _step_cap(self, dy) -> float:
         """The largest fraction (<= 1) of ``dy`` within the junctions' step limits (junctions.MAX_MOVE of
@@ -286,12 +284,28 @@ class HarnessNewton:
     def _stays_clear(self, before: dict, after: dict) -> bool:
         """Whether no branch touched anything on its way: every node moved at most one reach
         (Interactions.reach) with nothing within two of the branch at the end, or no straight node path
-        enters or crosses an obstacle (Interactions.passes_through) and none ends in one."""
+        enters or crosses an obstacle (Interactions.passes_through) and none ends in one; and no two
+        branches pass through each other on the way (they are no obstacles to each other), tested at
+        every half of the thinnest branch's radius that the farthest node moves."""
+        moves = []
         for cid, st in after.items():
             check = self.harness.cables[cid].interactions
             move = float(np.linalg.norm(st.positions - before[cid].positions, axis=1).max())
+            moves.append(move)
             if move <= check.reach and check.nothing_within(st, 2.0 * check.reach):
                 continue
             if check.deepest_penetration(st) > 0.0 or check.passes_through(before[cid], st):
+                return False
+        thinnest = min(self.harness.cable_radius(cid) for cid in after)
+        samples = int(np.ceil(max(moves) / (0.5 * thinnest)))
+        if samples > MAX_CROSSING_SAMPLES:
+            return False  # a jump that far is left to the nested solve's smaller steps
+        for j in range(1, samples + 1):
+            t = j / samples
+            nodes = {
+                cid: (1.0 - t) * before[cid].positions + t * st.positions + self.harness.cables[cid].model.origin
+                for cid, st in after.items()
+            }
+            if self.system._branches_crossing(self.harness, nodes) is not None:
                 return False
         return True

@@ -54,6 +54,9 @@ MAX_TURN = 0.3
 MAX_OUTER = 100  # Newton iterations on the junctions per piece of a step
 MAX_REJECTS = 8  # rejected trial steps in a row before the piece fails
 MAX_ESCAPES = 3  # saddles left per piece
+# Accepted steps in a row that do not halve the force out of balance before a state is tested for
+# balance to the energy's resolution (_balanced_to_resolution), as after MAX_REJECTS rejected ones
+STAGNANT_STEPS = 4
 # Broyden updates after which the stiffness is formed afresh: within one piece of a step (far from the
 # balance a secant model soon misleads), and in all for the stability test at a balance (a warm step
 # makes about 8; forming it costs 6 re-solves per branch end)
@@ -278,30 +281,16 @@ class JunctionSystem:
         predicted = self._predicted(start_frames, holders_move)
         if predicted is not None and self._crosses(harness, start_frames, predicted) is not None:
             predicted = None
-        # where nothing touches, the whole harness's Newton method predicts the step (junction_newton.py)
-        newton = HarnessNewton(self, harness, base, MAX_MOVE, MAX_TURN).predict(
-            _with_fixed(start_frames, end_frames, self.free)
-        )
-        if newton is not None:
-            predicted, branch_states, stiffness = newton
-            for cid, (state, boundary) in branch_states.items():
-                harness.cables[cid].state, harness.cables[cid].boundary = state, boundary
-            # its last condensed stiffness, one Newton step from the prediction, may stand for the one
-            # there in the stability test (_kept_stiffness_holds)
-            L = self._length_scale(harness)
-            scale = np.tile(np.concatenate([np.full(3, L), np.ones(3)]), len(self.free))
-            self.stiffness = scale[:, None] * stiffness * scale[None, :]
-            self.broyden_updates = 0
-            self.formed_at = (predicted.copy(), self._end_loads(harness, L, predicted))
         for split in range(MAX_SPLITS + 1):
             pieces = 2**split
-            if split == 0 and predicted is not None:
-                self.frames = predicted  # the secant of the last step (a miss falls back to the split path)
             report = None
+            counters["refused"] = False
             for j in range(1, pieces + 1):
                 t = j / pieces
                 fixed_t = _blend(start_frames, end_frames, t)
                 targets_t = {cid: _interpolate(before[cid], base[cid], t) for cid in ids}
+                if not self._predict(harness, targets_t, fixed_t) and j == 1 and split == 0 and predicted is not None:
+                    self.frames = predicted  # the secant of the last step (a miss falls back to the split path)
                 report = self._solve_piece(harness, targets_t, fixed_t, counters)
                 if not report.converged:
                     break
@@ -319,8 +308,8 @@ class JunctionSystem:
             restore_sessions(harness, start_sessions)
             self.frames = start_frames.copy()
             self._restore_contact(start_contact)
-            if counters.get("refused"):
-                break  # a branch refused for stretch: smaller pieces end at the same place
+            if counters.get("refused") and not self.free:
+                break  # a branch refused for stretch where no junction can give way: so will smaller pieces
         elapsed = (time.perf_counter() - t0) * 1e3
         report.iterations, report.branch_solves = counters["iterations"], counters["solves"]
         self.last = report
@@ -330,7 +319,9 @@ class JunctionSystem:
             session.last_step = None  # the secant predictor's memory holds a junction's trial, not a step
             own = session.last_report
             if report.converged:
-                out[cid] = replace(own, iterations=counters["iterations"], solve_ms=elapsed, stable=report.stable)
+                # a branch whose stability cannot be judged (a dead couple) leaves the harness's unjudged
+                stable = None if own.stable is None else report.stable
+                out[cid] = replace(own, iterations=counters["iterations"], solve_ms=elapsed, stable=stable)
             else:
                 out[cid] = SolveReport(
                     session.state.copy(),
@@ -344,6 +335,21 @@ class JunctionSystem:
                 )
             session.last_report = out[cid]
         return out
+
+    def _predict(self, harness, targets: dict, fixed: JunctionFrames) -> bool:
+        """Where nothing is within reach of the branches, predict the piece of a step to ``targets`` and
+        the fixed junctions at ``fixed`` by Newton's method on the whole harness (junction_newton.py):
+        the branches' states and the frames put there. Whether it did."""
+        newton = HarnessNewton(self, harness, targets, MAX_MOVE, MAX_TURN).predict(
+            _with_fixed(self.frames, fixed, self.free)
+        )
+        if newton is None:
+            return False
+        frames, branch_states = newton
+        for cid, (state, boundary) in branch_states.items():
+            harness.cables[cid].state, harness.cables[cid].boundary = state, boundary
+        self.frames = frames
+        return True
 
     def _predicted(self, frames: JunctionFrames, holders_move: float) -> JunctionFrames | None:
         """The free junctions moved as in the last step, in proportion to how far the holders move now
@@ -383,7 +389,7 @@ class JunctionSystem:
         noise = _noise(tolerance, L)
         energy = self.energy(harness, frames)
         self.energy_scale = self._energy_scale(harness)
-        escapes = rejects = 0
+        escapes = rejects = stagnant = 0
         radius = 1.0  # trust region, as a fraction of the step cap (MAX_MOVE, MAX_TURN)
         fresh = False  # the stiffness was formed by differences at the current frames
         updates_before = self.broyden_updates
@@ -392,11 +398,11 @@ class JunctionSystem:
             counters["iterations"] += 1
             scaled = self._scaled(g, L)
             if _within(g, tolerance):
-                if not fresh and not self._kept_stiffness_holds(harness, frames, noise):
+                if not fresh:  # the stability test: exact where it can be, else kept or differenced
                     fresh = self._exact_stiffness(harness, frames, L)
-                    if not fresh:
-                        self.stiffness = self._fd_stiffness(harness, targets, frames, L, counters)
-                        fresh = True
+                if not fresh and not self._kept_stiffness_holds(harness, frames, noise):
+                    self.stiffness = self._fd_stiffness(harness, targets, frames, L, counters)
+                    fresh = True
                 deep = [k for k in self.free if self.contact[k].too_deep(harness.obstacles, frames.position[k])]
                 if deep:  # balanced on a penalty too soft for the load: stiffen it and balance again
                     if not all(self.contact[k].stiffen() for k in deep):
@@ -444,6 +450,13 @@ class JunctionSystem:
                     frames, energy = left
                     g, fresh, rejects, radius = self._gradient(harness, frames), False, 0, 1.0
                     continue
+            if (
+                stagnant >= STAGNANT_STEPS
+                and fresh
+                and self._balanced_to_resolution(harness, frames, scaled, total, energy, noise)
+            ):  # accepted steps that no longer lower the force out of balance: its noise floor
+                done = JunctionReport(True, "converged", stable=True, escapes=escapes)
+                return self._accept(harness, frames, g, done)
             step = _newton_step(total, scaled, noise)
             cap = self._step_cap(harness, step, L)
             taken = min(1.0, radius * cap)
@@ -470,6 +483,7 @@ class JunctionSystem:
                     )
                 if ratio > 0.1 or (positive and _merit(s_trial) < _merit(scaled)) or _within(g_trial, tolerance):
                     poor = ratio < 0.5
+                    stagnant = stagnant + 1 if _merit(s_trial) > 0.5 * _merit(scaled) else 0
                     # the secant of the branches' part alone: the contact's is exact (_total_stiffness)
                     change = s_trial - scaled
                     change -= self._scaled(self._contact_gradient(harness, trial), L)
@@ -492,8 +506,9 @@ class JunctionSystem:
                 return JunctionReport(False, f"the junctions found no equilibrium ({why})")
         return JunctionReport(False, f"the junctions did not balance within {MAX_OUTER} iterations")
 
-    def _branches_crossing(self, harness) -> str | None:
-        """A message naming two branches that pass through each other (branch_crossing.py), or None."""
+    def _branches_crossing(self, harness, nodes: dict | None = None) -> str | None:
+        """A message naming two branches that pass through each other (branch_crossing.py), or None;
+        ``nodes``: world nodes per branch, where they lie if not given."""
         ids = list(self.branches)
         held = {cid: dict((side, end) for side, end in self.branches[cid]) for cid in ids}
 
@@ -510,7 +525,7 @@ class JunctionSystem:
                         if end_a.junction == end_b.junction:
                             cos = float(outward(a, side_a) @ outward(b, side_b))
                             shared.append((side_a, side_b, np.sqrt(max(0.0, 0.5 * (1.0 - cos)))))
-                depth = crossing(self._branch_shape(harness, a), self._branch_shape(harness, b), shared)
+                depth = crossing(self._branch_shape(harness, a, nodes), self._branch_shape(harness, b, nodes), shared)
                 if depth is not None:
                     return (
                         f"branches {a!r} and {b!r} pass through each other ({depth * 1e3:.2g} mm deep; contact "
@@ -519,8 +534,9 @@ class JunctionSystem:
         return None
 
     @staticmethod
-    def _branch_shape(harness, cid) -> tuple:
-        return harness.world_nodes(cid), harness.cables[cid].model.node_s, harness.cable_radius(cid)
+    def _branch_shape(harness, cid, nodes=None) -> tuple:
+        where = harness.world_nodes(cid) if nodes is None else nodes[cid]
+        return where, harness.cables[cid].model.node_s, harness.cable_radius(cid)
 
     def _accept(self, harness, frames, g, report) -> JunctionReport:
         for k in self.free:
@@ -703,6 +719,8 @@ class JunctionSystem:
         compliant or sliding clip) and each is at a strict minimum."""
         if any(self.contact[k].touching(harness.obstacles, frames.position[k]) for k in self.free):
             return None  # resting on an obstacle: the differences know the branches' contacts there too
+        if any(harness.cables[cid].model.rot_couple.any() for cid in self.branches):
+            return None  # a dead couple's work is in the gradient only, not in the rod's energy
         place = {k: i for i, k in enumerate(self.free)}
         K = np.zeros((6 * len(self.free), 6 * len(self.free)))
         scale = np.concatenate([np.full(3, L), np.ones(3)])
