@@ -14,7 +14,15 @@ import numpy as np
 
 from .case import Frame
 from .rod_model import FIXED_ALL, Boundary, RodModel
-from .rotations import frame_from_tangent, matrix_from_quat, matrix_to_quat, rotation_between, slerp_matrix
+from .rotations import (
+    frame_from_tangent,
+    matrices_to_quats,
+    matrix_from_quat,
+    matrix_to_quat,
+    rotation_between,
+    slerp_matrix,
+    transported_frames,
+)
 
 
 @dataclass
@@ -232,30 +240,27 @@ def initial_state(model: RodModel, boundary: Boundary, sag: float = 1.0) -> RodS
     x = initial_centerline(model, boundary, sag) - model.origin
     edges = np.diff(x, axis=0)
     lengths = np.linalg.norm(edges, axis=1)
-    tangents = np.empty_like(edges)
-    prev = boundary.start.tangent
-    for i in range(len(edges)):
-        tangents[i] = edges[i] / lengths[i] if lengths[i] > 1e-14 else prev
-        prev = tangents[i]
+    ok = lengths > 1e-14
+    tangents = edges / np.where(ok, lengths, 1.0)[:, None]
+    for i in np.flatnonzero(~ok):  # a zero-length edge goes on as the one before it
+        tangents[i] = tangents[i - 1] if i > 0 else boundary.start.tangent
     # Parallel transport of the start frame along the centre line (zero twist), then the roll
     # that a given end normal demands is spread evenly over the length.
     F = frame_from_tangent(boundary.start.tangent, boundary.start.normal)
-    frames = []
-    t_prev = F[:, 2]
-    for i in range(len(edges)):
-        F = rotation_between(t_prev, tangents[i]) @ F
-        t_prev = tangents[i]
-        frames.append(F)
+    frames = np.empty((len(edges), 3, 3))
+    transported_frames(F, tangents, frames)
     if boundary.end is not None and boundary.end.normal is not None:
-        F_end = rotation_between(t_prev, boundary.end.tangent) @ F
+        F_end = rotation_between(tangents[-1], boundary.end.tangent) @ frames[-1]
         d1 = F_end[:, 0]
         n = boundary.end.normal
         roll = np.arctan2(np.dot(np.cross(d1, n), boundary.end.tangent), np.dot(d1, n))
         mids = 0.5 * (model.node_s[1:] + model.node_s[:-1]) / model.cable.length
-        frames = [fr @ _roll(roll * f) for fr, f in zip(frames, mids)]
+        c, s = np.cos(roll * mids), np.sin(roll * mids)
+        turn = np.zeros((len(edges), 3, 3))  # each segment turned by roll * f about its own d3
+        turn[:, 0, 0], turn[:, 0, 1], turn[:, 1, 0], turn[:, 1, 1], turn[:, 2, 2] = c, -s, s, c, 1.0
+        frames = frames @ turn
     quats = np.zeros((model.n_rotations, 4))
-    for i, fr in enumerate(frames):
-        quats[i] = matrix_to_quat(fr)
+    matrices_to_quats(np.ascontiguousarray(frames), quats[: len(edges)])
     quats[model.start_frame] = matrix_to_quat(
         frame_from_tangent(
             boundary.start.tangent, boundary.start.normal if boundary.start.normal is not None else frames[0][:, 0]
@@ -275,11 +280,6 @@ def initial_state(model: RodModel, boundary: Boundary, sag: float = 1.0) -> RodS
     state = RodState(x, quats)
     apply_boundary(model, state, boundary)
     return state
-
-
-def _roll(angle):
-    c, s = np.cos(angle), np.sin(angle)
-    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
 
 
 # ------------------------------------------------------------------ boundary data

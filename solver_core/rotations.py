@@ -147,6 +147,58 @@ def rotation_between(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.eye(3) + vx + vx @ vx / (1.0 + c)
 
 
+@njit
+def transported_frames(F0, tangents, out):
+    """out[i] = F0 carried along the unit ``tangents`` by the smallest rotation from each to the next,
+    starting from F0's own d3 (discrete parallel transport, zero twist): rotation_between, compiled,
+    as a whole cable's first guess loops over every segment."""
+    F = F0.copy()
+    a = F0[:, 2].copy()
+    R = np.empty((3, 3))
+    for i in range(tangents.shape[0]):
+        b = tangents[i]
+        c = a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+        if c < -1.0 + 1e-12:  # a half turn about an axis perpendicular to a
+            axis = np.array([0.0, a[2], -a[1]])  # a x (1, 0, 0)
+            if math.sqrt(axis @ axis) < 1e-6:
+                axis = np.array([-a[2], 0.0, a[0]])  # a x (0, 1, 0)
+            axis /= math.sqrt(axis @ axis)
+            for r in range(3):
+                for k in range(3):
+                    R[r, k] = 2.0 * axis[r] * axis[k] - (1.0 if r == k else 0.0)
+        else:
+            v0, v1, v2 = a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]
+            vx = np.array([[0.0, -v2, v1], [v2, 0.0, -v0], [-v1, v0, 0.0]])
+            R[:] = np.eye(3) + vx + (vx @ vx) / (1.0 + c)
+        F = R @ F
+        out[i] = F
+        a = b.copy()
+
+
+@njit
+def matrices_to_quats(Rs, out):
+    """out[i] = the unit quaternion (w >= 0) of Rs[i] (Shepperd's method, as matrix_to_quat)."""
+    for i in range(Rs.shape[0]):
+        R = Rs[i]
+        t = R[0, 0] + R[1, 1] + R[2, 2]
+        if t > 0.0:
+            s = math.sqrt(t + 1.0) * 2.0
+            q = (0.25 * s, (R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s)
+        elif R[0, 0] > R[1, 1] and R[0, 0] > R[2, 2]:
+            s = math.sqrt(1.0 + R[0, 0] - R[1, 1] - R[2, 2]) * 2.0
+            q = ((R[2, 1] - R[1, 2]) / s, 0.25 * s, (R[0, 1] + R[1, 0]) / s, (R[0, 2] + R[2, 0]) / s)
+        elif R[1, 1] > R[2, 2]:
+            s = math.sqrt(1.0 + R[1, 1] - R[0, 0] - R[2, 2]) * 2.0
+            q = ((R[0, 2] - R[2, 0]) / s, (R[0, 1] + R[1, 0]) / s, 0.25 * s, (R[1, 2] + R[2, 1]) / s)
+        else:
+            s = math.sqrt(1.0 + R[2, 2] - R[0, 0] - R[1, 1]) * 2.0
+            q = ((R[1, 0] - R[0, 1]) / s, (R[0, 2] + R[2, 0]) / s, (R[1, 2] + R[2, 1]) / s, 0.25 * s)
+        n = math.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+        sign = -1.0 if q[0] / n < 0.0 else 1.0
+        for k in range(4):
+            out[i, k] = sign * q[k] / n
+
+
 def axis_angle_matrix(axis: np.ndarray, angle: float) -> np.ndarray:
     axis = np.asarray(axis, dtype=np.float64)
     axis = axis / np.linalg.norm(axis)
