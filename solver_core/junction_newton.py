@@ -30,8 +30,6 @@ MAX_ITERATIONS = 10  # from the last equilibrium
 RESIDUAL_FRACTION = 0.1
 MAX_CROSSING_SAMPLES = 16  # straight paths of the branches tested for crossing each other at most this often
 LINE_SEARCH = tuple(0.5**j for j in range(8))
-# Energy changes below this fraction of the energy scale are round-off (junctions.ENERGY_RESOLUTION).
-ENERGY_RESOLUTION = 1e-9
 
 
 def _turn(frames, dy, free, alpha):
@@ -90,9 +88,11 @@ class HarnessNewton:
     (cable id -> Boundary) with the fixed junctions at ``frames``; ``predict`` returns the predicted
     (frames, {cable id: (state, boundary)}) or None where the prediction may not be used."""
 
-    def __init__(self, system, harness, targets: dict, max_move: float, max_turn: float):
+    def __init__(self, system, harness, targets: dict, max_move: float, max_turn: float, resolution: float):
+        """``max_move``, ``max_turn``: the junctions' step limits (junctions.MAX_MOVE, MAX_TURN);
+        ``resolution``: energy changes below this fraction of the energy scale are round-off."""
         self.system, self.harness, self.targets = system, harness, targets
-        self.max_move, self.max_turn = max_move, max_turn
+        self.max_move, self.max_turn, self.resolution = max_move, max_turn, resolution
         self.free = system.free
         self.place = {k: i for i, k in enumerate(self.free)}
         self.length = system._length_scale(harness)
@@ -167,7 +167,7 @@ class HarnessNewton:
                 if any(st is None for st in trial.values()):
                     continue
                 e_trial = self._energy(trial, trial_frames)
-                if first or e_trial <= energy + ENERGY_RESOLUTION * scale:
+                if first or e_trial <= energy + self.resolution * scale:
                     frames, states, energy = trial_frames, trial, e_trial
                     break
             else:
@@ -233,10 +233,12 @@ class HarnessNewton:
                     G[6 * i : 6 * i + 6] += (J.T @ grad[held])[6 * a : 6 * a + 6]
             worst = max(worst, float(np.max(np.abs(np.where(fixed, 0.0, grad)) / model.dof_tol)))
             assembled[cid] = (grad, band, free_ends, sides, fixed)
-        tolerance = self.tolerance
+        weights = np.zeros(n)  # the junctions' own weight, in their gradient
         for i, k in enumerate(self.free):
-            G[6 * i : 6 * i + 3] -= s.specs[k].mass * h.case.gravity
-            worst = max(worst, float(np.max(np.abs(G[6 * i : 6 * i + 6]) / tolerance[k])))
+            weights[6 * i : 6 * i + 3] = -s.specs[k].mass * h.case.gravity
+        G += weights
+        for i, k in enumerate(self.free):
+            worst = max(worst, float(np.max(np.abs(G[6 * i : 6 * i + 6]) / self.tolerance[k])))
         if worst <= RESIDUAL_FRACTION:
             return np.zeros(n), {}, True
         K, G = np.zeros((n, n)), np.zeros(n)
@@ -254,8 +256,7 @@ class HarnessNewton:
                 for b, (_side_b, j) in enumerate(free_ends):
                     K[6 * i : 6 * i + 6, 6 * j : 6 * j + 6] += Kb[6 * a : 6 * a + 6, 6 * b : 6 * b + 6]
             pieces[cid] = (free_ends, free_step, fixed)
-        for k_i, k in enumerate(self.free):
-            G[6 * k_i : 6 * k_i + 3] -= s.specs[k].mass * h.case.gravity
+        G += weights
         dy = _descent(K, G, self.length)
         if dy is None:
             return None

@@ -340,7 +340,7 @@ class JunctionSystem:
         """Where nothing is within reach of the branches, predict the piece of a step to ``targets`` and
         the fixed junctions at ``fixed`` by Newton's method on the whole harness (junction_newton.py):
         the branches' states and the frames put there. Whether it did."""
-        newton = HarnessNewton(self, harness, targets, MAX_MOVE, MAX_TURN).predict(
+        newton = HarnessNewton(self, harness, targets, MAX_MOVE, MAX_TURN, ENERGY_RESOLUTION).predict(
             _with_fixed(self.frames, fixed, self.free)
         )
         if newton is None:

@@ -78,23 +78,10 @@ def quat_retract(q, theta, out):
 
 
 def matrix_to_quat(R: np.ndarray) -> np.ndarray:
-    """Rotation matrix -> unit quaternion with w >= 0 (Shepperd's method)."""
-    R = np.asarray(R, dtype=np.float64)
-    t = R[0, 0] + R[1, 1] + R[2, 2]
-    if t > 0.0:
-        s = math.sqrt(t + 1.0) * 2.0
-        q = np.array([0.25 * s, (R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s])
-    elif R[0, 0] > R[1, 1] and R[0, 0] > R[2, 2]:
-        s = math.sqrt(1.0 + R[0, 0] - R[1, 1] - R[2, 2]) * 2.0
-        q = np.array([(R[2, 1] - R[1, 2]) / s, 0.25 * s, (R[0, 1] + R[1, 0]) / s, (R[0, 2] + R[2, 0]) / s])
-    elif R[1, 1] > R[2, 2]:
-        s = math.sqrt(1.0 + R[1, 1] - R[0, 0] - R[2, 2]) * 2.0
-        q = np.array([(R[0, 2] - R[2, 0]) / s, (R[0, 1] + R[1, 0]) / s, 0.25 * s, (R[1, 2] + R[2, 1]) / s])
-    else:
-        s = math.sqrt(1.0 + R[2, 2] - R[0, 0] - R[1, 1]) * 2.0
-        q = np.array([(R[1, 0] - R[0, 1]) / s, (R[0, 2] + R[2, 0]) / s, (R[1, 2] + R[2, 1]) / s, 0.25 * s])
-    q /= np.linalg.norm(q)
-    return -q if q[0] < 0.0 else q
+    """Rotation matrix -> unit quaternion with w >= 0 (Shepperd's method: matrices_to_quats)."""
+    out = np.empty((1, 4))
+    matrices_to_quats(np.ascontiguousarray(R, dtype=np.float64).reshape(1, 3, 3), out)
+    return out[0]
 
 
 def matrix_from_quat(q: np.ndarray) -> np.ndarray:
@@ -177,7 +164,8 @@ def transported_frames(F0, tangents, out):
 
 @njit
 def matrices_to_quats(Rs, out):
-    """out[i] = the unit quaternion (w >= 0) of Rs[i] (Shepperd's method, as matrix_to_quat)."""
+    """out[i] = the unit quaternion (w >= 0) of Rs[i] (Shepperd's method: from the largest of the trace
+    and the diagonal entries, so that no division is by a small number)."""
     for i in range(Rs.shape[0]):
         R = Rs[i]
         t = R[0, 0] + R[1, 1] + R[2, 2]

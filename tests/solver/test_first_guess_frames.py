@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The compiled frames of a cable's first guess (rotations.transported_frames, matrices_to_quats)
-against the plain ones they replace (rotation_between step by step, matrix_to_quat per matrix), on
-random paths with reversals and on matrices of every branch of Shepperd's method."""
+against rotation_between step by step on random paths with reversals, and quaternions of matrices
+of every branch of Shepperd's method against the matrices they stand for."""
 
 import numpy as np
 from hypothesis import given, settings
@@ -11,6 +11,7 @@ from hypothesis.extra.numpy import arrays
 from solver_core.rotations import (
     frame_from_tangent,
     matrices_to_quats,
+    matrix_from_quat,
     matrix_to_quat,
     rotation_between,
     transported_frames,
@@ -61,4 +62,8 @@ def test_quaternions_of_every_branch_of_shepperds_method():
     out = np.empty((len(mats), 4))
     matrices_to_quats(np.array(mats), out)
     for R, q in zip(mats, out):
-        np.testing.assert_allclose(q, matrix_to_quat(R), atol=1e-15)
+        # the rotation it stands for is R again (quat_to_matrix, independent of Shepperd's branches),
+        # as a unit quaternion with w >= 0, and the one-matrix form gives the same
+        np.testing.assert_allclose(matrix_from_quat(q), R, atol=1e-14)
+        assert abs(np.linalg.norm(q) - 1.0) < 1e-15 and q[0] >= 0.0
+        np.testing.assert_array_equal(matrix_to_quat(R), q)

@@ -13,7 +13,14 @@ from helpers.harnesses import AT_ORIGIN, STIFF, at, branch, connector
 from solver_core import CableChange, Frame
 from solver_core.end_stiffness import condensed_end_stiffness
 from solver_core.junction_newton import HarnessNewton
-from solver_core.junctions import MAX_MOVE, MAX_TURN, JunctionSystem, restore_sessions, snapshot_sessions
+from solver_core.junctions import (
+    ENERGY_RESOLUTION,
+    MAX_MOVE,
+    MAX_TURN,
+    JunctionSystem,
+    restore_sessions,
+    snapshot_sessions,
+)
 
 
 def beam_element(L, EA, GJ, EI, GA):
@@ -146,7 +153,7 @@ def test_the_prediction_is_refused_where_a_branch_would_reach_an_obstacle(monkey
     targets = {cid: h.cables[cid].boundary for cid in h.junctions.branches}
     targets["right"] = h.changed_boundary("right", CableChange(end=lowered))
     js: JunctionSystem = h.junctions
-    newton = HarnessNewton(js, h, targets, MAX_MOVE, MAX_TURN)
+    newton = HarnessNewton(js, h, targets, MAX_MOVE, MAX_TURN, ENERGY_RESOLUTION)
     assert newton.usable()
     verdicts = []
     clear = HarnessNewton._stays_clear
