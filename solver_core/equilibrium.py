@@ -301,6 +301,8 @@ def _carried_into_obstacle(interactions: Interactions, start: RodState, carried:
         before = interactions.deepest_penetration(start)
     if interactions.crosses_between(start, carried):
         return True
+    if interactions.jumps_across_cables(start, carried, max(allowed, before)):
+        return True  # a taut cable carried 20 mm up by its connectors jumped across one 8 mm thick
     # a depth grows at most as far as the nodes move: a small carry needs no search
     if before + move <= allowed:
         return False

@@ -328,6 +328,45 @@ class Interactions:
         self.__dict__["_evaluated"] = (self.obstacles, stiffness, state.positions.copy(), evaluated, float(energy))
         return evaluated
 
+    def contact_gradient_at(self, state: RodState) -> np.ndarray:
+        """d contact_energy_at / dx per node, (n_nodes, 3): at a held node, what its holder supplies
+        against the contacts on it (a cable pressed onto a branch's end segment pushes half of that
+        onto the junction holding it), beyond diagnostics.reactions' elastic part."""
+        model = self.model
+        out = np.zeros((model.n_nodes, 3))
+        if not self.uses_contact:
+            return out
+        kind, elem, prim, gap, t, normal, point, u, force = self._evaluate_pairs(state)
+        held = np.isin(kind, NODE_KINDS) & ~np.isin(kind, SELF_KINDS) & model.held_nodes()[elem]
+        grad = np.zeros(model.n_dof)
+        contact_energy_of(
+            np.flatnonzero(~held),
+            state.positions,
+            kind,
+            elem,
+            prim,
+            self._shifted_obstacles(),
+            self.node_radius,
+            self.stiffness,
+            self.node_lengths,
+            model.rest_len,
+            model.node_dof,
+            grad,
+            np.zeros((1, 1)),
+            0,
+            1,
+            gap.copy(),
+            t.copy(),
+            normal.copy(),
+            point.copy(),
+            u.copy(),
+            force.copy(),
+            np.empty((0, 12)),
+        )
+        for k in range(3):
+            out[:, k] = grad[model.node_dof + k]
+        return out
+
     def contact_energy_at(self, state: RodState) -> float:
         """The penalty energy of the contacts at ``state`` (J) that the cable's free nodes feel: part of
         the energy a junction's branches hold (junctions.py), as their contact forces are part of what
@@ -473,6 +512,24 @@ class Interactions:
         return bool(
             step_crosses_triangles(before.positions, after.positions, self.node_part, self._shifted_obstacles())
         )
+
+    def jumps_across_cables(self, before: RodState, after: RodState, depth: float) -> bool:
+        """Whether moving the nodes on straight lines from ``before`` to ``after`` carries the cable
+        into another cable's segment (a capsule) deeper than ``depth`` on the way. A jump clean across
+        one leaves nothing at its end to see, so the way is sampled: no node moves more than half the
+        thinner radius between samples, and a centre line crossing another's comes within a quarter
+        radius of it at some sample."""
+        radii = self.obstacles.capsule_radius
+        if not len(radii):
+            return False
+        move = float(np.linalg.norm(after.positions - before.positions, axis=1).max())
+        samples = int(np.ceil(move / (0.5 * min(self.radius, float(radii.min())))))
+        for j in range(1, samples):
+            t = j / samples
+            between = RodState((1.0 - t) * before.positions + t * after.positions, after.quats)
+            if self.deepest_pair_penetration(between) > depth:
+                return True
+        return False
 
     def passes_through(self, before: RodState, after: RodState) -> bool:
         """Whether the nodes, moved on straight lines from ``before`` to ``after``, carry the cable into or

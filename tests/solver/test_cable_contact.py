@@ -15,7 +15,7 @@ from helpers.contact_scenes import (
     no_penetration,
 )
 
-from solver_core import Harness, parse_case
+from solver_core import CableChange, Frame, Harness, parse_case
 
 MAX_ITERATIONS, SEARCHED_FROM = minimise_argument("max_iterations"), minimise_argument("searched_from")
 
@@ -391,3 +391,36 @@ def test_nearly_parallel_cables_one_above_the_other_settle_as_each_would_alone()
         alone = harness(case(rod, obstacles=[floor]))
         assert alone.solve_step()[rod["id"]].converged
         assert np.abs(np.array(alone.cable_result(rod["id"])["nodes"]) - nodes[rod["id"]]).max() < 1e-6
+
+
+def test_a_taut_cable_lifted_against_a_frozen_one_is_refused_never_carried_across_it():
+    """A taut bar (0.2 m between ends 0.2 m apart) lifted in steps under a sagging cable that is not
+    solved (met as it lies): once they touch, the bar cannot rise further without stretching, and a
+    20 mm jump of its connectors, which would carry its middle clean across the 8 mm of both cables in
+    one go, is refused for stretch as the 10 mm one is, the bar left below."""
+    x = 0.15
+    far = {"position": [0.5, 0.0, 0.0], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}
+    near = {"position": [0.0, 0.0, 0.0], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}
+    ends = [{"position": [x, y, -0.1], "tangent": [0.0, 1.0, 0.0]} for y in (-0.1, 0.1)]
+    doc = case(
+        cable(id="c", length=0.505, segments=40, diameter=0.004, start=near, end=far),
+        cable(id="bar", length=0.2, segments=40, diameter=0.004, start=ends[0], end=ends[1]),
+        contact={"cable_cable": True},
+    )
+    h = harness(doc)
+    assert all(r.converged for r in h.solve_step().values())
+
+    def below():  # the bar's middle under the cable where they cross
+        c, bar = h.world_nodes("c"), h.world_nodes("bar")
+        return np.interp(x, c[:, 0], c[:, 2]) - bar[len(bar) // 2, 2]
+
+    outcomes = []
+    for z in (-0.05, -0.03, -0.02, 0.0):
+        frames = [Frame(np.array([x, y, z]), np.array([0.0, 1.0, 0.0])) for y in (-0.1, 0.1)]
+        report = h.solve_step({"bar": CableChange(start=frames[0], end=frames[1])}, cable_ids=["bar"])["bar"]
+        outcomes.append(report.converged)
+        assert below() > 0.0
+        assert min_clearance(h.world_nodes("bar"), 0.002, others=[(h.world_nodes("c"), 0.002)]) > -0.002
+        if not report.converged:
+            assert "stretch" in report.message
+    assert outcomes[:2] == [True, True] and outcomes[-1] is False
