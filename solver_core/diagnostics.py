@@ -137,3 +137,9 @@ def reactions(model: RodModel, state: RodState):
             moment += couple(r)
         clips.append({"force": force, "moment": moment})
     return ends, clips
+
+
+def max_axial_strain(model: RodModel, state: RodState) -> float:
+    chords = state.positions[1:] - state.positions[:-1]
+    lengths = np.sqrt(np.einsum("ij,ij->i", chords, chords))
+    return float((lengths / model.rest_len).max() - 1.0)

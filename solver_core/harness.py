@@ -14,17 +14,19 @@ from .case import CableChange, CableSpec, Case, check_reachable, check_step_requ
 from .clearance import clearance_to_triangles
 from .contact import PENETRATION_TOLERANCE
 from .contact_geometry import nodes_within
+from .diagnostics import max_axial_strain
 from .equilibrium import MAX_CONTINUATION_DEPTH, SNAP_THROUGH_ROUNDS, SolveReport, held_frames, solve_equilibrium
 from .errors import CaseError
 from .interactions import ContactSettings, Interactions
 from .junction_contact import cables_touch
-from .junctions import JunctionReport, JunctionSystem, restore_sessions, snapshot_sessions
+from .junctions import JunctionReport, JunctionSystem
 from .obstacles import ObstacleSet, obstacles_from_case
 from .predictor import StepMemory, hold_vector, secant_displacement
 from .results import cable_result, contact_documents
 from .rod_group import GroupBoundary, GroupInteractions, join_models
 from .rod_model import Boundary, RodModel, build_rod_model
 from .rod_state import RodState, initial_centerline, initial_state, interpolate_boundary, prolong_state
+from .sessions import restore_sessions, snapshot_sessions
 
 
 @dataclass
@@ -38,6 +40,11 @@ class CableSession:
     group_contacts: list | None = None  # contact documents of its last solve together with others
     last_step: StepMemory | None = None  # its last converged warm step alone, for the secant predictor
     held: tuple = (None, 0.0, None)  # (boundary, length, predictor.hold_vector of them), its last one
+    solved_with: tuple = ()  # the cables its state was solved together with, itself included
+    # per node, what its last solve together with others pushes it with in contact (None: solved alone,
+    # its own interactions know): a junction holding an end takes the end node's share
+    group_push: np.ndarray | None = None
+    group_energy: float = 0.0  # the contact energy of that joint solve (J), held by its first cable only
 
 
 def held_vector(session: CableSession, boundary: Boundary, length: float) -> np.ndarray:
@@ -78,6 +85,9 @@ class Harness:
     group_candidates: dict = field(default_factory=dict, repr=False)
     # the junctions of branched harnesses and the cables that end at them (None: no junctions)
     junctions: JunctionSystem | None = None
+    # whether a converged solve is refused where a cable would stretch past its ultimate strain (the
+    # junctions' trials are not states of the step: junctions.py judges the balanced one)
+    strain_checked: bool = True
     _junction_moves: dict = field(default_factory=dict, repr=False)  # those of the step being solved
 
     @classmethod
@@ -125,7 +135,7 @@ class Harness:
         check = Interactions(session.model, self.obstacles, self.contact_settings)
         if self.contact_settings.cable_cable:
             # nor through, or past, the cables placed before it
-            check.obstacles = self.obstacles.with_capsules(*self._capsules_for((cable_id,)))
+            check.obstacles = self.obstacles.with_capsules(*self.capsules_for((cable_id,)))
         route = initial_state(session.model, session.boundary, sag=0.0)
         if check.deepest_penetration(route) > 0.0:
             # A route resting on a surface (a solved shape exported as a route) touches it within the
@@ -306,7 +316,8 @@ class Harness:
             )
         report.iterations += spent
         session.group_contacts = None
-        if report.converged:
+        session.group_push, session.group_energy = None, 0.0
+        if report.converged and self.strain_checked:
             strain = max_axial_strain(session.model, report.state)
             limit = self.case.solver.ultimate_strain
             if strain > limit:
@@ -334,6 +345,7 @@ class Harness:
             session.state = report.state
             session.boundary = target
             session.solved = True
+            session.solved_with = (cable_id,)
         report.solve_ms = (time.perf_counter() - t0) * 1e3
         return report
 
@@ -433,35 +445,54 @@ class Harness:
             return self._solve_cables(ids, targets)
         branches = self.junctions.branches
         moves = self._junction_moves
-        # a branched harness and the other cables are solved apart: where they end up touching, a step
-        # is refused (_refuse_step), and what it changed is put back
+        # The other cables are solved first, against the branches as they lie; those that come near a
+        # branch are solved again together with it in every trial of the junctions (junctions.py), so
+        # that both carry their contact. A branch and another cable that end up touching without having
+        # been solved together (one cable near two branches) refuse the step, and all is put back.
         watch = self.contact_settings.cable_cable and len(branches) < len(self.cables)
-        kept = self.checkpoint(set(ids) | set(branches)) if watch else None
+        kept = self.checkpoint(set(self.cables)) if watch else None
         others = [cid for cid in ids if cid not in branches]
         reports = self._solve_cables(others, targets) if others else {}
-        if moves or any(cid in branches for cid in ids):
+        # (a cable touching a branch that was solved this step is solved again with it)
+        partners = [cid for cid in self.partners_of_branches() if cid in ids] if watch else []
+        if moves or partners or any(cid in branches for cid in ids):
             if self.contact_settings.cable_cable:
-                capsules = self._capsules_for(tuple(branches))
+                capsules = self.capsules_for(tuple(branches))
                 for cid in branches:
                     self.cables[cid].interactions.obstacles = self.obstacles.with_capsules(*capsules)
-            solved = self.junctions.solve(self, {cid: targets.get(cid) for cid in branches}, moves)
-            reports.update({cid: report for cid, report in solved.items() if cid in ids or moves})
+            solved = self.junctions.solve(self, {cid: targets.get(cid) for cid in branches}, moves, targets)
+            reports.update({cid: report for cid, report in solved.items() if cid in ids or moves or partners})
+            for cid in self.cables:
+                joint = self.cables[cid].solved_with
+                if cid not in branches and any(b in joint for b in branches):
+                    reports[cid] = self.cables[cid].last_report  # solved again with a branch
         if watch and any(report.converged for report in reports.values()):
             touching = self._branch_touching_another_cable()
             if touching is not None:
                 reports = self._refuse_step(kept, reports, touching)
         return reports
 
+    def partners_of_branches(self) -> list:
+        """The cables that are not branches of the harness but touch one of its branches, or nearly."""
+        branches = self.junctions.branches
+        others = [cid for cid in self.cables if cid not in branches]
+        out = []
+        for b in branches:
+            out += [cid for cid in self.cables_near(b, others) if cid not in out]
+        return out
+
     def _branch_touching_another_cable(self) -> tuple | None:
         """(branch, cable) where a branch of the harness touches a cable that is not one of its branches
-        (junction_contact.cables_touch). They are solved apart, each against the other as it lay (the
-        branches with their junctions), so only one of them would carry that contact: not an
-        equilibrium."""
+        (junction_contact.cables_touch) and their states were not solved together: each then carries
+        a contact the other does not, which is no equilibrium."""
         branches = self.junctions.branches
         held = {cid: self.cables[cid].model.held_nodes() for cid in self.cables}
         for b in branches:
             for c in self.cables:
-                if c not in branches and cables_touch(
+                joint = self.cables[b].solved_with
+                if c in branches or (c in joint and self.cables[c].solved_with == joint):
+                    continue
+                if cables_touch(
                     (self.world_nodes(b), self.cable_radius(b), held[b]),
                     (self.world_nodes(c), self.cable_radius(c), held[c]),
                 ):
@@ -472,8 +503,9 @@ class Harness:
         """The cables and junctions of the step put back as before it, every report a failure."""
         self.restore(kept)
         message = (
-            f"branch {touching[0]!r} and cable {touching[1]!r} would touch: contact between a branched "
-            f"harness and another cable is not modelled yet; the last valid state is kept"
+            f"branch {touching[0]!r} and cable {touching[1]!r} would touch without having been solved "
+            f"together (a cable that touches two branches of a harness is not modelled yet); the last "
+            f"valid state is kept"
         )
         self.junctions.last = JunctionReport(False, message)
         out = {}
@@ -501,7 +533,7 @@ class Harness:
             if not pending:
                 break
             for group in pending:
-                for cid, report in self._solve_together(group, targets).items():
+                for cid, report in self.solve_together(group, targets).items():
                     if cid in reports:  # the whole step's effort
                         earlier = reports[cid]
                         report.iterations += earlier.iterations
@@ -521,20 +553,14 @@ class Harness:
                     self.warnings.append(warning)
         segments = self._cable_segments()
         for cid, session in self.cables.items():  # the final states, for contact reports and the next step
-            session.interactions.obstacles = self.obstacles.with_capsules(*self._capsules_for((cid,), segments))
+            session.interactions.obstacles = self.obstacles.with_capsules(*self.capsules_for((cid,), segments))
         return reports
 
     def touching_groups(self, ids) -> list:
         """The cables among ``ids`` that touch, or nearly, as groups (connected components; lists
         in harness order). Near means within GROUP_MARGIN reaches beyond both surfaces at some node."""
         ids = list(ids)
-        points, reach, radius, low, high = {}, {}, {}, {}, {}
-        for cid in ids:
-            session = self.cables[cid]
-            points[cid] = session.state.positions + session.model.origin
-            reach[cid] = session.interactions.reach
-            radius[cid] = session.interactions.radius
-            low[cid], high[cid] = points[cid].min(axis=0), points[cid].max(axis=0)
+        where = {cid: self._whereabouts(cid) for cid in ids}
         parent = {cid: cid for cid in ids}
 
         def root(c):
@@ -546,20 +572,35 @@ class Harness:
             for b in ids[i + 1 :]:
                 if root(a) == root(b):
                     continue  # already in one group (ten crossed cables: 9 tests of 45)
-                near = radius[a] + radius[b] + GROUP_MARGIN * max(reach[a], reach[b])
-                if (low[a] > high[b] + near).any() or (low[b] > high[a] + near).any():
-                    continue
-                if nodes_within(points[a], points[b], near):
+                if _near(where[a], where[b]):
                     parent[root(a)] = root(b)
         groups = {}
         for cid in ids:
             groups.setdefault(root(cid), []).append(cid)
         return list(groups.values())
 
-    def _solve_together(self, ids, targets) -> dict:
+    def cables_near(self, cable_id: str, candidates) -> list:
+        """The cables among ``candidates`` that touch ``cable_id`` or nearly (as in touching_groups), and
+        those that touch them in turn: what must be solved together with it."""
+        own = self._whereabouts(cable_id)
+        out = []
+        for group in self.touching_groups(candidates):
+            if any(_near(own, self._whereabouts(cid)) for cid in group):
+                out += group
+        return out
+
+    def _whereabouts(self, cable_id: str) -> tuple:
+        """(world nodes, contact reach, radius, lower and upper corner of the nodes' box) of a cable."""
+        session = self.cables[cable_id]
+        points = session.state.positions + session.model.origin
+        return points, session.interactions.reach, session.interactions.radius, points.min(axis=0), points.max(axis=0)
+
+    def solve_together(self, ids, targets, strict: bool = False) -> dict:
         """Solve the cables ``ids`` as one system (one cable: on its own) against the others as
-        capsules. A step refused for one cable (ultimate length) is refused for all of them."""
-        capsules = self._capsules_for(ids)
+        capsules. A step refused for one cable (ultimate length) is refused for all of them.
+        ``strict``: a joint solve that fails is a failure of every cable in it (the junctions' trials,
+        which try again otherwise), not followed by the one-by-one approximation."""
+        capsules = self.capsules_for(ids)
         for cid in ids:
             self.cables[cid].interactions.obstacles = self.obstacles.with_capsules(*capsules)
         if len(ids) == 1:
@@ -574,7 +615,7 @@ class Harness:
         fresh = {cid for cid in ids if not self.cables[cid].solved}
         for cid in ids:
             if cid in fresh:
-                self.cables[cid].interactions.obstacles = self.obstacles.with_capsules(*self._capsules_for((cid,)))
+                self.cables[cid].interactions.obstacles = self.obstacles.with_capsules(*self.capsules_for((cid,)))
                 alone = self.solve_cable(cid, targets.get(cid))
                 if alone.refused:
                     out[cid] = alone
@@ -584,7 +625,9 @@ class Harness:
         sessions = [self.cables[cid] for cid in ids]
         if len(ids) < 2:
             return {**out, **{cid: self.cables[cid].last_report for cid in ids}}
-        group = join_models([s.model for s in sessions], [s.state for s in sessions])
+        branches = self.junctions.branches if self.junctions is not None else {}
+        apart = [k for k, cid in enumerate(ids) if cid in branches]  # they meet at their junctions
+        group = join_models([s.model for s in sessions], [s.state for s in sessions], apart)
         obstacles = self.obstacles.with_capsules(*capsules)
         interactions = GroupInteractions(
             group, obstacles, self.contact_settings, members=tuple(s.interactions for s in sessions)
@@ -598,7 +641,7 @@ class Harness:
         # and from a start that is no joint equilibrium it was not the step that failed. Nor is it
         # given the extra rounds of a slow descent: that try is a hope, and Simulate waits for it (a
         # pile of ten crossed cables descended for ten rounds, 11 s, and still failed).
-        failures, wait = self.failed_groups.get(key, (0, 0))
+        failures, wait = (0, 0) if strict else self.failed_groups.get(key, (0, 0))
         if wait > 0:
             self.failed_groups[key] = (failures, wait - 1)
             return {**out, **self._solve_one_by_one(ids, targets, failed_alone)}
@@ -614,14 +657,16 @@ class Harness:
             snap_through_rounds=rounds,
         )
         self._keep_candidates(key, interactions, capsules)
-        if report.converged:
+        if strict:
+            pass
+        elif report.converged:
             self.failed_groups.pop(key, None)
         else:
             self.failed_groups[key] = (failures + 1, min(2**failures, MAX_JOINT_RETRY_WAIT))
         states = group.split_state(report.state)
         message, refused = report.message, False
         moved = report.converged
-        if report.converged:
+        if report.converged and self.strain_checked:
             limit = self.case.solver.ultimate_strain
             strains = [max_axial_strain(s.model, st) for s, st in zip(sessions, states)]
             over = [(cid, strain) for cid, strain in zip(ids, strains) if strain > limit]
@@ -634,6 +679,14 @@ class Harness:
                     + ", ".join(f"cable {cid!r} would stretch {strain * 100:.2f} %" for cid, strain in over)
                     + f" (ultimate {limit * 100:.2f} %); the last valid state is kept"
                 )
+        if not report.converged and strict:
+            message = f"cables {', '.join(map(repr, ids))} found no equilibrium together ({report.message})"
+            for cid, s in zip(ids, sessions):
+                s.last_report = SolveReport(
+                    s.state.copy(), False, report.iterations, report.residual, report.substeps, report.solve_ms, message
+                )
+                out[cid] = s.last_report
+            return out
         if not report.converged:
             return {**out, **self._solve_one_by_one(ids, targets, failed_alone)}
         friction = interactions.split_friction()
@@ -643,9 +696,14 @@ class Harness:
         contacts = contact_documents(interactions.contacts(report.state if moved else joined), group, ids)
         for cid, s in zip(ids, sessions):
             s.group_contacts = contacts[cid]
+        push = interactions.contact_gradient_at(report.state) if moved else None
         for k, (cid, s) in enumerate(zip(ids, sessions)):
             if moved:
                 s.state, s.boundary, s.solved = states[k], target.parts[k], True
+                s.solved_with = tuple(ids)
+                start = group.node_start[k]
+                s.group_push = push[start : start + s.model.n_nodes].copy()
+                s.group_energy = interactions.contact_energy_at(report.state) if k == 0 else 0.0
                 s.interactions.friction_state = friction[k]
             own = SolveReport(
                 s.state.copy(),
@@ -700,7 +758,7 @@ class Harness:
         for cid in ids:
             if cid in out:
                 continue
-            self.cables[cid].interactions.obstacles = self.obstacles.with_capsules(*self._capsules_for((cid,)))
+            self.cables[cid].interactions.obstacles = self.obstacles.with_capsules(*self.capsules_for((cid,)))
             out[cid] = self.solve_cable(cid, targets.get(cid))
         warning = (
             f"cables {', '.join(ids)} could not be solved together; each was solved against the "
@@ -726,9 +784,9 @@ class Harness:
             if cid != cable_id:
                 x = initial_state(session.model, session.boundary, sag=0.0).positions + session.model.origin
                 segments[cid] = (x[:-1], x[1:], np.full(len(x) - 1, 0.5 * session.model.cable.diameter))
-        return self._capsules_for((cable_id,), segments)
+        return self.capsules_for((cable_id,), segments)
 
-    def _capsules_for(self, cable_ids, segments: dict | None = None):
+    def capsules_for(self, cable_ids, segments: dict | None = None):
         """Segments of the cables not in ``cable_ids`` as capsules, world frame (from ``segments`` of
         _cable_segments when given: the same states' for every cable after a step)."""
         segments = self._cable_segments() if segments is None else segments
@@ -757,7 +815,11 @@ def _same_input(a: tuple, b: tuple) -> bool:
     )
 
 
-def max_axial_strain(model: RodModel, state: RodState) -> float:
-    chords = state.positions[1:] - state.positions[:-1]
-    lengths = np.sqrt(np.einsum("ij,ij->i", chords, chords))
-    return float((lengths / model.rest_len).max() - 1.0)
+def _near(a: tuple, b: tuple) -> bool:
+    """Whether two cables (Harness._whereabouts) come within GROUP_MARGIN reaches beyond both surfaces."""
+    points_a, reach_a, radius_a, low_a, high_a = a
+    points_b, reach_b, radius_b, low_b, high_b = b
+    near = radius_a + radius_b + GROUP_MARGIN * max(reach_a, reach_b)
+    if (low_a > high_b + near).any() or (low_b > high_a + near).any():
+        return False
+    return bool(nodes_within(points_a, points_b, near))

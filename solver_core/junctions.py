@@ -33,8 +33,9 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .branch_crossing import crossing
+from .branch_partners import any_partner, group_of, other_cables, solve_group
 from .contact import PENETRATION_TOLERANCE
-from .diagnostics import elastic_and_load_energy, reactions
+from .diagnostics import elastic_and_load_energy, max_axial_strain, reactions
 from .end_stiffness import condensed_end_stiffness, exact_for
 from .equilibrium import SolveReport
 from .junction_contact import JunctionContact, segments_cross_triangle
@@ -42,6 +43,7 @@ from .junction_newton import HarnessNewton
 from .junction_spec import end_frame_at
 from .rod_state import interpolate_boundary
 from .rotations import axis_angle_matrix, slerp_matrix
+from .sessions import restore_sessions, snapshot_sessions
 
 # Finite-difference step of the condensed stiffness, in scaled variables (1e-4 L, 1e-4 rad): the
 # branches are solved to a residual of the tolerance times their force scale, so the noise of a
@@ -113,6 +115,10 @@ class JunctionSystem:
     formed_at: tuple | None = None  # (frames, _end_loads) where the stiffness was last formed by differences
     contact: list | None = None  # per junction, its ball against the obstacles (junction_contact.py)
     _load_cache: dict = field(default_factory=dict, repr=False)  # cable id -> (its state, _branch_loads)
+    # during a solve: the cables that may touch a branch (branch_partners.py) and where they are held
+    _others: list = field(default_factory=list, repr=False)
+    _partner_targets: dict = field(default_factory=dict, repr=False)
+    _others_energy: float = 0.0  # theirs when the solve began
 
     @classmethod
     def from_case(cls, case) -> "JunctionSystem | None":
@@ -184,7 +190,7 @@ class JunctionSystem:
         step = direction * self._step_cap(harness, direction, L)
         for fraction in SADDLE_STEPS:
             for sign in (1.0, -1.0):
-                saved = snapshot_sessions(harness, ids)
+                saved = self._snapshot(harness, ids)
                 trial = self._moved(frames, sign * fraction * step, L)
                 ok, _message = self._evaluate_unless_crossing(harness, targets, frames, trial, ids, counters)
                 e_trial = self.energy(harness, trial) if ok else np.inf
@@ -228,8 +234,10 @@ class JunctionSystem:
 
     def _scene(self, harness):
         """The obstacles as the branches see them: with cable-cable contact, the other cables' segments
-        as capsules too (Harness._solve_step), as they lie while the junctions are solved."""
-        return harness.cables[next(iter(self.branches))].interactions.obstacles
+        as capsules too, where they lie now (a partner moves with the branches it is solved with)."""
+        if not self._others:
+            return harness.cables[next(iter(self.branches))].interactions.obstacles
+        return harness.obstacles.with_capsules(*harness.capsules_for(tuple(self.branches)))
 
     def index(self, jid: str) -> int:
         for k, spec in enumerate(self.specs):
@@ -256,15 +264,20 @@ class JunctionSystem:
         return [cid for cid, ends in self.branches.items() if any(e.junction == jid for _s, e in ends)]
 
     # ------------------------------------------------------------------ solving
-    def solve(self, harness, targets: dict, moves: dict) -> dict:
+    def solve(self, harness, targets: dict, moves: dict, partner_targets: dict | None = None) -> dict:
         """Solve every branch and free junction for the branches' ``targets`` (cable id -> Boundary or
-        None) and the fixed junctions' ``moves`` (id -> JunctionMove); returns {cable id: SolveReport}."""
+        None) and the fixed junctions' ``moves`` (id -> JunctionMove), with the other cables that touch
+        a branch held at ``partner_targets`` (cable id -> Boundary or None); returns {cable id:
+        SolveReport} of the branches (the partners' reports are their sessions' last ones)."""
         t0 = time.perf_counter()
         self._ensure_contact(harness)
+        self._others = other_cables(harness, self.branches)
+        self._others_energy = self._cables_energy(harness, self._others)
+        self._partner_targets = dict(partner_targets or {})
         ids = list(self.branches)
         start_frames = self.frames.copy()
         start_contact = self._contact_state()
-        start_sessions = snapshot_sessions(harness, ids)
+        start_sessions = self._snapshot(harness, ids)
         base = {cid: targets.get(cid) or harness.cables[cid].boundary for cid in ids}
         # the starting boundaries: where the branches are held now (before the first solve: the case's)
         before = {cid: harness.cables[cid].boundary for cid in ids}
@@ -281,35 +294,16 @@ class JunctionSystem:
         predicted = self._predicted(start_frames, holders_move)
         if predicted is not None and self._crosses(harness, start_frames, predicted) is not None:
             predicted = None
-        for split in range(MAX_SPLITS + 1):
-            pieces = 2**split
-            report = None
-            counters["refused"] = False
-            for j in range(1, pieces + 1):
-                t = j / pieces
-                fixed_t = _blend(start_frames, end_frames, t)
-                targets_t = {cid: _interpolate(before[cid], base[cid], t) for cid in ids}
-                if not self._predict(harness, targets_t, fixed_t) and j == 1 and split == 0 and predicted is not None:
-                    self.frames = predicted  # the secant of the last step (a miss falls back to the split path)
-                report = self._solve_piece(harness, targets_t, fixed_t, counters)
-                if not report.converged:
-                    break
-            if report.converged:
-                cut = self._branches_crossing(harness)
-                if cut is None:
-                    self.last_motion = (holders_move, _motion(start_frames, self.frames))
-                    break
-                # where the equilibrium itself crosses, smaller pieces of the step end there again
-                report = JunctionReport(False, cut)
-                restore_sessions(harness, start_sessions)
-                self.frames = start_frames.copy()
-                self._restore_contact(start_contact)
-                break
-            restore_sessions(harness, start_sessions)
-            self.frames = start_frames.copy()
-            self._restore_contact(start_contact)
-            if counters.get("refused") and not self.free:
-                break  # a branch refused for stretch where no junction can give way: so will smaller pieces
+        # the ultimate strain is judged at the balanced state, not at the trials on the way (a junction
+        # held where it was while a cable presses its branch stretches what the balance relieves)
+        harness.strain_checked = False
+        start = (start_frames, start_contact, start_sessions)
+        try:
+            report = self._solve_split(harness, start, end_frames, before, base, predicted, counters)
+        finally:
+            harness.strain_checked = True
+        if report.converged:
+            self.last_motion = (holders_move, _motion(start_frames, self.frames))
         elapsed = (time.perf_counter() - t0) * 1e3
         report.iterations, report.branch_solves = counters["iterations"], counters["solves"]
         self.last = report
@@ -336,10 +330,64 @@ class JunctionSystem:
             session.last_report = out[cid]
         return out
 
+    def _solve_split(self, harness, start, end_frames, before, base, predicted, counters) -> JunctionReport:
+        """The step from ``start`` (frames, junction contact, branch sessions) to the fixed junctions at
+        ``end_frames`` and the branches' holders from ``before`` to ``base``, whole or, where it fails,
+        in 2, 4, 8 pieces; everything put back where it fails."""
+        start_frames, start_contact, start_sessions = start
+        ids = list(self.branches)
+        report = None
+        for split in range(MAX_SPLITS + 1):
+            pieces = 2**split
+            counters["refused"] = False
+            for j in range(1, pieces + 1):
+                t = j / pieces
+                fixed_t = _blend(start_frames, end_frames, t)
+                targets_t = {cid: _interpolate(before[cid], base[cid], t) for cid in ids}
+                first = j == 1 and split == 0
+                if not self._predict(harness, targets_t, fixed_t) and first and predicted is not None:
+                    self.frames = predicted  # the secant of the last step (a miss falls back to the split path)
+                report = self._solve_piece(harness, targets_t, fixed_t, counters)
+                if not report.converged:
+                    break
+            final = report.converged
+            if final:
+                cut = self._branches_crossing(harness)
+                stretched = None if cut is not None else self._overstretched(harness)
+                if cut is None and stretched is None:
+                    return report
+                # where the equilibrium itself crosses or stretches, smaller pieces of the step end there
+                # again
+                report = JunctionReport(False, cut or stretched)
+                counters["refused"] = stretched is not None
+            restore_sessions(harness, start_sessions)
+            self.frames = start_frames.copy()
+            self._restore_contact(start_contact)
+            if final or (counters.get("refused") and not self.free):
+                # (a branch refused for stretch where no junction can give way: so will smaller pieces)
+                return report
+        return report
+
+    def _overstretched(self, harness) -> str | None:
+        """The refusal of a balanced state in which a branch, or a cable solved with one, would stretch
+        past its ultimate strain (Lv 2017, Sec. 2.4), or None."""
+        limit = harness.case.solver.ultimate_strain
+        over = []
+        for cid, session in harness.cables.items():
+            if cid in self.branches or any(b in session.solved_with for b in self.branches):
+                strain = max_axial_strain(session.model, session.state)
+                if strain > limit:
+                    over.append(f"cable {cid!r} would stretch {strain * 100:.2f} %")
+        if not over:
+            return None
+        return f"step refused: {', '.join(over)} (ultimate {limit * 100:.2f} %); the last valid state is kept"
+
     def _predict(self, harness, targets: dict, fixed: JunctionFrames) -> bool:
         """Where nothing is within reach of the branches, predict the piece of a step to ``targets`` and
         the fixed junctions at ``fixed`` by Newton's method on the whole harness (junction_newton.py):
         the branches' states and the frames put there. Whether it did."""
+        if any_partner(harness, self.branches, self._others):
+            return False  # the branches alone are not the system: a cable touches one of them
         newton = HarnessNewton(self, harness, targets, MAX_MOVE, MAX_TURN, ENERGY_RESOLUTION).predict(
             _with_fixed(self.frames, fixed, self.free)
         )
@@ -464,7 +512,7 @@ class JunctionSystem:
             step *= taken
             predicted = float(scaled @ step + 0.5 * step @ K @ step)
             positive = bool(np.linalg.eigvalsh(K)[0] > noise)
-            saved = snapshot_sessions(harness, ids)
+            saved = self._snapshot(harness, ids)
             trial = self._moved(frames, step, L)
             ok, message = self._evaluate_unless_crossing(harness, targets, frames, trial, ids, counters)
             if ok:
@@ -547,16 +595,34 @@ class JunctionSystem:
         return report
 
     def _evaluate(self, harness, targets, frames, ids, counters, note_refusal=False) -> tuple:
-        """Solve the branches ``ids`` with the junctions at ``frames``: (all converged, message).
+        """Solve the branches ``ids`` with the junctions at ``frames`` (each with the cables that touch
+        it and the branches those touch, branch_partners.py): (all converged, message).
         ``note_refusal``: a branch refused for stretch marks ``counters`` (the step cannot be made)."""
+        done = set()
         for cid in ids:
-            counters["solves"] += 1
-            report = harness.solve_cable(cid, self.branch_boundary(cid, targets[cid], frames))
-            if not report.converged:
-                if report.refused and note_refusal:
+            if cid in done:
+                continue
+            members, partners = group_of(harness, cid, self.branches, self._others)
+            done.update(members)
+            counters["solves"] += len(members)
+            ok, message, refused = solve_group(
+                harness,
+                members,
+                partners,
+                lambda b: self.branch_boundary(b, targets[b], frames),
+                self._partner_targets,
+                self.branches,
+            )
+            if not ok:
+                if refused and note_refusal:
                     counters["refused"] = True
-                return False, f"cable {cid!r}: {report.message}"
+                return False, message
         return True, ""
+
+    def _snapshot(self, harness, ids) -> dict:
+        """snapshot_sessions of the branches ``ids``; where other cables may touch the branches, of all
+        branches and those cables (a trial re-solves the groups they form)."""
+        return snapshot_sessions(harness, [*self.branches, *self._others] if self._others else ids)
 
     def _evaluate_unless_crossing(self, harness, targets, frames, trial, ids, counters) -> tuple:
         """``_evaluate`` at ``trial``, unless a junction's centre would pass through an obstacle on the way
@@ -574,8 +640,18 @@ class JunctionSystem:
         if kept is not None and kept[0] is session.state:
             return kept[1]
         ends, _clips = reactions(session.model, session.state)
+        # and what the contacts push the held end node with (the junction's own obstacle contact apart)
+        pushed = session.group_push
+        if pushed is None:
+            pushed = session.interactions.contact_gradient_at(session.state)
+        last = session.model.n_nodes - 1
         loads = [
-            (side, self.index(held.junction), ends[side]["force"], ends[side]["moment"])
+            (
+                side,
+                self.index(held.junction),
+                ends[side]["force"] + pushed[0 if side == "start" else last],
+                ends[side]["moment"],
+            )
             for side, held in self.branches[cid]
         ]
         self._load_cache[cid] = (session.state, loads)
@@ -721,6 +797,8 @@ class JunctionSystem:
             return None  # resting on an obstacle: the differences know the branches' contacts there too
         if any(harness.cables[cid].model.rot_couple.any() for cid in self.branches):
             return None  # a dead couple's work is in the gradient only, not in the rod's energy
+        if any_partner(harness, self.branches, self._others):
+            return None  # a cable that touches a branch gives way with it: only differences know how much
         place = {k: i for i, k in enumerate(self.free)}
         K = np.zeros((6 * len(self.free), 6 * len(self.free)))
         scale = np.concatenate([np.full(3, L), np.ones(3)])
@@ -755,8 +833,10 @@ class JunctionSystem:
         base = self._scaled(self._branch_gradient(harness), L)
         for i, k in enumerate(self.free):
             ids = self.adjacent(k)
-            saved = snapshot_sessions(harness, ids)
-            touching = any(harness.cables[cid].interactions.contacts(harness.cables[cid].state) for cid in ids)
+            saved = self._snapshot(harness, ids)
+            touching = any(
+                harness.cables[cid].interactions.contacts(harness.cables[cid].state) for cid in ids
+            ) or any_partner(harness, ids, self._others)
             for c in range(6):
                 columns = []
                 for sign in (1.0, -1.0) if touching else (1.0,):
@@ -846,51 +926,30 @@ class JunctionSystem:
             total += c.section.linear_density * g * c.length**2 + c.section.bend_stiffness / c.length
         return total
 
+    @staticmethod
+    def _cables_energy(harness, ids) -> float:
+        """Elastic, load and contact energy of the cables ``ids`` (J); the contacts of a joint solve are
+        counted once, with its first cable."""
+        total = 0.0
+        for cid in ids:
+            s = harness.cables[cid]
+            total += elastic_and_load_energy(s.model, s.state) - float(np.sum(s.model.node_force * s.model.origin))
+            joint = len(s.solved_with) > 1
+            total += s.group_energy if joint else s.interactions.contact_energy_at(s.state)
+        return total
+
     def energy(self, harness, frames: JunctionFrames) -> float:
         """Elastic, load and contact energy of the branches plus the junctions' weight and contact at
         ``frames`` (J): the energy whose gradient ``_gradient`` is (the branches' contact forces are in
         what their ends carry)."""
-        total = 0.0
-        for cid in self.branches:
-            s = harness.cables[cid]
-            total += elastic_and_load_energy(s.model, s.state) - float(np.sum(s.model.node_force * s.model.origin))
-            total += s.interactions.contact_energy_at(s.state)
+        # the other cables give way with the branches they touch: their change since the solve began
+        total = self._cables_energy(harness, self.branches) + self._cables_energy(harness, self._others)
+        total -= self._others_energy
         for k, spec in enumerate(self.specs):
             total -= spec.mass * float(harness.case.gravity @ frames.position[k])
         for k in self.free:
             total += self.contact[k].energy(harness.obstacles, frames.position[k])
         return total
-
-
-def snapshot_sessions(harness, ids) -> dict:
-    """What solving the cables ``ids`` changes in their sessions: state, hold, reports, friction,
-    predictor memory, group contacts, contact stiffness and contact candidates."""
-    out = {}
-    for cid in ids:
-        s = harness.cables[cid]
-        out[cid] = (
-            s.state.copy(),
-            s.boundary,
-            s.solved,
-            s.last_report,
-            s.interactions.friction_state.copy(),
-            s.last_step,
-            s.group_contacts,
-            s.interactions.stiffness,  # stiffened by a failed trial (equilibrium.py)
-            s.interactions.candidates,
-        )
-    return out
-
-
-def restore_sessions(harness, saved: dict) -> None:
-    """Put the cables of ``snapshot_sessions`` back as they were."""
-    for cid, (state, boundary, solved, report, friction, last_step, contacts, stiffness, pairs) in saved.items():
-        s = harness.cables[cid]
-        s.state, s.boundary, s.solved, s.last_report = state.copy(), boundary, solved, report
-        s.interactions.friction_state = friction.copy()
-        s.last_step, s.group_contacts = last_step, contacts
-        s.interactions.stiffness = stiffness
-        s.interactions.keep_candidates(pairs)
 
 
 def _with_fixed(frames: JunctionFrames, fixed: JunctionFrames, free) -> JunctionFrames:

@@ -23,6 +23,9 @@ from .contact import (
 )
 from .contact_geometry import closest_point_on_segment, closest_point_on_triangle, segment_segment, segment_triangle
 
+# node_part numbers from here on mark cables of a group that do not meet each other (rod_group.py)
+APART_PARTS = 1 << 20
+
 
 @njit
 def _cell_key(ix, iy, iz, mask):
@@ -99,7 +102,8 @@ def find_pairs(pos, node_radius, node_part, reach, obstacles, self_gap):
 
     ``pos`` may hold several cables one after the other (a group solved together, rod_group.py):
     ``node_part`` numbers the cable of each node, the "segment" between two cables is no segment
-    (it meets nothing), and segments of different cables always meet. ``node_radius`` is each
+    (it meets nothing), and segments of different cables always meet, but for two numbered from
+    APART_PARTS on (branches of a harness, which meet at their junctions). ``node_radius`` is each
     node's cable radius."""
     (
         plane_p,
@@ -199,6 +203,8 @@ def find_pairs(pos, node_radius, node_part, reach, obstacles, self_gap):
                     continue
                 if node_part[c] == node_part[i] and c + 1 > i - self_gap and c < i + self_gap:
                     continue
+                if node_part[c] >= APART_PARTS and node_part[i] >= APART_PARTS and node_part[c] != node_part[i]:
+                    continue  # two branches of a harness: they meet at their junctions, not in contact
                 closest_point_on_segment(pos[c], pos[c + 1], pos[i], cq)
                 d = math.sqrt((pos[i, 0] - cq[0]) ** 2 + (pos[i, 1] - cq[1]) ** 2 + (pos[i, 2] - cq[2]) ** 2)
                 if d < radius + node_radius[c] + reach:
@@ -275,6 +281,8 @@ def find_pairs(pos, node_radius, node_part, reach, obstacles, self_gap):
                 c = near[h]
                 # each pair of segments once (the later one is the primitive)
                 if node_part[c] != node_part[c + 1] or c <= i or (node_part[c] == node_part[i] and c < i + self_gap):
+                    continue
+                if node_part[c] >= APART_PARTS and node_part[i] >= APART_PARTS and node_part[c] != node_part[i]:
                     continue
                 # every segment pair within reach, also where the closest points are at a node now
                 # (a crossing between cables at a shallow angle slides along them several times as

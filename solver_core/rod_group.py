@@ -26,6 +26,7 @@ from functools import cached_property
 import numpy as np
 
 from .interactions import FrictionState, Interactions
+from .pair_search import APART_PARTS
 from .rod_model import RodModel
 from .rod_state import RodState, apply_boundary, interpolate_boundary
 
@@ -48,6 +49,7 @@ class RodGroup(RodModel):
     node_start: tuple = ()  # per cable: index of its first node in the joined arrays
     rot_map: tuple = ()  # per cable: joined index of each of its rotations
     dof_map: tuple = ()  # per cable: joined index of each of its degrees of freedom
+    apart: tuple = ()  # cables that do not meet each other (branches of a harness meet at its junctions)
 
     def join_states(self, states) -> RodState:
         pos = np.empty((self.n_nodes, 3))
@@ -75,13 +77,20 @@ class RodGroup(RodModel):
             apply_boundary(part, part_state, boundary.parts[index])
             self._write_part(state, index, part_state)
 
+    def part_number(self, index: int) -> int:
+        """The number of cable ``index`` in ``node_part``: from APART_PARTS on for those ``apart``
+        (pair_search.find_pairs pairs no two of those)."""
+        return APART_PARTS + index if index in self.apart else index
+
     def node_part(self) -> np.ndarray:
-        return np.concatenate([np.full(p.n_nodes, k, dtype=np.int64) for k, p in enumerate(self.parts)])
+        numbers = [np.full(p.n_nodes, self.part_number(k), dtype=np.int64) for k, p in enumerate(self.parts)]
+        return np.concatenate(numbers)
 
 
-def join_models(parts, states) -> RodGroup:
+def join_models(parts, states, apart=()) -> RodGroup:
     """The group of ``parts`` (RodModels) in this order; ``states`` give the links' lengths (a link
-    has no stiffness, but its length must be nonzero for the strain arithmetic)."""
+    has no stiffness, but its length must be nonzero for the strain arithmetic); ``apart``: indices of
+    parts that do not meet each other in contact."""
     origin = parts[0].origin
     n_nodes = sum(p.n_nodes for p in parts)
     n_seg_rots = n_nodes - 1  # one rotation per segment, links included
@@ -167,6 +176,7 @@ def join_models(parts, states) -> RodGroup:
         node_start=tuple(node_start),
         rot_map=tuple(rot_map),
         dof_map=tuple(dof_map),
+        apart=tuple(apart),
     )
 
 
@@ -265,7 +275,7 @@ class GroupInteractions(Interactions):
                     cc_centre + shift,
                     cc_quat,
                     cc_K,
-                    np.full(len(sl_point), k, dtype=np.int64),
+                    np.full(len(sl_point), group.part_number(k), dtype=np.int64),
                 )
             ):
                 out[slot].append(value)

@@ -1,11 +1,11 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Branched harnesses for the junction tests: branches, junction ends and connectors, and the total
 force and moment on a harness from its result alone (connectors, every node's weight, every contact,
-the junctions' weight and their own contacts)."""
+the junctions' weight and their own contacts), and the heavy V harness of the junction contact tests."""
 
 import numpy as np
 
-from helpers.cases import cable
+from helpers.cases import cable, case
 
 G = 9.81
 STIFF = {"E": 2e9, "nu": 0.35, "density": 1400.0}  # a PVC-sheathed bundle's order of stiffness
@@ -77,3 +77,33 @@ def force_scale(result, weight):
     contact's round-off floor to a fraction of its stiffness: Interactions.dof_tolerance)."""
     carried = max(np.abs(fm["force"]).max() for c in result["cables"].values() for fm in c["end_forces"].values())
     return max(weight, float(carried))
+
+
+V_RADIUS = 0.004  # the junction's: its widest branch's, the trunk's
+V_MASS = 0.05  # kg: sags the junction about 40 mm with nothing below it
+
+
+def v_on(obstacles, mass=V_MASS, tilt=0.4):
+    """A Y harness whose junction is the bottom of a V: a thick trunk (8 mm) comes down into it and
+    two 4 mm branches leave it upwards at +-40 degrees; heavy, the junction sags about 90 mm with
+    nothing below it, and a floor above that meets the junction's own sleeve (its radius the trunk's)
+    before any branch."""
+    a = np.radians(40.0)
+    out1, out2 = [np.cos(a), np.sin(a), tilt], [np.cos(a), -np.sin(a), tilt]
+    end1 = [0.25 + 0.25 * np.cos(a), 0.25 * np.sin(a), 0.0]
+    end2 = [end1[0], -end1[1], 0.0]
+    return case(
+        branch("trunk", 0.27, AT_ORIGIN, at("J", [1, 0, -tilt]), diameter=2 * V_RADIUS),
+        branch("left", 0.27, at("J", out1), connector(end1, [np.cos(a), np.sin(a), 0])),
+        branch("right", 0.27, at("J", out2), connector(end2, [np.cos(a), -np.sin(a), 0])),
+        junctions=[{"id": "J", "position": [0.25, 0.0, 0.0], "mass": mass}],
+        obstacles=obstacles,
+    )
+
+
+def v_weight(result):
+    """The harness's weight from the result alone: every node's lumped mass (8 mm trunk, 4 mm branches)."""
+    total = V_MASS * G
+    for cid, c in result["cables"].items():
+        total += node_masses(c, diameter=2 * V_RADIUS if cid == "trunk" else 0.004).sum() * G
+    return total
