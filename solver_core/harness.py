@@ -46,6 +46,16 @@ class CableSession:
     group_push: np.ndarray | None = None
     group_energy: float = 0.0  # the contact energy of that joint solve (J), held by its first cable only
 
+    def contact_push(self, state: RodState | None = None) -> np.ndarray:
+        """Per node (n_nodes, 3), the gradient of the contact energy at ``state`` (its own): at a held
+        node, what its holder supplies against a contact on the segments there, beyond the elastic
+        reaction (a cable pressed onto an end segment pushes the connector or junction too)."""
+        if state is None or state is self.state:
+            if self.group_push is not None:
+                return self.group_push
+            state = self.state
+        return self.interactions.contact_gradient_at(state)
+
 
 def held_vector(session: CableSession, boundary: Boundary, length: float) -> np.ndarray:
     """predictor.hold_vector of ``boundary``, kept for the next step (whose start it is)."""

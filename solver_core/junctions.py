@@ -641,9 +641,7 @@ class JunctionSystem:
             return kept[1]
         ends, _clips = reactions(session.model, session.state)
         # and what the contacts push the held end node with (the junction's own obstacle contact apart)
-        pushed = session.group_push
-        if pushed is None:
-            pushed = session.interactions.contact_gradient_at(session.state)
+        pushed = session.contact_push()
         last = session.model.n_nodes - 1
         loads = [
             (

@@ -147,6 +147,10 @@ def _quantities(harness, cable_id, session, state) -> dict:
     """Every number of a cable's result, as arrays and floats, from one state."""
     model = session.model
     ends, clips = reactions(model, state)
+    push = session.contact_push(state)  # a contact on an end segment pushes its holder too
+    for side, node in (("start", 0), ("end", model.n_nodes - 1)):
+        if side in ends:
+            ends[side]["force"] = ends[side]["force"] + push[node]
     for index, mount in session.interactions.mount_reactions(state, session.boundary).items():
         clips[index] = mount
     contacts = session.group_contacts if state is session.state else None

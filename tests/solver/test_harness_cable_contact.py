@@ -8,7 +8,20 @@ were, and neither passes through the other."""
 import numpy as np
 import pytest
 from helpers.cases import case, harness, min_clearance, solve
-from helpers.harnesses import AT_ORIGIN, V_MASS, V_RADIUS, at, balance, branch, connector, force_scale, v_on, v_weight
+from helpers.harnesses import (
+    AT_ORIGIN,
+    V_MASS,
+    V_RADIUS,
+    G,
+    at,
+    balance,
+    branch,
+    connector,
+    force_scale,
+    node_masses,
+    v_on,
+    v_weight,
+)
 
 from solver_core import CableChange, Frame
 from solver_core.contact import PENETRATION_TOLERANCE
@@ -144,3 +157,26 @@ def test_a_cable_pressed_into_two_branches_at_once_is_solved_with_both():
         assert all(r.converged for r in reports.values())
     assert set(h.cables["bar"].solved_with) == {"a", "b", "bar"}
     assert h.cables["a"].solved_with == h.cables["bar"].solved_with
+
+
+@pytest.mark.parametrize("bar_x", [0.255, 0.27], ids=["under-the-trunk-end", "under-the-branch-ends"])
+def test_a_cable_under_the_junction_pushes_the_junction_through_the_end_segments_it_presses(bar_x):
+    """The taut bar right under where the junction comes to rest: it presses the end segments the
+    junction holds (the trunk's 8 mm from it, or the two branches'). Each cable's free body closes from
+    the result alone (weight, contacts, end forces: a contact on an end segment pushes the holder
+    too), and so does the whole scene with the junction's weight and what each branch pulls it with."""
+    doc = v_on([])
+    ends = connector([bar_x, -0.2, -0.05], [0, 1, 0]), connector([bar_x, 0.2, -0.05], [0, 1, 0])
+    doc["cables"].append(branch("bar", 0.4, *ends, segments=40))
+    doc["contact"] = {"cable_cable": True}
+    r = solve(doc)["steps"][0]
+    assert r["junctions"]["J"]["converged"] and all(c["converged"] for c in r["cables"].values())
+    assert sum(len(c["contacts"]) for cid, c in r["cables"].items() if cid != "bar") >= 1
+    scale = force_scale(r, v_weight(r))
+    for cid, c in r["cables"].items():
+        weight = node_masses(c, 2 * V_RADIUS if cid == "trunk" else 0.004).sum() * G * np.array([0.0, 0.0, -1.0])
+        free_body = weight + sum((np.asarray(x["force"]) for x in c["contacts"]), np.zeros(3))
+        free_body += sum((np.asarray(fm["force"]) for fm in c["end_forces"].values()), np.zeros(3))
+        assert np.abs(free_body).max() < 1e-6 * scale, cid
+    force, _moment = balance(r, {"J": V_MASS}, {"trunk": 2 * V_RADIUS})
+    assert np.abs(force).max() < 1e-6 * scale
