@@ -4,7 +4,7 @@ against rotation_between step by step on random paths with reversals, and quater
 of every branch of Shepperd's method against the matrices they stand for."""
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
@@ -32,6 +32,11 @@ def test_transport_is_rotation_between_step_by_step(raw, reversal):
     k = reversal % len(tangents)
     if k > 0:
         tangents[k] = -tangents[k - 1]  # a half turn: the branch rotation_between takes apart
+    # within 1.4e-3 rad of a half turn but not one, the turn's axis is the cross product of two nearly
+    # opposite vectors: both ways of computing it lose digits there (4e-10 seen), not only this one
+    turns = np.einsum("ij,ij->i", tangents[1:], tangents[:-1])
+    exact = np.all(tangents[1:] == -tangents[:-1], axis=1)
+    assume(not np.any((turns < -1.0 + 1e-6) & ~exact))
     F = frame_from_tangent(tangents[0] + np.array([0.3, -0.2, 0.1]))
     out = np.empty((len(tangents), 3, 3))
     transported_frames(F, np.ascontiguousarray(tangents), out)
