@@ -35,8 +35,8 @@ from .wire_routes import route_wires
 
 CASE_FORMAT = "cable-harness-case/1"
 CLIP_KINDS = ("fixed", "rotating", "sliding")
-SOLVER_MODELS = ("cosserat",)
-PLANNED_MODELS = ("mass_spring", "kirchhoff_cg")
+SOLVER_MODELS = ("cosserat", "mass_spring")
+PLANNED_MODELS = ("kirchhoff_cg", "cosserat_pbd")
 UNIT_TOLERANCE = 1e-3
 
 # Ranges of the input numbers (SI). Each lies far beyond any harness yet keeps every product the solver
@@ -710,6 +710,8 @@ def parse_case(doc) -> Case:
                 clips[k] = Clip(old.s, frame, old.kind, old.length, old.stiffness)
             current[cid] = (start, end, clips)
             check_reachable(cid, f"steps[{i}].cables.{cid}", start, end, clips, by_id[cid].length)
+    if model == "mass_spring":
+        _check_mass_spring_features(cables, obstacles, contact, junctions)
     return Case(
         cables,
         gravity,
@@ -721,6 +723,27 @@ def parse_case(doc) -> Case:
         junction_steps if any(junction_steps) else (),
         wires,
     )
+
+
+def _check_mass_spring_features(cables, obstacles, contact, junctions) -> None:
+    """CaseError naming the first feature of a case that Lv 2017's mass-spring chain (solver.model
+    "mass_spring") does not express here."""
+    where = 'solver.model "mass_spring" (Lv 2017 mass-spring chain)'
+    if obstacles:
+        raise CaseError(f"obstacles: {where} does not model contact with obstacles yet; use the cosserat model")
+    if contact.get("cable_cable"):
+        raise CaseError(f"contact.cable_cable: {where} does not model contact between cables; use the cosserat model")
+    if junctions:
+        raise CaseError(f"junctions: {where} does not model junctions; use the cosserat model")
+    for c in cables:
+        if c.rest is not None:
+            raise CaseError(f"cables.{c.id}.rest: {where} has no rest curvature (a pre-formed cable)")
+        for k, clip in enumerate(c.clips):
+            if clip.kind == "sliding" or clip.stiffness is not None or not clip.length > 0.0:
+                raise CaseError(
+                    f"cables.{c.id}.clips[{k}]: {where} holds a clip by its two end points (Eqs. 16-17): "
+                    f"a fixed, rigid clip with a length; not a sliding, compliant or zero-length one"
+                )
 
 
 def read_json(path, what="case file"):

@@ -20,12 +20,21 @@ from .errors import CaseError
 from .interactions import ContactSettings, Interactions
 from .junction_contact import cables_touch
 from .junctions import JunctionReport, JunctionSystem
+from .mass_spring import is_minimum, readings, solve_mass_spring
 from .obstacles import ObstacleSet, obstacles_from_case
 from .predictor import StepMemory, hold_vector, secant_displacement
 from .results import cable_result, contact_documents
 from .rod_group import GroupBoundary, GroupInteractions, join_models
 from .rod_model import Boundary, RodModel, build_rod_model
-from .rod_state import RodState, initial_centerline, initial_state, interpolate_boundary, prolong_state
+from .rod_state import (
+    RodState,
+    apply_boundary,
+    framed_state,
+    initial_centerline,
+    initial_state,
+    interpolate_boundary,
+    prolong_state,
+)
 from .sessions import restore_sessions, snapshot_sessions
 
 
@@ -45,6 +54,7 @@ class CableSession:
     # its own interactions know): a junction holding an end takes the end node's share
     group_push: np.ndarray | None = None
     group_energy: float = 0.0  # the contact energy of that joint solve (J), held by its first cable only
+    readings: tuple = ()  # ((state, what another model than the rod reports of it), ...): mass_spring
 
     def contact_push(self, state: RodState | None = None) -> np.ndarray:
         """Per node (n_nodes, 3), the gradient of the contact energy at ``state`` (its own): at a held
@@ -313,7 +323,10 @@ class Harness:
             hold_next = held_vector(session, target, length)
             if not session.interactions.settings.friction:
                 predictor = secant_displacement(session.last_step, session.state.positions, hold_now, hold_next)
-        report, spent = self._solve_from_coarse(cable_id, session, target) if previous is None else (None, 0)
+        if self.case.solver.model == "mass_spring":
+            report, spent = self._solve_mass_spring(session, target), 0
+        else:
+            report, spent = self._solve_from_coarse(cable_id, session, target) if previous is None else (None, 0)
         if report is None:
             report = solve_equilibrium(
                 session.model,
@@ -357,6 +370,37 @@ class Harness:
             session.solved = True
             session.solved_with = (cable_id,)
         report.solve_ms = (time.perf_counter() - t0) * 1e3
+        return report
+
+    def _solve_mass_spring(self, session: CableSession, target: Boundary) -> SolveReport:
+        """The cable as Lv 2017's mass-spring chain (mass_spring.py), relaxed from its last state with the
+        held points moved (its first: from its initial guess); its readings kept for the results.
+        Converged: every free point's force within the rod model's force tolerance, at a minimum."""
+        model = session.model
+        start = session.state.copy()  # before the first solve: the initial guess, sagging with the loads
+        apply_boundary(model, start, target)
+        free = ~model.held_nodes()
+        tolerance = float(model.dof_tol[model.node_dof[free]].min()) if free.any() else 0.0
+        x, converged, steps, largest, ms, arrays = solve_mass_spring(model, start.positions, target, tolerance)
+        state, _roll = framed_state(model, target, x)
+        # a dead moment is not conservative in 3-D (as for the rod: its stability is left unjudged)
+        judged = not arrays.couple.any()
+        stable = (is_minimum(x, arrays) if judged else None) if converged else False
+        message = (
+            "converged"
+            if converged
+            else (
+                f"the mass-spring relaxation did not come to rest in {steps} steps (largest force on a free "
+                f"point {largest:.3g} N, tolerance {tolerance:.3g} N)"
+            )
+        )
+        if converged and stable is False:
+            converged = False
+            message = "the mass-spring chain came to rest on a saddle of its energy: not an equilibrium to keep"
+        report = SolveReport(state, converged, steps, largest / model.force_scale, 0, ms, message)
+        report.stable = stable
+        # the last two: a step refused afterwards (ultimate strain) keeps reporting the state before it
+        session.readings = ((state, readings(model, x, arrays)), *(session.readings or ())[:1])
         return report
 
     def _solve_from_coarse(self, cable_id: str, session: CableSession, target: Boundary) -> tuple:

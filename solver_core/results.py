@@ -189,7 +189,18 @@ def _quantities(harness, cable_id, session, state) -> dict:
         "clips": clips,
         "contacts": contacts,
         "energy": elastic_and_load_energy(model, state) - float(np.sum(model.node_force * model.origin)),
-    }
+    } | _own_readings(session, state)
+
+
+def _own_readings(session, state) -> dict:
+    """What a cable solved by another model than the rod (mass_spring) reports of its springs: its
+    holders' forces, tensions and energy, where ``state`` is the one it solved."""
+    own = next((r for kept, r in getattr(session, "readings", ()) if kept is state), None)
+    if own is None:
+        return {}
+    ends = {side: own["ends"][side] for side in own["ends"]}
+    energy = own["energy"] - float(np.sum(session.model.node_force * session.model.origin))
+    return {"ends": ends, "clips": own["clips"], "tensions": own["tensions"], "energy": energy}
 
 
 _SHAPE_ARRAYS = (None, "nodes", "directors", "tensions", "twist_rates")  # _shape_kernel's codes

@@ -237,7 +237,14 @@ def initial_centerline(model: RodModel, boundary: Boundary, sag: float = 1.0) ->
 
 def initial_state(model: RodModel, boundary: Boundary, sag: float = 1.0) -> RodState:
     """Centre line guess plus parallel-transported frames, with the boundary applied."""
-    x = initial_centerline(model, boundary, sag) - model.origin
+    return framed_state(model, boundary, initial_centerline(model, boundary, sag) - model.origin)[0]
+
+
+def framed_state(model: RodModel, boundary: Boundary, x: np.ndarray) -> tuple:
+    """(the state of centre line ``x`` (relative to the model's origin) with frames carried along it
+    from the start frame and the end's roll about the cable spread evenly, the boundary applied; that
+    roll (rad))."""
+    x = np.array(x, dtype=float)
     edges = np.diff(x, axis=0)
     lengths = np.linalg.norm(edges, axis=1)
     ok = lengths > 1e-14
@@ -249,6 +256,7 @@ def initial_state(model: RodModel, boundary: Boundary, sag: float = 1.0) -> RodS
     F = frame_from_tangent(boundary.start.tangent, boundary.start.normal)
     frames = np.empty((len(edges), 3, 3))
     transported_frames(F, tangents, frames)
+    roll = 0.0
     if boundary.end is not None and boundary.end.normal is not None:
         F_end = rotation_between(tangents[-1], boundary.end.tangent) @ frames[-1]
         d1 = F_end[:, 0]
@@ -279,7 +287,7 @@ def initial_state(model: RodModel, boundary: Boundary, sag: float = 1.0) -> RodS
                 quats[r] = matrix_to_quat(frame_from_tangent(boundary.clips[ci].tangent, near[:, 0]))
     state = RodState(x, quats)
     apply_boundary(model, state, boundary)
-    return state
+    return state, float(roll)
 
 
 # ------------------------------------------------------------------ boundary data

@@ -1,0 +1,146 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Every available solver.model on the same cases, side by side (#22's benchmark).
+
+    .venv/bin/python -m benchmarks.bench_models
+
+Cases: a cantilever sagging under its weight (against q L^4 / 8 EI), the tip-loaded elastica (against
+its BVP, tests/solver/test_analytic_references.py), and Lv 2017's cable (Table 2: 4 mm, 300 mm, 30 g,
+E = 126 MPa) clamped at both ends 250 mm apart, then one end moved 25 steps of 2 mm (against the
+Cosserat rod at 4x the segments). Per model and case: the error, the cold solve's time and, for the
+moved cable, the median time per warm step. Also Lv 2017's headline: 80 mass points within 33 ms per
+solve (theirs: C/C++ on an i7-3770; ours below). Pinned to one core; the first solve of each model is
+run once before timing (numba compiles on first use).
+"""
+
+import math
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from solver_core import CableChange, Frame, Harness, parse_case
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from solver.test_analytic_references import elastica_tip  # noqa: E402  (the BVP reference, scipy)
+
+MODELS = ("cosserat", "mass_spring")
+LV = {"preset": "lv2017_harness"}
+
+
+def _cable(length, segments, material, start, end=None, loads=()):
+    doc = {"id": "W1", "length": length, "diameter": 0.004, "segments": segments, "material": material}
+    doc |= {"start": start, "end": end, "loads": list(loads)}
+    return doc
+
+
+def _case(model, cable, gravity=(0.0, 0.0, -9.81)):
+    return {"format": "cable-harness-case/1", "solver": {"model": model}, "gravity": list(gravity), "cables": [cable]}
+
+
+CLAMP = {"position": [0.0, 0.0, 0.0], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}
+
+
+def _timed_solve(doc):
+    h = Harness.from_case(parse_case(doc))
+    t0 = time.perf_counter()
+    report = h.solve_step()["W1"]
+    return h, report, (time.perf_counter() - t0) * 1e3
+
+
+def cantilever(model):
+    E, d, rho, length = 1.0e10, 0.004, 1200.0, 0.3
+    doc = _case(model, _cable(length, 20, {"E": E, "nu": 0.3, "density": rho}, CLAMP))
+    h, report, ms = _timed_solve(doc)
+    q = rho * math.pi * d**2 / 4 * 9.81
+    reference = q * length**4 / (8 * E * math.pi * d**4 / 64)
+    return report.converged, abs(-h.world_nodes("W1")[-1, 2] - reference) / reference, ms, None
+
+
+def elastica(model):
+    beam = {"EI": 1.0, "GJ": 1.0 / 1.3, "EA": 1e5, "GA": 1e5, "linear_density": 1.0}
+    load = {"s": 1.0, "force": [0.0, 0.0, -3.0]}
+    doc = _case(model, _cable(1.0, 20, beam, CLAMP, loads=[load]), gravity=(0.0, 0.0, 0.0))
+    h, report, ms = _timed_solve(doc)
+    tip = h.world_nodes("W1")[-1]
+    return report.converged, float(np.linalg.norm(tip[[0, 2]] - elastica_tip(3.0))), ms, None
+
+
+def _lv_u(model, segments):
+    end = {"position": [0.25, 0.0, 0.0], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}
+    return _case(model, _cable(0.3, segments, LV, CLAMP, end))
+
+
+def _move(h, k):
+    frame = Frame(np.array([0.25, 0.0, 0.002 * k]), np.array([1.0, 0.0, 0.0]), np.array([0.0, 0.0, 1.0]))
+    t0 = time.perf_counter()
+    report = h.solve_step({"W1": CableChange(end=frame)})["W1"]
+    return report.converged, (time.perf_counter() - t0) * 1e3
+
+
+def lv_cable(model, reference=None):
+    h, report, ms = _timed_solve(_lv_u(model, 30))
+    converged, warm = report.converged, []
+    for k in range(1, 26):
+        ok, step_ms = _move(h, k)
+        converged &= ok
+        warm.append(step_ms)
+    error = None
+    if reference is not None:
+        ref = reference[::4]  # the reference's nodes at this cable's nodes
+        error = float(np.abs(h.world_nodes("W1") - ref).max()) / 0.3
+    return converged, error, ms, statistics.median(warm)
+
+
+def _reference_lv():
+    h = Harness.from_case(parse_case(_lv_u("cosserat", 120)))
+    h.solve_step()
+    for k in range(1, 26):
+        _move(h, k)
+    return h.world_nodes("W1")
+
+
+def headline():
+    """Lv 2017: 80 mass points, one solve of the cable held at both ends after an end moved."""
+    h = Harness.from_case(parse_case(_lv_u("mass_spring", 79)))
+    h.solve_step()
+    times = [_move(h, k)[1] for k in range(1, 11)]
+    return statistics.median(times)
+
+
+def main():
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    for model in MODELS:  # compile
+        cantilever(model)
+    reference = _reference_lv()
+
+    def lv_moved(model):
+        return lv_cable(model, reference)
+
+    rows = []
+    for name, run, unit in (
+        ("cantilever under its weight, 20 segments", cantilever, "of q L^4/8EI"),
+        ("tip-loaded elastica P = 3 EI/L^2, 20 segments", elastica, "of L at the tip"),
+        (
+            "Lv 2017 cable clamped 250 mm apart, 30 segments, 25 steps",
+            lambda m: lv_cable(m, reference),
+            "of L, last step",
+        ),
+    ):
+        for model in MODELS:
+            converged, error, cold, warm = run(model)
+            rows.append((name, model, converged, error, unit, cold, warm))
+    print("| case | model | converged | error | cold solve | warm step |")
+    print("|---|---|---|---|---|---|")
+    for name, model, converged, error, unit, cold, warm in rows:
+        err = "-" if error is None else f"{error:.2e} {unit}"
+        step = "-" if warm is None else f"{warm:.1f} ms"
+        print(f"| {name} | {model} | {converged} | {err} | {cold:.1f} ms | {step} |")
+    print(f"Lv 2017 headline, 80 mass points: {headline():.1f} ms per solve after a 2 mm end move (theirs: < 33 ms)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,356 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The extended mass-spring cable of Lv et al. 2017 (seed 000), relaxed to rest by damped explicit steps.
+
+Mass points on the rod model's nodes, joined by stretch springs (Eqs. 2-3), with a bend spring at every
+inner point on the angle between its links (Eqs. 4-6), a torsion spring per link on the dihedral angle
+between the osculating planes either side of it plus the twist the ends impose (Eqs. 7-12), and at a
+clamped end an outlet spring on the angle between the first link and the connector's direction
+(Eqs. 14-15). Held points (connectors, clips by their two end points, Eqs. 16-17) do not move. The
+points are relaxed by semi-implicit Euler steps with viscous damping (Eq. 28) until the force on every
+free point is within the tolerance.
+
+Where this departs from the paper, and why:
+- the bend constant is EI over the length a point stands for (half of each link beside it), not the
+  paper's 3 EI / l (Eq. 24): that one is a cantilever's tip-load stiffness given to a joint that carries
+  a moment, and the chain then converges to a rod three times stiffer in bending than EI (the paper's
+  tests move both ends, where the shape hardly depends on EI); an outlet spring stands for half a link
+  (2 EI / l), not the paper's 3 k_b "from experience";
+- the dihedral angle is signed (its gradient, the paper's Eqs. 42-45, is that of the signed angle) and
+  taken modulo a half turn (an inflection flips the osculating plane, it does not twist the cable), and
+  the torsion spring fades where either bend beside the link is below BEND_FOR_TORSION (the osculating
+  plane, hence the angle, is undefined on a straight stretch; Eqs. 42-45 divide by sin beta);
+- the time step is the explicit scheme's stability limit from a bound on the stiffest spring (Eq. 31
+  is not dimensionally a time), and the damping is kinetic (Cundall 1976: the points are stopped
+  whenever their kinetic energy passes a peak) instead of the viscous k^d v of Eq. 28, for which the
+  paper gives no value: one that suits the slowest mode lets the fastest ring, and one that damps
+  the fastest (a warm step jerks the end links) leaves the slowest crawling (380 N out of balance
+  after 2e6 steps).
+"""
+
+import math
+import time
+from typing import NamedTuple
+
+import numpy as np
+
+from ._jit import njit
+from .rod_state import framed_state
+
+# below this bend (rad) either side of a link, its torsion spring fades out (weight 1/2 there)
+BEND_FOR_TORSION = 0.05
+MAX_STEPS = 2_000_000
+
+
+class MassSpringArrays(NamedTuple):
+    """Everything the relaxation reads, per point (n), per link (n - 1) or per end (2)."""
+
+    mass: np.ndarray  # (n,) kg
+    rest: np.ndarray  # (n-1,) m
+    k_stretch: np.ndarray  # (n-1,) N/m, EA / l (Eq. 20)
+    k_bend: np.ndarray  # (n,) N m, EI / (l_i + l_i+1) * 2 at inner points, 0 at the ends
+    k_twist: np.ndarray  # (n-1,) N m, G I_p / l (Eq. 27)
+    twist: np.ndarray  # (n-1,) rad, theta_i: the ends' twist shared out by length (Eq. 11)
+    fade: np.ndarray  # (n-1,) m^4, (sin BEND_FOR_TORSION l_i l_i+1)^2 of the plane before each link
+    held: np.ndarray  # (n,) uint8
+    outlet: np.ndarray  # (2, 3) unit directions of the cable at a clamped start and end
+    k_outlet: np.ndarray  # (2,) N m (0: that end is not clamped)
+    force: np.ndarray  # (n, 3) N, weight and point loads
+    couple: np.ndarray  # (n-1, 3) N m, a dead moment on a link (applied as a couple of forces on its points)
+
+
+@njit
+def _angle_gradient(a, b, k, ga, gb):
+    """Energy k beta^2 / 2 of the angle beta between vectors a and b; adds its gradients to ga, gb.
+    beta dbeta/da = (beta / sin beta) (cos beta a^ - b^) / |a|: finite on a straight line."""
+    la = math.sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2])
+    lb = math.sqrt(b[0] * b[0] + b[1] * b[1] + b[2] * b[2])
+    ua0, ua1, ua2 = a[0] / la, a[1] / la, a[2] / la
+    ub0, ub1, ub2 = b[0] / lb, b[1] / lb, b[2] / lb
+    cx, cy, cz = ua1 * ub2 - ua2 * ub1, ua2 * ub0 - ua0 * ub2, ua0 * ub1 - ua1 * ub0
+    s = math.sqrt(cx * cx + cy * cy + cz * cz)
+    c = ua0 * ub0 + ua1 * ub1 + ua2 * ub2
+    beta = math.atan2(s, c)
+    ratio = beta / s if s > 1e-8 else 1.0 + beta * beta / 6.0
+    fa = k * ratio / la
+    fb = k * ratio / lb
+    ga[0] += fa * (c * ua0 - ub0)
+    ga[1] += fa * (c * ua1 - ub1)
+    ga[2] += fa * (c * ua2 - ub2)
+    gb[0] += fb * (c * ub0 - ua0)
+    gb[1] += fb * (c * ub1 - ua1)
+    gb[2] += fb * (c * ub2 - ua2)
+    return 0.5 * k * beta * beta
+
+
+@njit
+def _cross(a, b):
+    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
+
+
+@njit
+def _torsion(p0, p1, p2, p3, k, theta, fade1, fade2, g0, g1, g2, g3):
+    """Energy k w (phi + theta)^2 / 2 of the signed dihedral angle phi about p1-p2 (Eqs. 7-10), w the
+    fade of each osculating plane, q / (q + fade) with q = |b1 x b2|^2; adds its gradients."""
+    b1, b2, b3 = p1 - p0, p2 - p1, p3 - p2
+    n1, n2 = _cross(b1, b2), _cross(b2, b3)
+    q1, q2 = n1 @ n1, n2 @ n2
+    w1, w2 = q1 / (q1 + fade1), q2 / (q2 + fade2)
+    lb2 = math.sqrt(b2 @ b2)
+    phi = math.atan2(lb2 * (b1 @ n2), n1 @ n2)
+    # an inflection turns the osculating plane by a half turn without twisting the cable: the angle is
+    # taken modulo pi (the paper's counts it as a half turn of twist, and a planar S buckles out of plane)
+    if phi > 0.5 * math.pi:
+        phi -= math.pi
+    elif phi < -0.5 * math.pi:
+        phi += math.pi
+    psi = phi + theta
+    w = w1 * w2
+    # d phi (Bekker's form), scaled by w so that 1 / q cancels: w dphi/dp0 = -w2 |b2| n1 / (q1 + fade1)
+    f0 = -w2 * lb2 / (q1 + fade1) * n1
+    f3 = w1 * lb2 / (q2 + fade2) * n2
+    r1, r3 = (b1 @ b2) / (lb2 * lb2), (b3 @ b2) / (lb2 * lb2)
+    kp = k * psi
+    g0 += kp * f0
+    g1 += kp * ((-1.0 - r1) * f0 + r3 * f3)
+    g2 += kp * (r1 * f0 + (-1.0 - r3) * f3)
+    g3 += kp * f3
+    # d w: dq1/db1 = 2 b2 x n1, dq1/db2 = 2 n1 x b1; dq2/db2 = 2 b3 x n2, dq2/db3 = 2 n2 x b2
+    h = 0.5 * k * psi * psi
+    c1 = h * w2 * fade1 / (q1 + fade1) ** 2
+    c2 = h * w1 * fade2 / (q2 + fade2) ** 2
+    d_b1 = c1 * 2.0 * _cross(b2, n1)
+    d_b2 = c1 * 2.0 * _cross(n1, b1) + c2 * 2.0 * _cross(b3, n2)
+    d_b3 = c2 * 2.0 * _cross(n2, b2)
+    g0 -= d_b1
+    g1 += d_b1 - d_b2
+    g2 += d_b2 - d_b3
+    g3 += d_b3
+    return h * w
+
+
+@njit
+def mass_spring_energy(x, a: MassSpringArrays, grad):
+    """Total energy (J) of the points ``x`` (n, 3) and its gradient into ``grad`` (n, 3)."""
+    n = x.shape[0]
+    grad[:] = 0.0
+    energy = 0.0
+    for i in range(n - 1):  # stretch (Eqs. 2-3)
+        d = x[i + 1] - x[i]
+        length = math.sqrt(d @ d)
+        strain = length - a.rest[i]
+        energy += 0.5 * a.k_stretch[i] * strain * strain
+        f = a.k_stretch[i] * strain / length * d
+        grad[i + 1] += f
+        grad[i] -= f
+    ga, gb = np.zeros(3), np.zeros(3)
+    for i in range(1, n - 1):  # bend (Eqs. 4-6)
+        ga[:] = 0.0
+        gb[:] = 0.0
+        energy += _angle_gradient(x[i] - x[i - 1], x[i + 1] - x[i], a.k_bend[i], ga, gb)
+        grad[i - 1] -= ga
+        grad[i] += ga - gb
+        grad[i + 1] += gb
+    if a.k_outlet[0] > 0.0:  # outlet springs (Eqs. 14-15)
+        ga[:] = 0.0
+        gb[:] = 0.0
+        energy += _angle_gradient(a.outlet[0], x[1] - x[0], a.k_outlet[0], ga, gb)
+        grad[1] += gb
+        grad[0] -= gb
+    if a.k_outlet[1] > 0.0:
+        ga[:] = 0.0
+        gb[:] = 0.0
+        energy += _angle_gradient(x[n - 1] - x[n - 2], a.outlet[1], a.k_outlet[1], ga, gb)
+        grad[n - 1] += ga
+        grad[n - 2] -= ga
+    for i in range(1, n - 2):  # torsion of link i (Eqs. 7-12)
+        if a.k_twist[i] > 0.0:
+            energy += _torsion(
+                x[i - 1],
+                x[i],
+                x[i + 1],
+                x[i + 2],
+                a.k_twist[i],
+                a.twist[i],
+                a.fade[i - 1],
+                a.fade[i],
+                grad[i - 1],
+                grad[i],
+                grad[i + 1],
+                grad[i + 2],
+            )
+    for i in range(n):  # dead loads
+        energy -= a.force[i] @ x[i]
+        grad[i] -= a.force[i]
+    for i in range(n - 1):  # a dead moment M on a link: forces (M x u) / l on its ends, moment M
+        m = a.couple[i]
+        if m[0] != 0.0 or m[1] != 0.0 or m[2] != 0.0:
+            d = x[i + 1] - x[i]
+            f = _cross(m, d) / (d @ d)
+            grad[i + 1] -= f
+            grad[i] += f
+    return energy
+
+
+@njit
+def relax(x, a: MassSpringArrays, tolerance, max_steps):
+    """Semi-implicit Euler (Lv 2017, Eq. 28) from rest at ``x`` (in place), damped kinetically, until the
+    force on every free point is below ``tolerance`` (N); (steps, largest force; NaN where it blew up)."""
+    n = x.shape[0]
+    grad = np.zeros((n, 3))
+    v = np.zeros((n, 3))
+    free = a.held == 0
+    # the explicit scheme is stable below 2 / omega_max; omega_max^2 from Gershgorin's bound of the
+    # stiffness (a bend or torsion spring's over a link at most 16 k / l^2 per point) over the mass
+    shortest = a.rest.min()
+    per_length2 = 16.0 / (shortest * shortest)
+    springs = 3.0 * a.k_bend.max() + a.k_outlet.max() + 4.0 * a.k_twist.max()
+    omega2 = 0.0
+    for i in range(n):
+        stretch = 0.0
+        for j in (i - 1, i):
+            if 0 <= j < n - 1:
+                stretch += 2.0 * a.k_stretch[j]
+        omega2 = max(omega2, (stretch + per_length2 * springs) / a.mass[i])
+    # 1.2 rather than 2: a stretched link is stiffer across itself (tension / length) than the bound
+    # knows, and a warm step starts with the end links stretched (at 1.8 one ringing at 29 % strain
+    # never settled)
+    dt = 1.2 / math.sqrt(omega2)
+    mass_spring_energy(x, a, grad)
+    kinetic_before = 0.0
+    largest = np.inf
+    for step in range(max_steps):
+        largest = 0.0
+        for i in range(n):
+            if free[i]:
+                size = math.sqrt(grad[i] @ grad[i])
+                if not size <= np.inf:  # NaN or overflow: no rest state to report
+                    return step, np.nan
+                largest = max(largest, size)
+        if largest <= tolerance:
+            return step, largest
+        kinetic = 0.0
+        for i in range(n):
+            if free[i]:
+                for k in range(3):
+                    v[i, k] -= dt * grad[i, k] / a.mass[i]
+                    kinetic += 0.5 * a.mass[i] * v[i, k] * v[i, k]
+        if kinetic < kinetic_before:
+            # kinetic damping (Cundall 1976): past a peak of the kinetic energy the points have
+            # passed the bottom of the valley they run along; they are stopped there and start again
+            v[:] = 0.0
+            kinetic = 0.0
+        kinetic_before = kinetic
+        for i in range(n):
+            if free[i]:
+                for k in range(3):
+                    x[i, k] += dt * v[i, k]
+        mass_spring_energy(x, a, grad)
+    return max_steps, largest
+
+
+def arrays_for(model, boundary, positions) -> MassSpringArrays:
+    """The springs of a cable's rod model (its nodes, section and loads) held at ``boundary``; the ends'
+    twist is measured by carrying the start frame along ``positions`` to the end (Eq. 11)."""
+    section = model.cable.section
+    rest = model.rest_len.copy()
+    n = model.n_nodes
+    mass = np.zeros(n)
+    mass[:-1] += 0.5 * section.linear_density * rest
+    mass[1:] += 0.5 * section.linear_density * rest
+    k_bend = np.zeros(n)
+    k_bend[1:-1] = 2.0 * section.bend_stiffness / (rest[:-1] + rest[1:])
+    k_outlet = np.zeros(2)
+    outlet = np.zeros((2, 3))
+    held = model.held_nodes().astype(np.uint8)
+    if model.start_frame >= 0 and boundary.start is not None:
+        outlet[0] = boundary.start.tangent
+        k_outlet[0] = 2.0 * section.bend_stiffness / rest[0]
+    if model.end_frame >= 0 and boundary.end is not None:
+        outlet[1] = boundary.end.tangent
+        k_outlet[1] = 2.0 * section.bend_stiffness / rest[-1]
+    _state, roll = framed_state(model, boundary, positions)
+    twist = roll * rest / model.cable.length
+    fade = (math.sin(BEND_FOR_TORSION) * rest[:-1] * rest[1:]) ** 2
+    couple = model.rot_couple[: model.n_segments].copy()
+    return MassSpringArrays(
+        mass,
+        rest,
+        section.stretch_stiffness / rest,
+        k_bend,
+        section.twist_stiffness / rest,
+        twist,
+        np.concatenate([fade, fade[-1:]]) if len(fade) else np.zeros(1),
+        held,
+        outlet,
+        k_outlet,
+        model.node_force.copy(),
+        couple,
+    )
+
+
+def solve_mass_spring(model, start_positions, boundary, tolerance: float, max_steps: int = MAX_STEPS):
+    """Relax the cable from ``start_positions`` (held points where ``boundary`` puts them): (positions,
+    converged, steps, largest force on a free point (N), milliseconds, arrays)."""
+    t0 = time.perf_counter()
+    x = np.ascontiguousarray(start_positions, dtype=float).copy()
+    arrays = arrays_for(model, boundary, x)
+    steps, largest = relax(x, arrays, tolerance, max_steps)
+    converged = bool(largest <= tolerance and np.isfinite(x).all())
+    return x, converged, int(steps), float(largest), (time.perf_counter() - t0) * 1e3, arrays
+
+
+def readings(model, x: np.ndarray, arrays: MassSpringArrays) -> dict:
+    """What the results report from the springs themselves at points ``x`` (relative to the model's
+    origin): the holders' forces and moments (the energy's gradient at a held point; a clamped end's
+    outlet spring turns its connector), link tensions and the total energy."""
+    grad = np.zeros_like(x)
+    energy = mass_spring_energy(x, arrays, grad)
+    ends = {}
+    for side, node, other in (("start", 0, 1), ("end", model.n_nodes - 1, model.n_nodes - 2)):
+        if side == "end" and model.end_frame < 0:
+            continue
+        moment = np.zeros(3)
+        k = arrays.k_outlet[0 if side == "start" else 1]
+        if k > 0.0:  # turning the outlet u by dtheta changes the energy by dtheta . (u x dE/du)
+            u = arrays.outlet[0 if side == "start" else 1]
+            ga, gb = np.zeros(3), np.zeros(3)
+            link = x[other] - x[node] if side == "start" else x[node] - x[other]
+            if side == "start":
+                _angle_gradient(u, link, k, ga, gb)
+                moment = np.cross(u, ga)
+            else:
+                _angle_gradient(link, u, k, ga, gb)
+                moment = np.cross(u, gb)
+        ends[side] = {"force": grad[node].copy(), "moment": moment}
+    clips = []
+    for nodes in model.clip_nodes:
+        centre = x[list(nodes)].mean(axis=0) if nodes else np.zeros(3)
+        force = sum((grad[k] for k in nodes), np.zeros(3))
+        moment = sum((np.cross(x[k] - centre, grad[k]) for k in nodes), np.zeros(3))
+        clips.append({"force": force, "moment": moment})
+    links = np.diff(x, axis=0)
+    tensions = arrays.k_stretch * (np.sqrt(np.einsum("ij,ij->i", links, links)) - arrays.rest)
+    return {"ends": ends, "clips": clips, "tensions": tensions, "energy": float(energy)}
+
+
+def is_minimum(x: np.ndarray, arrays: MassSpringArrays) -> bool:
+    """Whether the rest state ``x`` is a minimum of the springs' energy: its Hessian on the free points,
+    by central differences of the gradient, has no eigenvalue below the differences' noise."""
+    free = np.flatnonzero(arrays.held == 0)
+    if not len(free):
+        return True
+    h = 1e-7 * float(arrays.rest.min())
+    grad_plus, grad_minus = np.zeros_like(x), np.zeros_like(x)
+    dofs = [(i, k) for i in free for k in range(3)]
+    H = np.zeros((len(dofs), len(dofs)))
+    for col, (i, k) in enumerate(dofs):
+        xp, xm = x.copy(), x.copy()
+        xp[i, k] += h
+        xm[i, k] -= h
+        mass_spring_energy(xp, arrays, grad_plus)
+        mass_spring_energy(xm, arrays, grad_minus)
+        H[:, col] = (grad_plus[free] - grad_minus[free]).reshape(-1) / (2.0 * h)
+    # the differences' own error shows in the asymmetry of H (a stretch spring's 1e6 N/m entries
+    # beside a column's -1 N/m lateral softening: a bound relative to the largest entry hid it)
+    noise = 10.0 * float(np.abs(H - H.T).max()) + 1e-12 * float(np.abs(H).max())
+    return bool(np.linalg.eigvalsh(0.5 * (H + H.T))[0] > -noise)
