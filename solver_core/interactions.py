@@ -522,6 +522,13 @@ class Interactions:
         radii = self.obstacles.capsule_radius
         if not len(radii):
             return False
+        arrays = self._shifted_obstacles()  # only capsules near the way matter (boxes first)
+        margin = float(radii.max()) + float(self.node_radius.max())
+        low = np.minimum(before.positions.min(axis=0), after.positions.min(axis=0)) - margin
+        high = np.maximum(before.positions.max(axis=0), after.positions.max(axis=0)) + margin
+        a, b = arrays.capsule_a, arrays.capsule_b
+        if not (np.all(np.minimum(a, b) <= high, axis=1) & np.all(np.maximum(a, b) >= low, axis=1)).any():
+            return False
         move = float(np.linalg.norm(after.positions - before.positions, axis=1).max())
         samples = int(np.ceil(move / (0.5 * min(self.radius, float(radii.min())))))
         for j in range(1, samples):

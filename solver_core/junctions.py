@@ -374,7 +374,7 @@ class JunctionSystem:
         limit = harness.case.solver.ultimate_strain
         over = []
         for cid, session in harness.cables.items():
-            if cid in self.branches or any(b in session.solved_with for b in self.branches):
+            if cid in self.branches or (harness.joint(cid) and any(b in session.solved_with for b in self.branches)):
                 strain = max_axial_strain(session.model, session.state)
                 if strain > limit:
                     over.append(f"cable {cid!r} would stretch {strain * 100:.2f} %")
@@ -617,6 +617,14 @@ class JunctionSystem:
                 if refused and note_refusal:
                     counters["refused"] = True
                 return False, message
+        for p in self._others:
+            # a cable pushed by a branch in an earlier trial that has since moved off it: on its own again
+            mates = harness.cables[p].solved_with
+            if any(b in mates for b in self.branches) and not harness.joint(p):
+                counters["solves"] += 1
+                ok, message, _refused = solve_group(harness, [p], [], self._partner_targets.get, {}, self.branches)
+                if not ok:
+                    return False, message
         return True, ""
 
     def _snapshot(self, harness, ids) -> dict:
@@ -932,8 +940,7 @@ class JunctionSystem:
         for cid in ids:
             s = harness.cables[cid]
             total += elastic_and_load_energy(s.model, s.state) - float(np.sum(s.model.node_force * s.model.origin))
-            joint = len(s.solved_with) > 1
-            total += s.group_energy if joint else s.interactions.contact_energy_at(s.state)
+            total += s.group_energy if harness.joint(cid) else s.interactions.contact_energy_at(s.state)
         return total
 
     def energy(self, harness, frames: JunctionFrames) -> float:

@@ -159,16 +159,21 @@ def test_a_cable_pressed_into_two_branches_at_once_is_solved_with_both():
     assert h.cables["a"].solved_with == h.cables["bar"].solved_with
 
 
-@pytest.mark.parametrize("bar_x", [0.255, 0.27], ids=["under-the-trunk-end", "under-the-branch-ends"])
+@pytest.mark.parametrize("bar_x", [0.255, 0.27], ids=["on-the-trunk-end-segment", "on-the-branches-near-it"])
 def test_a_cable_under_the_junction_pushes_the_junction_through_the_end_segments_it_presses(bar_x):
-    """The taut bar right under where the junction comes to rest: it presses the end segments the
-    junction holds (the trunk's 8 mm from it, or the two branches'). Each cable's free body closes from
-    the result alone (weight, contacts, end forces: a contact on an end segment pushes the holder
-    too), and so does the whole scene with the junction's weight and what each branch pulls it with."""
+    """The taut bar right under where the junction comes to rest: it presses the trunk's end segment
+    (the one the junction holds, 8 mm from it), or the two branches a segment further out. Each cable's
+    free body closes from the result alone (weight, contacts, end forces: a contact on an end segment
+    pushes the holder too), and so does the whole scene with the junction's weight and what each
+    branch pulls it with."""
     doc = v_on([])
     ends = connector([bar_x, -0.2, -0.05], [0, 1, 0]), connector([bar_x, 0.2, -0.05], [0, 1, 0])
     doc["cables"].append(branch("bar", 0.4, *ends, segments=40))
     doc["contact"] = {"cable_cable": True}
+    h = harness(doc)
+    h.solve_step()
+    if bar_x == 0.255:  # the push on the trunk's held end node is really there
+        assert np.abs(h.cables["trunk"].contact_push()[-1]).max() > 0.01 * v_weight_of(h)
     r = solve(doc)["steps"][0]
     assert r["junctions"]["J"]["converged"] and all(c["converged"] for c in r["cables"].values())
     assert sum(len(c["contacts"]) for cid, c in r["cables"].items() if cid != "bar") >= 1
@@ -180,3 +185,24 @@ def test_a_cable_under_the_junction_pushes_the_junction_through_the_end_segments
         assert np.abs(free_body).max() < 1e-6 * scale, cid
     force, _moment = balance(r, {"J": V_MASS}, {"trunk": 2 * V_RADIUS})
     assert np.abs(force).max() < 1e-6 * scale
+
+
+def v_weight_of(h):
+    """The V harness's weight (N) from its sessions: the junction's and every branch's."""
+    branches = sum(s.model.cable.section.linear_density * s.model.cable.length for s in h.cables.values())
+    return (V_MASS + branches) * G
+
+
+def test_renaming_a_cable_that_rests_on_a_branch_keeps_the_pair_solved_together():
+    """The bar resting on the trunk renamed (its Blender object was), then another cable far away
+    solved alone: the harness and the bar stay as they were, still known as solved together."""
+    doc = _v_over_a_bar(True, 0.4)
+    far = [connector([2.0, -0.2, 0.0], [0, 1, 0]), connector([2.0, 0.2, 0.0], [0, 1, 0])]
+    doc["cables"].append(branch("far", 0.45, *far, segments=20))
+    h = harness(doc)
+    assert all(r.converged for r in h.solve_step().values())
+    before = h.world_nodes("bar")
+    h.rename_cable("bar", "bar2")
+    assert all(r.converged for r in h.solve_step(cable_ids=["far"]).values())
+    assert "bar2" in h.cables["trunk"].solved_with and h.joint("bar2")
+    assert np.array_equal(h.world_nodes("bar2"), before)
