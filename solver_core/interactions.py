@@ -336,33 +336,8 @@ class Interactions:
         out = np.zeros((model.n_nodes, 3))
         if not self.uses_contact:
             return out
-        kind, elem, prim, gap, t, normal, point, u, force = self._evaluate_pairs(state)
-        held = np.isin(kind, NODE_KINDS) & ~np.isin(kind, SELF_KINDS) & model.held_nodes()[elem]
         grad = np.zeros(model.n_dof)
-        contact_energy_of(
-            np.flatnonzero(~held),
-            state.positions,
-            kind,
-            elem,
-            prim,
-            self._shifted_obstacles(),
-            self.node_radius,
-            self.stiffness,
-            self.node_lengths,
-            model.rest_len,
-            model.node_dof,
-            grad,
-            np.zeros((1, 1)),
-            0,
-            1,
-            gap.copy(),
-            t.copy(),
-            normal.copy(),
-            point.copy(),
-            u.copy(),
-            force.copy(),
-            np.empty((0, 12)),
-        )
+        self._felt_contact_energy(state, grad)
         for k in range(3):
             out[:, k] = grad[model.node_dof + k]
         return out
@@ -374,11 +349,15 @@ class Interactions:
         holder, not along the cable (diagnostics.reactions), and a junction has its own contact."""
         if not self.uses_contact:
             return 0.0
+        return self._felt_contact_energy(state, None)
+
+    def _felt_contact_energy(self, state: RodState, grad: np.ndarray | None) -> float:
+        """The energy of every contact pair but those of a held node against an obstacle; with ``grad``
+        (n_dof) its gradient added there too."""
         kind, elem, prim, gap, t, normal, point, u, force = self._evaluate_pairs(state)
         model = self.model
-        held_node = model.held_nodes()
-        held = np.isin(kind, NODE_KINDS) & ~np.isin(kind, SELF_KINDS) & held_node[elem]
-        if not held.any():
+        held = np.isin(kind, NODE_KINDS) & ~np.isin(kind, SELF_KINDS) & model.held_nodes()[elem]
+        if grad is None and not held.any():
             return self.__dict__["_evaluated"][4]
         return float(
             contact_energy_of(
@@ -393,10 +372,10 @@ class Interactions:
                 self.node_lengths,
                 model.rest_len,
                 model.node_dof,
-                np.zeros(1),
+                np.zeros(1) if grad is None else grad,
                 np.zeros((1, 1)),
                 0,
-                0,
+                0 if grad is None else 1,
                 gap.copy(),
                 t.copy(),
                 normal.copy(),
