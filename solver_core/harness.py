@@ -391,14 +391,15 @@ class Harness:
         # a dead moment is not conservative in 3-D (as for the rod: its stability is left unjudged)
         judged = not arrays.couple.any()
         stable = (is_minimum(x, arrays) if judged else None) if converged else False
-        message = (
-            "converged"
-            if converged
-            else (
+        if converged:
+            message = "converged"
+        elif not np.isfinite(largest):
+            message = f"the mass-spring relaxation blew up (forces not finite) after {steps} steps"
+        else:
+            message = (
                 f"the mass-spring relaxation did not come to rest in {steps} steps (largest force on a free "
                 f"point {largest:.3g} N, tolerance {tolerance:.3g} N)"
             )
-        )
         if converged and stable is False:
             converged = False
             message = "the mass-spring chain came to rest on a saddle of its energy: not an equilibrium to keep"
@@ -507,7 +508,8 @@ class Harness:
         # The other cables are solved first, against the branches as they lie; those that come near a
         # branch are solved again together with it in every trial of the junctions (junctions.py), so
         # that both carry their contact. A branch and another cable that end up touching without having
-        # been solved together (one cable near two branches) refuse the step, and all is put back.
+        # been solved together (their last joint solve failed, or came apart) refuse the step, and all
+        # is put back.
         watch = self.contact_settings.cable_cable and len(branches) < len(self.cables)
         self.step_ids = set(ids)
         kept = self.checkpoint(set(self.cables)) if watch else None
@@ -567,8 +569,7 @@ class Harness:
         self.restore(kept)
         message = (
             f"branch {touching[0]!r} and cable {touching[1]!r} would touch without having been solved "
-            f"together (a cable that touches two branches of a harness is not modelled yet); the last "
-            f"valid state is kept"
+            f"together, so only one of them would carry that contact; the last valid state is kept"
         )
         self.junctions.last = JunctionReport(False, message)
         out = {}
