@@ -13,6 +13,7 @@ from .case import (
     CableSpec,
     Case,
     Clip,
+    Dynamics,
     Frame,
     Load,
     SolverSettings,
@@ -22,6 +23,7 @@ from .case import (
     parse_frame,
 )
 from .clearance import clearance_to_triangles
+from .dynamics import kinetic_energy
 from .equilibrium import SolveReport, solve_equilibrium
 from .errors import CaseError
 from .harness import Harness
@@ -45,6 +47,7 @@ __all__ = [
     "Case",
     "CaseError",
     "Clip",
+    "Dynamics",
     "Frame",
     "Harness",
     "JunctionMove",
@@ -66,6 +69,7 @@ __all__ = [
     "clearance_to_triangles",
     "frame_from_tangent",
     "initial_state",
+    "kinetic_energy",
     "interpolate_boundary",
     "kernels_are_warm",
     "load_case",

@@ -50,6 +50,10 @@ MAX_LOAD = 1e9  # |component| of a dead force [N] or moment [N m]
 MAX_STIFFNESS = 1e15  # clip stiffnesses [N/m, N m/rad]
 MAX_ITERATIONS = 1_000_000
 MAX_FRICTION = 100.0
+DEFAULT_DURATION = 1.0 / 24.0  # a step of a dynamic case: one frame of film [s]
+MAX_TIME_STEPS = 100_000  # time steps per case step (duration / time_step)
+MAX_DAMPING = 1e6  # [1/s]
+MIN_TIME_STEP = 1e-9  # [s]: the inertia springs 4 m / h^2 stay within float64 for any cable
 
 _short = reprlib.Repr()
 _short.maxstring, _short.maxother, _short.maxlist, _short.maxdict, _short.maxlevel = 40, 40, 4, 4, 2
@@ -119,11 +123,20 @@ class CableSpec:
 
 
 @dataclass(frozen=True)
+class Dynamics:
+    """``solver.dynamics``: the steps are a motion in time (dynamics.py)."""
+
+    time_step: float  # the integrator's step [s]; a step's duration is split into equal parts no longer
+    damping: float = 0.0  # mass-proportional (Rayleigh) damping: a force -c m v on every node [1/s]
+
+
+@dataclass(frozen=True)
 class SolverSettings:
     model: str = "cosserat"
     tolerance: float = 1e-8
     max_iterations: int = 200
     ultimate_strain: float = 0.005  # Lv 2017, Sec. 2.4: steps that would stretch the cable more are refused
+    dynamics: Dynamics | None = None  # None: quasi-static steps
 
 
 @dataclass(frozen=True)
@@ -146,6 +159,7 @@ class Case:
     junctions: dict = field(default_factory=dict)  # id -> junction_spec.JunctionSpec, in case order
     junction_steps: tuple = ()  # per step: junction id -> junction_spec.JunctionMove (fixed junctions)
     wires: tuple = ()  # wire_routes.WireRoute of every bundle wire with an id
+    step_durations: tuple = ()  # per step, its duration [s] (solver.dynamics only; default DEFAULT_DURATION)
 
     def cable(self, cable_id: str) -> CableSpec:
         for c in self.cables:
@@ -552,7 +566,7 @@ def _parse_obstacle(obj, where):
 
 
 def _parse_step(obj, where, cables_by_id):
-    _check_keys(obj, ("cables", "junctions"), where)
+    _check_keys(obj, ("cables", "junctions", "duration"), where)
     changes = {}
     cables = obj.get("cables", {})
     if not isinstance(cables, dict):
@@ -671,7 +685,7 @@ def parse_case(doc) -> Case:
             raise CaseError("contact.cable_cable must be true or false")
         contact["cable_cable"] = bool(contact["cable_cable"])
     raw_solver = doc.get("solver", {})
-    _check_keys(raw_solver, ("model", "tolerance", "max_iterations", "ultimate_strain"), "solver")
+    _check_keys(raw_solver, ("model", "tolerance", "max_iterations", "ultimate_strain", "dynamics"), "solver")
     model = raw_solver.get("model", "cosserat")
     if not isinstance(model, str) or model not in SOLVER_MODELS:
         planned = " (planned, not available yet)" if model in PLANNED_MODELS else ""
@@ -684,6 +698,8 @@ def parse_case(doc) -> Case:
         raise CaseError("steps must be a list")
     by_id = {c.id: c for c in cables}
     steps = tuple(_parse_step(s, f"steps[{i}]", by_id) for i, s in enumerate(raw_steps))
+    dynamics = _parse_dynamics(raw_solver.get("dynamics"), model, junctions)
+    durations = tuple(_parse_duration(s, f"steps[{i}]", dynamics) for i, s in enumerate(raw_steps))
     junction_steps = tuple(
         parse_junction_moves(s.get("junctions", {}), f"steps[{i}].junctions", junctions, _vector, _unit, show)
         for i, s in enumerate(raw_steps)
@@ -717,12 +733,79 @@ def parse_case(doc) -> Case:
         gravity,
         obstacles,
         dict(contact),
-        SolverSettings(model, tolerance, max_iterations, ultimate),
+        SolverSettings(model, tolerance, max_iterations, ultimate, dynamics),
         steps,
         junctions,
         junction_steps if any(junction_steps) else (),
         wires,
+        durations if dynamics is not None else (),
     )
+
+
+def check_dynamics(case: Case, duration: float) -> None:
+    """CaseError for a dynamic step the integrator cannot take: a case (also one built in code, not
+    parsed) whose model or junctions dynamics does not cover, or too many time steps for ``duration``."""
+    dynamics = case.solver.dynamics
+    _check_dynamics_features(case.solver.model, case.junctions)
+    if not dynamics.time_step >= MIN_TIME_STEP:
+        raise CaseError(f"solver.dynamics.time_step must be at least {MIN_TIME_STEP:g} s, got {dynamics.time_step!r}")
+    if duration / dynamics.time_step > MAX_TIME_STEPS:
+        raise CaseError(
+            f"duration: {duration:g} s takes more than {MAX_TIME_STEPS} time steps of solver.dynamics.time_step "
+            f"{dynamics.time_step:g} s; split the step or lengthen the time step"
+        )
+
+
+def _check_dynamics_features(model, junctions) -> None:
+    if model != "cosserat":
+        raise CaseError(
+            f"solver.dynamics: solver.model {show(model)} is quasi-static here; dynamics is solved with the "
+            f"cosserat model (implicit time steps)"
+        )
+    if junctions:
+        raise CaseError(
+            "solver.dynamics: junctions (branched harnesses) are solved quasi-statically only; "
+            "remove solver.dynamics or the junctions"
+        )
+
+
+def _parse_dynamics(raw, model, junctions) -> Dynamics | None:
+    """``solver.dynamics`` (None when absent): CaseError naming the field for anything else than a time
+    step and a damping the integrator (dynamics.py) can use with this case's model and features."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise CaseError(f"solver.dynamics must be an object with time_step and damping, got {show(raw)}")
+    _check_keys(raw, ("time_step", "damping"), "solver.dynamics")
+    if "time_step" not in raw:
+        raise CaseError("solver.dynamics.time_step is missing (seconds, e.g. 0.001)")
+    time_step = _number(raw["time_step"], "solver.dynamics.time_step", positive=True, bound=MAX_EXTENT)
+    if time_step < MIN_TIME_STEP:
+        raise CaseError(f"solver.dynamics.time_step must be at least {MIN_TIME_STEP:g} s, got {show(raw['time_step'])}")
+    damping = _number(raw.get("damping", 0.0), "solver.dynamics.damping", non_negative=True, bound=MAX_DAMPING)
+    _check_dynamics_features(model, junctions)
+    return Dynamics(time_step, damping)
+
+
+def step_duration(case: Case, index: int) -> float:
+    """The duration of the case's step ``index`` (DEFAULT_DURATION where a case built in code gives none)."""
+    durations = case.step_durations
+    return durations[index] if index < len(durations) else DEFAULT_DURATION
+
+
+def _parse_duration(step, where, dynamics) -> float:
+    """A step's ``duration`` [s]: only in a dynamic case; DEFAULT_DURATION where not given."""
+    if "duration" in step and dynamics is None:
+        raise CaseError(f"{where}.duration: a step has a duration only when solver.dynamics is given")
+    if dynamics is None:
+        return DEFAULT_DURATION
+    duration = _number(step.get("duration", DEFAULT_DURATION), f"{where}.duration", positive=True, bound=MAX_EXTENT)
+    if duration / dynamics.time_step > MAX_TIME_STEPS:
+        raise CaseError(
+            f"{where}.duration: {duration:g} s takes more than {MAX_TIME_STEPS} time steps of "
+            f"solver.dynamics.time_step {dynamics.time_step:g} s; split the step or lengthen the time step"
+        )
+    return duration
 
 
 def _check_mass_spring_features(cables, obstacles, contact, junctions) -> None:
@@ -831,6 +914,8 @@ def case_to_dict(case: Case) -> dict:
                 e["clips"] = {str(k): {"frame": frame_to_dict(f)} for k, f in ch.clips.items()}
             sc[cid] = e
         entry = {"cables": sc}
+        if case.solver.dynamics is not None:
+            entry["duration"] = step_duration(case, i)
         moves = case.junction_steps[i] if i < len(case.junction_steps) else {}
         if moves:
             entry["junctions"] = {j: junction_move_to_dict(case.junctions[j], m) for j, m in moves.items()}
@@ -846,6 +931,11 @@ def case_to_dict(case: Case) -> dict:
             "tolerance": case.solver.tolerance,
             "max_iterations": case.solver.max_iterations,
             "ultimate_strain": case.solver.ultimate_strain,
+            **(
+                {"dynamics": {"time_step": case.solver.dynamics.time_step, "damping": case.solver.dynamics.damping}}
+                if case.solver.dynamics is not None
+                else {}
+            ),
         },
         "steps": steps,
     }

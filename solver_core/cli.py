@@ -84,8 +84,9 @@ def _summary_lines(index: int, step: dict):
         radius = c["min_bend_radius"]
         radius_text = "straight" if radius is None else f"{radius * 1e3:.1f} mm"
         state = "converged" if c["converged"] else "NOT converged"
+        when = f" (t = {step['time']:.4g} s)" if "time" in step else ""
         yield (
-            f"step {index} cable {cid}: {state} in {c['iterations']} iterations, {c['solve_ms']:.2f} ms; "
+            f"step {index}{when} cable {cid}: {state} in {c['iterations']} iterations, {c['solve_ms']:.2f} ms; "
             f"length {c['length']:.4f} m, min bend radius {radius_text}, "
             f"start force {[round(v, 4) for v in c['end_forces']['start']['force']]} N"
         )

@@ -10,11 +10,21 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .case import CableChange, CableSpec, Case, check_reachable, check_step_request
+from .case import (
+    DEFAULT_DURATION,
+    CableChange,
+    CableSpec,
+    Case,
+    as_float,
+    check_dynamics,
+    check_reachable,
+    check_step_request,
+)
 from .clearance import clearance_to_triangles
 from .contact import PENETRATION_TOLERANCE
 from .contact_geometry import nodes_within
 from .diagnostics import max_axial_strain
+from .dynamics import Motion, solve_dynamic_step
 from .equilibrium import MAX_CONTINUATION_DEPTH, SNAP_THROUGH_ROUNDS, SolveReport, held_frames, solve_equilibrium
 from .errors import CaseError
 from .interactions import ContactSettings, Interactions
@@ -55,6 +65,7 @@ class CableSession:
     group_push: np.ndarray | None = None
     group_energy: float = 0.0  # the contact energy of that joint solve (J), held by its first cable only
     readings: tuple = ()  # ((state, what another model than the rod reports of it), ...): mass_spring
+    motion: Motion | None = None  # velocities and accelerations of a dynamic case (None: at rest)
 
     def contact_push(self, state: RodState | None = None) -> np.ndarray:
         """Per node (n_nodes, 3), the gradient of the contact energy at ``state`` (its own): at a held
@@ -109,6 +120,7 @@ class Harness:
     # junctions' trials are not states of the step: junctions.py judges the balanced one)
     strain_checked: bool = True
     step_ids: set = field(default_factory=set, repr=False)  # the cables the step in progress solves
+    time: float = 0.0  # the end time of the last step of a dynamic case [s] (solver.dynamics)
     _junction_moves: dict = field(default_factory=dict, repr=False)  # those of the step being solved
 
     @classmethod
@@ -282,17 +294,17 @@ class Harness:
                 self._choose_initial_state(cable_id, session)
 
     def checkpoint(self, cable_ids) -> dict:
-        """What solving these cables changes, to undo a solve (e.g. one made with too few obstacles);
-        with junctions, theirs too (under the key None)."""
+        """What solving these cables changes, to undo a solve (e.g. one made with too few obstacles):
+        their sessions (motion included) and, under the key None, the junctions' and the time."""
         out = snapshot_sessions(self, cable_ids)
-        if self.junctions is not None:
-            out[None] = self.junctions.checkpoint()
+        out[None] = (self.junctions.checkpoint() if self.junctions is not None else None, self.time)
         return out
 
     def restore(self, checkpoint: dict) -> None:
         checkpoint = dict(checkpoint)
-        if None in checkpoint:
-            self.junctions.restore(checkpoint.pop(None))
+        junctions, self.time = checkpoint.pop(None)
+        if junctions is not None:
+            self.junctions.restore(junctions)
         restore_sessions(self, checkpoint)
 
     def check_reach(self, cable_id: str, change: CableChange) -> None:
@@ -439,21 +451,36 @@ class Harness:
         report.solve_ms += first.solve_ms
         return report, 0
 
-    def solve_step(self, changes: dict | None = None, cable_ids=None, junction_moves: dict | None = None) -> dict:
+    def solve_step(
+        self, changes: dict | None = None, cable_ids=None, junction_moves: dict | None = None, duration=None
+    ) -> dict:
         """Solve every cable, or those in ``cable_ids`` (the others stay as they are and are met as
         obstacles), with the frames in ``changes`` moved and the fixed junctions moved by
         ``junction_moves`` (id -> junction_spec.JunctionMove); returns {id: SolveReport}. The branches of
-        a harness with junctions are solved together with its junctions whenever one of them is."""
+        a harness with junctions are solved together with its junctions whenever one of them is.
+
+        In a dynamic case (``solver.dynamics``) a step after the cables' first solve (which finds them at
+        rest) is a motion of ``duration`` seconds (default DEFAULT_DURATION) while the holders move
+        uniformly to their new frames (dynamics.py); ``self.time`` is its end time."""
         changes = changes or {}
         moves = junction_moves or {}
         check_step_request(self.case, changes, cable_ids, moves)
+        dynamics = self.case.solver.dynamics
+        if duration is not None:
+            if dynamics is None:
+                raise CaseError("duration: a step has a duration only when the case gives solver.dynamics")
+            duration = as_float(duration, "duration")
+            if not 0.0 < duration <= 1e6:
+                raise CaseError(f"duration must be a positive number of seconds, got {duration!r}")
+        if dynamics is not None:
+            check_dynamics(self.case, DEFAULT_DURATION if duration is None else duration)
         self._junction_moves = moves
         ids = list(self.cables) if cable_ids is None else [cid for cid in self.cables if cid in set(cable_ids)]
         targets = {cid: (self.changed_boundary(cid, changes[cid]) if cid in changes else None) for cid in ids}
         # The solver is deterministic: a step that failed and left everything as it was fails again
         # from the same input, and an interactive session asks for the same step on every tick while
         # nothing moves. Such a step is answered from the last try until something changes.
-        snapshot = self._input_snapshot(ids, targets)
+        snapshot = self._input_snapshot(ids, targets, duration)
         if self.unchanged_failure is not None and _same_input(self.unchanged_failure[0], snapshot):
             return {
                 cid: replace(
@@ -465,13 +492,18 @@ class Harness:
                 )
                 for cid, report in self.unchanged_failure[1].items()
             }
-        reports = self._solve_step(ids, targets)
+        if dynamics is not None and ids and all(self.cables[cid].solved for cid in ids):
+            reports = solve_dynamic_step(self, ids, targets, DEFAULT_DURATION if duration is None else duration)
+        else:
+            reports = self.solve_boundaries(ids, targets)
+            for cid in ids:  # found at rest
+                self.cables[cid].motion = None
         failed = not all(report.converged for report in reports.values())
-        unchanged = failed and _same_input(snapshot, self._input_snapshot(ids, targets))
+        unchanged = failed and _same_input(snapshot, self._input_snapshot(ids, targets, duration))
         self.unchanged_failure = (snapshot, reports) if unchanged else None
         return reports
 
-    def _input_snapshot(self, ids, targets) -> tuple:
+    def _input_snapshot(self, ids, targets, duration=None) -> tuple:
         """Everything a step's outcome depends on, copied: (a text of the settings, the arrays). A
         copy compared afterwards (``_same_input``) costs about half a hash of the same bytes."""
         text = [repr((ids, self.case.solver, self.contact_settings)), self.obstacles.fingerprint().hex()]
@@ -481,9 +513,13 @@ class Harness:
             for jid, move in sorted(self._junction_moves.items()):
                 text.append(jid)
                 arrays += [a for a in (move.position, move.rotation) if a is not None]
+        if self.case.solver.dynamics is not None:
+            text.append(repr((self.time, duration)))
         for cid, session in self.cables.items():
             friction = session.interactions.friction_state
             text.append(repr((cid, session.solved, session.interactions.stiffness)))
+            if session.motion is not None:
+                arrays += (session.motion.velocity, session.motion.acceleration)
             arrays += (
                 session.state.positions,
                 session.state.quats,
@@ -500,7 +536,7 @@ class Harness:
                     arrays += [a for a in (frame.position, frame.tangent, frame.normal) if a is not None]
         return "|".join(text), [np.array(a) for a in arrays]
 
-    def _solve_step(self, ids, targets) -> dict:
+    def solve_boundaries(self, ids, targets) -> dict:
         if self.junctions is None:
             return self._solve_cables(ids, targets)
         branches = self.junctions.branches

@@ -76,6 +76,17 @@ class ContactSettings:
         return self.friction_static > 0.0 or self.friction_dynamic > 0.0
 
 
+class InertiaSprings(NamedTuple):
+    """The inertia of a time step as springs from nodes to points (dynamics.py), entered as translational
+    compliant clips (mounts.compliant_energy): node, rotation numbered next to it, centre (relative to
+    the model origin), 6x6 stiffness with only its translational block set."""
+
+    node: np.ndarray
+    rot: np.ndarray
+    centre: np.ndarray
+    K: np.ndarray
+
+
 # the mounts of a cable without sliding or compliant clips (nothing is written into empty arrays)
 _NO_MOUNTS = (
     np.zeros((0, 3)),
@@ -97,6 +108,7 @@ class Interactions:
     settings: ContactSettings = field(default_factory=ContactSettings)
     stiffness: float = 0.0  # contact stiffness per unit cable length [N/m^2]
     friction_state: FrictionState | None = None
+    inertia: InertiaSprings | None = None  # a time step's inertia (dynamics.py); None when quasi-static
 
     def __post_init__(self):
         if self.stiffness <= 0.0:
@@ -166,6 +178,28 @@ class Interactions:
         return any(c.kind == "sliding" or c.stiffness is not None for c in self.model.cable.clips)
 
     def _mounts(self, boundary: Boundary):
+        """The clips' arrays (kernel_arrays.InteractionArrays), with a time step's inertia springs after
+        the compliant clips (mount_reactions reads the clips' entries by their order)."""
+        own = self._clip_mounts(boundary)
+        springs = self.inertia
+        if springs is None:
+            return own
+        sl_point, sl_axis, sl_k, cc_node, cc_rot, cc_centre, cc_quat, cc_K, sl_part = own
+        unit = np.zeros((springs.node.shape[0], 4))
+        unit[:, 0] = 1.0
+        return (
+            sl_point,
+            sl_axis,
+            sl_k,
+            np.concatenate([cc_node, springs.node]),
+            np.concatenate([cc_rot, springs.rot]),
+            np.concatenate([cc_centre, springs.centre]),
+            np.concatenate([cc_quat, unit]),
+            np.concatenate([cc_K, springs.K]),
+            sl_part,
+        )
+
+    def _clip_mounts(self, boundary: Boundary):
         if not self._has_mounts():
             return _NO_MOUNTS
         model = self.model
@@ -539,7 +573,7 @@ class Interactions:
         out = {}
         if not self._has_mounts():
             return out
-        mounts = self._mounts(boundary)
+        mounts = self._clip_mounts(boundary)
         sl_point, sl_axis, sl_k, cc_node, cc_rot, cc_centre, cc_quat, cc_K, _sl_part = mounts
         plane = 0
         comp = 0

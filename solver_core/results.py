@@ -20,6 +20,7 @@ from ._jit import njit
 from .bundle import bundle_report
 from .contact import NODE_KINDS, SELF_KINDS
 from .diagnostics import elastic_and_load_energy, joint_arc_lengths, reactions
+from .dynamics import kinetic_energy
 from .errors import CaseError
 from .rod_group import RodGroup
 from .rod_state import initial_state
@@ -310,6 +311,12 @@ def cable_result(harness, cable_id: str, packed: bool = False) -> dict:
         "solve_ms": report.solve_ms if report else 0.0,
         "substeps": report.substeps if report else 0,
     }
+    if harness.case.solver.dynamics is not None:
+        # a dynamic case: the state is that at the step's end time, moving (dynamics.py)
+        velocities = session.motion.velocity if session.motion is not None else np.zeros_like(state.positions)
+        doc["time"] = harness.time
+        doc["velocities"] = pack(velocities) if packed else velocities.tolist()
+        doc["kinetic_energy"] = kinetic_energy(session)
     if model.cable.bundle is not None:
         doc["bundle"] = bundle_report(model.cable.bundle, model.cable.diameter, model.cable.section)
     if message is not None:
@@ -320,6 +327,8 @@ def cable_result(harness, cable_id: str, packed: bool = False) -> dict:
 def step_result(harness, packed: bool = False) -> dict:
     """One entry of a result's ``steps``: every cable's document after the harness's last step."""
     doc = {"cables": {cid: cable_result(harness, cid, packed) for cid in harness.cables}}
+    if harness.case.solver.dynamics is not None:
+        doc["time"] = harness.time
     if harness.junctions is not None:
         doc["junctions"] = harness.junctions.junction_documents()
     return doc

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """A whole case solved step by step into result documents (solve_case, the CLI and sweeps)."""
 
-from .case import Case, parse_case
+from .case import Case, parse_case, step_duration
 from .errors import CaseError
 from .harness import Harness
 from .results import RESULT_FORMAT, step_result
@@ -24,8 +24,10 @@ def iter_steps(case, harness=None, packed: bool = False):
     case = as_case(case)
     harness = Harness.from_case(case) if harness is None else harness
     moves = ({},) + tuple(case.junction_steps) + ({},) * (len(case.steps) - len(case.junction_steps))
-    for changes, junction_moves in zip((None,) + tuple(case.steps), moves):
-        harness.solve_step(changes, junction_moves=junction_moves)
+    timed = case.solver.dynamics is not None
+    durations = (None,) + tuple(step_duration(case, i) if timed else None for i in range(len(case.steps)))
+    for changes, junction_moves, duration in zip((None,) + tuple(case.steps), moves, durations):
+        harness.solve_step(changes, junction_moves=junction_moves, duration=duration)
         yield step_result(harness, packed)
 
 
