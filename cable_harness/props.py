@@ -590,6 +590,48 @@ class CableHarnessSceneSettings(bpy.types.PropertyGroup):
         description="Draw the solved shapes of the last study's converged variants over the cables",
     )  # type: ignore
 
+    motion: EnumProperty(
+        name="Motion",
+        items=[
+            (
+                "QUASI_STATIC",
+                "Quasi-static",
+                "Each solve finds the cables at rest where their holders are (an equilibrium, no inertia)",
+            ),
+            (
+                "DYNAMIC",
+                "Dynamic",
+                "The cables have mass and damping and move in time: Simulate runs in real time, Bake at the "
+                "scene's frame rate (one frame is 1/fps seconds), and a cable swings and settles",
+            ),
+        ],
+        default="QUASI_STATIC",
+        description="Whether Simulate and Bake find equilibria or follow the cables' motion in time",
+    )  # type: ignore
+    time_step: FloatProperty(
+        name="Time Step (s)",
+        description="Longest time step of the dynamic integrator, in seconds: a frame (or a tick of Simulate) "
+        "is split into equal steps no longer than this",
+        default=0.004,
+        min=1e-5,
+        max=0.1,
+        precision=4,
+    )  # type: ignore
+    damping: FloatProperty(
+        name="Damping (1/s)",
+        description="Mass-proportional damping c, in 1/s: a force -c m v on every point of a cable (0: "
+        "undamped; a swing of angular frequency w is damped c/(2w) of critical)",
+        default=2.0,
+        min=0.0,
+        soft_max=50.0,
+    )  # type: ignore
+
+    def dynamics_document(self) -> dict | None:
+        """The case's solver.dynamics (None: quasi-static)."""
+        if self.motion != "DYNAMIC":
+            return None
+        return {"time_step": self.time_step, "damping": self.damping}
+
     def contact_document(self) -> dict:
         return {
             "friction_static": self.friction_static,

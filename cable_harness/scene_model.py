@@ -362,6 +362,9 @@ def case_document(scene, cable_objects=None) -> dict:
         "contact": scene.cable_harness.contact_document(),
         "solver": {"model": cables[0].cable_harness.solver_model},
     }
+    dynamics = scene.cable_harness.dynamics_document()
+    if dynamics is not None:
+        doc["solver"]["dynamics"] = dynamics
     junctions = {}
     for ob in cables:
         for j in cable_junctions(ob):

@@ -49,6 +49,7 @@ from .scene_model import (
 
 # a tick solves again (from the same start) when the cables moved beyond the triangles fetched
 BROAD_PHASE_ROUNDS = 4
+MAX_TICKS_OWED = 4  # Simulate in a dynamic scene: the longest motion one tick solves, in ticks
 # how far from a cable the clearance read-out looks for collider triangles
 CLEARANCE_SEARCH_M = 0.05
 
@@ -100,8 +101,17 @@ def _find_object(name, uid):
 
 
 class HarnessSimulation:
-    def __init__(self, scene, cable_objects=None):
+    def __init__(self, scene, cable_objects=None, seconds_per_tick=None):
+        """``seconds_per_tick``: in a dynamic scene (Motion: Dynamic), the time each tick advances
+        (Simulate: its timer's interval, so the motion runs in real time while the solve keeps up, and
+        slower, never unstably, when it does not); None: the scene's time from one tick to the next
+        (Bake: frames and sub-frames at the scene's frame rate)."""
         self.scene_name = scene.name
+        self.seconds_per_tick = seconds_per_tick
+        # dynamic scenes: the scene time [s] the cables' motion has reached (Bake), or the time a fixed
+        # tick still owes them (Simulate: a tick that followed a drag only part of the way)
+        self.simulated_until = None
+        self.owed = 0.0
         self.scale = metres_per_unit(scene)
         cables = harness_objects(scene, CABLE) if cable_objects is None else list(cable_objects)
         if not cables:
@@ -129,15 +139,28 @@ class HarnessSimulation:
         poses = self._collider_poses(scene, context)
         solve_ms = 0.0
         *substeps, (reached, tick_targets, tick_poses) = self._substeps(scene, context, targets, poses)
-        for _t, sub_targets, sub_poses in substeps:
-            solve_ms += self._solve(scene, context, sub_targets, report, sub_poses)[0]
-        if tick_poses is None:
+        duration, done = self._tick_seconds(scene), 0.0
+        # in a dynamic scene, no time since the motion got here (a sub-frame it has passed, a repeated
+        # tick): nothing moves, so nothing is solved and the colliders are taken where they were
+        still = duration is not None and duration <= 1e-9 and self.harness_solved(targets)
+        for t, sub_targets, sub_poses in [] if still else substeps:
+            solve_ms += self._timed_solve(scene, context, sub_targets, report, sub_poses, duration, t - done)[0]
+            done = t
+        if still:
+            pass
+        elif tick_poses is None:
             self.collider_poses = poses
         else:  # the drag is followed as far as this tick's sub-steps reach; the next tick goes on from there
             self.collider_poses = {**poses, **{name: tuple(tuple(row) for row in m) for name, m in tick_poses.items()}}
             report.to_follow = 1.0 - reached
-        ms, reports = self._solve(scene, context, tick_targets, report, tick_poses)
+        ms, reports = (
+            (0.0, {})
+            if still
+            else self._timed_solve(scene, context, tick_targets, report, tick_poses, duration, reached - done)
+        )
         solve_ms += ms
+        if duration is not None and self.seconds_per_tick is None and self.simulated_until is None and reports:
+            self.simulated_until = _scene_seconds(scene)  # the first solve: the cables at rest now
         t2 = time.perf_counter()
         for name, cable_report in reports.items():
             report.results[name] = self.harness.cable_result(name)
@@ -159,6 +182,36 @@ class HarnessSimulation:
         report.read_ms, report.collide_ms = (t1 - t0) * 1e3, max(0.0, (t2 - t1) * 1e3 - solve_ms)
         report.solve_ms, report.write_ms = solve_ms, (t4 - t3) * 1e3
         return report
+
+    def harness_solved(self, targets) -> bool:
+        return bool(targets) and all(self.harness.is_solved(n) for n in targets)
+
+    def _tick_seconds(self, scene) -> float | None:
+        """How long the motion of this tick lasts in a dynamic scene (None: quasi-static): Simulate's
+        ``seconds_per_tick`` with what an earlier tick still owes; Bake's, the scene time since where
+        the motion has got to (0 where the scene has not moved on: a sub-frame before it, a repeat)."""
+        if self.case.solver.dynamics is None:
+            return None
+        if self.seconds_per_tick is not None:
+            # what failed ticks leave owed is caught up with at most MAX_TICKS_OWED ticks at a time
+            self.owed = min(self.owed + self.seconds_per_tick, MAX_TICKS_OWED * self.seconds_per_tick)
+            return self.owed
+        if self.simulated_until is None:
+            return 1.0 / _frames_per_second(scene)
+        return max(0.0, _scene_seconds(scene) - self.simulated_until)
+
+    def _timed_solve(self, scene, context, targets, report, poses, duration, part):
+        """``_solve`` over ``part`` of the tick's ``duration`` (None: quasi-static); a converged dynamic
+        solve moves the motion's clock on by what it simulated."""
+        seconds = None if duration is None else part * duration
+        ms, reports = self._solve(scene, context, targets, report, poses, seconds)
+        moved = seconds is not None and reports and all(r.converged for r in reports.values())
+        if moved and self.harness_solved(targets):
+            if self.seconds_per_tick is not None:
+                self.owed = max(0.0, self.owed - seconds)
+            elif self.simulated_until is not None:
+                self.simulated_until += seconds
+        return ms, reports
 
     def _collider_poses(self, scene, context) -> dict:
         depsgraph = context.evaluated_depsgraph_get()
@@ -203,9 +256,10 @@ class HarnessSimulation:
             steps.append((t, sub_targets, {name: a.lerp(b, t) for name, (a, b) in moved.items()}))
         return steps
 
-    def _solve(self, scene, context, targets, report, poses):
+    def _solve(self, scene, context, targets, report, poses, duration=None):
         """Fetch the collider triangles around the cables (colliders at ``poses`` where given) and solve
-        the cables towards ``targets``; returns (solve ms, {name: SolveReport})."""
+        the cables towards ``targets`` (in a dynamic scene: a motion of ``duration`` seconds); returns
+        (solve ms, {name: SolveReport})."""
         covered = {n: [p] for n, p in self._positions(targets).items()}  # where triangles were fetched
         reach = self._collide(scene, context, targets, report, covered, poses)
         checkpoint = self.harness.checkpoint(targets)
@@ -215,8 +269,9 @@ class HarnessSimulation:
             t_solve = time.perf_counter()
             # all cables of the tick together: with cable-cable contact they are swept until they agree
             try:
+                timed = {} if duration is None else {"duration": max(duration, 1e-9)}
                 reports = self.harness.solve_step(
-                    targets, cable_ids=list(targets), junction_moves=self.junction_moves(scene)
+                    targets, cable_ids=list(targets), junction_moves=self.junction_moves(scene), **timed
                 )
             except CaseError as exc:  # a step the solver refuses is that tick's failure, not a traceback
                 report.failed.update({n: str(exc) for n in targets})
@@ -407,6 +462,15 @@ class HarnessSimulation:
             shown = overlay_data.mark_failed(shown, targets, 0.5 * cable_diameter(s) * 4.0)
         overlay.update(ob.name, shown)
         return shown
+
+
+def _frames_per_second(scene) -> float:
+    return scene.render.fps / scene.render.fps_base
+
+
+def _scene_seconds(scene) -> float:
+    """The scene's current time in seconds, sub-frame included."""
+    return scene.frame_current_final / _frames_per_second(scene)
 
 
 def collider_obstacles(scene, depsgraph, scale: float) -> list:

@@ -80,6 +80,12 @@ class VIEW3D_PT_cable_harness(_SidebarPanel, bpy.types.Panel):
         note = warmup.progress()
         if note:  # the kernels are compiled in the background (or that failed): Solve waits for it
             _wrapped(layout.box(), note, "TIME" if warmup.preparing() else "ERROR")
+        motion = context.scene.cable_harness
+        layout.row().prop(motion, "motion", expand=True)
+        if motion.motion == "DYNAMIC":
+            column = layout.column(align=True)
+            column.prop(motion, "time_step")
+            column.prop(motion, "damping")
         layout.operator("cable_harness.simulate", icon="PLAY")  # a row of its own: three cut its label
         row = layout.row(align=True)
         row.operator("cable_harness.solve", icon="CHECKMARK")

@@ -52,7 +52,7 @@ class CABLE_HARNESS_OT_simulate(NeedsSolver, bpy.types.Operator):
     def _start(self, context) -> bool:
         cables = cables_in_context(context)
         try:
-            self._simulation = HarnessSimulation(context.scene, cables)
+            self._simulation = HarnessSimulation(context.scene, cables, seconds_per_tick=TICK_SECONDS)
         except HarnessInputError as exc:
             self.report({"ERROR"}, str(exc))
             mark_refused_cables(context.scene, cables)

@@ -75,3 +75,36 @@ class StandInEvent:
 
     def __init__(self, type, value="NOTHING"):
         self.type, self.value = type, value
+
+
+def y_harness(unit_scale=1.0, fixed=False, junction_z=0.0):
+    """A connector, a junction 0.25 m along x and two connectors beyond it at +-0.15 m in y, drawn with
+    Add Junction and Cable Between Selected. Returns (junction, trunk, branches)."""
+    scene = bpy.context.scene
+    scene.unit_settings.scale_length = unit_scale
+    bpy.ops.cable_harness.add_connector()
+    a = bpy.context.active_object
+    place(a, (0.0, 0.0, 0.0), unit_scale, (0.0, math.pi / 2.0, 0.0))  # outlet along +x
+    assert bpy.ops.cable_harness.add_junction() == {"FINISHED"}
+    j = bpy.context.active_object
+    place(j, (0.25, 0.0, junction_z), unit_scale)
+    j.cable_harness.junction_fixed = fixed
+    ends = []
+    for y in (0.15, -0.15):
+        bpy.ops.cable_harness.add_connector()
+        c = bpy.context.active_object
+        place(c, (0.45, y, 0.0), unit_scale, (0.0, -math.pi / 2.0, 0.0))  # the cable enters along +x
+        ends.append(c)
+    bpy.ops.object.select_all(action="DESELECT")
+    for ob in (a, j):
+        ob.select_set(True)
+    bpy.context.view_layer.objects.active = a
+    assert bpy.ops.cable_harness.make_cable(segments=20, slack=8.0, solve=False) == {"FINISHED"}
+    trunk = bpy.context.active_object
+    bpy.ops.object.select_all(action="DESELECT")
+    for ob in (j, *ends):
+        ob.select_set(True)
+    bpy.context.view_layer.objects.active = j
+    assert bpy.ops.cable_harness.make_cable(segments=20, slack=8.0, solve=False) == {"FINISHED"}
+    branches = [o for o in scene.objects if o.cable_harness.role == "CABLE" and o is not trunk]
+    return j, trunk, branches
