@@ -8,8 +8,10 @@ its BVP, tests/solver/test_analytic_references.py), and Lv 2017's cable (Table 2
 E = 126 MPa) clamped at both ends 250 mm apart, then one end moved 25 steps of 2 mm (against the
 Cosserat rod at 4x the segments). Per model and case: the error, the cold solve's time and, for the
 moved cable, the median time per warm step. Also Lv 2017's headline: 80 mass points within 33 ms per
-solve (theirs: C/C++ on an i7-3770; ours below). Pinned to one core; the first solve of each model is
-run once before timing (numba compiles on first use).
+solve (theirs: C/C++ on an i7-3770; ours below), and Linn et al.'s: a 10-segment rod bent into an
+Omega and its end twisted by 2 pi in 25 steps, 6 ms per step (theirs: one CPU of an AMD 2.2 GHz).
+Pinned to one core; the first solve of each model is run once before timing (numba compiles on first
+use).
 """
 
 import math
@@ -26,7 +28,7 @@ from solver_core import CableChange, Frame, Harness, parse_case
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from solver.test_analytic_references import elastica_tip  # noqa: E402  (the BVP reference, scipy)
 
-MODELS = ("cosserat", "mass_spring")
+MODELS = ("cosserat", "mass_spring", "kirchhoff_cg")
 LV = {"preset": "lv2017_harness"}
 
 
@@ -110,6 +112,27 @@ def headline():
     return statistics.median(times)
 
 
+def linn_headline(model="kirchhoff_cg"):
+    """Linn et al., Fig. 1: the Omega (outlets bent inward) twisted by 2 pi at its end in 25 steps, 10
+    segments: the median milliseconds per step."""
+    r = 1.0 / math.sqrt(2.0)
+    start = {"position": [0.0, 0.0, 0.0], "tangent": [-r, 0.0, r], "normal": [0.0, 1.0, 0.0]}
+    end = {"position": [0.1, 0.0, 0.0], "tangent": [-r, 0.0, -r], "normal": [0.0, 1.0, 0.0]}
+    material = {"EA": 2e4, "EI": 1e-3, "GJ": 1e-3 / 1.3, "GA": 2e4, "linear_density": 0.01}
+    h = Harness.from_case(parse_case(_case(model, _cable(0.4, 10, material, start, end), (0.0, 0.0, 0.0))))
+    h.solve_step()
+    tangent = np.array([-r, 0.0, -r])
+    times = []
+    for k in range(1, 26):
+        angle = 2.0 * math.pi * k / 25
+        normal = math.cos(angle) * np.array([0.0, 1.0, 0.0]) + math.sin(angle) * np.cross(tangent, [0.0, 1.0, 0.0])
+        t0 = time.perf_counter()
+        report = h.solve_step({"W1": CableChange(end=Frame(np.array([0.1, 0.0, 0.0]), tangent, normal))})["W1"]
+        times.append((time.perf_counter() - t0) * 1e3)
+        assert report.converged, report.message
+    return statistics.median(times)
+
+
 def main():
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
@@ -140,6 +163,12 @@ def main():
         step = "-" if warm is None else f"{warm:.1f} ms"
         print(f"| {name} | {model} | {converged} | {err} | {cold:.1f} ms | {step} |")
     print(f"Lv 2017 headline, 80 mass points: {headline():.1f} ms per solve after a 2 mm end move (theirs: < 33 ms)")
+    linn_headline()  # compile
+    for model in ("kirchhoff_cg", "cosserat"):
+        print(
+            f"Linn et al. headline, Omega twisted by 2 pi in 25 steps, 10 segments, {model}: "
+            f"{linn_headline(model):.2f} ms per step (theirs: 6 ms)"
+        )
 
 
 if __name__ == "__main__":

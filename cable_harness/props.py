@@ -462,7 +462,9 @@ class CableHarnessSettings(bpy.types.PropertyGroup):
         name="Model",
         items=[("cosserat", "Cosserat Rod", "Discrete Cosserat rod, quasi-static Newton solver")],
         default="cosserat",
-        description="The rod model the cable is solved with",
+        description="Not used: the model is the scene's (Cable Harness panel, Model), kept so that files "
+        "saved with it open unchanged",
+        options={"HIDDEN"},
     )  # type: ignore
 
     # collider
@@ -590,6 +592,31 @@ class CableHarnessSceneSettings(bpy.types.PropertyGroup):
         description="Draw the solved shapes of the last study's converged variants over the cables",
     )  # type: ignore
 
+    model: EnumProperty(
+        name="Model",
+        items=[
+            (
+                "cosserat",
+                "Cosserat Rod",
+                "Discrete Cosserat rod solved by Newton's method: everything (contact, clips, junctions, dynamics)",
+            ),
+            (
+                "mass_spring",
+                "Mass-Spring (Lv 2017)",
+                "The mass-spring chain of Lv et al. 2017, relaxed to rest: "
+                "cables held at their ends and rigid clips, no colliders",
+            ),
+            (
+                "kirchhoff_cg",
+                "Kirchhoff Rod (Linn et al.)",
+                "The Kirchhoff rod of Linn et al. minimised by "
+                "nonlinear CG: cables held at their two ends only, no colliders",
+            ),
+        ],
+        default="cosserat",
+        description="The model every cable of the scene is solved with (a check of one model against "
+        "another); a scene with what a model does not express is refused with the reason",
+    )  # type: ignore
     motion: EnumProperty(
         name="Motion",
         items=[

@@ -360,7 +360,7 @@ def case_document(scene, cable_objects=None) -> dict:
         "gravity": gravity,
         "cables": [cable_document(ob, scale) for ob in cables],
         "contact": scene.cable_harness.contact_document(),
-        "solver": {"model": cables[0].cable_harness.solver_model},
+        "solver": {"model": scene.cable_harness.model},
     }
     dynamics = scene.cable_harness.dynamics_document()
     if dynamics is not None:

@@ -122,6 +122,7 @@ class HarnessSimulation:
         self.junction_frames = {j.name: rotation_of(j) for ob in cables for j in cable_junctions(ob)}
         doc = case_document(scene, cables)  # raises HarnessInputError naming the first problem
         self.case = parse_scene_case(doc, self.scale)
+        self.solver_settings = self._solver_settings(scene)
         self.harness = Harness.from_case(self.case)
         self.signatures = {ob.name: build_signature(ob, self.scale) for ob in cables}
         self.reported_warnings = set()
@@ -337,7 +338,8 @@ class HarnessSimulation:
         harness when a branch's did: its junctions are built with it)."""
         targets = {}
         live = []
-        rebuild = False
+        # the scene's Model or Motion changed since the harness was built: built again, at rest
+        rebuild = self._solver_settings(scene) != self.solver_settings
         self.harness.set_contact(scene.cable_harness.contact_document())
         for name, uid in self.cables:
             ob = _find_object(name, uid)
@@ -361,6 +363,7 @@ class HarnessSimulation:
                             "format": "cable-harness-case/1",
                             "gravity": self.case.gravity.tolist(),
                             "cables": [cable_document(ob, self.scale)],
+                            "solver": {"model": self.case.solver.model},  # its refusals too
                         },
                         self.scale,
                     )
@@ -376,9 +379,14 @@ class HarnessSimulation:
         self.cables = live
         if rebuild:
             objects = [_find_object(name, uid) for name, uid in live]
-            self.__init__(scene, [ob for ob in objects if ob is not None])
+            self.__init__(scene, [ob for ob in objects if ob is not None], self.seconds_per_tick)
             return self._read(scene, report)
         return targets
+
+    @staticmethod
+    def _solver_settings(scene) -> tuple:
+        settings = scene.cable_harness
+        return settings.model, repr(settings.dynamics_document())
 
     def _rename(self, old: str, new: str) -> None:
         self.harness.rename_cable(old, new)

@@ -81,6 +81,7 @@ class VIEW3D_PT_cable_harness(_SidebarPanel, bpy.types.Panel):
         if note:  # the kernels are compiled in the background (or that failed): Solve waits for it
             _wrapped(layout.box(), note, "TIME" if warmup.preparing() else "ERROR")
         motion = context.scene.cable_harness
+        layout.prop(motion, "model")
         layout.row().prop(motion, "motion", expand=True)
         if motion.motion == "DYNAMIC":
             column = layout.column(align=True)

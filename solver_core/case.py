@@ -35,8 +35,8 @@ from .wire_routes import route_wires
 
 CASE_FORMAT = "cable-harness-case/1"
 CLIP_KINDS = ("fixed", "rotating", "sliding")
-SOLVER_MODELS = ("cosserat", "mass_spring")
-PLANNED_MODELS = ("kirchhoff_cg", "cosserat_pbd")
+SOLVER_MODELS = ("cosserat", "mass_spring", "kirchhoff_cg")
+PLANNED_MODELS = ("cosserat_pbd",)
 UNIT_TOLERANCE = 1e-3
 
 # Ranges of the input numbers (SI). Each lies far beyond any harness yet keeps every product the solver
@@ -53,6 +53,7 @@ MAX_FRICTION = 100.0
 DEFAULT_DURATION = 1.0 / 24.0  # a step of a dynamic case: one frame of film [s]
 MAX_TIME_STEPS = 100_000  # time steps per case step (duration / time_step)
 MAX_DAMPING = 1e6  # [1/s]
+KIRCHHOFF_MAX_SEGMENTS = 400
 MIN_TIME_STEP = 1e-9  # [s]: the inertia springs 4 m / h^2 stay within float64 for any cable
 
 _short = reprlib.Repr()
@@ -726,8 +727,7 @@ def parse_case(doc) -> Case:
                 clips[k] = Clip(old.s, frame, old.kind, old.length, old.stiffness)
             current[cid] = (start, end, clips)
             check_reachable(cid, f"steps[{i}].cables.{cid}", start, end, clips, by_id[cid].length)
-    if model == "mass_spring":
-        _check_mass_spring_features(cables, obstacles, contact, junctions)
+    check_model_features(model, cables, obstacles, contact, junctions)
     return Case(
         cables,
         gravity,
@@ -826,6 +826,46 @@ def _check_mass_spring_features(cables, obstacles, contact, junctions) -> None:
                 raise CaseError(
                     f"cables.{c.id}.clips[{k}]: {where} holds a clip by its two end points (Eqs. 16-17): "
                     f"a fixed, rigid clip with a length; not a sliding, compliant or zero-length one"
+                )
+
+
+def check_model_features(model, cables, obstacles, contact, junctions) -> None:
+    """CaseError naming the first feature of these cables and case settings that ``model`` does not
+    express (a case read, or a cable added to a harness afterwards)."""
+    if model == "mass_spring":
+        _check_mass_spring_features(cables, obstacles, contact, junctions)
+    if model == "kirchhoff_cg":
+        _check_kirchhoff_features(cables, obstacles, contact, junctions)
+
+
+def _check_kirchhoff_features(cables, obstacles, contact, junctions) -> None:
+    """CaseError naming the first feature of a case that Linn et al.'s Kirchhoff rod minimised by
+    nonlinear CG (solver.model "kirchhoff_cg") does not express: the paper holds a rod by its two end
+    frames, under gravity and point forces, and nothing else."""
+    where = 'solver.model "kirchhoff_cg" (Linn et al. Kirchhoff rod)'
+    if obstacles:
+        raise CaseError(f"obstacles: {where} has no contact; use the cosserat model")
+    if contact.get("cable_cable"):
+        raise CaseError(f"contact.cable_cable: {where} has no contact between cables; use the cosserat model")
+    if junctions:
+        raise CaseError(f"junctions: {where} does not model junctions; use the cosserat model")
+    for c in cables:
+        if c.rest is not None:
+            raise CaseError(f"cables.{c.id}.rest: {where} has no rest curvature (a pre-formed cable)")
+        if c.segments > KIRCHHOFF_MAX_SEGMENTS:
+            raise CaseError(
+                f"cables.{c.id}.segments: {where} takes at most {KIRCHHOFF_MAX_SEGMENTS} segments (its rest "
+                f"states are verified minima by a dense difference Hessian: 0.6 s at 400 segments)"
+            )
+        if c.clips:
+            raise CaseError(
+                f"cables.{c.id}.clips: {where} holds a cable by its end frames only; use the cosserat model"
+            )
+        for k, load in enumerate(c.loads):
+            if np.any(load.moment):
+                raise CaseError(
+                    f"cables.{c.id}.loads[{k}].moment: {where} takes point forces only (a dead moment is not "
+                    f"the derivative of an energy in three dimensions)"
                 )
 
 

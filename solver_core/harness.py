@@ -17,6 +17,7 @@ from .case import (
     Case,
     as_float,
     check_dynamics,
+    check_model_features,
     check_reachable,
     check_step_request,
 )
@@ -25,11 +26,20 @@ from .contact import PENETRATION_TOLERANCE
 from .contact_geometry import nodes_within
 from .diagnostics import max_axial_strain
 from .dynamics import Motion, solve_dynamic_step
-from .equilibrium import MAX_CONTINUATION_DEPTH, SNAP_THROUGH_ROUNDS, SolveReport, held_frames, solve_equilibrium
+from .equilibrium import (
+    MAX_CONTINUATION_DEPTH,
+    SNAP_THROUGH_ROUNDS,
+    SOLVE_BUDGET,
+    SolveReport,
+    held_frames,
+    solve_equilibrium,
+)
 from .errors import CaseError
 from .interactions import ContactSettings, Interactions
 from .junction_contact import cables_touch
 from .junctions import JunctionReport, JunctionSystem
+from .kirchhoff_cg import readings as kirchhoff_readings
+from .kirchhoff_cg import solve_kirchhoff
 from .mass_spring import is_minimum, readings, solve_mass_spring
 from .obstacles import ObstacleSet, obstacles_from_case
 from .predictor import StepMemory, hold_vector, secant_displacement
@@ -66,6 +76,7 @@ class CableSession:
     group_energy: float = 0.0  # the contact energy of that joint solve (J), held by its first cable only
     readings: tuple = ()  # ((state, what another model than the rod reports of it), ...): mass_spring
     motion: Motion | None = None  # velocities and accelerations of a dynamic case (None: at rest)
+    twist: float | None = None  # kirchhoff_cg: the end twist of its state, followed through whole turns
 
     def contact_push(self, state: RodState | None = None) -> np.ndarray:
         """Per node (n_nodes, 3), the gradient of the contact energy at ``state`` (its own): at a held
@@ -145,6 +156,8 @@ class Harness:
         )
 
     def add_cable(self, cable: CableSpec) -> None:
+        """Add (or rebuild) a cable; CaseError where the case's model does not express it."""
+        check_model_features(self.case.solver.model, (cable,), self.case.obstacles, self.case.contact, {})
         model = build_rod_model(cable, self.case.gravity, self.case.solver.tolerance)
         boundary = Boundary.of(cable)
         interactions = Interactions(model, self.obstacles, self.contact_settings)
@@ -340,8 +353,14 @@ class Harness:
             hold_next = held_vector(session, target, length)
             if not session.interactions.settings.friction:
                 predictor = secant_displacement(session.last_step, session.state.positions, hold_now, hold_next)
-        if self.case.solver.model == "mass_spring":
+        model_name = self.case.solver.model
+        if model_name != "cosserat" and session.interactions.uses_contact:
+            # obstacles handed to the harness after the case was read (the Blender layer's colliders)
+            report, spent = self._refused_for_contact(session, model_name), 0
+        elif model_name == "mass_spring":
             report, spent = self._solve_mass_spring(session, target), 0
+        elif model_name == "kirchhoff_cg":
+            report, spent = self._solve_kirchhoff(session, target), 0
         else:
             report, spent = self._solve_from_coarse(cable_id, session, target) if previous is None else (None, 0)
         if report is None:
@@ -386,6 +405,8 @@ class Harness:
             session.boundary = target
             session.solved = True
             session.solved_with = (cable_id,)
+            # the twist a model followed through whole turns (kirchhoff_cg) goes with the state kept
+            session.twist = next((r.get("twist") for kept, r in session.readings or () if kept is report.state), None)
         report.solve_ms = (time.perf_counter() - t0) * 1e3
         return report
 
@@ -419,6 +440,57 @@ class Harness:
         report.stable = stable
         # the last two: a step refused afterwards (ultimate strain) keeps reporting the state before it
         session.readings = ((state, readings(model, x, arrays)), *(session.readings or ())[:1])
+        return report
+
+    def _refused_for_contact(self, session: CableSession, model_name: str) -> SolveReport:
+        report = SolveReport(
+            session.state.copy(),
+            False,
+            0,
+            0.0,
+            0,
+            0.0,
+            f'solver.model "{model_name}" has no contact, and there are obstacles (colliders) near the cable: '
+            f"not solved, so that it cannot pass through them; use the cosserat model",
+        )
+        report.refused = True
+        return report
+
+    def _solve_kirchhoff(self, session: CableSession, target: Boundary) -> SolveReport:
+        """The cable as Linn et al.'s Kirchhoff rod (kirchhoff_cg.py), minimised by nonlinear CG from its
+        last state with the held nodes moved (its first: from its initial guess), the end twist followed
+        from its last solve; its readings kept for the results. Converged: every free node's force
+        within the rod model's force tolerance, at a minimum."""
+        model = session.model
+        start = session.state.copy()
+        apply_boundary(model, start, target)
+        free = ~model.held_nodes()
+        tolerance = float(model.dof_tol[model.node_dof[free]].min()) if free.any() else 0.0
+        x, converged, stable, iterations, largest, ms, arrays = solve_kirchhoff(
+            model,
+            start.positions,
+            target,
+            tolerance,
+            session.twist if session.solved else None,
+            SOLVE_BUDGET * self.case.solver.max_iterations,
+        )
+        own = kirchhoff_readings(model, x, arrays)
+        state, _roll = framed_state(model, target, x, own["twist"] if arrays.twist_k > 0.0 else None)
+        if converged:
+            message = "converged"
+        elif not np.isfinite(largest):
+            message = f"the nonlinear CG minimisation produced non-finite forces after {iterations} iterations"
+        else:
+            message = (
+                f"the nonlinear CG minimisation stopped after {iterations} iterations with a force of "
+                f"{largest:.3g} N on a free node (tolerance {tolerance:.3g} N)"
+            )
+        if converged and not stable:
+            converged = False
+            message = "the Kirchhoff rod came to rest on a saddle of its energy: not an equilibrium to keep"
+        report = SolveReport(state, converged, iterations, largest / model.force_scale, 0, ms, message)
+        report.stable = stable
+        session.readings = ((state, own), *(session.readings or ())[:1])
         return report
 
     def _solve_from_coarse(self, cable_id: str, session: CableSession, target: Boundary) -> tuple:

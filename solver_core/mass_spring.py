@@ -33,6 +33,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from . import minimum_check
 from ._jit import njit
 from .rod_state import framed_state
 
@@ -334,23 +335,10 @@ def readings(model, x: np.ndarray, arrays: MassSpringArrays) -> dict:
 
 
 def is_minimum(x: np.ndarray, arrays: MassSpringArrays) -> bool:
-    """Whether the rest state ``x`` is a minimum of the springs' energy: its Hessian on the free points,
-    by central differences of the gradient, has no eigenvalue below the differences' noise."""
-    free = np.flatnonzero(arrays.held == 0)
-    if not len(free):
-        return True
-    h = 1e-7 * float(arrays.rest.min())
-    grad_plus, grad_minus = np.zeros_like(x), np.zeros_like(x)
-    dofs = [(i, k) for i in free for k in range(3)]
-    H = np.zeros((len(dofs), len(dofs)))
-    for col, (i, k) in enumerate(dofs):
-        xp, xm = x.copy(), x.copy()
-        xp[i, k] += h
-        xm[i, k] -= h
-        mass_spring_energy(xp, arrays, grad_plus)
-        mass_spring_energy(xm, arrays, grad_minus)
-        H[:, col] = (grad_plus[free] - grad_minus[free]).reshape(-1) / (2.0 * h)
-    # the differences' own error shows in the asymmetry of H (a stretch spring's 1e6 N/m entries
-    # beside a column's -1 N/m lateral softening: a bound relative to the largest entry hid it)
-    noise = 10.0 * float(np.abs(H - H.T).max()) + 1e-12 * float(np.abs(H).max())
-    return bool(np.linalg.eigvalsh(0.5 * (H + H.T))[0] > -noise)
+    """Whether the rest state ``x`` is a minimum of the springs' energy (minimum_check.is_minimum)."""
+    return minimum_check.is_minimum(
+        x,
+        np.flatnonzero(arrays.held == 0),
+        lambda y, out: mass_spring_energy(y, arrays, out),
+        1e-7 * float(arrays.rest.min()),
+    )

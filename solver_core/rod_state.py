@@ -240,10 +240,11 @@ def initial_state(model: RodModel, boundary: Boundary, sag: float = 1.0) -> RodS
     return framed_state(model, boundary, initial_centerline(model, boundary, sag) - model.origin)[0]
 
 
-def framed_state(model: RodModel, boundary: Boundary, x: np.ndarray) -> tuple:
+def framed_state(model: RodModel, boundary: Boundary, x: np.ndarray, twist: float | None = None) -> tuple:
     """(the state of centre line ``x`` (relative to the model's origin) with frames carried along it
     from the start frame and the end's roll about the cable spread evenly, the boundary applied; that
-    roll (rad))."""
+    roll (rad)). ``twist``: the roll to spread, where a model followed it through whole turns (the
+    angle measured here is the one within half a turn)."""
     x = np.array(x, dtype=float)
     edges = np.diff(x, axis=0)
     lengths = np.linalg.norm(edges, axis=1)
@@ -262,6 +263,8 @@ def framed_state(model: RodModel, boundary: Boundary, x: np.ndarray) -> tuple:
         d1 = F_end[:, 0]
         n = boundary.end.normal
         roll = np.arctan2(np.dot(np.cross(d1, n), boundary.end.tangent), np.dot(d1, n))
+        if twist is not None:
+            roll = twist
         mids = 0.5 * (model.node_s[1:] + model.node_s[:-1]) / model.cable.length
         c, s = np.cos(roll * mids), np.sin(roll * mids)
         turn = np.zeros((len(edges), 3, 3))  # each segment turned by roll * f about its own d3

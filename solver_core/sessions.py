@@ -6,7 +6,7 @@ def snapshot_sessions(harness, ids) -> dict:
     """What solving the cables ``ids`` changes in their sessions: state, hold, reports, friction,
     predictor memory, group contacts, contact stiffness, contact candidates, the cables it was solved
     with, the obstacles it was solved against, its contact push and energy from a joint solve and its
-    motion (dynamics.py)."""
+    motion (dynamics.py) and the twist a model followed (kirchhoff_cg)."""
     out = {}
     for cid in ids:
         s = harness.cables[cid]
@@ -25,6 +25,7 @@ def snapshot_sessions(harness, ids) -> dict:
             s.group_push,
             s.group_energy,
             None if s.motion is None else s.motion.copy(),
+            s.twist,
         )
     return out
 
@@ -36,6 +37,7 @@ def restore_sessions(harness, saved: dict) -> None:
         s = harness.cables[cid]
         s.solved_with, s.interactions.obstacles, (s.group_push, s.group_energy) = joint, obstacles, kept[11:13]
         s.motion = None if kept[13] is None else kept[13].copy()
+        s.twist = kept[14]
         s.state, s.boundary, s.solved, s.last_report = state.copy(), boundary, solved, report
         s.interactions.friction_state = friction.copy()
         s.last_step, s.group_contacts = last_step, contacts

@@ -112,3 +112,18 @@ def test_branched_harness_in_dynamic_mode_is_refused_with_a_message():
     with pytest.raises(RuntimeError, match="junctions"):
         bpy.ops.cable_harness.solve()
     assert not trunk.cable_harness.result_valid
+
+
+def test_switching_motion_during_simulate_takes_effect_at_the_next_tick():
+    _start, end, cable = _swinging_scene("QUASI_STATIC")
+    scene = bpy.context.scene
+    simulation = HarnessSimulation(scene, [cable], seconds_per_tick=1.0 / 30.0)
+    assert simulation.tick(bpy.context).solved == 1
+    assert simulation.harness.case.solver.dynamics is None
+    scene.cable_harness.motion = "DYNAMIC"
+    place(end, (0.3, 0.05, 0.0), 1.0)
+    assert simulation.tick(bpy.context).solved == 1  # rebuilt: its first solve finds the cable at rest
+    assert simulation.harness.case.solver.dynamics is not None and simulation.seconds_per_tick == 1.0 / 30.0
+    place(end, (0.3, 0.0, 0.0), 1.0)
+    assert simulation.tick(bpy.context).solved == 1
+    assert simulation.harness.time == pytest.approx(1.0 / 30.0)
