@@ -433,6 +433,11 @@ class Harness:
                 f"the mass-spring relaxation did not come to rest in {steps} steps (largest force on a free "
                 f"point {largest:.3g} N, tolerance {tolerance:.3g} N)"
             )
+            if abs(float(arrays.twist.sum())) > 0.9 * np.pi:
+                message += (
+                    "; its ends ask for about half a turn of twist, which the chain's torsion springs (the "
+                    "angle between osculating planes, modulo a half turn) cannot tell from none"
+                )
         if converged and stable is False:
             converged = False
             message = "the mass-spring chain came to rest on a saddle of its energy: not an equilibrium to keep"

@@ -172,3 +172,23 @@ def test_features_the_mass_spring_chain_does_not_express_are_refused_by_name(edi
 
 def _clip_frame():
     return {"position": [0.1, 0.0, 0.0], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}
+
+
+def test_ends_asking_for_half_a_turn_of_twist_fail_fast_and_say_why():
+    """Both connectors' normals along x while the cable turns over between them (a U hanging from two
+    ceiling connectors, as Blender draws it): half a turn of twist, which the torsion springs' angle,
+    taken modulo a half turn, cannot tell from none. The relaxation rings without coming to rest: it
+    stops once it has made no progress for STALL_STEPS (it ran all 2e6 steps, 42 s, before) and the
+    message says why."""
+    from solver_core.mass_spring import STALL_STEPS
+
+    down = {"position": [0.0, 0.0, 0.0], "tangent": [0.0, 0.0, -1.0], "normal": [1.0, 0.0, 0.0]}
+    up = {"position": [0.3, 0.0, 0.0], "tangent": [0.0, 0.0, 1.0], "normal": [1.0, 0.0, 0.0]}
+    doc = case(cable(length=0.414, segments=20, start=down, end=up, material={"preset": "lv2017_harness"}))
+    doc["solver"] = MODEL
+    result = first(solve(doc))
+    assert not result["converged"]
+    assert result["iterations"] <= 2 * STALL_STEPS
+    assert "half a turn of twist" in result["message"]
+    up["normal"] = [-1.0, 0.0, 0.0]  # no twist asked: it comes to rest
+    assert first(solve(doc | {"cables": [dict(doc["cables"][0], end=up)]}))["converged"]
