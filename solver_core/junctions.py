@@ -565,15 +565,23 @@ class JunctionSystem:
             direction = self.frames.rotation[self.index(end.junction)] @ end.outlet
             return direction if side == "start" else -direction
 
+        shapes = {cid: self._branch_shape(harness, cid, nodes) for cid in ids}
+        # boxes grown by the radius and a segment (crossing's own reach): only pairs whose boxes meet
+        boxes = {}
+        for cid, (where, arc, radius) in shapes.items():
+            grow = radius + float(np.diff(arc).max())
+            boxes[cid] = (where.min(axis=0) - grow, where.max(axis=0) + grow)
         for i, a in enumerate(ids):
             for b in ids[i + 1 :]:
+                if (boxes[a][0] > boxes[b][1]).any() or (boxes[b][0] > boxes[a][1]).any():
+                    continue
                 shared = []
                 for side_a, end_a in held[a].items():
                     for side_b, end_b in held[b].items():
                         if end_a.junction == end_b.junction:
                             cos = float(outward(a, side_a) @ outward(b, side_b))
                             shared.append((side_a, side_b, np.sqrt(max(0.0, 0.5 * (1.0 - cos)))))
-                depth = crossing(self._branch_shape(harness, a, nodes), self._branch_shape(harness, b, nodes), shared)
+                depth = crossing(shapes[a], shapes[b], shared)
                 if depth is not None:
                     return (
                         f"branches {a!r} and {b!r} pass through each other ({depth * 1e3:.2g} mm deep; contact "
