@@ -12,55 +12,22 @@
    many times real time that is. Pinned to one core.
 """
 
-import math
 import os
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-from solver_core import CableChange, Frame, Harness, kinetic_energy, parse_case
-from solver_core.diagnostics import elastic_and_load_energy
+from solver_core import CableChange, Frame, Harness, parse_case
 
-L, D, E, RHO = 0.3, 0.004, 2e9, 1400.0
-EI = E * math.pi * D**4 / 64.0
-MU = RHO * math.pi * D**2 / 4.0
-PERIOD = 2.0 * math.pi / (1.875104**2 * math.sqrt(EI / (MU * L**4)))
-
-
-def _cantilever(gravity, segments, dynamics=None):
-    doc = {
-        "format": "cable-harness-case/1",
-        "gravity": [0.0, 0.0, gravity],
-        "cables": [
-            {
-                "id": "c",
-                "length": L,
-                "diameter": D,
-                "material": {"E": E, "nu": 0.35, "density": RHO},
-                "segments": segments,
-                "start": {"position": [0, 0, 0], "tangent": [1, 0, 0], "normal": [0, 0, 1]},
-                "end": None,
-            }
-        ],
-    }
-    if dynamics:
-        doc["solver"] = {"dynamics": dynamics}
-    return parse_case(doc)
-
-
-def released(segments, time_step):
-    bent = Harness.from_case(_cantilever(-9.81, segments))
-    bent.solve_step()
-    free = Harness.from_case(_cantilever(0.0, segments, {"time_step": time_step, "damping": 0.0}))
-    free.solve_step()
-    free.cables["c"].state = bent.cables["c"].state.copy()
-    return free
-
-
-def energy(h):
-    s = h.cables["c"]
-    return kinetic_energy(s) + elastic_and_load_energy(s.model, s.state)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+# the cantilever bent by its weight and released, as the tests build it
+from solver.test_dynamics import T1 as PERIOD  # noqa: E402
+from solver.test_dynamics import hanging_case  # noqa: E402
+from solver.test_dynamics import released_cantilever as released  # noqa: E402
+from solver.test_dynamics import total_energy as energy  # noqa: E402
 
 
 def period_error(segments):
@@ -85,22 +52,7 @@ def energy_kept():
 
 
 def swing_frames(segments, time_step):
-    doc = {
-        "format": "cable-harness-case/1",
-        "gravity": [0, 0, -9.81],
-        "solver": {"dynamics": {"time_step": time_step, "damping": 0.5}},
-        "cables": [
-            {
-                "id": "c",
-                "length": 0.5,
-                "diameter": 0.004,
-                "material": {"preset": "lv2017_harness"},
-                "segments": segments,
-                "start": {"position": [0, 0, 0.3], "tangent": [1, 0, 0]},
-                "end": {"position": [0.4, 0, 0.3], "tangent": [1, 0, 0]},
-            }
-        ],
-    }
+    doc = hanging_case({"time_step": time_step, "damping": 0.5}, segments)
     h = Harness.from_case(parse_case(doc))
     h.solve_step()
     end = h.cables["c"].boundary.end

@@ -808,19 +808,25 @@ def _parse_duration(step, where, dynamics) -> float:
     return duration
 
 
-def _check_mass_spring_features(cables, obstacles, contact, junctions) -> None:
-    """CaseError naming the first feature of a case that Lv 2017's mass-spring chain (solver.model
-    "mass_spring") does not express here."""
-    where = 'solver.model "mass_spring" (Lv 2017 mass-spring chain)'
+def _refuse_what_only_the_rod_has(where, cables, obstacles, contact, junctions) -> None:
+    """CaseError for contact, junctions and rest shapes, which only the Cosserat rod models."""
     if obstacles:
-        raise CaseError(f"obstacles: {where} does not model contact with obstacles yet; use the cosserat model")
+        raise CaseError(f"obstacles: {where} has no contact with obstacles; use the cosserat model")
     if contact.get("cable_cable"):
-        raise CaseError(f"contact.cable_cable: {where} does not model contact between cables; use the cosserat model")
+        raise CaseError(f"contact.cable_cable: {where} has no contact between cables; use the cosserat model")
     if junctions:
         raise CaseError(f"junctions: {where} does not model junctions; use the cosserat model")
     for c in cables:
         if c.rest is not None:
             raise CaseError(f"cables.{c.id}.rest: {where} has no rest curvature (a pre-formed cable)")
+
+
+def _check_mass_spring_features(cables, obstacles, contact, junctions) -> None:
+    """CaseError naming the first feature of a case that Lv 2017's mass-spring chain (solver.model
+    "mass_spring") does not express here."""
+    where = 'solver.model "mass_spring" (Lv 2017 mass-spring chain)'
+    _refuse_what_only_the_rod_has(where, cables, obstacles, contact, junctions)
+    for c in cables:
         for k, clip in enumerate(c.clips):
             if clip.kind == "sliding" or clip.stiffness is not None or not clip.length > 0.0:
                 raise CaseError(
@@ -843,15 +849,8 @@ def _check_kirchhoff_features(cables, obstacles, contact, junctions) -> None:
     nonlinear CG (solver.model "kirchhoff_cg") does not express: the paper holds a rod by its two end
     frames, under gravity and point forces, and nothing else."""
     where = 'solver.model "kirchhoff_cg" (Linn et al. Kirchhoff rod)'
-    if obstacles:
-        raise CaseError(f"obstacles: {where} has no contact; use the cosserat model")
-    if contact.get("cable_cable"):
-        raise CaseError(f"contact.cable_cable: {where} has no contact between cables; use the cosserat model")
-    if junctions:
-        raise CaseError(f"junctions: {where} does not model junctions; use the cosserat model")
+    _refuse_what_only_the_rod_has(where, cables, obstacles, contact, junctions)
     for c in cables:
-        if c.rest is not None:
-            raise CaseError(f"cables.{c.id}.rest: {where} has no rest curvature (a pre-formed cable)")
         if c.segments > KIRCHHOFF_MAX_SEGMENTS:
             raise CaseError(
                 f"cables.{c.id}.segments: {where} takes at most {KIRCHHOFF_MAX_SEGMENTS} segments (its rest "

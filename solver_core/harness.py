@@ -424,20 +424,14 @@ class Harness:
         # a dead moment is not conservative in 3-D (as for the rod: its stability is left unjudged)
         judged = not arrays.couple.any()
         stable = (is_minimum(x, arrays) if judged else None) if converged else False
-        if converged:
-            message = "converged"
-        elif not np.isfinite(largest):
-            message = f"the mass-spring relaxation blew up (forces not finite) after {steps} steps"
-        else:
-            message = (
-                f"the mass-spring relaxation did not come to rest in {steps} steps (largest force on a free "
-                f"point {largest:.3g} N, tolerance {tolerance:.3g} N)"
+        message = _rest_message(
+            converged, largest, tolerance, f"the mass-spring relaxation, stopped after {steps} steps,"
+        )
+        if not converged and np.isfinite(largest) and abs(float(arrays.twist.sum())) > 0.9 * np.pi:
+            message += (
+                "; its ends ask for about half a turn of twist, which the chain's torsion springs (the "
+                "angle between osculating planes, modulo a half turn) cannot tell from none"
             )
-            if abs(float(arrays.twist.sum())) > 0.9 * np.pi:
-                message += (
-                    "; its ends ask for about half a turn of twist, which the chain's torsion springs (the "
-                    "angle between osculating planes, modulo a half turn) cannot tell from none"
-                )
         if converged and stable is False:
             converged = False
             message = "the mass-spring chain came to rest on a saddle of its energy: not an equilibrium to keep"
@@ -481,15 +475,9 @@ class Harness:
         )
         own = kirchhoff_readings(model, x, arrays)
         state, _roll = framed_state(model, target, x, own["twist"] if arrays.twist_k > 0.0 else None)
-        if converged:
-            message = "converged"
-        elif not np.isfinite(largest):
-            message = f"the nonlinear CG minimisation produced non-finite forces after {iterations} iterations"
-        else:
-            message = (
-                f"the nonlinear CG minimisation stopped after {iterations} iterations with a force of "
-                f"{largest:.3g} N on a free node (tolerance {tolerance:.3g} N)"
-            )
+        message = _rest_message(
+            converged, largest, tolerance, f"the nonlinear CG minimisation, stopped after {iterations} iterations,"
+        )
         if converged and not stable:
             converged = False
             message = "the Kirchhoff rod came to rest on a saddle of its energy: not an equilibrium to keep"
@@ -999,6 +987,15 @@ class Harness:
     def cable_result(self, cable_id: str) -> dict:
         """The result document of one cable (case format, section Result; built in results.py)."""
         return cable_result(self, cable_id)
+
+
+def _rest_message(converged: bool, largest: float, tolerance: float, which: str) -> str:
+    """A model without Newton's method (mass_spring, kirchhoff_cg): what its rest search came to."""
+    if converged:
+        return "converged"
+    if not np.isfinite(largest):
+        return f"{which} blew up: its forces are not finite"
+    return f"{which} did not come to rest: largest force on a free node {largest:.3g} N, tolerance {tolerance:.3g} N"
 
 
 def _same_input(a: tuple, b: tuple) -> bool:

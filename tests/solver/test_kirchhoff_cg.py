@@ -11,7 +11,8 @@ import math
 import numpy as np
 import pytest
 from helpers.cases import cable, case, first, harness, solve
-from solver.test_analytic_references import EI, L, elastica_tip
+from solver.test_analytic_references import EI, L
+from solver.test_model_references import beam
 
 from solver_core import CableChange, CaseError, Frame, build_rod_model, parse_case
 from solver_core.kirchhoff_cg import arrays_for, end_twist, kirchhoff_energy
@@ -19,19 +20,6 @@ from solver_core.rod_model import Boundary
 from solver_core.rod_state import initial_state
 
 MODEL = {"model": "kirchhoff_cg"}
-BEAM = {"EI": EI, "GJ": EI / 1.3, "EA": 1e5, "GA": 1e5, "linear_density": 1.0}
-
-
-def _beam(segments, **extra):
-    return cable(length=L, diameter=0.01, segments=segments, material=dict(BEAM), **extra)
-
-
-def _tip_loaded(segments, model=None):
-    load = {"s": L, "force": [0.0, 0.0, -3.0 * EI / L**2]}
-    doc = case(_beam(segments, loads=[load]), gravity=[0.0, 0.0, 0.0])
-    if model:
-        doc["solver"] = model
-    return doc
 
 
 def _clamped_both(segments, end_normal=(0.0, 0.0, 1.0), end_position=(0.25, 0.02, 0.01)):
@@ -78,42 +66,6 @@ def test_the_gradient_is_the_derivative_of_the_energy(twist_held):
                     down[i, k] -= h
                     fd = (kirchhoff_energy(up, a, scratch) - kirchhoff_energy(down, a, scratch)) / (2 * h)
                     assert abs(grad[i, k] - fd) <= 1e-6 * abs(grad).max() + 1e-9, (name, i, k, grad[i, k], fd)
-
-
-def test_a_cantilever_under_its_weight_sags_q_l4_over_8_ei_and_its_clamp_carries_it():
-    E, d, rho, length = 1.0e10, 0.004, 1200.0, 0.3
-    doc = case(cable(length=length, diameter=d, segments=20, material={"E": E, "nu": 0.3, "density": rho}))
-    doc["solver"] = MODEL
-    result = first(solve(doc))
-    assert result["converged"] and result["stable"]
-    q = rho * math.pi * d**2 / 4 * 9.81
-    reference = q * length**4 / (8 * E * math.pi * d**4 / 64)
-    assert abs(-result["nodes"][-1][2] - reference) <= 0.01 * reference
-    clamp = result["end_forces"]["start"]
-    assert clamp["force"][2] == pytest.approx(q * length, rel=1e-4)
-    assert abs(clamp["moment"][1]) == pytest.approx(q * length**2 / 2, rel=2e-3)
-
-
-def test_the_tip_loaded_elastica_to_within_a_percent_converging_at_second_order():
-    reference = elastica_tip(3.0)
-    errors = []
-    for n in (10, 20):
-        result = first(solve(_tip_loaded(n, MODEL)))
-        assert result["converged"] and result["stable"]
-        tip = np.asarray(result["nodes"][-1])
-        errors.append(float(np.linalg.norm(tip[[0, 2]] - reference)))
-        assert abs(tip[1]) < 1e-12
-    assert errors[-1] <= 0.01 * L
-    assert errors[0] / errors[1] >= 3.0, errors
-
-
-def test_the_rod_converges_to_the_cosserat_rod_as_segments_double():
-    gaps = []
-    for n in (10, 20):
-        ours = np.asarray(first(solve(_tip_loaded(n, MODEL)))["nodes"][-1])
-        rod = np.asarray(first(solve(_tip_loaded(n)))["nodes"][-1])
-        gaps.append(float(np.linalg.norm(ours - rod)))
-    assert gaps[1] < 0.4 * gaps[0], gaps
 
 
 def _omega_steps(model, segments, steps=25):
@@ -199,7 +151,7 @@ def test_a_column_past_buckling_leaves_the_straight_saddle_for_the_buckled_elast
 
     for load, buckles in ((0.5, False), (2.0, True)):
         force = {"s": L, "force": [-load * math.pi**2 * EI / (4 * L**2), 0.0, 0.0]}
-        result = first(solve(case(_beam(20, loads=[force]), gravity=[0.0, 0.0, 0.0], solver=MODEL)))
+        result = first(solve(case(beam(20, loads=[force]), gravity=[0.0, 0.0, 0.0], solver=MODEL)))
         assert result["converged"] and result["stable"]
         tip = np.asarray(result["nodes"][-1])
         off_axis = float(np.linalg.norm(tip[1:]))
@@ -210,21 +162,6 @@ def test_a_column_past_buckling_leaves_the_straight_saddle_for_the_buckled_elast
         K, E = ellipk(k * k), ellipe(k * k)
         assert off_axis == pytest.approx(2.0 * k * L / K, abs=0.01 * L)
         assert tip[0] == pytest.approx(L * (2.0 * E / K - 1.0), abs=0.01 * L)
-
-
-def test_warm_steps_end_where_a_cold_solve_of_the_last_step_ends():
-    start = {"position": [0.0, 0.0, 0.0], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}
-    end = {"position": [0.25, 0.0, 0.0], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}
-    doc = case(cable(length=0.3, segments=20, start=start, end=end), solver=MODEL)
-    h = harness(doc)
-    assert all(r.converged for r in h.solve_step().values())
-    for z in np.linspace(0.01, 0.05, 5):
-        frame = Frame(np.array([0.25, 0.0, z]), np.array([1.0, 0.0, 0.0]), np.array([0.0, 0.0, 1.0]))
-        assert all(r.converged and r.stable for r in h.solve_step({"W1": CableChange(end=frame)}).values())
-    moved = dict(end, position=[0.25, 0.0, 0.05])
-    cold = harness(case(cable(length=0.3, segments=20, start=start, end=moved), solver=MODEL))
-    cold.solve_step()
-    assert np.abs(h.world_nodes("W1") - cold.world_nodes("W1")).max() < 1e-5 * 0.3
 
 
 PLATE = {"type": "plane", "point": [0, 0, -1], "normal": [0, 0, 1]}

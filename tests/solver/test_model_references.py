@@ -1,0 +1,89 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The models besides the Cosserat rod (solver.model "mass_spring", "kirchhoff_cg") against the same
+references: q L^4 / 8 EI with the clamp carrying the weight and its moment, the tip-loaded elastica
+(its BVP, test_analytic_references.py) at second order, the Cosserat rod approached as segments
+double, and warm steps ending where a cold solve of the last step ends."""
+
+import math
+
+import numpy as np
+import pytest
+from helpers.cases import cable, case, first, harness, solve
+from solver.test_analytic_references import EI, L, elastica_tip
+
+from solver_core import CableChange, Frame
+
+MODELS = ("mass_spring", "kirchhoff_cg")
+# inextensible enough for the closed forms (EA / (EI / L^2) = 1e5: an axial strain of 3e-5 under the
+# loads below) and quick for the mass-spring chain (its explicit steps grow with the square root of it)
+BEAM = {"EI": EI, "GJ": EI / 1.3, "EA": 1e5, "GA": 1e5, "linear_density": 1.0}
+
+
+def beam(segments, **extra):
+    return cable(length=L, diameter=0.01, segments=segments, material=dict(BEAM), **extra)
+
+
+def tip_loaded(segments, model=None):
+    load = {"s": L, "force": [0.0, 0.0, -3.0 * EI / L**2]}
+    doc = case(beam(segments, loads=[load]), gravity=[0.0, 0.0, 0.0])
+    if model:
+        doc["solver"] = {"model": model}
+    return doc
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_a_cantilever_under_its_weight_sags_q_l4_over_8_ei(model):
+    E, d, rho, length = 1.0e10, 0.004, 1200.0, 0.3
+    doc = case(cable(length=length, diameter=d, segments=20, material={"E": E, "nu": 0.3, "density": rho}))
+    doc["solver"] = {"model": model}
+    result = first(solve(doc))
+    assert result["converged"] and result["stable"]
+    q = rho * math.pi * d**2 / 4 * 9.81
+    reference = q * length**4 / (8 * E * math.pi * d**4 / 64)
+    assert abs(-result["nodes"][-1][2] - reference) <= 0.01 * reference
+    # the clamp carries the weight and its moment q L^2 / 2, read from the model's own forces
+    clamp = result["end_forces"]["start"]
+    assert clamp["force"][2] == pytest.approx(q * length, rel=1e-4)
+    assert abs(clamp["moment"][1]) == pytest.approx(q * length**2 / 2, rel=2e-3)
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_the_tip_loaded_elastica_to_within_a_percent_converging_at_second_order(model):
+    reference = elastica_tip(3.0)
+    errors = []
+    for n in (10, 20):
+        result = first(solve(tip_loaded(n, model)))
+        assert result["converged"] and result["stable"]
+        tip = np.asarray(result["nodes"][-1])
+        errors.append(float(np.linalg.norm(tip[[0, 2]] - reference)))
+        assert abs(tip[1]) < 1e-12
+    assert errors[-1] <= 0.01 * L
+    assert errors[0] / errors[1] >= 3.0, errors
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_the_model_converges_to_the_cosserat_rod_as_segments_double(model):
+    gaps = []
+    for n in (10, 20):
+        ours = np.asarray(first(solve(tip_loaded(n, model)))["nodes"][-1])
+        rod = np.asarray(first(solve(tip_loaded(n)))["nodes"][-1])
+        gaps.append(float(np.linalg.norm(ours - rod)))
+    assert gaps[1] < 0.4 * gaps[0], gaps
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_warm_steps_end_where_a_cold_solve_of_the_last_step_ends(model):
+    """Both ends clamped, one moved in five steps: every step converges and the last ends where the
+    case solved at once with that end ends (no friction: the rest state does not depend on the way)."""
+    start = {"position": [0.0, 0.0, 0.0], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}
+    end = {"position": [0.25, 0.0, 0.0], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}
+    doc = case(cable(length=0.3, segments=20, start=start, end=end), solver={"model": model})
+    h = harness(doc)
+    assert all(r.converged for r in h.solve_step().values())
+    for z in np.linspace(0.01, 0.05, 5):
+        frame = Frame(np.array([0.25, 0.0, z]), np.array([1.0, 0.0, 0.0]), np.array([0.0, 0.0, 1.0]))
+        assert all(r.converged and r.stable for r in h.solve_step({"W1": CableChange(end=frame)}).values())
+    moved = dict(end, position=[0.25, 0.0, 0.05])
+    cold = harness(case(cable(length=0.3, segments=20, start=start, end=moved), solver={"model": model}))
+    cold.solve_step()
+    assert np.abs(h.world_nodes("W1") - cold.world_nodes("W1")).max() < 1e-5 * 0.3
