@@ -604,13 +604,13 @@ class CableHarnessSceneSettings(bpy.types.PropertyGroup):
                 "mass_spring",
                 "Mass-Spring (Lv 2017)",
                 "The mass-spring chain of Lv et al. 2017, relaxed to rest: "
-                "cables held at their ends and rigid clips, no colliders",
+                "cables held at their ends and rigid clips, no colliders, quasi-static only",
             ),
             (
                 "kirchhoff_cg",
                 "Kirchhoff Rod (Linn et al.)",
                 "The Kirchhoff rod of Linn et al. minimised by "
-                "nonlinear CG: cables held at their two ends only, no colliders",
+                "nonlinear CG: cables held at their two ends only, no colliders, quasi-static only",
             ),
         ],
         default="cosserat",

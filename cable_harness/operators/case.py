@@ -220,6 +220,18 @@ def build_scene_from_case(context, case, scene_settings: bool = True) -> list:
         contact.friction_static = case.contact.get("friction_static", 0.0)
         contact.friction_dynamic = case.contact.get("friction_dynamic", contact.friction_static)
         contact.cable_cable = bool(case.contact.get("cable_cable", False))
+        # the model and the motion (solver.model, solver.dynamics) are the scene's too
+        contact.model = case.solver.model
+        dynamics = case.solver.dynamics
+        contact.motion = "QUASI_STATIC" if dynamics is None else "DYNAMIC"
+        if dynamics is not None:
+            contact.time_step = min(max(dynamics.time_step, 1e-5), 0.1)
+            contact.damping = dynamics.damping
+            if abs(contact.time_step - dynamics.time_step) > 1e-6 * dynamics.time_step:
+                notes.append(
+                    f"solver.dynamics.time_step {dynamics.time_step:g} s is beyond the panel's range: "
+                    f"set to {contact.time_step:g} s"
+                )
     cables = []
     junctions = {jid: _junction_marker(context, j, scale) for jid, j in case.junctions.items()}
     if any(j.frame is not None and not np.array_equal(j.frame, np.eye(3)) for j in case.junctions.values()):

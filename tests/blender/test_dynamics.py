@@ -127,3 +127,22 @@ def test_switching_motion_during_simulate_takes_effect_at_the_next_tick():
     place(end, (0.3, 0.0, 0.0), 1.0)
     assert simulation.tick(bpy.context).solved == 1
     assert simulation.harness.time == pytest.approx(1.0 / 30.0)
+
+
+def test_model_and_motion_go_out_with_an_exported_case_and_come_back_with_it(tmp_path):
+    from helpers.blender_scenes import StandIn
+
+    _start, _end, cable = _swinging_scene()
+    scene = bpy.context.scene
+    scene.cable_harness.damping = 1.5
+    out = tmp_path / "dynamic.json"
+    assert bpy.ops.cable_harness.export_case(filepath=str(out)) == {"FINISHED"}
+    bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)
+    settings = bpy.context.scene.cable_harness
+    assert settings.motion == "QUASI_STATIC"
+    op = StandIn(bpy.types.CABLE_HARNESS_OT_import_case)
+    op.filepath, op.colliders, op.scene_settings = str(out), False, True
+    assert op.execute(bpy.context) == {"FINISHED"}
+    assert not [text for level, text in op.reports if level == {"WARNING"}]
+    assert settings.motion == "DYNAMIC" and settings.model == "cosserat"
+    assert settings.time_step == pytest.approx(0.004) and settings.damping == pytest.approx(1.5)
