@@ -73,12 +73,17 @@ def kinetic_energy(session) -> float:
 def _springs(session, centre: np.ndarray, stiffness: np.ndarray) -> InertiaSprings:
     """Springs of per-node ``stiffness`` [N/m] from every free node to ``centre`` (n_nodes, 3)."""
     model = session.model
-    free = np.flatnonzero(~model.held_nodes())
+    # which nodes are free and the rotation numbered next to each depend on the model alone: found once
+    # per model, not at each of a step's stages
+    nodes = model.derived.get("inertia_nodes")
+    if nodes is None:
+        free = np.flatnonzero(~model.held_nodes()).astype(np.int64)
+        nodes = model.derived["inertia_nodes"] = (free, rotations_next_to_nodes(model)[free].astype(np.int64))
+    free, rot = nodes
     K = np.zeros((free.shape[0], 6, 6))
     for axis in range(3):
         K[:, axis, axis] = stiffness[free]
-    rot = rotations_next_to_nodes(model)[free]
-    return InertiaSprings(free.astype(np.int64), rot.astype(np.int64), centre[free].copy(), K)
+    return InertiaSprings(free, rot, centre[free].copy(), K)
 
 
 def trapezoid_springs(session, g: float, damping: float) -> tuple:

@@ -67,7 +67,8 @@ class RodModel:
     clip_nodes: tuple  # per clip: node indices it holds
     clip_rots: tuple  # per clip: rotation indices it holds
     clip_rot_mask: tuple  # per clip: which body-frame rotation components are held
-    # what results.py derives from the model alone (packed arc lengths), kept so a step need not again
+    # what is derived from the model alone and kept so a step need not again (results.py: packed arc
+    # lengths; dynamics.py: the free nodes and their rotations)
     derived: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
