@@ -612,6 +612,12 @@ class CableHarnessSceneSettings(bpy.types.PropertyGroup):
                 "The Kirchhoff rod of Linn et al. minimised by "
                 "nonlinear CG: cables held at their two ends only, no colliders, quasi-static only",
             ),
+            (
+                "cosserat_pbd",
+                "Cosserat Rod, PBD (Chen 2023)",
+                "The Cosserat rod of Chen et al. 2023 solved by position-based dynamics (XPBD) to rest: "
+                "cables held at their two ends only (pre-formed ones too), no colliders, quasi-static only",
+            ),
         ],
         default="cosserat",
         description="The model every cable of the scene is solved with (a check of one model against "

@@ -35,8 +35,7 @@ from .wire_routes import route_wires
 
 CASE_FORMAT = "cable-harness-case/1"
 CLIP_KINDS = ("fixed", "rotating", "sliding")
-SOLVER_MODELS = ("cosserat", "mass_spring", "kirchhoff_cg")
-PLANNED_MODELS = ("cosserat_pbd",)
+SOLVER_MODELS = ("cosserat", "mass_spring", "kirchhoff_cg", "cosserat_pbd")
 UNIT_TOLERANCE = 1e-3
 
 # Ranges of the input numbers (SI). Each lies far beyond any harness yet keeps every product the solver
@@ -689,8 +688,7 @@ def parse_case(doc) -> Case:
     _check_keys(raw_solver, ("model", "tolerance", "max_iterations", "ultimate_strain", "dynamics"), "solver")
     model = raw_solver.get("model", "cosserat")
     if not isinstance(model, str) or model not in SOLVER_MODELS:
-        planned = " (planned, not available yet)" if model in PLANNED_MODELS else ""
-        raise CaseError(f"solver.model {show(model)} is not available{planned}; use one of {', '.join(SOLVER_MODELS)}")
+        raise CaseError(f"solver.model {show(model)} is not available; use one of {', '.join(SOLVER_MODELS)}")
     tolerance = _number(raw_solver.get("tolerance", 1e-8), "solver.tolerance", positive=True, bound=1.0)
     max_iterations = as_int(raw_solver.get("max_iterations", 200), "solver.max_iterations", 1, MAX_ITERATIONS)
     ultimate = _number(raw_solver.get("ultimate_strain", 0.005), "solver.ultimate_strain", positive=True, bound=10.0)
@@ -757,10 +755,10 @@ def check_dynamics(case: Case, duration: float) -> None:
 
 
 def _check_dynamics_features(model, junctions) -> None:
-    if model != "cosserat":
+    if model not in ("cosserat", "cosserat_pbd"):
         raise CaseError(
             f"solver.dynamics: solver.model {show(model)} is quasi-static here; dynamics is solved with the "
-            f"cosserat model (implicit time steps)"
+            f"cosserat model (implicit time steps) or cosserat_pbd (XPBD steps)"
         )
     if junctions:
         raise CaseError(
@@ -808,8 +806,9 @@ def _parse_duration(step, where, dynamics) -> float:
     return duration
 
 
-def _refuse_what_only_the_rod_has(where, cables, obstacles, contact, junctions) -> None:
-    """CaseError for contact, junctions and rest shapes, which only the Cosserat rod models."""
+def _refuse_what_only_the_rod_has(where, cables, obstacles, contact, junctions, rest_shapes=False) -> None:
+    """CaseError for contact, junctions and (unless ``rest_shapes``) rest shapes, which only the
+    Cosserat rod models."""
     if obstacles:
         raise CaseError(f"obstacles: {where} has no contact with obstacles; use the cosserat model")
     if contact.get("cable_cable"):
@@ -817,7 +816,7 @@ def _refuse_what_only_the_rod_has(where, cables, obstacles, contact, junctions) 
     if junctions:
         raise CaseError(f"junctions: {where} does not model junctions; use the cosserat model")
     for c in cables:
-        if c.rest is not None:
+        if c.rest is not None and not rest_shapes:
             raise CaseError(f"cables.{c.id}.rest: {where} has no rest curvature (a pre-formed cable)")
 
 
@@ -842,6 +841,31 @@ def check_model_features(model, cables, obstacles, contact, junctions) -> None:
         _check_mass_spring_features(cables, obstacles, contact, junctions)
     if model == "kirchhoff_cg":
         _check_kirchhoff_features(cables, obstacles, contact, junctions)
+    if model == "cosserat_pbd":
+        _check_pbd_features(cables, obstacles, contact, junctions)
+
+
+def _refuse_clips_and_moments(where, cables) -> None:
+    for c in cables:
+        if c.clips:
+            raise CaseError(
+                f"cables.{c.id}.clips: {where} holds a cable by its end frames only; use the cosserat model"
+            )
+        for k, load in enumerate(c.loads):
+            if np.any(load.moment):
+                raise CaseError(
+                    f"cables.{c.id}.loads[{k}].moment: {where} takes point forces only (a dead moment is not "
+                    f"the derivative of an energy in three dimensions)"
+                )
+
+
+def _check_pbd_features(cables, obstacles, contact, junctions) -> None:
+    """CaseError naming the first feature of a case that Chen et al.'s Cosserat rod solved by
+    position-based dynamics (solver.model "cosserat_pbd") does not express: the paper holds a cable
+    by its end frames under gravity and point forces; its constraints carry rest shapes (Eq. 13)."""
+    where = 'solver.model "cosserat_pbd" (Chen 2023 position-based Cosserat rod)'
+    _refuse_what_only_the_rod_has(where, cables, obstacles, contact, junctions, rest_shapes=True)
+    _refuse_clips_and_moments(where, cables)
 
 
 def _check_kirchhoff_features(cables, obstacles, contact, junctions) -> None:
@@ -856,16 +880,7 @@ def _check_kirchhoff_features(cables, obstacles, contact, junctions) -> None:
                 f"cables.{c.id}.segments: {where} takes at most {KIRCHHOFF_MAX_SEGMENTS} segments (its rest "
                 f"states are verified minima by a dense difference Hessian: 0.6 s at 400 segments)"
             )
-        if c.clips:
-            raise CaseError(
-                f"cables.{c.id}.clips: {where} holds a cable by its end frames only; use the cosserat model"
-            )
-        for k, load in enumerate(c.loads):
-            if np.any(load.moment):
-                raise CaseError(
-                    f"cables.{c.id}.loads[{k}].moment: {where} takes point forces only (a dead moment is not "
-                    f"the derivative of an energy in three dimensions)"
-                )
+    _refuse_clips_and_moments(where, cables)
 
 
 def read_json(path, what="case file"):

@@ -24,6 +24,7 @@ from .case import (
 from .clearance import clearance_to_triangles
 from .contact import PENETRATION_TOLERANCE
 from .contact_geometry import nodes_within
+from .cosserat_pbd import solve_pbd
 from .diagnostics import max_axial_strain
 from .dynamics import Motion, solve_dynamic_step
 from .equilibrium import (
@@ -31,6 +32,7 @@ from .equilibrium import (
     SNAP_THROUGH_ROUNDS,
     SOLVE_BUDGET,
     SolveReport,
+    _relative_residual,
     held_frames,
     solve_equilibrium,
 )
@@ -42,6 +44,7 @@ from .kirchhoff_cg import readings as kirchhoff_readings
 from .kirchhoff_cg import solve_kirchhoff
 from .mass_spring import is_minimum, readings, solve_mass_spring
 from .obstacles import ObstacleSet, obstacles_from_case
+from .pbd_dynamics import solve_pbd_dynamic_step
 from .predictor import StepMemory, hold_vector, secant_displacement
 from .results import cable_result, contact_documents
 from .rod_group import GroupBoundary, GroupInteractions, join_models
@@ -361,6 +364,8 @@ class Harness:
             report, spent = self._solve_mass_spring(session, target), 0
         elif model_name == "kirchhoff_cg":
             report, spent = self._solve_kirchhoff(session, target), 0
+        elif model_name == "cosserat_pbd":
+            report, spent = self._solve_pbd(session, target), 0
         else:
             report, spent = self._solve_from_coarse(cable_id, session, target) if previous is None else (None, 0)
         if report is None:
@@ -486,6 +491,34 @@ class Harness:
         session.readings = ((state, own), *(session.readings or ())[:1])
         return report
 
+    def _solve_pbd(self, session: CableSession, target: Boundary) -> SolveReport:
+        """The cable as Chen et al.'s Cosserat rod solved by position-based dynamics (cosserat_pbd.py):
+        quasi-static XPBD steps from its last state with the held nodes and frames moved (its first:
+        from its initial guess). Its unknowns and energy are the rod's, so its results are built as
+        the rod's. Converged: every free dof's force within the rod model's tolerance, at a minimum
+        of the rod's energy (its Hessian)."""
+        model = session.model
+        start = session.state.copy()
+        apply_boundary(model, start, target)
+        state, converged, stable, steps, projections, ratio, ms = solve_pbd(
+            model, start, SOLVE_BUDGET * self.case.solver.max_iterations
+        )
+        if converged and not stable:
+            converged = False
+            message = "the position-based Cosserat rod came to rest on a saddle of its energy: not an equilibrium"
+        elif converged:
+            message = "converged"
+        elif not np.isfinite(ratio):
+            message = "the position-based Cosserat rod blew up: its forces are not finite"
+        else:
+            message = (
+                f"the position-based Cosserat rod did not come to rest in {steps} steps ({projections} "
+                f"projections): largest force {ratio:.3g} times its tolerance"
+            )
+        report = SolveReport(state, converged, projections, _relative_residual(model, ratio), 0, ms, message)
+        report.stable = stable
+        return report
+
     def _solve_from_coarse(self, cable_id: str, session: CableSession, target: Boundary) -> tuple:
         """Nested iteration for the first solve of a finely divided cable: the same cable on
         COARSE_SEGMENTS segments is solved first (its initial guess chosen as for any cable), and the
@@ -558,7 +591,8 @@ class Harness:
                 for cid, report in self.unchanged_failure[1].items()
             }
         if dynamics is not None and ids and all(self.cables[cid].solved for cid in ids):
-            reports = solve_dynamic_step(self, ids, targets, DEFAULT_DURATION if duration is None else duration)
+            step = solve_pbd_dynamic_step if self.case.solver.model == "cosserat_pbd" else solve_dynamic_step
+            reports = step(self, ids, targets, DEFAULT_DURATION if duration is None else duration)
         else:
             reports = self.solve_boundaries(ids, targets)
             for cid in ids:  # found at rest

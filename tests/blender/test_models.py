@@ -15,7 +15,7 @@ def _scene_model():
     return sys.modules[f"{MODULE}.cable_harness.scene_model"]
 
 
-@pytest.mark.parametrize("model", ["kirchhoff_cg"])
+@pytest.mark.parametrize("model", ["kirchhoff_cg", "cosserat_pbd"])
 def test_each_model_solves_the_scene_where_the_cosserat_rod_does(model):
     """The connectors' normals ask for half a turn of twist (both along X while the cable turns over
     between them): two mirror-image equilibria, either side of the plane, equally valid; each model may

@@ -66,7 +66,7 @@ BAD = [
     (("cables", 0, "material", "youngs"), 1e9, "cables[0].material.youngs is not a known material key"),
     (("gravity",), [0, 0, "down"], "gravity[2]"),
     (("format",), "cable-harness-case/9", "case.format"),
-    (("solver",), {"model": "cosserat_pbd"}, "solver.model 'cosserat_pbd' is not available (planned"),
+    (("solver",), {"model": "cosserat_xpbd"}, "solver.model 'cosserat_xpbd' is not available; use one of"),
     (("solver",), {"tolerance": 0}, "solver.tolerance"),
     (("solver",), {"max_iterations": 0}, "solver.max_iterations"),
     (("steps",), [{"cables": {"W9": {}}}], "steps[0].cables.W9: there is no cable"),

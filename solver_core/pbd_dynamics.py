@@ -1,0 +1,155 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Dynamic steps of the position-based Cosserat rod (solver.model "cosserat_pbd" with solver.dynamics):
+the paper's own loop (Chen 2023, Eqs. 14-20), one XPBD step per time step while the holders move
+uniformly to their targets, each step's projections converged (cosserat_pbd.time_step), so a step is
+the implicit Euler step of the rod with lumped masses.
+
+Implicit Euler dissipates: a mode of angular frequency w loses a fraction of about w h of its
+amplitude per step (w h small), on top of the damping set, which is applied to the velocities after
+each step as exp(-c h) (the mass-proportional damping force -c m v). A time step whose projections
+do not converge, or whose end stretches the cable past its ultimate strain, undoes the whole step
+(every cable, its motion and the clock), as dynamics.py does for the rod.
+"""
+
+import math
+import time
+
+from .cosserat_pbd import MOVE_TOLERANCE, arrays_for, incremental_minimum, time_step, workspace
+from .diagnostics import max_axial_strain
+from .dynamics import Motion, time_steps
+from .equilibrium import SolveReport
+from .rod_state import RodState, apply_boundary, interpolate_boundary
+from .sessions import restore_sessions, snapshot_sessions
+
+DYNAMIC_PROJECTIONS = 400  # projections a time step may take before it counts as failed
+DYNAMIC_REDUCTION = 1e-9  # a time step's projections cut its first move by this (cosserat_pbd.time_step)
+
+
+def _pieces(model):
+    """The model's constraints and a workspace, formed once per model (RodModel.derived)."""
+    pieces = model.derived.get("pbd")
+    if pieces is None:
+        arrays = arrays_for(model)
+        pieces = model.derived["pbd"] = (arrays, workspace(arrays))
+    return pieces
+
+
+def _failure(harness, kept, ids, reports, message):
+    restore_sessions(harness, kept)
+    out = {}
+    for cid in ids:
+        session = harness.cables[cid]
+        report = SolveReport(session.state.copy(), False, reports.get(cid, 0), math.inf, 0, 0.0, message)
+        session.last_report = report
+        out[cid] = report
+    return out
+
+
+def solve_pbd_dynamic_step(harness, ids, targets: dict, duration: float) -> dict:
+    """Advance the cables ``ids`` by ``duration`` seconds in XPBD steps while their holders move
+    uniformly from where they are to ``targets`` (id -> Boundary or None); {id: SolveReport}."""
+    if not ids:
+        return {}
+    t0 = time.perf_counter()
+    settings = harness.case.solver.dynamics
+    n = time_steps(duration, settings.time_step)
+    h = duration / n
+    decay = math.exp(-settings.damping * h)
+    kept = snapshot_sessions(harness, list(harness.cables))
+    for cid, session in harness.cables.items():
+        if cid not in ids:
+            session.motion = None
+    starts = {cid: harness.cables[cid].boundary for cid in ids}
+    projections = dict.fromkeys(ids, 0)
+    try:
+        for cid in ids:
+            session = harness.cables[cid]
+            if session.interactions.uses_contact:
+                return _failure(
+                    harness,
+                    kept,
+                    ids,
+                    projections,
+                    'solver.model "cosserat_pbd" has no contact, and there are obstacles (colliders) near the '
+                    "cable: not solved, so that it cannot pass through them; use the cosserat model",
+                )
+            if session.motion is None:
+                session.motion = Motion.at_rest(session.model.n_nodes)
+        for k in range(1, n + 1):
+            for cid in ids:
+                session = harness.cables[cid]
+                model = session.model
+                arrays, ws = _pieces(model)
+                target = session.boundary
+                if targets.get(cid) is not None:
+                    target = interpolate_boundary(starts[cid], targets[cid], k / n)
+                state = session.state.copy()
+                before = state.positions.copy()
+                apply_boundary(model, state, target)
+                velocity = session.motion.velocity.copy()
+                used, ok = time_step(
+                    state.positions,
+                    state.quats,
+                    velocity,
+                    arrays,
+                    ws,
+                    h,
+                    DYNAMIC_PROJECTIONS,
+                    MOVE_TOLERANCE,
+                    DYNAMIC_REDUCTION,
+                )
+                projections[cid] += used
+                when = f"t = {harness.time + k * h:.6g} s, time step {k} of {n}"
+                if not ok:
+                    return _failure(
+                        harness,
+                        kept,
+                        ids,
+                        projections,
+                        f"{when}: the projections did not converge within {DYNAMIC_PROJECTIONS} (a motion too "
+                        f"fast for time step {h:.3g} s); the step is undone; take a shorter time step",
+                    )
+                strain = max_axial_strain(model, state)
+                if harness.strain_checked and strain > harness.case.solver.ultimate_strain:
+                    return _failure(
+                        harness,
+                        kept,
+                        ids,
+                        projections,
+                        f"{when}: the cable would stretch {strain * 100:.2f} % (ultimate "
+                        f"{harness.case.solver.ultimate_strain * 100:.2f} %); the step is undone",
+                    )
+                held = arrays.node_weight == 0.0
+                velocity[held] = (state.positions[held] - before[held]) / h
+                velocity[~held] *= decay
+                acceleration = (velocity - session.motion.velocity) / h
+                session.motion = Motion(velocity, acceleration)
+                session.state = RodState(state.positions, state.quats)
+                session.boundary = target
+    except BaseException:
+        restore_sessions(harness, kept)  # no cable is left part of the way through a step
+        raise
+    harness.time += duration
+    elapsed = (time.perf_counter() - t0) * 1e3
+    reports = {}
+    for cid in ids:
+        session = harness.cables[cid]
+        arrays, _ws = _pieces(session.model)
+        # the last time step minimised the rod's energy plus the inertia term: a minimum of it
+        stable = incremental_minimum(session.model, session.state.positions, session.state.quats, arrays, h)
+        report = SolveReport(
+            session.state.copy(),
+            stable,
+            projections[cid],
+            0.0,
+            n,
+            elapsed / len(ids),
+            "converged" if stable else "the last time step ended on a saddle of its incremental energy",
+        )
+        report.stable = stable
+        session.last_report = report
+        session.last_step = None
+        reports[cid] = report
+    if not all(r.converged for r in reports.values()):
+        return _failure(harness, kept, ids, projections, next(r.message for r in reports.values() if not r.converged))
+    return reports

@@ -1,0 +1,328 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""solver.model "cosserat_pbd" (Chen et al. 2023, cosserat_pbd.py): the constraints' Jacobians against
+finite differences, their compliance energy against the rod's energy (independently written), one
+XPBD step against the implicit step it stands for, rest states against the Newton-solved rod (the same
+discrete model, so the same state), the closed forms of test_model_references.py, Linn's twisted
+Omega, a pre-formed ring, a column past buckling (a saddle left for the buckled elastica), a budget
+too small to reach rest shown as a failure, and case features the model does not express refused by
+name."""
+
+import math
+
+import numpy as np
+import pytest
+from helpers.cases import cable, case, first, harness, solve
+from solver.test_analytic_references import EI, L
+from solver.test_kirchhoff_cg import _omega_steps
+from solver.test_model_references import beam
+
+from solver_core import CableChange, CaseError, Frame, parse_case
+from solver_core.cosserat_pbd import _constraints, arrays_for, force_residual, time_step, workspace
+from solver_core.rod_energy import rod_energy
+from solver_core.rod_state import RodState, apply_boundary
+
+MODEL = {"model": "cosserat_pbd"}
+
+
+def _random_state(segments=6, seed=3):
+    """A clamped-clamped cable's model and a state far from straight (every quaternion turned)."""
+    start = {"position": [0.0, 0.0, 0.0], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}
+    end = {"position": [0.2, 0.05, 0.0], "tangent": [0.0, 1.0, 0.0], "normal": [0.0, 0.0, 1.0]}
+    h = harness(case(cable(length=0.3, segments=segments, start=start, end=end), solver=dict(MODEL)))
+    session = h.cables["W1"]
+    model = session.model
+    state = session.state.copy()
+    apply_boundary(model, state, session.boundary)
+    rng = np.random.default_rng(seed)
+    x = state.positions + 0.01 * rng.normal(size=state.positions.shape)
+    q = state.quats + 0.2 * rng.normal(size=state.quats.shape)
+    q /= np.linalg.norm(q, axis=1)[:, None]
+    return model, x, q
+
+
+def _turned(q, theta):
+    angle = np.linalg.norm(theta)
+    e = np.concatenate([[math.cos(angle / 2)], math.sin(angle / 2) * theta / angle])
+    w0, v0 = q[0], q[1:]
+    return np.concatenate([[w0 * e[0] - v0 @ e[1:]], w0 * e[1:] + e[0] * v0 + np.cross(v0, e[1:])])
+
+
+def test_the_constraint_jacobians_are_the_derivatives_of_the_constraints():
+    model, x, q = _random_state()
+    a = arrays_for(model)
+    ws = workspace(a)
+    _constraints(x, q, a, ws)
+    jac, n = ws.jac.copy(), x.shape[0]
+    step = 1e-7
+    for c in range(a.slot_dof.shape[0]):
+        for s in range(3):
+            d = a.slot_dof[c, s]
+            if d < 0:
+                continue
+            for k in range(3):
+                values = []
+                for sign in (1.0, -1.0):
+                    xs, qs = x.copy(), q.copy()
+                    if d < n:
+                        xs[d, k] += sign * step
+                    else:
+                        qs[d - n] = _turned(q[d - n], sign * step * np.eye(3)[k])
+                    _constraints(xs, qs, a, ws)
+                    values.append(ws.value[c].copy())
+                fd = (values[0] - values[1]) / (2 * step)
+                assert np.abs(jac[c, s][:, k] - fd).max() <= 1e-6, (c, s, k, jac[c, s][:, k], fd)
+
+
+def test_the_compliance_energy_of_the_constraints_is_the_rods_energy():
+    """1/2 C^T alpha^-1 C summed over the constraints, less the loads' work, is rod_energy.py's energy:
+    the model's rest states are the rod's."""
+    model, x, q = _random_state()
+    a = arrays_for(model)
+    ws = workspace(a)
+    _constraints(x, q, a, ws)
+    m = a.rest.shape[0]
+    compliance = np.vstack([a.stretch_compliance, a.bend_compliance])
+    ours = 0.5 * float(np.sum(ws.value**2 / compliance)) - float(np.sum(a.force * x))
+    rod = rod_energy(
+        x,
+        q,
+        model.rest_len,
+        model.stretch_stiff,
+        model.joint_a,
+        model.joint_b,
+        model.joint_len,
+        model.bend_stiff,
+        model.bend_rest,
+        model.node_force,
+        1.0,
+    )
+    assert m > 0 and ours == pytest.approx(rod, rel=1e-12)
+
+
+def test_a_converged_step_is_the_implicit_step():
+    """The projections of one step converge to the implicit Euler step of XPBD (Macklin et al. 2016):
+    M (x - x~) / h^2 + grad E = 0 on every free node, x~ the position predicted from rest."""
+    doc = case(cable(length=0.3, segments=12), solver=dict(MODEL))
+    h = harness(doc)
+    session = h.cables["W1"]
+    model = session.model
+    state = session.state.copy()
+    apply_boundary(model, state, session.boundary)
+    a = arrays_for(model)
+    ws = workspace(a)
+    x, q, v = state.positions.copy(), state.quats.copy(), np.zeros_like(state.positions)
+    x_before = x.copy()
+    dt = 2e-3
+    used, ok = time_step(x, q, v, a, ws, dt, 200, 1e-14)
+    assert ok and used > 1
+    from solver_core.newton import gradient_at
+
+    grad = gradient_at(
+        x,
+        q,
+        model.node_dof,
+        model.rot_dof,
+        model.n_dof,
+        model.rest_len,
+        model.stretch_stiff,
+        model.joint_a,
+        model.joint_b,
+        model.joint_len,
+        model.bend_stiff,
+        model.bend_rest,
+        model.node_force,
+        model.rot_couple,
+        1.0,
+    )
+    free = a.node_weight > 0
+    mass = 1.0 / a.node_weight[free]
+    nodal = grad[model.node_dof[free][:, None] + np.arange(3)]
+    inertia = mass[:, None] * (x[free] - x_before[free]) / dt**2
+    weight = float(np.abs(a.force).max())
+    assert np.abs(inertia + nodal).max() <= 1e-6 * weight
+    assert np.abs(inertia).max() > 0.1 * weight  # the step moved: inertia and elastic forces both matter
+    assert np.allclose(v, (x - x_before) / dt)
+
+
+def test_a_cantilever_rest_state_is_the_rods():
+    """The same discrete rod solved by Newton's method and by XPBD steps: the same rest state and the
+    same holder reactions, to what the force tolerance leaves open (1e-8 of the force scale per free
+    node, which XPBD's linear convergence reaches just under, Newton's quadratic one far under)."""
+    for segments in (20, 80):
+        doc = case(
+            cable(length=0.3, diameter=0.004, segments=segments, material={"E": 1e10, "nu": 0.3, "density": 1200})
+        )
+        rod = first(solve(doc))
+        ours = first(solve(dict(doc, solver=dict(MODEL))))
+        assert ours["converged"] and ours["stable"], ours["message"]
+        sag = abs(rod["nodes"][-1][2])
+        assert np.abs(np.subtract(ours["nodes"], rod["nodes"])).max() <= 1e-5 * sag
+        for key in ("force", "moment"):
+            np.testing.assert_allclose(
+                ours["end_forces"]["start"][key], rod["end_forces"]["start"][key], rtol=2e-5, atol=1e-9
+            )
+
+
+def test_warm_steps_of_a_clamped_u_stay_on_the_rods_path():
+    """Lv 2017's cable clamped at both ends into a U, one end moved in steps: every step converges
+    where the Newton-solved rod does."""
+    start = {"position": [0.0, 0.0, 0.0], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}
+    end = {"position": [0.25, 0.0, 0.0], "tangent": [-1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}
+    doc = case(cable(length=0.5, segments=40, start=start, end=end))
+    doc["steps"] = [
+        {"cables": {"W1": {"end": dict(end, position=[0.25 - 0.004 * k, 0.0, 0.002 * k])}}} for k in range(1, 6)
+    ]
+    rod = solve(doc)
+    ours = solve(dict(doc, solver=dict(MODEL)))
+    for a, b in zip(ours["steps"], rod["steps"], strict=True):
+        mine, theirs = a["cables"]["W1"], b["cables"]["W1"]
+        assert mine["converged"] and mine["stable"], mine["message"]
+        assert np.abs(np.subtract(mine["nodes"], theirs["nodes"])).max() <= 1e-6 * 0.5
+
+
+def test_the_tip_loaded_elastica_matches_the_rod():
+    from solver.test_model_references import tip_loaded
+
+    rod = first(solve(tip_loaded(20)))
+    ours = first(solve(tip_loaded(20, "cosserat_pbd")))
+    assert ours["converged"] and ours["stable"]
+    assert np.abs(np.subtract(ours["nodes"], rod["nodes"])).max() <= 1e-6 * L
+
+
+def test_the_omega_twisted_by_two_pi_follows_the_cosserat_rod():
+    """Linn et al.'s Omega twisted by 2 pi in 25 steps (test_kirchhoff_cg.py): the bend-twist
+    coupling turns it out of its plane, every step where the Newton-solved rod goes."""
+    _, ours = _omega_steps("cosserat_pbd", 10)
+    _, rod = _omega_steps(None, 10)
+    assert max(float(np.abs(s[:, 1]).max()) for s in ours) > 0.002
+    assert max(float(np.abs(a - b).max()) for a, b in zip(ours, rod, strict=True)) <= 1e-5
+
+
+def test_a_pre_formed_ring_without_loads_stays_a_ring():
+    """The bend-twist constraint measures the rotation from the rest one (Chen 2023, Eq. 13)."""
+    R, segments = 0.1, 40
+    length = 1.5 * math.pi * R
+    doc = case(
+        cable(length=length, segments=segments, rest={"curvature": [0.0, 1.0 / R]}),
+        gravity=[0.0, 0.0, 0.0],
+        solver=dict(MODEL),
+    )
+    result = first(solve(doc))
+    assert result["converged"] and result["stable"]
+    nodes = np.array(result["nodes"])
+    chord = length / segments
+    rho = chord / (2.0 * math.sin(0.5 * chord / R))
+    np.testing.assert_allclose(np.linalg.norm(nodes - [0.0, 0.0, rho], axis=1), rho, atol=1e-7 * R)
+
+
+def test_a_column_past_buckling_leaves_the_straight_saddle_for_the_buckled_elastica():
+    """Twice the cantilever's Euler load from a straight start: the straight column is a saddle of the
+    rod's energy, perfectly balanced (no step moves it sideways); the solve finds it unstable by the
+    rod's Hessian, leaves it along its lowest mode and rests on the buckled elastica (Timoshenko & Gere,
+    Sec. 2.7). Half the Euler load: the straight column stands and is a minimum."""
+    from scipy.optimize import brentq
+    from scipy.special import ellipe, ellipk
+
+    for load, buckles in ((0.5, False), (2.0, True)):
+        force = {"s": L, "force": [-load * math.pi**2 * EI / (4 * L**2), 0.0, 0.0]}
+        result = first(solve(case(beam(20, loads=[force]), gravity=[0.0, 0.0, 0.0], solver=dict(MODEL))))
+        assert result["converged"] and result["stable"], result["message"]
+        tip = np.asarray(result["nodes"][-1])
+        off_axis = float(np.linalg.norm(tip[1:]))
+        if not buckles:
+            assert off_axis < 1e-9
+            continue
+        k = brentq(lambda k: ellipk(k * k) - 0.5 * math.pi * math.sqrt(load), 1e-6, 1 - 1e-12)
+        K, E = ellipk(k * k), ellipe(k * k)
+        assert off_axis == pytest.approx(2.0 * k * L / K, abs=0.01 * L)
+        assert tip[0] == pytest.approx(L * (2.0 * E / K - 1.0), abs=0.01 * L)
+
+
+def test_a_budget_too_small_to_come_to_rest_is_a_failure_that_keeps_the_last_state():
+    """Chen et al.'s heavy, soft 1 m cable (Table 1) falling from straight takes thousands of time
+    steps to come to rest; a budget of 50 (solver.max_iterations 1) is not enough: a failure, named."""
+    ea = 1e11 * math.pi * 0.025**2
+    material = {"EA": ea, "GA": ea, "EI": 0.1, "GJ": 0.5, "linear_density": 50.0}
+    doc = case(cable(length=1.0, diameter=0.05, segments=20, material=material), solver=dict(MODEL, max_iterations=1))
+    h = harness(doc)
+    before = h.world_nodes("W1").copy()
+    report = h.solve_step()["W1"]
+    assert not report.converged and "did not come to rest" in report.message
+    assert np.array_equal(h.world_nodes("W1"), before)
+    result = solve(doc)["steps"][0]["cables"]["W1"]
+    assert result["converged"] is False
+
+
+def test_a_rest_state_off_by_more_than_the_tolerance_is_not_converged():
+    """The acceptance test is the rod's own force balance: a state a hair off the rest state fails it."""
+    doc = case(cable(length=0.3, segments=20), solver=dict(MODEL))
+    h = harness(doc)
+    assert h.solve_step()["W1"].converged
+    session = h.cables["W1"]
+    x, q = session.state.positions.copy(), session.state.quats.copy()
+    assert force_residual(session.model, x, q) <= 1.0
+    x[10, 2] += 1e-6
+    assert force_residual(session.model, x, q) > 1.0
+    assert isinstance(session.state, RodState)
+
+
+PLATE = {"type": "plane", "point": [0, 0, -1], "normal": [0, 0, 1]}
+CLIP = {"s": 0.1, "frame": {"position": [0.1, 0.0, 0.0], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}}
+
+
+@pytest.mark.parametrize(
+    "edit, named",
+    [
+        (lambda d: d.update(obstacles=[PLATE]), "obstacles"),
+        (lambda d: d.update(contact={"cable_cable": True}), "contact.cable_cable"),
+        (lambda d: d["cables"][0].update(clips=[CLIP]), "clips"),
+        (lambda d: d["cables"][0].update(loads=[{"s": 0.3, "moment": [0.0, 0.1, 0.0]}]), "loads[0].moment"),
+    ],
+    ids=["obstacles", "cable-contact", "clip", "dead-moment"],
+)
+def test_features_the_position_based_rod_does_not_express_are_refused_by_name(edit, named):
+    doc = case(cable(length=0.3, segments=10), solver=dict(MODEL))
+    edit(doc)
+    with pytest.raises(CaseError) as refused:
+        parse_case(doc)
+    assert named in str(refused.value) and "cosserat_pbd" in str(refused.value)
+
+
+def test_a_cable_moved_step_by_step_keeps_converging_and_follows_the_rod_when_turned():
+    """An end frame turned about the cable in steps (the twist carried by the boundary quaternion)."""
+    start = {"position": [0.0, 0.0, 0.0], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}
+    end = {"position": [0.25, 0.0, -0.05], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}
+    shapes = {}
+    for model in ("cosserat", "cosserat_pbd"):
+        h = harness(case(cable(length=0.3, segments=20, start=start, end=end), solver={"model": model}))
+        assert h.solve_step()["W1"].converged
+        for k in range(1, 9):
+            angle = 0.5 * math.pi * k / 8
+            frame = Frame(
+                np.array([0.25, 0.0, -0.05]),
+                np.array([1.0, 0.0, 0.0]),
+                np.array([0.0, -math.sin(angle), math.cos(angle)]),
+            )
+            report = h.solve_step({"W1": CableChange(end=frame)})["W1"]
+            assert report.converged and report.stable, report.message
+        shapes[model] = h.world_nodes("W1")
+    assert np.abs(shapes["cosserat"] - shapes["cosserat_pbd"]).max() <= 1e-6
+
+
+def test_ends_that_leave_the_roll_free_rest_where_the_rods_do():
+    """Connectors without a normal hold the cable's direction, not its roll about it (the boundary
+    quaternion free about its own axis): a sagging cable between two such ends, moved, rests where the
+    Newton-solved rod does, untwisted."""
+    from solver.test_dynamics import hanging_case, moved_end
+
+    harnesses = []
+    for model in ("cosserat", "cosserat_pbd"):
+        doc = hanging_case(None)
+        doc["solver"] = {"model": model}
+        h = harness(doc)
+        assert h.solve_step()["c"].converged
+        report = h.solve_step(moved_end(h, [0.0, 0.05, -0.03]))["c"]
+        assert report.converged and report.stable, report.message
+        harnesses.append(h)
+    rod, ours = (h.world_nodes("c") for h in harnesses)
+    assert np.abs(rod - ours).max() <= 1e-6 * 0.5
