@@ -9,7 +9,8 @@
    per period; then 100 periods undamped at 100 steps per period: the energy left.
 2. A sagging 0.5 m Lv 2017 cable whose end is swung 5 cm sideways in 0.1 s: milliseconds of solving per
    frame (1/24 s) at time steps of 4 and 2 ms, for 20 and 100 segments (median of 24 frames), and how
-   many times real time that is. Pinned to one core.
+   many times real time that is; the same with solver.model "cosserat_pbd" (XPBD steps). Pinned to one
+   core.
 """
 
 import os
@@ -51,8 +52,9 @@ def energy_kept():
     return energy(h) / start
 
 
-def swing_frames(segments, time_step):
+def swing_frames(segments, time_step, model="cosserat"):
     doc = hanging_case({"time_step": time_step, "damping": 0.5}, segments)
+    doc["solver"]["model"] = model
     h = Harness.from_case(parse_case(doc))
     h.solve_step()
     end = h.cables["c"].boundary.end
@@ -76,13 +78,15 @@ def main() -> None:
             f"cantilever period error, {segments} segments, 40 steps per period: {period_error(segments) * 100:+.2f} %"
         )
     print(f"energy left after 100 periods undamped (100 steps per period): {energy_kept() * 100:.2f} %")
-    for segments in (20, 100):
-        for time_step in (0.004, 0.002):
-            ms = swing_frames(segments, time_step)
-            print(
-                f"swinging cable, {segments} segments, time step {time_step * 1e3:.0f} ms: {ms:.1f} ms per frame "
-                f"(1/24 s; {1000.0 / 24.0 / ms:.1f}x real time)"
-            )
+    swing_frames(20, 0.004, "cosserat_pbd")
+    for model in ("cosserat", "cosserat_pbd"):
+        for segments in (20, 100):
+            for time_step in (0.004, 0.002):
+                ms = swing_frames(segments, time_step, model)
+                print(
+                    f"swinging cable, {model}, {segments} segments, time step {time_step * 1e3:.0f} ms: "
+                    f"{ms:.1f} ms per frame (1/24 s; {1000.0 / 24.0 / ms:.1f}x real time)"
+                )
 
 
 if __name__ == "__main__":

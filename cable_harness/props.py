@@ -616,7 +616,7 @@ class CableHarnessSceneSettings(bpy.types.PropertyGroup):
                 "cosserat_pbd",
                 "Cosserat Rod, PBD (Chen 2023)",
                 "The Cosserat rod of Chen et al. 2023 solved by position-based dynamics (XPBD) to rest: "
-                "cables held at their two ends only (pre-formed ones too), no colliders, quasi-static only",
+                "cables held at their two ends only (pre-formed ones too), no colliders; Dynamic by XPBD steps",
             ),
         ],
         default="cosserat",

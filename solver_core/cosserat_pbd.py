@@ -58,6 +58,7 @@ MOVE_LIMIT = 0.5  # a projection moving a node by more than this many segment le
 MOVE_TOLERANCE = 1e-10  # a step has converged when no projection moves anything more (relative)
 STEP_REDUCTION = 1e-3
 DIVERGED_AFTER = 8  # projections after which a step whose moves have not shrunk is given up
+LONGEST_STEP = 1e6  # the longest time step, in first time steps (FIRST_STEP_PERIODS)
 GROW_AFTER = 8  # quick steps in a row after a failed one before the time step is doubled again
 FIRST_STEP_PERIODS = 0.05  # the first time step, in periods of the cantilever's first bending mode
 SADDLE_ESCAPES = 5
@@ -532,6 +533,7 @@ def solve_pbd(model, start, max_steps: int = MAX_STEPS):
     q = np.ascontiguousarray(start.quats, dtype=float).copy()
     v = np.zeros_like(x)
     h = first_time_step(model)
+    longest = LONGEST_STEP * h  # beyond it the masses no longer weigh: the steps are Newton's
     decay_rate = FIRST_STEP_PERIODS * 2.0 * math.pi / h  # the first mode's angular frequency
     mass = np.where(a.node_weight > 0.0, 1.0 / np.where(a.node_weight > 0.0, a.node_weight, 1.0), 0.0)
     kinetic_before = 0.0
@@ -539,12 +541,15 @@ def solve_pbd(model, start, max_steps: int = MAX_STEPS):
     steps = projections = escapes = 0
     stable = False
     residual = force_residual(model, x, q)
+    judged = False  # whether ``stable`` is the minimum test of the state as it is
     while steps < max_steps:
         if residual <= 1.0:
             stable, direction = _lowest_mode(model, x, q)
+            judged = True
             if stable or escapes >= SADDLE_ESCAPES or direction is None or not _leave_saddle(model, x, q, direction):
                 break
             escapes += 1
+            judged = False
             v[:] = 0.0
             residual = force_residual(model, x, q)
             continue
@@ -559,6 +564,7 @@ def solve_pbd(model, start, max_steps: int = MAX_STEPS):
             if h < 1e-9:
                 break
             continue
+        judged = False
         v *= math.exp(-decay_rate * h)
         kinetic = float(np.sum(mass[:, None] * v * v))
         if kinetic < kinetic_before:
@@ -567,9 +573,11 @@ def solve_pbd(model, start, max_steps: int = MAX_STEPS):
         kinetic_before = kinetic
         quick = quick + 1 if used <= QUICK_STEP else min(quick, 0)
         if quick > 0:
-            h *= 2.0
+            h = min(2.0 * h, longest)
         residual = force_residual(model, x, q)
     residual = force_residual(model, x, q)  # what is reported is judged on the state returned
     converged = bool(residual <= 1.0 and np.isfinite(x).all())
+    if converged and not judged:  # the budget ran out on the step that came to rest
+        stable = _lowest_mode(model, x, q)[0]
     state = RodState(x, q)
     return state, converged, converged and stable, steps, projections, residual, (time.perf_counter() - t0) * 1e3

@@ -49,9 +49,12 @@ def test_dynamic_scene_writes_solver_dynamics_into_its_case():
     assert "dynamics" not in case_document(bpy.context.scene, [cable])["solver"]
 
 
-def test_dynamic_bake_matches_the_solver_stepped_at_the_frame_rate_and_swings_on():
+@pytest.mark.parametrize("model", ["cosserat", "cosserat_pbd"])
+def test_dynamic_bake_matches_the_solver_stepped_at_the_frame_rate_and_swings_on(model):
+    """Either model that has dynamics: the rod's Bathe steps or the position-based rod's XPBD steps."""
     _start, end, cable = _swinging_scene()
     scene = bpy.context.scene
+    scene.cable_harness.model = model
     scene.frame_set(1)
     # the solver on its own: the scene's case, the end connector's place at every frame, 1/24 s apart
     solver = _extension("solver_core")

@@ -113,7 +113,7 @@ def test_a_converged_step_is_the_implicit_step():
     x, q, v = state.positions.copy(), state.quats.copy(), np.zeros_like(state.positions)
     x_before = x.copy()
     dt = 2e-3
-    used, ok = time_step(x, q, v, a, ws, dt, 200, 1e-14)
+    used, ok = time_step(x, q, v, a, ws, dt, 200, 1e-14, 1e-12)
     assert ok and used > 1
     from solver_core.newton import gradient_at
 
@@ -251,6 +251,22 @@ def test_a_budget_too_small_to_come_to_rest_is_a_failure_that_keeps_the_last_sta
     assert np.array_equal(h.world_nodes("W1"), before)
     result = solve(doc)["steps"][0]["cables"]["W1"]
     assert result["converged"] is False
+
+
+def test_a_budget_that_runs_out_on_the_step_that_comes_to_rest_still_tests_the_minimum():
+    """The rest state reached by the last step the budget allows is judged (a minimum), not reported as
+    an untested saddle."""
+    from solver_core.cosserat_pbd import solve_pbd
+
+    doc = case(cable(length=0.3, segments=20), solver=dict(MODEL))
+    h = harness(doc)
+    session = h.cables["W1"]
+    start = session.state.copy()
+    apply_boundary(session.model, start, session.boundary)
+    _state, converged, stable, steps, *_rest = solve_pbd(session.model, start)
+    assert converged and stable and steps > 1
+    _state, converged, stable, *_rest = solve_pbd(session.model, start, max_steps=steps)
+    assert converged and stable
 
 
 def test_a_rest_state_off_by_more_than_the_tolerance_is_not_converged():
