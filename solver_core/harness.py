@@ -24,15 +24,12 @@ from .case import (
 from .clearance import clearance_to_triangles
 from .contact import PENETRATION_TOLERANCE
 from .contact_geometry import nodes_within
-from .cosserat_pbd import solve_pbd
 from .diagnostics import max_axial_strain
 from .dynamics import Motion, solve_dynamic_step
 from .equilibrium import (
     MAX_CONTINUATION_DEPTH,
     SNAP_THROUGH_ROUNDS,
-    SOLVE_BUDGET,
     SolveReport,
-    _relative_residual,
     held_frames,
     solve_equilibrium,
 )
@@ -40,9 +37,7 @@ from .errors import CaseError
 from .interactions import ContactSettings, Interactions
 from .junction_contact import cables_touch
 from .junctions import JunctionReport, JunctionSystem
-from .kirchhoff_cg import readings as kirchhoff_readings
-from .kirchhoff_cg import solve_kirchhoff
-from .mass_spring import is_minimum, readings, solve_mass_spring
+from .model_solves import solve_with_model
 from .obstacles import ObstacleSet, obstacles_from_case
 from .pbd_dynamics import solve_pbd_dynamic_step
 from .predictor import StepMemory, hold_vector, secant_displacement
@@ -51,8 +46,6 @@ from .rod_group import GroupBoundary, GroupInteractions, join_models
 from .rod_model import Boundary, RodModel, build_rod_model
 from .rod_state import (
     RodState,
-    apply_boundary,
-    framed_state,
     initial_centerline,
     initial_state,
     interpolate_boundary,
@@ -357,15 +350,8 @@ class Harness:
             if not session.interactions.settings.friction:
                 predictor = secant_displacement(session.last_step, session.state.positions, hold_now, hold_next)
         model_name = self.case.solver.model
-        if model_name != "cosserat" and session.interactions.uses_contact:
-            # obstacles handed to the harness after the case was read (the Blender layer's colliders)
-            report, spent = self._refused_for_contact(session, model_name), 0
-        elif model_name == "mass_spring":
-            report, spent = self._solve_mass_spring(session, target), 0
-        elif model_name == "kirchhoff_cg":
-            report, spent = self._solve_kirchhoff(session, target), 0
-        elif model_name == "cosserat_pbd":
-            report, spent = self._solve_pbd(session, target), 0
+        if model_name != "cosserat":
+            report, spent = solve_with_model(model_name, session, target, self.case.solver.max_iterations), 0
         else:
             report, spent = self._solve_from_coarse(cable_id, session, target) if previous is None else (None, 0)
         if report is None:
@@ -413,110 +399,6 @@ class Harness:
             # the twist a model followed through whole turns (kirchhoff_cg) goes with the state kept
             session.twist = next((r.get("twist") for kept, r in session.readings or () if kept is report.state), None)
         report.solve_ms = (time.perf_counter() - t0) * 1e3
-        return report
-
-    def _solve_mass_spring(self, session: CableSession, target: Boundary) -> SolveReport:
-        """The cable as Lv 2017's mass-spring chain (mass_spring.py), relaxed from its last state with the
-        held points moved (its first: from its initial guess); its readings kept for the results.
-        Converged: every free point's force within the rod model's force tolerance, at a minimum."""
-        model = session.model
-        start = session.state.copy()  # before the first solve: the initial guess, sagging with the loads
-        apply_boundary(model, start, target)
-        free = ~model.held_nodes()
-        tolerance = float(model.dof_tol[model.node_dof[free]].min()) if free.any() else 0.0
-        x, converged, steps, largest, ms, arrays = solve_mass_spring(model, start.positions, target, tolerance)
-        state, _roll = framed_state(model, target, x)
-        # a dead moment is not conservative in 3-D (as for the rod: its stability is left unjudged)
-        judged = not arrays.couple.any()
-        stable = (is_minimum(x, arrays) if judged else None) if converged else False
-        message = _rest_message(
-            converged, largest, tolerance, f"the mass-spring relaxation, stopped after {steps} steps,"
-        )
-        if not converged and np.isfinite(largest) and abs(float(arrays.twist.sum())) > 0.9 * np.pi:
-            message += (
-                "; its ends ask for about half a turn of twist, which the chain's torsion springs (the "
-                "angle between osculating planes, modulo a half turn) cannot tell from none"
-            )
-        if converged and stable is False:
-            converged = False
-            message = "the mass-spring chain came to rest on a saddle of its energy: not an equilibrium to keep"
-        report = SolveReport(state, converged, steps, largest / model.force_scale, 0, ms, message)
-        report.stable = stable
-        # the last two: a step refused afterwards (ultimate strain) keeps reporting the state before it
-        session.readings = ((state, readings(model, x, arrays)), *(session.readings or ())[:1])
-        return report
-
-    def _refused_for_contact(self, session: CableSession, model_name: str) -> SolveReport:
-        report = SolveReport(
-            session.state.copy(),
-            False,
-            0,
-            0.0,
-            0,
-            0.0,
-            f'solver.model "{model_name}" has no contact, and there are obstacles (colliders) near the cable: '
-            f"not solved, so that it cannot pass through them; use the cosserat model",
-        )
-        report.refused = True
-        return report
-
-    def _solve_kirchhoff(self, session: CableSession, target: Boundary) -> SolveReport:
-        """The cable as Linn et al.'s Kirchhoff rod (kirchhoff_cg.py), minimised by nonlinear CG from its
-        last state with the held nodes moved (its first: from its initial guess), the end twist followed
-        from its last solve; its readings kept for the results. Converged: every free node's force
-        within the rod model's force tolerance, at a minimum."""
-        model = session.model
-        start = session.state.copy()
-        apply_boundary(model, start, target)
-        free = ~model.held_nodes()
-        tolerance = float(model.dof_tol[model.node_dof[free]].min()) if free.any() else 0.0
-        x, converged, stable, iterations, largest, ms, arrays = solve_kirchhoff(
-            model,
-            start.positions,
-            target,
-            tolerance,
-            session.twist if session.solved else None,
-            SOLVE_BUDGET * self.case.solver.max_iterations,
-        )
-        own = kirchhoff_readings(model, x, arrays)
-        state, _roll = framed_state(model, target, x, own["twist"] if arrays.twist_k > 0.0 else None)
-        message = _rest_message(
-            converged, largest, tolerance, f"the nonlinear CG minimisation, stopped after {iterations} iterations,"
-        )
-        if converged and not stable:
-            converged = False
-            message = "the Kirchhoff rod came to rest on a saddle of its energy: not an equilibrium to keep"
-        report = SolveReport(state, converged, iterations, largest / model.force_scale, 0, ms, message)
-        report.stable = stable
-        session.readings = ((state, own), *(session.readings or ())[:1])
-        return report
-
-    def _solve_pbd(self, session: CableSession, target: Boundary) -> SolveReport:
-        """The cable as Chen et al.'s Cosserat rod solved by position-based dynamics (cosserat_pbd.py):
-        quasi-static XPBD steps from its last state with the held nodes and frames moved (its first:
-        from its initial guess). Its unknowns and energy are the rod's, so its results are built as
-        the rod's. Converged: every free dof's force within the rod model's tolerance, at a minimum
-        of the rod's energy (its Hessian)."""
-        model = session.model
-        start = session.state.copy()
-        apply_boundary(model, start, target)
-        state, converged, stable, steps, projections, ratio, ms = solve_pbd(
-            model, start, SOLVE_BUDGET * self.case.solver.max_iterations
-        )
-        if converged and not stable:
-            converged = False
-            message = "the position-based Cosserat rod came to rest on a saddle of its energy: not an equilibrium"
-        elif converged:
-            message = "converged"
-        elif not np.isfinite(ratio):
-            message = "the position-based Cosserat rod blew up: its forces are not finite"
-        else:
-            message = (
-                f"the position-based Cosserat rod did not come to rest in {steps} steps ({projections} "
-                f"projections): largest force {ratio:.3g} times its tolerance"
-            )
-        report = SolveReport(state, converged, projections, _relative_residual(model, ratio), 0, ms, message)
-        report.stable = stable
         return report
 
     def _solve_from_coarse(self, cable_id: str, session: CableSession, target: Boundary) -> tuple:
@@ -1021,15 +903,6 @@ class Harness:
     def cable_result(self, cable_id: str) -> dict:
         """The result document of one cable (case format, section Result; built in results.py)."""
         return cable_result(self, cable_id)
-
-
-def _rest_message(converged: bool, largest: float, tolerance: float, which: str) -> str:
-    """A model without Newton's method (mass_spring, kirchhoff_cg): what its rest search came to."""
-    if converged:
-        return "converged"
-    if not np.isfinite(largest):
-        return f"{which} blew up: its forces are not finite"
-    return f"{which} did not come to rest: largest force on a free node {largest:.3g} N, tolerance {tolerance:.3g} N"
 
 
 def _same_input(a: tuple, b: tuple) -> bool:
