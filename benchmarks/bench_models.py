@@ -207,7 +207,7 @@ def main():
         print(f"| {name} | {model} | {converged} | {err} | {solve_ms} | {step} |")
     print(f"Lv 2017 headline, 80 mass points: {headline():.1f} ms per solve after a 2 mm end move (theirs: < 33 ms)")
     linn_headline()  # compile
-    for model in ("kirchhoff_cg", "cosserat"):
+    for model in ("kirchhoff_cg", "cosserat_pbd", "cosserat"):
         print(
             f"Linn et al. headline, Omega twisted by 2 pi in 25 steps, 10 segments, {model}: "
             f"{linn_headline(model):.2f} ms per step (theirs: 6 ms)"
