@@ -4,7 +4,8 @@
 numba compiles a kernel on its first call and caches it on disk (``_jit``); the first solve after an
 install or an upgrade would otherwise spend a minute compiling. ``warm_up`` solves small cases that
 take the common kernel paths once (a clamped and a free cable, fixed and sliding clips, a plane, a
-sphere and a mesh, friction, cable-cable contact and a step), then leaves a marker in the cache
+sphere and a mesh, friction, cable-cable contact and a step; a cantilever with each other
+solver.model), then leaves a marker in the cache
 folder. The Blender layer runs it as ``python -m solver_core.warmup`` in a separate process, so that
 the compile never holds up the interface.
 
@@ -89,6 +90,24 @@ _BARE_CASE = {
     "steps": [{"cables": {"clamped": {"end": {"position": [0.28, 0.02, 0.0], "tangent": [1, 0, 0]}}}}],
 }
 
+# the other models' kernels (solver.model): a short cantilever and one step, for each of them
+_MODEL_CASE = {
+    "format": "cable-harness-case/1",
+    "cables": [
+        {
+            "id": "cantilever",
+            "length": 0.2,
+            "diameter": 0.004,
+            "material": _MATERIAL,
+            "segments": 8,
+            "start": {"position": [0.0, 0.0, 0.0], "tangent": [1, 0, 0], "normal": [0, 0, 1]},
+            "end": None,
+        }
+    ],
+    "steps": [{"cables": {"cantilever": {"start": {"position": [0.0, 0.0, 0.01], "tangent": [1, 0, 0]}}}}],
+}
+OTHER_MODELS = ("cosserat_pbd", "kirchhoff_cg", "mass_spring")
+
 
 def _box_triangles() -> np.ndarray:
     vertices = np.array(_BOX["vertices"], dtype=np.float64)
@@ -171,6 +190,8 @@ def warm_up() -> float:
     solve_case(parse_case(_CASE))
     # the clearance read-out of a bake and a report (not part of a solve)
     clearance_to_triangles(np.array([[0.15, 0.0, -0.1], [0.15, 0.0, -0.12]]), 0.002, _box_triangles())
+    for model in OTHER_MODELS:  # a scene switched to another model does not stop to compile it
+        solve_case(parse_case({**_MODEL_CASE, "solver": {"model": model}}))
     seconds = time.perf_counter() - t0
     WARM_MARKER.parent.mkdir(parents=True, exist_ok=True)
     WARM_MARKER.write_text(f"{seconds:.1f} s\n")

@@ -24,6 +24,13 @@ def test_the_warm_up_case_takes_contact_friction_clips_and_a_step_and_converges(
         assert all(c["converged"] for c in step["cables"].values())
 
 
+@pytest.mark.parametrize("model", warmup_module.OTHER_MODELS)
+def test_the_warm_up_takes_every_other_model_through_a_converged_step(model):
+    result = solve_case(parse_case({**warmup_module._MODEL_CASE, "solver": {"model": model}}))
+    assert len(result["steps"]) == 2
+    assert all(c["converged"] for step in result["steps"] for c in step["cables"].values())
+
+
 def test_warm_up_leaves_its_marker_in_this_sources_cache_folder(tmp_path):
     warm_up()
     assert kernels_are_warm() and warmup_module.WARM_MARKER.exists()
