@@ -45,9 +45,12 @@ import numpy as np
 
 from ._jit import njit
 from .banded import band_cholesky, band_cholesky_solve
-from .newton import gradient_at
+from .diagnostics import elastic_and_load_energy
+from .end_stiffness import hessian_band
+from .newton import rod_gradient
 from .newton_assembly import constrained_residual, prepare_system, retract
-from .rod_energy import rod_energy, rod_gradient_hessian
+from .rod_state import RodState
+from .rotations import quat_retract, quat_to_matrix
 from .stability import STABILITY_SHIFT, factor_shifted, negative_curvature_direction
 
 MAX_STEPS = 400  # time steps per solve (the harness passes its own budget)
@@ -101,16 +104,7 @@ def _constraints(x, q, a, ws):
     R = np.empty((3, 3))
     p = np.empty(4)
     for i in range(m):
-        w0, w1, w2, w3 = q[i, 0], q[i, 1], q[i, 2], q[i, 3]
-        R[0, 0] = 1 - 2 * (w2 * w2 + w3 * w3)
-        R[0, 1] = 2 * (w1 * w2 - w0 * w3)
-        R[0, 2] = 2 * (w1 * w3 + w0 * w2)
-        R[1, 0] = 2 * (w1 * w2 + w0 * w3)
-        R[1, 1] = 1 - 2 * (w1 * w1 + w3 * w3)
-        R[1, 2] = 2 * (w2 * w3 - w0 * w1)
-        R[2, 0] = 2 * (w1 * w3 - w0 * w2)
-        R[2, 1] = 2 * (w2 * w3 + w0 * w1)
-        R[2, 2] = 1 - 2 * (w1 * w1 + w2 * w2)
+        quat_to_matrix(q[i], R)
         length = a.rest[i]
         e0, e1, e2 = x[i + 1, 0] - x[i, 0], x[i + 1, 1] - x[i, 1], x[i + 1, 2] - x[i, 2]
         u0 = (R[0, 0] * e0 + R[1, 0] * e1 + R[2, 0] * e2) / length
@@ -284,25 +278,11 @@ def project(x, q, x_pred, q_pred, a, ws, inv_h2):
         else:
             for k in range(3):
                 theta[k] = ws.move[d, k]
-            _retract(q[d - n], theta, moved)
+            quat_retract(q[d - n], theta, moved)
             q[d - n, :] = moved
         if not (size <= largest):
             largest = size
     return largest, True
-
-
-@njit
-def _retract(q, theta, out):
-    angle = math.sqrt(theta[0] * theta[0] + theta[1] * theta[1] + theta[2] * theta[2])
-    c = math.cos(0.5 * angle)
-    s = 0.5 if angle < 1e-12 else math.sin(0.5 * angle) / angle
-    e0, e1, e2, e3 = c, s * theta[0], s * theta[1], s * theta[2]
-    w = q[0] * e0 - q[1] * e1 - q[2] * e2 - q[3] * e3
-    x = q[0] * e1 + q[1] * e0 + q[2] * e3 - q[3] * e2
-    y = q[0] * e2 - q[1] * e3 + q[2] * e0 + q[3] * e1
-    z = q[0] * e3 + q[1] * e2 - q[2] * e1 + q[3] * e0
-    norm = math.sqrt(w * w + x * x + y * y + z * z)
-    out[0], out[1], out[2], out[3] = w / norm, x / norm, y / norm, z / norm
 
 
 @njit
@@ -430,38 +410,16 @@ def first_time_step(model) -> float:
     return FIRST_STEP_PERIODS * 2.0 * math.pi / omega
 
 
-def _rod_terms(model):
-    return (
-        model.node_dof,
-        model.rot_dof,
-        model.n_dof,
-        model.rest_len,
-        model.stretch_stiff,
-        model.joint_a,
-        model.joint_b,
-        model.joint_len,
-        model.bend_stiff,
-        model.bend_rest,
-        model.node_force,
-        model.rot_couple,
-        1.0,
-    )
-
-
 def force_residual(model, x, q) -> float:
     """The largest force (moment) on a free dof relative to the rod model's tolerance for it."""
-    grad = gradient_at(x, q, *_rod_terms(model))
-    return float(constrained_residual(grad, model.fixed, model.dof_tol))
+    return float(constrained_residual(rod_gradient(model, x, q), model.fixed, model.dof_tol))
 
 
 def _lowest_mode(model, x, q, inertia=None):
     """(whether the rod's Hessian at (x, q), plus the diagonal ``inertia`` per dof where given, is
     positive definite on the free dofs, its direction of most negative curvature where it is not)."""
     n_dof, bw = model.n_dof, model.bw
-    band = np.zeros((n_dof, bw + 1))
-    grad = np.zeros(n_dof)
-    t = _rod_terms(model)
-    rod_gradient_hessian(x, q, t[0], t[1], *t[3:], grad, band, np.int64(bw), np.bool_(True), 1.0)
+    _grad, band = hessian_band(model, RodState(x, q))
     if inertia is not None:
         band[:, bw] += inertia
     damping = np.zeros(n_dof)
@@ -496,10 +454,9 @@ def incremental_minimum(model, x, q, a: PbdArrays, h: float) -> bool:
 def _leave_saddle(model, x, q, direction) -> bool:
     """Move (x, q) in place along ``direction`` (either way) until the rod's energy is below the
     saddle's; False where no length does it."""
-    t = _rod_terms(model)
 
     def energy(pos, quat):
-        return rod_energy(pos, quat, t[3], t[4], t[5], t[6], t[7], t[8], t[9], t[10], 1.0)
+        return elastic_and_load_energy(model, RodState(pos, quat))
 
     here = energy(x, q)
     size = float(np.abs(direction).max())
@@ -524,8 +481,6 @@ def solve_pbd(model, start, max_steps: int = MAX_STEPS):
     nearest a minimum along its motion). The time step starts at FIRST_STEP_PERIODS of that mode,
     doubles after a step whose projections converged quickly and halves (velocities discarded)
     after one whose projections did not converge."""
-    from .rod_state import RodState
-
     t0 = time.perf_counter()
     a = arrays_for(model)
     ws = workspace(a)

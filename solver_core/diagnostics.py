@@ -3,7 +3,7 @@
 
 import numpy as np
 
-from .newton import gradient_at
+from .newton import rod_gradient
 from .rod_energy import rod_energy
 from .rod_model import RodModel
 from .rod_state import RodState
@@ -92,23 +92,7 @@ def reactions(model: RodModel, state: RodState):
     f = dE/dx at held nodes, and the couple R dE/dtheta at held frames; clip moments are taken
     about the clip centre, connector moments about the connector point.
     """
-    g = gradient_at(
-        state.positions,
-        state.quats,
-        model.node_dof,
-        model.rot_dof,
-        model.n_dof,
-        model.rest_len,
-        model.stretch_stiff,
-        model.joint_a,
-        model.joint_b,
-        model.joint_len,
-        model.bend_stiff,
-        model.bend_rest,
-        model.node_force,
-        model.rot_couple,
-        1.0,
-    )
+    g = rod_gradient(model, state.positions, state.quats)
 
     def node_force(k):
         return g[model.node_dof[k] : model.node_dof[k] + 3]

@@ -953,3 +953,25 @@ def gradient_at(
         1.0,
     )
     return grad
+
+
+def rod_gradient(model, positions: np.ndarray, quats: np.ndarray) -> np.ndarray:
+    """The rod's energy gradient at (positions, quats) over every dof, the fixed ones included (there:
+    what the holders supply)."""
+    return gradient_at(
+        positions,
+        quats,
+        model.node_dof,
+        model.rot_dof,
+        model.n_dof,
+        model.rest_len,
+        model.stretch_stiff,
+        model.joint_a,
+        model.joint_b,
+        model.joint_len,
+        model.bend_stiff,
+        model.bend_rest,
+        model.node_force,
+        model.rot_couple,
+        1.0,
+    )

@@ -3,7 +3,7 @@
 finite differences, their compliance energy against the rod's energy (independently written), one
 XPBD step against the implicit step it stands for, rest states against the Newton-solved rod (the same
 discrete model, so the same state), the closed forms of test_model_references.py, Linn's twisted
-Omega, a pre-formed ring, a column past buckling (a saddle left for the buckled elastica), a budget
+Omega, a pre-formed ring (a column past buckling: test_model_references.py), a budget
 too small to reach rest shown as a failure, and case features the model does not express refused by
 name."""
 
@@ -12,13 +12,13 @@ import math
 import numpy as np
 import pytest
 from helpers.cases import cable, case, first, harness, solve
-from solver.test_analytic_references import EI, L
-from solver.test_kirchhoff_cg import _omega_steps
-from solver.test_model_references import beam
+from solver.test_analytic_references import L
+from solver.test_kirchhoff_cg import CLIP, PLATE, _omega_steps
 
 from solver_core import CableChange, CaseError, Frame, parse_case
 from solver_core.cosserat_pbd import _constraints, arrays_for, force_residual, time_step, workspace
-from solver_core.rod_energy import rod_energy
+from solver_core.diagnostics import elastic_and_load_energy
+from solver_core.newton import rod_gradient
 from solver_core.rod_state import RodState, apply_boundary
 
 MODEL = {"model": "cosserat_pbd"}
@@ -83,19 +83,7 @@ def test_the_compliance_energy_of_the_constraints_is_the_rods_energy():
     m = a.rest.shape[0]
     compliance = np.vstack([a.stretch_compliance, a.bend_compliance])
     ours = 0.5 * float(np.sum(ws.value**2 / compliance)) - float(np.sum(a.force * x))
-    rod = rod_energy(
-        x,
-        q,
-        model.rest_len,
-        model.stretch_stiff,
-        model.joint_a,
-        model.joint_b,
-        model.joint_len,
-        model.bend_stiff,
-        model.bend_rest,
-        model.node_force,
-        1.0,
-    )
+    rod = elastic_and_load_energy(model, RodState(x, q))
     assert m > 0 and ours == pytest.approx(rod, rel=1e-12)
 
 
@@ -115,25 +103,7 @@ def test_a_converged_step_is_the_implicit_step():
     dt = 2e-3
     used, ok = time_step(x, q, v, a, ws, dt, 200, 1e-14, 1e-12)
     assert ok and used > 1
-    from solver_core.newton import gradient_at
-
-    grad = gradient_at(
-        x,
-        q,
-        model.node_dof,
-        model.rot_dof,
-        model.n_dof,
-        model.rest_len,
-        model.stretch_stiff,
-        model.joint_a,
-        model.joint_b,
-        model.joint_len,
-        model.bend_stiff,
-        model.bend_rest,
-        model.node_force,
-        model.rot_couple,
-        1.0,
-    )
+    grad = rod_gradient(model, x, q)
     free = a.node_weight > 0
     mass = 1.0 / a.node_weight[free]
     nodal = grad[model.node_dof[free][:, None] + np.arange(3)]
@@ -215,29 +185,6 @@ def test_a_pre_formed_ring_without_loads_stays_a_ring():
     np.testing.assert_allclose(np.linalg.norm(nodes - [0.0, 0.0, rho], axis=1), rho, atol=1e-7 * R)
 
 
-def test_a_column_past_buckling_leaves_the_straight_saddle_for_the_buckled_elastica():
-    """Twice the cantilever's Euler load from a straight start: the straight column is a saddle of the
-    rod's energy, perfectly balanced (no step moves it sideways); the solve finds it unstable by the
-    rod's Hessian, leaves it along its lowest mode and rests on the buckled elastica (Timoshenko & Gere,
-    Sec. 2.7). Half the Euler load: the straight column stands and is a minimum."""
-    from scipy.optimize import brentq
-    from scipy.special import ellipe, ellipk
-
-    for load, buckles in ((0.5, False), (2.0, True)):
-        force = {"s": L, "force": [-load * math.pi**2 * EI / (4 * L**2), 0.0, 0.0]}
-        result = first(solve(case(beam(20, loads=[force]), gravity=[0.0, 0.0, 0.0], solver=dict(MODEL))))
-        assert result["converged"] and result["stable"], result["message"]
-        tip = np.asarray(result["nodes"][-1])
-        off_axis = float(np.linalg.norm(tip[1:]))
-        if not buckles:
-            assert off_axis < 1e-9
-            continue
-        k = brentq(lambda k: ellipk(k * k) - 0.5 * math.pi * math.sqrt(load), 1e-6, 1 - 1e-12)
-        K, E = ellipk(k * k), ellipe(k * k)
-        assert off_axis == pytest.approx(2.0 * k * L / K, abs=0.01 * L)
-        assert tip[0] == pytest.approx(L * (2.0 * E / K - 1.0), abs=0.01 * L)
-
-
 def test_a_budget_too_small_to_come_to_rest_is_a_failure_that_keeps_the_last_state():
     """Chen et al.'s heavy, soft 1 m cable (Table 1) falling from straight takes thousands of time
     steps to come to rest; a budget of 50 (solver.max_iterations 1) is not enough: a failure, named."""
@@ -280,10 +227,6 @@ def test_a_rest_state_off_by_more_than_the_tolerance_is_not_converged():
     x[10, 2] += 1e-6
     assert force_residual(session.model, x, q) > 1.0
     assert isinstance(session.state, RodState)
-
-
-PLATE = {"type": "plane", "point": [0, 0, -1], "normal": [0, 0, 1]}
-CLIP = {"s": 0.1, "frame": {"position": [0.1, 0.0, 0.0], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}}
 
 
 @pytest.mark.parametrize(

@@ -11,8 +11,6 @@ import math
 import numpy as np
 import pytest
 from helpers.cases import cable, case, first, harness, solve
-from solver.test_analytic_references import EI, L
-from solver.test_model_references import beam
 
 from solver_core import CableChange, CaseError, Frame, build_rod_model, parse_case
 from solver_core.kirchhoff_cg import arrays_for, end_twist, kirchhoff_energy
@@ -138,30 +136,6 @@ def test_holders_balance_the_loads_from_the_result_alone():
     moment = moment + sum(np.cross(p - nodes[0], [0.0, 0.0, w]) for p, w in zip(nodes, node_weight))
     assert np.abs(moment).max() <= 1e-4 * np.abs(weight).max() * 0.3, moment
     assert lengths.sum() == pytest.approx(0.3, rel=1e-3)
-
-
-def test_a_column_past_buckling_leaves_the_straight_saddle_for_the_buckled_elastica():
-    """Twice the cantilever's Euler load (pi^2 EI / 4 L^2) along a straight cable: the straight line is a
-    saddle of the energy; the solve leaves it along its negative curvature and comes to rest on the
-    buckled elastica, whose tip is, with K(k) = (pi / 2) sqrt(P / P_cr) (complete elliptic integrals of
-    modulus k), 2 k L / K(k) off the axis and L (2 E(k) / K(k) - 1) along it (Timoshenko & Gere,
-    Sec. 2.7). Below the Euler load the straight column stands."""
-    from scipy.optimize import brentq
-    from scipy.special import ellipe, ellipk
-
-    for load, buckles in ((0.5, False), (2.0, True)):
-        force = {"s": L, "force": [-load * math.pi**2 * EI / (4 * L**2), 0.0, 0.0]}
-        result = first(solve(case(beam(20, loads=[force]), gravity=[0.0, 0.0, 0.0], solver=MODEL)))
-        assert result["converged"] and result["stable"]
-        tip = np.asarray(result["nodes"][-1])
-        off_axis = float(np.linalg.norm(tip[1:]))
-        if not buckles:
-            assert off_axis < 1e-9
-            continue
-        k = brentq(lambda k: ellipk(k * k) - 0.5 * math.pi * math.sqrt(load), 1e-6, 1 - 1e-12)
-        K, E = ellipk(k * k), ellipe(k * k)
-        assert off_axis == pytest.approx(2.0 * k * L / K, abs=0.01 * L)
-        assert tip[0] == pytest.approx(L * (2.0 * E / K - 1.0), abs=0.01 * L)
 
 
 PLATE = {"type": "plane", "point": [0, 0, -1], "normal": [0, 0, 1]}

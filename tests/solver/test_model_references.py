@@ -2,7 +2,8 @@
 """The models besides the Cosserat rod (solver.model "mass_spring", "kirchhoff_cg", "cosserat_pbd") against the same
 references: q L^4 / 8 EI with the clamp carrying the weight and its moment, the tip-loaded elastica
 (its BVP, test_analytic_references.py) at second order, the Cosserat rod approached as segments
-double, and warm steps ending where a cold solve of the last step ends."""
+double, warm steps ending where a cold solve of the last step ends, and a column past buckling
+leaving the straight saddle for the buckled elastica."""
 
 import math
 
@@ -56,7 +57,7 @@ def test_the_tip_loaded_elastica_to_within_a_percent_converging_at_second_order(
     errors = []
     for n in (10, 20):
         result = first(solve(tip_loaded(n, model)))
-        assert result["converged"] and result["stable"]
+        assert result["converged"] and result["stable"], result["message"]
         tip = np.asarray(result["nodes"][-1])
         errors.append(float(np.linalg.norm(tip[[0, 2]] - reference)))
         assert abs(tip[1]) < 1e-12
@@ -90,3 +91,28 @@ def test_warm_steps_end_where_a_cold_solve_of_the_last_step_ends(model):
     cold = harness(case(cable(length=0.3, segments=20, start=start, end=moved), solver={"model": model}))
     cold.solve_step()
     assert np.abs(h.world_nodes("W1") - cold.world_nodes("W1")).max() < 1e-5 * 0.3
+
+
+@pytest.mark.parametrize("model", ["kirchhoff_cg", "cosserat_pbd"])
+def test_a_column_past_buckling_leaves_the_straight_saddle_for_the_buckled_elastica(model):
+    """Twice the cantilever's Euler load (pi^2 EI / 4 L^2) along a straight cable: the straight line is a
+    saddle of the energy; the solve leaves it along its negative curvature and comes to rest on the
+    buckled elastica, whose tip is, with K(k) = (pi / 2) sqrt(P / P_cr) (complete elliptic integrals of
+    modulus k), 2 k L / K(k) off the axis and L (2 E(k) / K(k) - 1) along it (Timoshenko & Gere,
+    Sec. 2.7). Below the Euler load the straight column stands."""
+    from scipy.optimize import brentq
+    from scipy.special import ellipe, ellipk
+
+    for load, buckles in ((0.5, False), (2.0, True)):
+        force = {"s": L, "force": [-load * math.pi**2 * EI / (4 * L**2), 0.0, 0.0]}
+        result = first(solve(case(beam(20, loads=[force]), gravity=[0.0, 0.0, 0.0], solver={"model": model})))
+        assert result["converged"] and result["stable"], result["message"]
+        tip = np.asarray(result["nodes"][-1])
+        off_axis = float(np.linalg.norm(tip[1:]))
+        if not buckles:
+            assert off_axis < 1e-9
+            continue
+        k = brentq(lambda k: ellipk(k * k) - 0.5 * math.pi * math.sqrt(load), 1e-6, 1 - 1e-12)
+        K, E = ellipk(k * k), ellipe(k * k)
+        assert off_axis == pytest.approx(2.0 * k * L / K, abs=0.01 * L)
+        assert tip[0] == pytest.approx(L * (2.0 * E / K - 1.0), abs=0.01 * L)
