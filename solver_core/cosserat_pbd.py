@@ -83,6 +83,7 @@ class PbdArrays(NamedTuple):
     touch: np.ndarray  # (n + r, 3, 2) per dof block: (constraint, slot) pairs acting on it, -1 unused
     slot_dof: np.ndarray  # (m + j, 3) dof block of each constraint's Jacobian slot, -1 unused
     bw: int  # half band width of grad C W grad C^T (scalar rows)
+    weight: np.ndarray  # (n + r, 3) per dof block and component: node_weight, then rot_weight
 
 
 class Workspace(NamedTuple):
@@ -143,16 +144,6 @@ def _constraints(x, q, a, ws):
 
 
 @njit
-def _weights(a, out):
-    """Per dof block and component, the inverse mass or inertia (0 where held): a position's in
-    world axes, a rotation's about its body axes (a frame may be held but for its roll)."""
-    n = a.node_weight.shape[0]
-    for d in range(out.shape[0]):
-        for k in range(3):
-            out[d, k] = a.node_weight[d] if d < n else a.rot_weight[d - n, k]
-
-
-@njit
 def _compliance(a, c, k, inv_h2):
     m = a.rest.shape[0]
     if c < m:
@@ -187,8 +178,7 @@ def project(x, q, x_pred, q_pred, a, ws, inv_h2):
     nb = ws.wg.shape[0]
     nc = ws.value.shape[0]
     _constraints(x, q, a, ws)
-    weight = np.empty((nb, 3))
-    _weights(a, weight)
+    weight = a.weight
     off = np.empty(3)
     # W g = (x - x~) - W grad C^T lam, per dof block (zero in held components)
     for d in range(nb):
@@ -384,7 +374,17 @@ def arrays_for(model) -> PbdArrays:
         touch,
         slot_dof,
         int(3 * spread + 2),
+        np.vstack([np.repeat(node_weight[:, None], 3, axis=1), rot_weight]),
     )
+
+
+def pieces_for(model) -> tuple:
+    """(constraints, workspace) of a rod model, formed once and kept with it (RodModel.derived)."""
+    pieces = model.derived.get("pbd")
+    if pieces is None:
+        arrays = arrays_for(model)
+        pieces = model.derived["pbd"] = (arrays, workspace(arrays))
+    return pieces
 
 
 def workspace(a: PbdArrays) -> Workspace:
@@ -482,8 +482,7 @@ def solve_pbd(model, start, max_steps: int = MAX_STEPS):
     doubles after a step whose projections converged quickly and halves (velocities discarded)
     after one whose projections did not converge."""
     t0 = time.perf_counter()
-    a = arrays_for(model)
-    ws = workspace(a)
+    a, ws = pieces_for(model)
     x = np.ascontiguousarray(start.positions, dtype=float).copy()
     q = np.ascontiguousarray(start.quats, dtype=float).copy()
     v = np.zeros_like(x)

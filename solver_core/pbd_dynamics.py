@@ -14,7 +14,7 @@ do not converge, or whose end stretches the cable past its ultimate strain, undo
 import math
 import time
 
-from .cosserat_pbd import MOVE_TOLERANCE, arrays_for, incremental_minimum, time_step, workspace
+from .cosserat_pbd import MOVE_TOLERANCE, incremental_minimum, pieces_for, time_step
 from .diagnostics import max_axial_strain
 from .dynamics import Motion, time_steps
 from .equilibrium import SolveReport
@@ -23,15 +23,6 @@ from .sessions import restore_sessions, snapshot_sessions
 
 DYNAMIC_PROJECTIONS = 400  # projections a time step may take before it counts as failed
 DYNAMIC_REDUCTION = 1e-6  # a time step's projections cut its first move by this (cosserat_pbd.time_step)
-
-
-def _pieces(model):
-    """The model's constraints and a workspace, formed once per model (RodModel.derived)."""
-    pieces = model.derived.get("pbd")
-    if pieces is None:
-        arrays = arrays_for(model)
-        pieces = model.derived["pbd"] = (arrays, workspace(arrays))
-    return pieces
 
 
 def _failure(harness, kept, ids, reports, message):
@@ -81,7 +72,7 @@ def solve_pbd_dynamic_step(harness, ids, targets: dict, duration: float) -> dict
             for cid in ids:
                 session = harness.cables[cid]
                 model = session.model
-                arrays, ws = _pieces(model)
+                arrays, ws = pieces_for(model)
                 target = session.boundary
                 if targets.get(cid) is not None:
                     target = interpolate_boundary(starts[cid], targets[cid], k / n)
