@@ -71,14 +71,12 @@ def _band_entry(band, bw, i, j):
 
 
 @njit
-def condense(band, bw, fixed, held, grad, S, r, factor, Y, z):
-    """Static condensation onto the held dofs ``held``: S = H_hh - H_hf H_ff^-1 H_fh and the reduced
-    gradient r = g_h - H_hf H_ff^-1 g_f. The free block H_ff is H with every fixed row and column
-    replaced by the identity's; its Cholesky factor L goes to ``factor``, Y[a] = L^-1 H_f,h_a and
-    z = L^-1 g_f, so that S = H_hh - Y Y^T, r = g_h - Y z, and the Newton step of the free dofs with the
-    held ones moved by dh is df = -L^-T (z + Y^T dh) (free_step). Only forward solves: a held dof at
-    the far end of the band has a column of L^-1 H_fh a few entries long. Returns False where H_ff is
-    not positive definite."""
+def condense(band, bw, fixed, held, S, factor, Y, first):
+    """Static condensation onto the held dofs ``held``: S = H_hh - H_hf H_ff^-1 H_fh. The free block
+    H_ff is H with every fixed row and column replaced by the identity's; its Cholesky factor L goes to
+    ``factor`` and Y[a] = L^-1 H_f,h_a, so that S = H_hh - Y Y^T; Y[a] vanishes before ``first[a]``.
+    Only forward solves: a held dof at the far end of the band has a column of L^-1 H_fh a few entries
+    long. Returns False where H_ff is not positive definite."""
     n = band.shape[0]
     for i in range(n):
         for c in range(bw + 1):
@@ -89,7 +87,6 @@ def condense(band, bw, fixed, held, grad, S, r, factor, Y, z):
     if not band_cholesky(factor, bw):
         return False
     m = held.shape[0]
-    first = np.empty(m, dtype=np.int64)  # Y[a] vanishes before its first entry
     for a in range(m):
         h = held[a]
         lo = max(0, h - bw)
@@ -100,16 +97,25 @@ def condense(band, bw, fixed, held, grad, S, r, factor, Y, z):
             if not fixed[i]:
                 y[i] = _band_entry(band, bw, i, h)
         _forward_from(factor, bw, y, lo)
-    for i in range(n):
-        z[i] = 0.0 if fixed[i] else grad[i]
-    _forward_from(factor, bw, z, 0)
     for a in range(m):
-        r[a] = grad[held[a]] - np.dot(Y[a, first[a] :], z[first[a] :])
         for b in range(a, m):
             lo = max(first[a], first[b])
             S[a, b] = _band_entry(band, bw, held[a], held[b]) - np.dot(Y[a, lo:], Y[b, lo:])
             S[b, a] = S[a, b]
     return True
+
+
+@njit
+def condense_gradient(factor, bw, fixed, held, grad, Y, first, z, r):
+    """The reduced gradient r = g_h - H_hf H_ff^-1 g_f of ``condense``'s factors: z = L^-1 g_f, r = g_h -
+    Y z. The Newton step of the free dofs with the held ones moved by dh is df = -L^-T (z + Y^T dh)
+    (free_step)."""
+    n = factor.shape[0]
+    for i in range(n):
+        z[i] = 0.0 if fixed[i] else grad[i]
+    _forward_from(factor, bw, z, 0)
+    for a in range(held.shape[0]):
+        r[a] = grad[held[a]] - np.dot(Y[a, first[a] :], z[first[a] :])
 
 
 @njit
@@ -153,9 +159,8 @@ def condensed_end_stiffness(model, state, sides) -> np.ndarray | None:
     """d2E*/dh2 for the ends ``sides`` ("start"/"end"), in world shift and world rotation of each end
     (6 per end, in that order), or None where the free part of the Hessian is not positive definite
     (the cable is not at a strict minimum: the condensation does not hold)."""
-    grad, band = hessian_band(model, state)
-    out = condensed(model, state, sides, grad * 0.0, band)
-    return None if out is None else out[0]
+    out = Condensation.form(model, state, sides, hessian_band(model, state)[1])
+    return None if out is None else out.stiffness(state)
 
 
 def end_map(model, state, sides) -> np.ndarray:
@@ -170,23 +175,56 @@ def end_map(model, state, sides) -> np.ndarray:
     return J
 
 
-def condensed(model, state, sides, grad, band) -> tuple | None:
-    """(J^T S J, J^T r, step) of ``condense`` for the ends ``sides``, in world shifts and rotations of the
-    ends (end_map); step(dy) is the free dofs' Newton step for a world move dy of the ends (held dofs
-    through J). None where the ends are not all held or H_ff is not positive definite."""
-    fixed = model.fixed.astype(bool)
-    held = np.concatenate([end_dofs(model, side) for side in sides]) if sides else np.zeros(0, dtype=np.int64)
-    if not fixed[held].all():
-        return None
-    m, n = held.shape[0], model.n_dof
-    S, r, factor, Y, z = np.empty((m, m)), np.empty(m), np.empty_like(band), np.empty((m, n)), np.empty(n)
-    if not condense(band, model.bw, fixed, held, grad, S, r, factor, Y, z):
-        return None
-    J = end_map(model, state, sides)
+class Condensation:
+    """``condense`` of one cable's Hessian ``band`` at ``state`` for its ends ``sides``: its factors, kept
+    for gradients at other states too (a chord step: Newton's step with the Hessian of a nearby state,
+    which converges linearly at the rate of the Hessian's change; Kelley 1995, Sec. 5.4)."""
 
-    def step(dy):
-        out = np.empty(n)
-        free_step(factor, model.bw, Y, z, J @ dy, out)
-        return out
+    def __init__(self, model, state, sides, band, held, fixed, S, factor, Y, first):
+        self.model, self.sides, self.band = model, tuple(sides), band
+        self.positions, self.quats = state.positions.copy(), state.quats.copy()
+        self.held, self.fixed, self.S, self.factor, self.Y, self.first = held, fixed, S, factor, Y, first
 
-    return J.T @ S @ J, J.T @ r, step
+    @classmethod
+    def form(cls, model, state, sides, band):
+        """The condensation of ``band`` (the Hessian at ``state``), or None where the ends are not all
+        held or H_ff is not positive definite."""
+        fixed = model.fixed.astype(bool)
+        held = np.concatenate([end_dofs(model, side) for side in sides]) if sides else np.zeros(0, dtype=np.int64)
+        if not fixed[held].all():
+            return None
+        m = held.shape[0]
+        S, factor, Y, first = np.empty((m, m)), np.empty_like(band), np.empty((m, model.n_dof)), np.empty(m, np.int64)
+        if not condense(band, model.bw, fixed, held, S, factor, Y, first):
+            return None
+        return cls(model, state, sides, band, held, fixed, S, factor, Y, first)
+
+    def formed_at(self, model, state, sides) -> bool:
+        """Whether this is the condensation of ``model``'s Hessian at ``state`` for ``sides``."""
+        return (
+            model is self.model
+            and tuple(sides) == self.sides
+            and np.array_equal(state.positions, self.positions)
+            and np.array_equal(state.quats, self.quats)
+        )
+
+    def stiffness(self, state) -> np.ndarray:
+        """J^T S J: the ends' stiffness in world shifts and rotations (end_map at ``state``)."""
+        J = end_map(self.model, state, list(self.sides))
+        return J.T @ self.S @ J
+
+    def reduced(self, state, grad) -> tuple:
+        """(J^T S J, J^T r, step) for the gradient ``grad`` at ``state``: step(dy) is the free dofs' Newton
+        step for a world move dy of the ends (held dofs through J)."""
+        model = self.model
+        n, m = model.n_dof, self.held.shape[0]
+        z, r = np.empty(n), np.empty(m)
+        condense_gradient(self.factor, model.bw, self.fixed, self.held, grad, self.Y, self.first, z, r)
+        J = end_map(model, state, list(self.sides))
+
+        def step(dy):
+            out = np.empty(n)
+            free_step(self.factor, model.bw, self.Y, z, J @ dy, out)
+            return out
+
+        return J.T @ self.S @ J, J.T @ r, step

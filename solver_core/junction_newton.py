@@ -18,7 +18,8 @@ a Newton iteration or two per branch.
 import numpy as np
 
 from .diagnostics import elastic_and_load_energy
-from .end_stiffness import condensed, end_dofs, end_map, exact_for, hessian_band
+from .end_stiffness import Condensation, end_dofs, end_map, exact_for, hessian_band
+from .newton import rod_gradient
 from .newton_assembly import MAX_ROTATION_STEP, retract
 from .rod_state import apply_boundary
 from .rotations import axis_angle_matrix, frame_from_tangent, matrix_to_quat, quat_conj_mul
@@ -147,6 +148,14 @@ class HarnessNewton:
         self.tolerance = s._tolerance(h)
         scale = s._energy_scale(h)
         energy = self._energy(states, frames)
+        # the first step's factors: those of the branches' Hessians at the last equilibrium, which its
+        # stability test formed (kept by the system); every later step forms its own (kept for later
+        # steps as chord steps, they took twice the steps: the move to the new holders changes them)
+        self.kept = {
+            cid: c
+            for cid, c in ((cid, s.condensations.get(cid)) for cid in s.branches)
+            if c is not None and c.formed_at(h.cables[cid].model, states[cid], self._sides(cid))
+        }
         for _it in range(max_iterations):
             step = self._newton_step(states, prescribed)
             # the first step moves the holders too: its energy is not comparable with the one before it,
@@ -158,6 +167,7 @@ class HarnessNewton:
             dy, deltas, done = step
             if done:
                 break
+            self.kept = {}
             for alpha in (1.0,) if first else LINE_SEARCH:
                 trial_frames = _turn(frames, dy, self.free, alpha)
                 trial = {
@@ -206,33 +216,46 @@ class HarnessNewton:
             out.quats[rot] = matrix_to_quat(frames.rotation[k] @ frame)
         return out
 
+    def _sides(self, cid) -> list:
+        return [side for side, held in self.system.branches[cid] if self.system.index(held.junction) in self.place]
+
+    def _condensation(self, cid, state):
+        """The branch's condensation for this step: the one kept from the last equilibrium, or one
+        formed at ``state`` (from the exact Hessian; where that is not positive definite off the
+        equilibrium, from the Gauss-Newton matrix), or None."""
+        if cid not in self.kept:
+            model, sides = self.harness.cables[cid].model, self._sides(cid)
+            out = Condensation.form(model, state, sides, hessian_band(model, state)[1])
+            if out is None:
+                out = Condensation.form(model, state, sides, hessian_band(model, state, 0.0)[1])
+                if out is None:
+                    return None
+            return out
+        return self.kept[cid]
+
     def _newton_step(self, states, prescribed=None):
         """(junction step, {cable id: step of its dofs}, converged) of the arrow-head system, or None
-        where it is not positive definite (not at a strict minimum: the nested solve decides).
-        ``prescribed``: per branch, the move of its held dofs to their holders (_held_motion), which
-        enters the step as inhomogeneous boundary values: g <- g + H dc."""
+        where no branch's free block is positive definite even in Gauss-Newton form (the nested solve
+        decides). ``prescribed``: per branch, the move of its held dofs to their holders (_held_motion),
+        which enters the step as inhomogeneous boundary values: g <- g + H dc, H the Hessian at the
+        states the step starts from (the last equilibrium)."""
         h, s = self.harness, self.system
         n = 6 * len(self.free)
-        assembled = {}
+        gradients = {}
         worst = 0.0 if prescribed is None else np.inf
         G = np.zeros(n)  # the junctions' gradient while the branches balance (u = 0 in condense)
         for cid, ends in s.branches.items():
             model, st = h.cables[cid].model, states[cid]
-            grad, band = hessian_band(model, st)
-            if prescribed is not None:
-                grad = grad + _band_times(band, model.bw, prescribed[cid])
-            fixed = model.fixed.astype(bool)
-            free_ends = [
-                (side, self.place[k]) for side, k in ((e, s.index(j.junction)) for e, j in ends) if k in self.place
-            ]
-            sides = [side for side, _i in free_ends]
-            J = end_map(model, st, sides)
+            grad = rod_gradient(model, st.positions, st.quats)
+            sides = self._sides(cid)
             if sides:
                 held = np.concatenate([end_dofs(model, side) for side in sides])
-                for a, (_side, i) in enumerate(free_ends):
-                    G[6 * i : 6 * i + 6] += (J.T @ grad[held])[6 * a : 6 * a + 6]
-            worst = max(worst, float(np.max(np.abs(np.where(fixed, 0.0, grad)) / model.dof_tol)))
-            assembled[cid] = (grad, band, free_ends, sides, fixed)
+                G_b = end_map(model, st, sides).T @ grad[held]
+                for a, side in enumerate(sides):
+                    i = self.place[s.index(dict(ends)[side].junction)]
+                    G[6 * i : 6 * i + 6] += G_b[6 * a : 6 * a + 6]
+            worst = max(worst, float(np.max(np.abs(np.where(model.fixed, 0.0, grad)) / model.dof_tol)))
+            gradients[cid] = grad
         weights = np.zeros(n)  # the junctions' own weight, in their gradient
         for i, k in enumerate(self.free):
             weights[6 * i : 6 * i + 3] = -s.specs[k].mass * h.case.gravity
@@ -243,27 +266,28 @@ class HarnessNewton:
             return np.zeros(n), {}, True
         K, G = np.zeros((n, n)), np.zeros(n)
         pieces = {}
-        for cid, (grad, band, free_ends, sides, fixed) in assembled.items():
-            model, st = h.cables[cid].model, states[cid]
-            out = condensed(model, st, sides, grad, band)
-            if out is None:  # off the equilibrium the exact Hessian may be indefinite: Gauss-Newton there
-                out = condensed(model, st, sides, grad, hessian_band(model, st, 0.0)[1])
-                if out is None:
-                    return None
-            Kb, rb, free_step = out
-            for a, (_side, i) in enumerate(free_ends):
+        for cid, ends in s.branches.items():
+            model, st, grad = h.cables[cid].model, states[cid], gradients[cid]
+            condensation = self._condensation(cid, st)
+            if condensation is None:
+                return None
+            if prescribed is not None:
+                grad = grad + _band_times(condensation.band, model.bw, prescribed[cid])
+            Kb, rb, free_step = condensation.reduced(st, grad)
+            places = [self.place[s.index(dict(ends)[side].junction)] for side in self._sides(cid)]
+            for a, i in enumerate(places):
                 G[6 * i : 6 * i + 6] += rb[6 * a : 6 * a + 6]
-                for b, (_side_b, j) in enumerate(free_ends):
+                for b, j in enumerate(places):
                     K[6 * i : 6 * i + 6, 6 * j : 6 * j + 6] += Kb[6 * a : 6 * a + 6, 6 * b : 6 * b + 6]
-            pieces[cid] = (free_ends, free_step, fixed)
+            pieces[cid] = (places, free_step, model.fixed.astype(bool))
         G += weights
         dy = _descent(K, G, self.length)
         if dy is None:
             return None
         dy *= self._step_cap(dy)
         deltas = {}
-        for cid, (free_ends, free_step, fixed) in pieces.items():
-            dh = np.concatenate([dy[6 * i : 6 * i + 6] for _side, i in free_ends]) if free_ends else np.zeros(0)
+        for cid, (places, free_step, fixed) in pieces.items():
+            dh = np.concatenate([dy[6 * i : 6 * i + 6] for i in places]) if places else np.zeros(0)
             delta = free_step(dh)
             delta[fixed] = 0.0 if prescribed is None else prescribed[cid][fixed]
             deltas[cid] = delta

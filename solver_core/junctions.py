@@ -36,7 +36,7 @@ from .branch_crossing import crossing
 from .branch_partners import any_partner, group_of, other_cables, solve_group
 from .contact import PENETRATION_TOLERANCE
 from .diagnostics import elastic_and_load_energy, max_axial_strain, reactions
-from .end_stiffness import condensed_end_stiffness, exact_for
+from .end_stiffness import Condensation, exact_for, hessian_band
 from .equilibrium import SolveReport
 from .junction_contact import JunctionContact, segments_cross_triangle
 from .junction_newton import HarnessNewton
@@ -115,6 +115,8 @@ class JunctionSystem:
     formed_at: tuple | None = None  # (frames, _end_loads) where the stiffness was last formed by differences
     contact: list | None = None  # per junction, its ball against the obstacles (junction_contact.py)
     _load_cache: dict = field(default_factory=dict, repr=False)  # cable id -> (its state, _branch_loads)
+    # cable id -> its Hessian's condensation at the last stability test (a cache: used only at that state)
+    condensations: dict = field(default_factory=dict, repr=False)
     # during a solve: the cables that may touch a branch (branch_partners.py) and where they are held
     _others: list = field(default_factory=list, repr=False)
     _partner_targets: dict = field(default_factory=dict, repr=False)
@@ -820,18 +822,19 @@ class JunctionSystem:
             session = harness.cables[cid]
             if not exact_for(session):
                 return None
+            ends = [(side, held) for side, held in ends if self.index(held.junction) in place]
             sides = [side for side, _held in ends]
-            S = condensed_end_stiffness(session.model, session.state, sides)
-            if S is None:
+            # kept for the next step's Newton prediction, which starts from here (junction_newton.py)
+            band = hessian_band(session.model, session.state)[1]
+            condensation = Condensation.form(session.model, session.state, sides, band)
+            if condensation is None:
                 return None
+            self.condensations[cid] = condensation
+            S = condensation.stiffness(session.state)
             for a, (_side, held_a) in enumerate(ends):
-                i = place.get(self.index(held_a.junction))
-                if i is None:
-                    continue
+                i = place[self.index(held_a.junction)]
                 for b, (_side_b, held_b) in enumerate(ends):
-                    j = place.get(self.index(held_b.junction))
-                    if j is None:
-                        continue
+                    j = place[self.index(held_b.junction)]
                     block = S[6 * a : 6 * a + 6, 6 * b : 6 * b + 6]
                     K[6 * i : 6 * i + 6, 6 * j : 6 * j + 6] += scale[:, None] * block * scale[None, :]
         return K
