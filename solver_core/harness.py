@@ -351,7 +351,8 @@ class Harness:
                 predictor = secant_displacement(session.last_step, session.state.positions, hold_now, hold_next)
         model_name = self.case.solver.model
         if model_name != "cosserat":
-            report, spent = solve_with_model(model_name, session, target, self.case.solver.max_iterations), 0
+            max_iterations = self.case.solver.max_iterations
+            report, spent = solve_with_model(model_name, session, target, max_iterations, predictor), 0
         else:
             report, spent = self._solve_from_coarse(cable_id, session, target) if previous is None else (None, 0)
         if report is None:

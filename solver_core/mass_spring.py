@@ -7,7 +7,8 @@ between the osculating planes either side of it plus the twist the ends impose (
 clamped end an outlet spring on the angle between the first link and the connector's direction
 (Eqs. 14-15). Held points (connectors, clips by their two end points, Eqs. 16-17) do not move. The
 points are relaxed by semi-implicit Euler steps with viscous damping (Eq. 28) until the force on every
-free point is within the tolerance.
+free point is within the tolerance. A warm step starts from the secant prediction of the rod's
+(predictor.py, model_solves.py) where the holders move as they did in the last step.
 
 Where this departs from the paper, and why:
 - the bend constant is EI over the length a point stands for (half of each link beside it), not the
@@ -88,21 +89,43 @@ def _angle_gradient(a, b, k, ga, gb):
     return 0.5 * k * beta * beta
 
 
+# 3-vectors as tuples inside the kernels: no array is allocated per spring (with small arrays each
+# step of an 80-point chain took 68 us, most of it in the allocator)
+@njit
+def _diff(x, i, j):
+    """x[i] - x[j] (rows of x; no view of a row is made: each costs a reference count)."""
+    return (x[i, 0] - x[j, 0], x[i, 1] - x[j, 1], x[i, 2] - x[j, 2])
+
+
 @njit
 def _cross(a, b):
-    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
+    return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
 
 
 @njit
-def _torsion(p0, p1, p2, p3, k, theta, fade1, fade2, g0, g1, g2, g3):
-    """Energy k w (phi + theta)^2 / 2 of the signed dihedral angle phi about p1-p2 (Eqs. 7-10), w the
-    fade of each osculating plane, q / (q + fade) with q = |b1 x b2|^2; adds its gradients."""
-    b1, b2, b3 = p1 - p0, p2 - p1, p3 - p2
+def _dot(a, b):
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+
+@njit
+def _add_to(g, i, c, v):
+    """g[i] += c v."""
+    g[i, 0] += c * v[0]
+    g[i, 1] += c * v[1]
+    g[i, 2] += c * v[2]
+
+
+@njit
+def _torsion(x, i, k, theta, fade1, fade2, g):
+    """Energy k w (phi + theta)^2 / 2 of the signed dihedral angle phi about link i of the points ``x``
+    (points i-1 .. i+2, Eqs. 7-10), w the fade of each osculating plane, q / (q + fade) with
+    q = |b1 x b2|^2; adds its gradients to ``g``."""
+    b1, b2, b3 = _diff(x, i, i - 1), _diff(x, i + 1, i), _diff(x, i + 2, i + 1)
     n1, n2 = _cross(b1, b2), _cross(b2, b3)
-    q1, q2 = n1 @ n1, n2 @ n2
+    q1, q2 = _dot(n1, n1), _dot(n2, n2)
     w1, w2 = q1 / (q1 + fade1), q2 / (q2 + fade2)
-    lb2 = math.sqrt(b2 @ b2)
-    phi = math.atan2(lb2 * (b1 @ n2), n1 @ n2)
+    lb2 = math.sqrt(_dot(b2, b2))
+    phi = math.atan2(lb2 * _dot(b1, n2), _dot(n1, n2))
     # an inflection turns the osculating plane by a half turn without twisting the cable: the angle is
     # taken modulo pi (the paper's counts it as a half turn of twist, and a planar S buckles out of plane)
     if phi > 0.5 * math.pi:
@@ -112,25 +135,31 @@ def _torsion(p0, p1, p2, p3, k, theta, fade1, fade2, g0, g1, g2, g3):
     psi = phi + theta
     w = w1 * w2
     # d phi (Bekker's form), scaled by w so that 1 / q cancels: w dphi/dp0 = -w2 |b2| n1 / (q1 + fade1)
-    f0 = -w2 * lb2 / (q1 + fade1) * n1
-    f3 = w1 * lb2 / (q2 + fade2) * n2
-    r1, r3 = (b1 @ b2) / (lb2 * lb2), (b3 @ b2) / (lb2 * lb2)
+    c0 = -w2 * lb2 / (q1 + fade1)  # f0 = c0 n1
+    c3 = w1 * lb2 / (q2 + fade2)  # f3 = c3 n2
+    r1, r3 = _dot(b1, b2) / (lb2 * lb2), _dot(b3, b2) / (lb2 * lb2)
     kp = k * psi
-    g0 += kp * f0
-    g1 += kp * ((-1.0 - r1) * f0 + r3 * f3)
-    g2 += kp * (r1 * f0 + (-1.0 - r3) * f3)
-    g3 += kp * f3
+    _add_to(g, i - 1, kp * c0, n1)
+    _add_to(g, i, kp * (-1.0 - r1) * c0, n1)
+    _add_to(g, i, kp * r3 * c3, n2)
+    _add_to(g, i + 1, kp * r1 * c0, n1)
+    _add_to(g, i + 1, kp * (-1.0 - r3) * c3, n2)
+    _add_to(g, i + 2, kp * c3, n2)
     # d w: dq1/db1 = 2 b2 x n1, dq1/db2 = 2 n1 x b1; dq2/db2 = 2 b3 x n2, dq2/db3 = 2 n2 x b2
     h = 0.5 * k * psi * psi
-    c1 = h * w2 * fade1 / (q1 + fade1) ** 2
-    c2 = h * w1 * fade2 / (q2 + fade2) ** 2
-    d_b1 = c1 * 2.0 * _cross(b2, n1)
-    d_b2 = c1 * 2.0 * _cross(n1, b1) + c2 * 2.0 * _cross(b3, n2)
-    d_b3 = c2 * 2.0 * _cross(n2, b2)
-    g0 -= d_b1
-    g1 += d_b1 - d_b2
-    g2 += d_b2 - d_b3
-    g3 += d_b3
+    c1 = 2.0 * h * w2 * fade1 / (q1 + fade1) ** 2
+    c2 = 2.0 * h * w1 * fade2 / (q2 + fade2) ** 2
+    d_b1 = _cross(b2, n1)  # times c1
+    d_b2a, d_b2b = _cross(n1, b1), _cross(b3, n2)  # times c1, c2
+    d_b3 = _cross(n2, b2)  # times c2
+    _add_to(g, i - 1, -c1, d_b1)
+    _add_to(g, i, c1, d_b1)
+    _add_to(g, i, -c1, d_b2a)
+    _add_to(g, i, -c2, d_b2b)
+    _add_to(g, i + 1, c1, d_b2a)
+    _add_to(g, i + 1, c2, d_b2b)
+    _add_to(g, i + 1, -c2, d_b3)
+    _add_to(g, i + 2, c2, d_b3)
     return h * w
 
 
@@ -141,59 +170,59 @@ def mass_spring_energy(x, a: MassSpringArrays, grad):
     grad[:] = 0.0
     energy = 0.0
     for i in range(n - 1):  # stretch (Eqs. 2-3)
-        d = x[i + 1] - x[i]
-        length = math.sqrt(d @ d)
+        d = _diff(x, i + 1, i)
+        length = math.sqrt(_dot(d, d))
         strain = length - a.rest[i]
         energy += 0.5 * a.k_stretch[i] * strain * strain
-        f = a.k_stretch[i] * strain / length * d
-        grad[i + 1] += f
-        grad[i] -= f
+        c = a.k_stretch[i] * strain / length
+        _add_to(grad, i + 1, c, d)
+        _add_to(grad, i, -c, d)
     ga, gb = np.zeros(3), np.zeros(3)
+    da, db = np.zeros(3), np.zeros(3)
     for i in range(1, n - 1):  # bend (Eqs. 4-6)
         ga[:] = 0.0
         gb[:] = 0.0
-        energy += _angle_gradient(x[i] - x[i - 1], x[i + 1] - x[i], a.k_bend[i], ga, gb)
-        grad[i - 1] -= ga
-        grad[i] += ga - gb
-        grad[i + 1] += gb
+        for k in range(3):
+            da[k] = x[i, k] - x[i - 1, k]
+            db[k] = x[i + 1, k] - x[i, k]
+        energy += _angle_gradient(da, db, a.k_bend[i], ga, gb)
+        _add_to(grad, i - 1, -1.0, ga)
+        _add_to(grad, i, 1.0, ga)
+        _add_to(grad, i, -1.0, gb)
+        _add_to(grad, i + 1, 1.0, gb)
     if a.k_outlet[0] > 0.0:  # outlet springs (Eqs. 14-15)
         ga[:] = 0.0
         gb[:] = 0.0
-        energy += _angle_gradient(a.outlet[0], x[1] - x[0], a.k_outlet[0], ga, gb)
-        grad[1] += gb
-        grad[0] -= gb
+        for k in range(3):
+            db[k] = x[1, k] - x[0, k]
+        energy += _angle_gradient(a.outlet[0], db, a.k_outlet[0], ga, gb)
+        _add_to(grad, 1, 1.0, gb)
+        _add_to(grad, 0, -1.0, gb)
     if a.k_outlet[1] > 0.0:
         ga[:] = 0.0
         gb[:] = 0.0
-        energy += _angle_gradient(x[n - 1] - x[n - 2], a.outlet[1], a.k_outlet[1], ga, gb)
-        grad[n - 1] += ga
-        grad[n - 2] -= ga
+        for k in range(3):
+            da[k] = x[n - 1, k] - x[n - 2, k]
+        energy += _angle_gradient(da, a.outlet[1], a.k_outlet[1], ga, gb)
+        _add_to(grad, n - 1, 1.0, ga)
+        _add_to(grad, n - 2, -1.0, ga)
     for i in range(1, n - 2):  # torsion of link i (Eqs. 7-12)
         if a.k_twist[i] > 0.0:
-            energy += _torsion(
-                x[i - 1],
-                x[i],
-                x[i + 1],
-                x[i + 2],
-                a.k_twist[i],
-                a.twist[i],
-                a.fade[i - 1],
-                a.fade[i],
-                grad[i - 1],
-                grad[i],
-                grad[i + 1],
-                grad[i + 2],
-            )
+            energy += _torsion(x, i, a.k_twist[i], a.twist[i], a.fade[i - 1], a.fade[i], grad)
     for i in range(n):  # dead loads
-        energy -= a.force[i] @ x[i]
-        grad[i] -= a.force[i]
+        f = a.force
+        energy -= f[i, 0] * x[i, 0] + f[i, 1] * x[i, 1] + f[i, 2] * x[i, 2]
+        grad[i, 0] -= f[i, 0]
+        grad[i, 1] -= f[i, 1]
+        grad[i, 2] -= f[i, 2]
     for i in range(n - 1):  # a dead moment M on a link: forces (M x u) / l on its ends, moment M
-        m = a.couple[i]
+        m = (a.couple[i, 0], a.couple[i, 1], a.couple[i, 2])
         if m[0] != 0.0 or m[1] != 0.0 or m[2] != 0.0:
-            d = x[i + 1] - x[i]
-            f = _cross(m, d) / (d @ d)
-            grad[i + 1] -= f
-            grad[i] += f
+            d = _diff(x, i + 1, i)
+            f = _cross(m, d)
+            c = 1.0 / _dot(d, d)
+            _add_to(grad, i + 1, -c, f)
+            _add_to(grad, i, c, f)
     return energy
 
 
@@ -229,7 +258,7 @@ def relax(x, a: MassSpringArrays, tolerance, max_steps):
         largest = 0.0
         for i in range(n):
             if free[i]:
-                size = math.sqrt(grad[i] @ grad[i])
+                size = math.sqrt(grad[i, 0] ** 2 + grad[i, 1] ** 2 + grad[i, 2] ** 2)
                 if not size <= np.inf:  # NaN or overflow: no rest state to report
                     return step, np.nan
                 largest = max(largest, size)
