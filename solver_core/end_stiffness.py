@@ -149,10 +149,16 @@ def free_step(factor, bw, Y, z, dh, out):
 
 
 def end_dofs(model, side: str) -> np.ndarray:
-    """The six held dofs of an end: its node's position, then its frame's body rotation."""
-    node = 0 if side == "start" else model.n_nodes - 1
-    rot = model.start_frame if side == "start" else model.end_frame
-    return np.concatenate([model.node_dof[node] + np.arange(3), model.rot_dof[rot] + np.arange(3)])
+    """The six held dofs of an end: its node's position, then its frame's body rotation (read-only;
+    kept with the model)."""
+    key = ("end_dofs", side)
+    if key not in model.derived:
+        node = 0 if side == "start" else model.n_nodes - 1
+        rot = model.start_frame if side == "start" else model.end_frame
+        dofs = np.concatenate([model.node_dof[node] + np.arange(3), model.rot_dof[rot] + np.arange(3)])
+        dofs.flags.writeable = False
+        model.derived[key] = dofs
+    return model.derived[key]
 
 
 def condensed_end_stiffness(model, state, sides) -> np.ndarray | None:

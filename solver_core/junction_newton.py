@@ -15,6 +15,8 @@ solves every branch from it with all its checks (JunctionSystem._solve_piece), w
 a Newton iteration or two per branch.
 """
 
+from typing import NamedTuple
+
 import numpy as np
 
 from .diagnostics import elastic_and_load_energy
@@ -22,7 +24,7 @@ from .end_stiffness import Condensation, end_dofs, end_map, exact_for, hessian_b
 from .newton import rod_gradient
 from .newton_assembly import MAX_ROTATION_STEP, retract
 from .rod_state import apply_boundary
-from .rotations import axis_angle_matrix, frame_from_tangent, matrix_to_quat, quat_conj_mul
+from .rotations import axis_angle_matrix, matrix_to_quat, quat_conj_mul
 from .stability import band_matvec
 
 MAX_ITERATIONS = 10  # from the last equilibrium
@@ -31,6 +33,16 @@ MAX_ITERATIONS = 10  # from the last equilibrium
 RESIDUAL_FRACTION = 0.1
 MAX_CROSSING_SAMPLES = 16  # straight paths of the branches tested for crossing each other at most this often
 LINE_SEARCH = tuple(0.5**j for j in range(8))
+
+
+class BranchEnds(NamedTuple):
+    """A branch's ends at free junctions, as the Newton step reads them."""
+
+    sides: list  # "start" / "end"
+    places: list  # the junctions' places among the free ones, per side
+    held: np.ndarray  # the ends' held dofs (end_stiffness.end_dofs), side after side
+    free: np.ndarray  # the branch's free dofs
+    free_tolerance: np.ndarray  # their force tolerances (model.dof_tol)
 
 
 def _turn(frames, dy, free, alpha):
@@ -103,18 +115,29 @@ class HarnessNewton:
         # per branch, its ends at free junctions: (junction, node, frame rotation, the end's frame in the
         # junction's), to hold them where a trial puts the junctions (as branch_boundary and apply_boundary)
         self.junction_ends = {}
+        self.ends = {}  # per branch: BranchEnds of its ends at free junctions
         for cid, ends in system.branches.items():
             model = harness.cables[cid].model
+            at_free = [(side, held, system.index(held.junction)) for side, held in ends]
+            at_free = [(side, held, k) for side, held, k in at_free if k in self.place]
             self.junction_ends[cid] = [
                 (
-                    system.index(held.junction),
+                    k,
                     0 if side == "start" else model.n_nodes - 1,
                     model.start_frame if side == "start" else model.end_frame,
-                    frame_from_tangent(held.outlet, held.normal),
+                    system.end_frame(cid, side),
                 )
-                for side, held in ends
-                if system.index(held.junction) in self.place
+                for side, held, k in at_free
             ]
+            sides = [side for side, _held, _k in at_free]
+            free = ~model.fixed.astype(bool)
+            self.ends[cid] = BranchEnds(
+                sides,
+                [self.place[k] for _side, _held, k in at_free],
+                np.concatenate([end_dofs(model, side) for side in sides]) if sides else np.zeros(0, np.int64),
+                np.flatnonzero(free),
+                model.dof_tol[free],
+            )
 
     def usable(self) -> bool:
         """Every branch solved, touching nothing, held by no energy, loaded by no couple; no free
@@ -154,7 +177,7 @@ class HarnessNewton:
         self.kept = {
             cid: c
             for cid, c in ((cid, s.condensations.get(cid)) for cid in s.branches)
-            if c is not None and c.formed_at(h.cables[cid].model, states[cid], self._sides(cid))
+            if c is not None and c.formed_at(h.cables[cid].model, states[cid], self.ends[cid].sides)
         }
         for _it in range(max_iterations):
             step = self._newton_step(states, prescribed)
@@ -216,15 +239,12 @@ class HarnessNewton:
             out.quats[rot] = matrix_to_quat(frames.rotation[k] @ frame)
         return out
 
-    def _sides(self, cid) -> list:
-        return [side for side, held in self.system.branches[cid] if self.system.index(held.junction) in self.place]
-
     def _condensation(self, cid, state):
         """The branch's condensation for this step: the one kept from the last equilibrium, or one
         formed at ``state`` (from the exact Hessian; where that is not positive definite off the
         equilibrium, from the Gauss-Newton matrix), or None."""
         if cid not in self.kept:
-            model, sides = self.harness.cables[cid].model, self._sides(cid)
+            model, sides = self.harness.cables[cid].model, self.ends[cid].sides
             out = Condensation.form(model, state, sides, hessian_band(model, state)[1])
             if out is None:
                 out = Condensation.form(model, state, sides, hessian_band(model, state, 0.0)[1])
@@ -244,17 +264,14 @@ class HarnessNewton:
         gradients = {}
         worst = 0.0 if prescribed is None else np.inf
         G = np.zeros(n)  # the junctions' gradient while the branches balance (u = 0 in condense)
-        for cid, ends in s.branches.items():
+        for cid, ends in self.ends.items():
             model, st = h.cables[cid].model, states[cid]
             grad = rod_gradient(model, st.positions, st.quats)
-            sides = self._sides(cid)
-            if sides:
-                held = np.concatenate([end_dofs(model, side) for side in sides])
-                G_b = end_map(model, st, sides).T @ grad[held]
-                for a, side in enumerate(sides):
-                    i = self.place[s.index(dict(ends)[side].junction)]
+            if ends.sides:
+                G_b = end_map(model, st, ends.sides).T @ grad[ends.held]
+                for a, i in enumerate(ends.places):
                     G[6 * i : 6 * i + 6] += G_b[6 * a : 6 * a + 6]
-            worst = max(worst, float(np.max(np.abs(np.where(model.fixed, 0.0, grad)) / model.dof_tol)))
+            worst = max(worst, float(np.max(np.abs(grad[ends.free]) / ends.free_tolerance, initial=0.0)))
             gradients[cid] = grad
         weights = np.zeros(n)  # the junctions' own weight, in their gradient
         for i, k in enumerate(self.free):
@@ -266,7 +283,7 @@ class HarnessNewton:
             return np.zeros(n), {}, True
         K, G = np.zeros((n, n)), np.zeros(n)
         pieces = {}
-        for cid, ends in s.branches.items():
+        for cid, ends in self.ends.items():
             model, st, grad = h.cables[cid].model, states[cid], gradients[cid]
             condensation = self._condensation(cid, st)
             if condensation is None:
@@ -274,7 +291,7 @@ class HarnessNewton:
             if prescribed is not None:
                 grad = grad + _band_times(condensation.band, model.bw, prescribed[cid])
             Kb, rb, free_step = condensation.reduced(st, grad)
-            places = [self.place[s.index(dict(ends)[side].junction)] for side in self._sides(cid)]
+            places = ends.places
             for a, i in enumerate(places):
                 G[6 * i : 6 * i + 6] += rb[6 * a : 6 * a + 6]
                 for b, j in enumerate(places):

@@ -42,7 +42,7 @@ from .junction_contact import JunctionContact, segments_cross_triangle
 from .junction_newton import HarnessNewton
 from .junction_spec import end_frame_at
 from .rod_state import interpolate_boundary
-from .rotations import axis_angle_matrix, slerp_matrix
+from .rotations import axis_angle_matrix, frame_from_tangent, slerp_matrix
 from .sessions import restore_sessions, snapshot_sessions
 
 # Finite-difference step of the condensed stiffness, in scaled variables (1e-4 L, 1e-4 rad): the
@@ -117,6 +117,7 @@ class JunctionSystem:
     _load_cache: dict = field(default_factory=dict, repr=False)  # cable id -> (its state, _branch_loads)
     # cable id -> its Hessian's condensation at the last stability test (a cache: used only at that state)
     condensations: dict = field(default_factory=dict, repr=False)
+    _end_frames: dict = field(default_factory=dict, repr=False)  # (cable id, side) -> end_frame
     # during a solve: the cables that may touch a branch (branch_partners.py) and where they are held
     _others: list = field(default_factory=list, repr=False)
     _partner_targets: dict = field(default_factory=dict, repr=False)
@@ -240,6 +241,14 @@ class JunctionSystem:
         if not self._others:
             return harness.cables[next(iter(self.branches))].interactions.obstacles
         return harness.obstacles.with_capsules(*harness.capsules_for(tuple(self.branches)))
+
+    def end_frame(self, cid: str, side: str) -> np.ndarray:
+        """The frame (3x3, outlet as d3) of branch ``cid``'s end ``side`` in its junction's frame."""
+        key = (cid, side)
+        if key not in self._end_frames:
+            held = dict(self.branches[cid])[side]
+            self._end_frames[key] = frame_from_tangent(held.outlet, held.normal)
+        return self._end_frames[key]
 
     def index(self, jid: str) -> int:
         for k, spec in enumerate(self.specs):
