@@ -603,8 +603,8 @@ class CableHarnessSceneSettings(bpy.types.PropertyGroup):
             (
                 "mass_spring",
                 "Mass-Spring (Lv 2017)",
-                "The mass-spring chain of Lv et al. 2017, relaxed to rest: "
-                "cables held at their ends and rigid clips, no colliders, quasi-static only",
+                "The mass-spring chain of Lv et al. 2017, relaxed to rest: cables held at their ends and "
+                "rigid clips, resting on colliders at their points; no cable contact, quasi-static only",
             ),
             (
                 "kirchhoff_cg",

@@ -262,6 +262,10 @@ class Interactions:
             self.node_part,
         )
 
+    def obstacle_arrays(self) -> ObstacleArrays:
+        """The obstacles relative to the model origin, as the rod's positions are."""
+        return self._shifted_obstacles()
+
     def _shifted_obstacles(self) -> ObstacleArrays:
         """Obstacle arrays relative to the model origin, as the rod's positions are (kept while the
         obstacle set is the same object: shifting a big mesh per call cost more than a solve step)."""

@@ -21,7 +21,8 @@ Where this departs from the paper, and why:
   the torsion spring fades where either bend beside the link is below BEND_FOR_TORSION (the osculating
   plane, hence the angle, is undefined on a straight stretch; Eqs. 42-45 divide by sin beta);
 - the time step is the explicit scheme's stability limit from a bound on the stiffest spring (Eq. 31
-  is not dimensionally a time), and the damping is kinetic (Cundall 1976: the points are stopped
+  is not dimensionally a time), the torsion springs' counted where their plane fades, where they
+  are stiffest (TORSION_BOUND), and the damping is kinetic (Cundall 1976: the points are stopped
   whenever their kinetic energy passes a peak) instead of the viscous k^d v of Eq. 28, for which the
   paper gives no value: one that suits the slowest mode lets the fastest ring, and one that damps
   the fastest (a warm step jerks the end links) leaves the slowest crawling (380 N out of balance
@@ -36,16 +37,25 @@ import numpy as np
 
 from . import minimum_check
 from ._jit import njit
+from .mass_spring_contact import MAX_CONTACTS, ChainContact, chain_contact, no_contact, put_back, supported, touching
 from .rod_state import framed_state
 
 # below this bend (rad) either side of a link, its torsion spring fades out (weight 1/2 there)
 BEND_FOR_TORSION = 0.05
+# The torsion spring's pull on a point grows as 1 / (l sin BEND_FOR_TORSION) where its plane fades (at a
+# bend of BEND_FOR_TORSION, |w dphi/dp| = 1 / (2 l sin beta)), not as 1 / l: its stiffness there is this
+# many times the 16 k / l^2 per point of the bound below. Without it, a cable moved out of its plane
+# rang at 100 N for all its steps (a planar one never excites the stiff out-of-plane motion)
+TORSION_BOUND = 1.0 / (4.0 * math.sin(BEND_FOR_TORSION) ** 2)
 MAX_STEPS = 2_000_000
 # A relaxation whose largest force has not fallen by 1 % for this many steps has stopped coming to rest
-# (ends asking for half a turn of twist, which the torsion angle taken modulo a half turn cannot tell
-# from none, rang at 46 N for all 2e6 steps, 42 s); converging ones set a new lowest every few
+# (with a time step past the torsion springs' stability bound, see TORSION_BOUND, ends asking for half a
+# turn of twist rang at 46 N for all 2e6 steps, 42 s); converging ones set a new lowest every few
 # thousand steps (the slowest measured: 105,000 steps in all)
 STALL_STEPS = 100_000
+# Beside obstacles no point moves more than this fraction of the radius in one step (Lv 2017 limit a
+# point's displacement, Eq. 31): it cannot pass through a thin plate between two steps
+MAX_MOVE = 0.25
 
 
 class MassSpringArrays(NamedTuple):
@@ -227,18 +237,14 @@ def mass_spring_energy(x, a: MassSpringArrays, grad):
 
 
 @njit
-def relax(x, a: MassSpringArrays, tolerance, max_steps):
-    """Semi-implicit Euler (Lv 2017, Eq. 28) from rest at ``x`` (in place), damped kinetically, until the
-    force on every free point is below ``tolerance`` (N); (steps, largest force; NaN where it blew up)."""
-    n = x.shape[0]
-    grad = np.zeros((n, 3))
-    v = np.zeros((n, 3))
-    free = a.held == 0
-    # the explicit scheme is stable below 2 / omega_max; omega_max^2 from Gershgorin's bound of the
-    # stiffness (a bend or torsion spring's over a link at most 16 k / l^2 per point) over the mass
+def time_step(a: MassSpringArrays) -> float:
+    """The explicit scheme's time step: stable below 2 / omega_max, omega_max^2 from Gershgorin's bound
+    of the stiffness (a bend or torsion spring's over a link at most 16 k / l^2 per point, a torsion
+    spring's TORSION_BOUND times that) over the mass."""
+    n = a.mass.shape[0]
     shortest = a.rest.min()
     per_length2 = 16.0 / (shortest * shortest)
-    springs = 3.0 * a.k_bend.max() + a.k_outlet.max() + 4.0 * a.k_twist.max()
+    springs = 3.0 * a.k_bend.max() + a.k_outlet.max() + 4.0 * TORSION_BOUND * a.k_twist.max()
     omega2 = 0.0
     for i in range(n):
         stretch = 0.0
@@ -249,30 +255,88 @@ def relax(x, a: MassSpringArrays, tolerance, max_steps):
     # 1.2 rather than 2: a stretched link is stiffer across itself (tension / length) than the bound
     # knows, and a warm step starts with the end links stretched (at 1.8 one ringing at 29 % strain
     # never settled)
-    dt = 1.2 / math.sqrt(omega2)
+    return 1.2 / math.sqrt(omega2)
+
+
+# why _relax returned
+AT_REST, OUT_OF_STEPS, STALLED, NOT_FINITE, SEARCH_AGAIN = 0, 1, 2, 3, 4
+
+
+@njit
+def _relax(x, v, a: MassSpringArrays, c: ChainContact, dt, tolerance, max_steps, progress):
+    """Semi-implicit Euler (Lv 2017, Eq. 28) from ``x`` and ``v`` (in place), damped kinetically, until
+    the force left on every free point (after the obstacles' support and static friction,
+    mass_spring_contact.py) is below ``tolerance`` (N): (steps, largest force, why: AT_REST ..
+    SEARCH_AGAIN). ``progress`` (the lowest force, its step, the kinetic energy, the step) carries on
+    across calls (a search of the obstacles between them)."""
+    n = x.shape[0]
+    grad = np.zeros((n, 3))
+    motion = np.zeros((n, 3))
+    free = a.held == 0
+    normals = np.empty((MAX_CONTACTS, 3))
+    gaps = np.empty(MAX_CONTACTS)
+    f = np.empty(3)
+    vel = np.empty(3)
+    cp = np.empty(3)
+    obstacles = c.plane_point.shape[0] + c.sphere_centre.shape[0] + c.candidates.shape[0] > 0
+    friction = c.mu_static > 0.0 or c.mu_dynamic > 0.0
+    max_move = MAX_MOVE * c.radius
+    best, best_at, kinetic_before = progress[0], int(progress[1]), progress[2]
     mass_spring_energy(x, a, grad)
-    kinetic_before = 0.0
     largest = np.inf
-    best, best_at = np.inf, 0
-    for step in range(max_steps):
+    for step in range(int(progress[3]), max_steps):
         largest = 0.0
         for i in range(n):
-            if free[i]:
-                size = math.sqrt(grad[i, 0] ** 2 + grad[i, 1] ** 2 + grad[i, 2] ** 2)
-                if not size <= np.inf:  # NaN or overflow: no rest state to report
-                    return step, np.nan
+            if not free[i]:
+                continue
+            for k in range(3):
+                f[k] = -grad[i, k]
+                vel[k] = v[i, k]
+            size = math.sqrt(f[0] * f[0] + f[1] * f[1] + f[2] * f[2])
+            if not size <= np.inf:  # NaN or overflow: no rest state to report
+                return step, np.nan, NOT_FINITE
+            count = touching(x, i, c, normals, gaps, cp) if obstacles else 0
+            if count:
+                support = supported(f, vel, normals, count)  # Eqs. 32-33
+                size = math.sqrt(f[0] * f[0] + f[1] * f[1] + f[2] * f[2])
+                left = max(0.0, size - c.mu_static * support) if friction else size
+                largest = max(largest, left)
+                if friction and support > 0.0:
+                    speed = math.sqrt(vel[0] * vel[0] + vel[1] * vel[1] + vel[2] * vel[2])
+                    if speed > 0.0:  # sliding: dynamic friction against the motion (Eq. 34)
+                        drag = c.mu_dynamic * support / speed
+                        ahead = 0.0
+                        for k in range(3):
+                            ahead += (vel[k] + dt * (f[k] - drag * vel[k]) / a.mass[i]) * vel[k]
+                        if ahead > 0.0:
+                            for k in range(3):
+                                f[k] -= drag * vel[k]
+                        else:  # friction stops it within the step
+                            speed = 0.0
+                            vel[:] = 0.0
+                    if speed == 0.0:  # at rest: it sticks while static friction holds it (Eqs. 35-36)
+                        if size <= c.mu_static * support:
+                            f[:] = 0.0
+                        else:
+                            for k in range(3):
+                                f[k] -= c.mu_dynamic * support * f[k] / size
+            else:
                 largest = max(largest, size)
+            for k in range(3):
+                v[i, k] = vel[k]
+                motion[i, k] = f[k]
         if largest <= tolerance:
-            return step, largest
+            progress[0], progress[1], progress[2], progress[3] = best, best_at, kinetic_before, step
+            return step, largest, AT_REST
         if largest < 0.99 * best:
             best, best_at = largest, step
         elif step - best_at > STALL_STEPS:
-            return step, largest  # no progress: ringing without coming to rest
+            return step, largest, STALLED  # no progress: ringing without coming to rest
         kinetic = 0.0
         for i in range(n):
             if free[i]:
                 for k in range(3):
-                    v[i, k] -= dt * grad[i, k] / a.mass[i]
+                    v[i, k] += dt * motion[i, k] / a.mass[i]
                     kinetic += 0.5 * a.mass[i] * v[i, k] * v[i, k]
         if kinetic < kinetic_before:
             # kinetic damping (Cundall 1976): past a peak of the kinetic energy the points have
@@ -282,10 +346,40 @@ def relax(x, a: MassSpringArrays, tolerance, max_steps):
         kinetic_before = kinetic
         for i in range(n):
             if free[i]:
+                if obstacles:  # no point passes a thin plate between two steps
+                    move = dt * math.sqrt(v[i, 0] ** 2 + v[i, 1] ** 2 + v[i, 2] ** 2)
+                    if move > max_move:
+                        for k in range(3):
+                            v[i, k] *= max_move / move
                 for k in range(3):
                     x[i, k] += dt * v[i, k]
+                if obstacles:
+                    put_back(x, i, c, normals, gaps, cp)
         mass_spring_energy(x, a, grad)
-    return max_steps, largest
+        if c.candidates.shape[0] > 0 or c.triangles.shape[0] > 0:
+            for i in range(n):
+                d2 = 0.0
+                for k in range(3):
+                    d2 += (x[i, k] - c.searched_at[i, k]) ** 2
+                if d2 > c.margin * c.margin:
+                    progress[0], progress[1], progress[2], progress[3] = best, best_at, kinetic_before, step + 1
+                    return step + 1, largest, SEARCH_AGAIN
+    return max_steps, largest, OUT_OF_STEPS
+
+
+def relax(x, a: MassSpringArrays, tolerance, max_steps, contact=None):
+    """Relax the points ``x`` (in place) from rest until the force left on every free point is below
+    ``tolerance`` (N): (steps, largest force; NaN where it blew up). ``contact``: None, or (obstacles as
+    kernel_arrays.ObstacleArrays in the points' frame, radius, static and dynamic friction factors)."""
+    n = x.shape[0]
+    v = np.zeros((n, 3))
+    progress = np.array([np.inf, 0.0, 0.0, 0.0])
+    dt = time_step(a)
+    while True:
+        c = no_contact(n, 1.0) if contact is None else chain_contact(x, *contact)
+        steps, largest, why = _relax(x, v, a, c, dt, tolerance, max_steps, progress)
+        if why != SEARCH_AGAIN:
+            return steps, largest
 
 
 def arrays_for(model, boundary, positions) -> MassSpringArrays:
@@ -328,21 +422,34 @@ def arrays_for(model, boundary, positions) -> MassSpringArrays:
     )
 
 
-def solve_mass_spring(model, start_positions, boundary, tolerance: float, max_steps: int = MAX_STEPS):
-    """Relax the cable from ``start_positions`` (held points where ``boundary`` puts them): (positions,
-    converged, steps, largest force on a free point (N), milliseconds, arrays)."""
+def solve_mass_spring(
+    model, start_positions, boundary, tolerance: float, max_steps: int = MAX_STEPS, guess=None, contact=None
+):
+    """Relax the cable from ``start_positions`` (held points where ``boundary`` puts them), or first from
+    ``guess`` (a predicted start, held points placed too) and from ``start_positions`` where that does
+    not come to rest: (positions, converged, steps, largest force on a free point (N), milliseconds,
+    arrays). The springs are those of ``start_positions``: the ends' twist is measured along the cable
+    as it lies (Eq. 11), not along a guess. ``contact``: as for ``relax``."""
     t0 = time.perf_counter()
     x = np.ascontiguousarray(start_positions, dtype=float).copy()
     arrays = arrays_for(model, boundary, x)
-    steps, largest = relax(x, arrays, tolerance, max_steps)
+    steps = 0
+    if guess is not None:
+        y = np.ascontiguousarray(guess, dtype=float).copy()
+        steps, largest = relax(y, arrays, tolerance, max_steps, contact)
+        if largest <= tolerance and np.isfinite(y).all():
+            return y, True, int(steps), float(largest), (time.perf_counter() - t0) * 1e3, arrays
+    more, largest = relax(x, arrays, tolerance, max_steps, contact)
     converged = bool(largest <= tolerance and np.isfinite(x).all())
-    return x, converged, int(steps), float(largest), (time.perf_counter() - t0) * 1e3, arrays
+    return x, converged, int(steps + more), float(largest), (time.perf_counter() - t0) * 1e3, arrays
 
 
-def readings(model, x: np.ndarray, arrays: MassSpringArrays) -> dict:
+def readings(model, x: np.ndarray, arrays: MassSpringArrays, contact=None) -> dict:
     """What the results report from the springs themselves at points ``x`` (relative to the model's
     origin): the holders' forces and moments (the energy's gradient at a held point; a clamped end's
-    outlet spring turns its connector), link tensions and the total energy."""
+    outlet spring turns its connector), link tensions, the total energy and, with ``contact`` (as for
+    ``relax``), the obstacles' forces on the points resting on them (the springs' pull they balance,
+    support and friction together; case format, section Result)."""
     grad = np.zeros_like(x)
     energy = mass_spring_energy(x, arrays, grad)
     ends = {}
@@ -370,14 +477,46 @@ def readings(model, x: np.ndarray, arrays: MassSpringArrays) -> dict:
         clips.append({"force": force, "moment": moment})
     links = np.diff(x, axis=0)
     tensions = arrays.k_stretch * (np.sqrt(np.einsum("ij,ij->i", links, links)) - arrays.rest)
-    return {"ends": ends, "clips": clips, "tensions": tensions, "energy": float(energy)}
+    out = {"ends": ends, "clips": clips, "tensions": tensions, "energy": float(energy)}
+    if contact is not None:
+        radius = float(contact[1])
+        out["contacts"] = [
+            {
+                "s": float(model.node_s[i]),
+                "point": (x[i] - radius * normals[0] + model.origin).tolist(),
+                "normal": normals[0].tolist(),
+                "force": grad[i].tolist(),
+                "gap": float(gaps.min()),
+            }
+            for i, normals, gaps in contacts_at(x, chain_contact(x, *contact), arrays.held)
+        ]
+    return out
 
 
-def is_minimum(x: np.ndarray, arrays: MassSpringArrays) -> bool:
-    """Whether the rest state ``x`` is a minimum of the springs' energy (minimum_check.is_minimum)."""
+def is_minimum(x: np.ndarray, arrays: MassSpringArrays, contact=None) -> bool:
+    """Whether the rest state ``x`` is a minimum of the springs' energy (minimum_check.is_minimum), along
+    the surfaces its points rest on (with friction, a point resting on one does not move)."""
+    blocked = None
+    if contact is not None:
+        c = chain_contact(x, *contact)
+        blocked = {}
+        for i, normals, _gaps in contacts_at(x, c, arrays.held):
+            blocked[i] = None if c.mu_static > 0.0 else normals
     return minimum_check.is_minimum(
         x,
         np.flatnonzero(arrays.held == 0),
         lambda y, out: mass_spring_energy(y, arrays, out),
         1e-7 * float(arrays.rest.min()),
+        blocked,
     )
+
+
+def contacts_at(x: np.ndarray, c: ChainContact, held: np.ndarray) -> list:
+    """[(point, normals (k, 3), gaps (k,))] of every free point of ``x`` that touches an obstacle."""
+    normals, gaps, cp = np.empty((MAX_CONTACTS, 3)), np.empty(MAX_CONTACTS), np.empty(3)
+    out = []
+    for i in np.flatnonzero(held == 0):
+        count = touching(x, int(i), c, normals, gaps, cp)
+        if count:
+            out.append((int(i), normals[:count].copy(), gaps[:count].copy()))
+    return out

@@ -5,6 +5,7 @@ moved, turned into the SolveReport the harness keeps (converged only at a verifi
 
 import numpy as np
 
+from .contact import PENETRATION_TOLERANCE
 from .cosserat_pbd import solve_pbd
 from .equilibrium import SOLVE_BUDGET, SolveReport, _relative_residual
 from .kirchhoff_cg import readings as kirchhoff_readings
@@ -17,10 +18,10 @@ from .rod_state import apply_boundary, framed_state
 def solve_with_model(model_name: str, session, target: Boundary, max_iterations: int, predictor=None) -> SolveReport:
     """``session``'s cable held at ``target``, solved by ``model_name`` (not "cosserat"); ``predictor``:
     the nodes' secant displacement for this step (predictor.py) or None."""
+    if model_name == "mass_spring" and not session.interactions.settings.cable_cable:
+        return solve_mass_spring_cable(session, target, max_iterations, predictor)
     if session.interactions.uses_contact:
         return refused_for_contact(session, model_name)
-    if model_name == "mass_spring":
-        return solve_mass_spring_cable(session, target, max_iterations, predictor)
     solve = {
         "kirchhoff_cg": solve_kirchhoff_cable,
         "cosserat_pbd": solve_pbd_cable,
@@ -35,31 +36,47 @@ def solve_mass_spring_cable(session, target: Boundary, max_iterations: int, pred
     results. Converged: every free point's force within the rod model's force tolerance, at a minimum."""
     model = session.model
     start = session.state.copy()  # before the first solve: the initial guess, sagging with the loads
+    apply_boundary(model, start, target)
+    guess = None
     if predictor is not None:
         # a drag's next rest state is near the last one moved as the last step moved it: the
         # relaxation then walks the difference only (80 points, 2 mm end moves: 27-36k -> 18-23k steps)
-        start.positions += predictor
-    apply_boundary(model, start, target)
+        guess = session.state.copy()
+        guess.positions += predictor
+        apply_boundary(model, guess, target)
+        guess = guess.positions
     free = ~model.held_nodes()
     tolerance = float(model.dof_tol[model.node_dof[free]].min()) if free.any() else 0.0
-    x, converged, steps, largest, ms, arrays = solve_mass_spring(model, start.positions, target, tolerance)
+    interactions = session.interactions
+    contact = None
+    if interactions.uses_contact:  # Lv 2017, Sec. 3.2 (mass_spring_contact.py)
+        settings = interactions.settings
+        obstacles = interactions.obstacle_arrays()
+        contact = (obstacles, interactions.radius, settings.friction_static, settings.friction_dynamic)
+    x, converged, steps, largest, ms, arrays = solve_mass_spring(
+        model, start.positions, target, tolerance, guess=guess, contact=contact
+    )
     state, _roll = framed_state(model, target, x)
+    message = _rest_message(converged, largest, tolerance, f"the mass-spring relaxation, stopped after {steps} steps,")
+    if converged and contact is not None:
+        # the chain's contact acts at its points: a link may still cut an edge or a thin plate
+        depth = interactions.deepest_penetration(state)
+        if depth > PENETRATION_TOLERANCE * interactions.radius:
+            converged = False
+            message = (
+                f"the mass-spring chain came to rest with a link {depth * 1e3:.3g} mm into an obstacle (its "
+                f"contact acts at its points, Lv 2017 Sec. 3.2): use more segments or the cosserat model"
+            )
     # a dead moment is not conservative in 3-D (as for the rod: its stability is left unjudged)
     judged = not arrays.couple.any()
-    stable = (is_minimum(x, arrays) if judged else None) if converged else False
-    message = _rest_message(converged, largest, tolerance, f"the mass-spring relaxation, stopped after {steps} steps,")
-    if not converged and np.isfinite(largest) and abs(float(arrays.twist.sum())) > 0.9 * np.pi:
-        message += (
-            "; its ends ask for about half a turn of twist, which the chain's torsion springs (the "
-            "angle between osculating planes, modulo a half turn) cannot tell from none"
-        )
+    stable = (is_minimum(x, arrays, contact) if judged else None) if converged else False
     if converged and stable is False:
         converged = False
         message = "the mass-spring chain came to rest on a saddle of its energy: not an equilibrium to keep"
     report = SolveReport(state, converged, steps, largest / model.force_scale, 0, ms, message)
     report.stable = stable
     # the last two: a step refused afterwards (ultimate strain) keeps reporting the state before it
-    session.readings = ((state, readings(model, x, arrays)), *(session.readings or ())[:1])
+    session.readings = ((state, readings(model, x, arrays, contact)), *(session.readings or ())[:1])
     return report
 
 

@@ -201,7 +201,10 @@ def _own_readings(session, state) -> dict:
         return {}
     ends = {side: own["ends"][side] for side in own["ends"]}
     energy = own["energy"] - float(np.sum(session.model.node_force * session.model.origin))
-    return {"ends": ends, "clips": own["clips"], "tensions": own["tensions"], "energy": energy}
+    out = {"ends": ends, "clips": own["clips"], "tensions": own["tensions"], "energy": energy}
+    if "contacts" in own:
+        out["contacts"] = own["contacts"]
+    return out
 
 
 _SHAPE_ARRAYS = (None, "nodes", "directors", "tensions", "twist_rates")  # _shape_kernel's codes

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The scene's Model (Cable Harness panel): the case it writes, a cable solved with each model agreeing
-with the Cosserat rod, and a model without contact refused, not run through a collider."""
+with the Cosserat rod, a model without contact refused, not run through a collider, and the mass-spring
+chain resting on one."""
 
 import sys
 
@@ -46,3 +47,20 @@ def test_a_model_without_contact_is_refused_next_to_a_collider():
     bpy.ops.cable_harness.solve()
     assert not cable.cable_harness.result_converged
     assert "no contact" in cable.cable_harness.result_message
+
+
+def test_the_mass_spring_chain_rests_on_a_collider():
+    """Lv 2017's chain meets obstacles at its points (mass_spring_contact.py): a collider half way
+    between the drawn route (lowest at z = -0.03) and where the chain hangs without it (-0.116) is taken,
+    not refused, and the chain rests on it."""
+    _start, _end, _clip, cable = simple_harness(with_clip=False, segments=20)
+    bpy.ops.mesh.primitive_plane_add(size=1.0, location=(0.15, 0.0, -0.06))
+    bpy.context.active_object.cable_harness.role = "COLLIDER"
+    bpy.context.scene.cable_harness.model = "mass_spring"
+    bpy.ops.object.select_all(action="DESELECT")
+    cable.select_set(True)
+    bpy.context.view_layer.objects.active = cable
+    bpy.ops.cable_harness.solve()
+    assert cable.cable_harness.result_converged, cable.cable_harness.result_message
+    lowest = curve_world_points(cable)[:, 2].min()
+    assert -0.06 <= lowest < -0.05

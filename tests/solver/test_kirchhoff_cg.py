@@ -174,7 +174,7 @@ def test_end_twist_is_followed_through_whole_turns():
     assert end_twist(x, wound) == pytest.approx(least + 4.0 * math.pi)
 
 
-@pytest.mark.parametrize("model", ["kirchhoff_cg", "mass_spring", "cosserat_pbd"])
+@pytest.mark.parametrize("model", ["kirchhoff_cg", "cosserat_pbd"])
 def test_obstacles_handed_over_later_refuse_a_model_without_contact(model):
     """The Blender layer hands the colliders near a cable to the harness after the case was read (so
     the case's own refusal of obstacles does not see them): a model without contact refuses to solve

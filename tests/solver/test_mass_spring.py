@@ -82,18 +82,14 @@ def test_a_column_compressed_past_buckling_from_a_straight_start_is_a_saddle_not
         assert "saddle" in result["message"]
 
 
-PLATE = {"type": "plane", "point": [0, 0, -1], "normal": [0, 0, 1]}
-
-
 @pytest.mark.parametrize(
     "edit, named",
     [
-        (lambda d: d.update(obstacles=[PLATE]), "obstacles"),
         (lambda d: d.update(contact={"cable_cable": True}), "contact.cable_cable"),
         (lambda d: d["cables"][0].update(clips=[{"s": 0.1, "frame": _clip_frame(), "kind": "sliding"}]), "clips[0]"),
         (lambda d: d["cables"][0].update(rest={"curvature": [1.0, 0.0], "twist": 0.0}), "rest"),
     ],
-    ids=["obstacles", "cable-contact", "sliding-clip", "pre-formed"],
+    ids=["cable-contact", "sliding-clip", "pre-formed"],
 )
 def test_features_the_mass_spring_chain_does_not_express_are_refused_by_name(edit, named):
     doc = case(cable(length=0.3, segments=10), solver=MODEL)
@@ -107,45 +103,77 @@ def _clip_frame():
     return {"position": [0.1, 0.0, 0.0], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}
 
 
-def test_ends_asking_for_half_a_turn_of_twist_fail_fast_and_say_why():
+def test_ends_asking_for_half_a_turn_of_twist_come_to_rest_near_the_cosserat_rod():
     """Both connectors' normals along x while the cable turns over between them (a U hanging from two
-    ceiling connectors, as Blender draws it): half a turn of twist, which the torsion springs' angle,
-    taken modulo a half turn, cannot tell from none. The relaxation rings without coming to rest: it
-    stops once it has made no progress for STALL_STEPS (it ran all 2e6 steps, 42 s, before) and the
-    message says why."""
-    from solver_core.mass_spring import STALL_STEPS
-
+    ceiling connectors, as Blender draws it): half a turn of twist. The chain comes to rest at a
+    minimum within 3 % of L of the rod (the torsion springs' angle, taken modulo a half turn, sees
+    little of that twist; measured 1.9 %); so does the untwisted U."""
     down = {"position": [0.0, 0.0, 0.0], "tangent": [0.0, 0.0, -1.0], "normal": [1.0, 0.0, 0.0]}
     up = {"position": [0.3, 0.0, 0.0], "tangent": [0.0, 0.0, 1.0], "normal": [1.0, 0.0, 0.0]}
-    doc = case(cable(length=0.414, segments=20, start=down, end=up, material={"preset": "lv2017_harness"}))
-    doc["solver"] = MODEL
-    result = first(solve(doc))
-    assert not result["converged"]
-    assert result["iterations"] <= 2 * STALL_STEPS
-    assert "half a turn of twist" in result["message"]
-    up["normal"] = [-1.0, 0.0, 0.0]  # no twist asked: it comes to rest
-    assert first(solve(doc | {"cables": [dict(doc["cables"][0], end=up)]}))["converged"]
+    nodes = {}
+    for model in ("mass_spring", "cosserat"):
+        doc = case(cable(length=0.414, segments=20, start=down, end=up, material={"preset": "lv2017_harness"}))
+        doc["solver"] = {"model": model}
+        result = first(solve(doc))
+        assert result["converged"] and result["stable"]
+        nodes[model] = np.asarray(result["nodes"])
+    assert np.abs(nodes["mass_spring"] - nodes["cosserat"]).max() < 0.03 * 0.414
+    up["normal"] = [-1.0, 0.0, 0.0]  # no twist asked
+    assert first(solve(doc | {"cables": [dict(doc["cables"][0], end=up)], "solver": MODEL}))["converged"]
 
 
 def _drag(monkeypatch, predict):
-    """Both ends clamped, one end lifted 2 mm a step: (steps of the last step's relaxation, nodes)."""
-    if not predict:
-        monkeypatch.setattr(harness_module, "secant_displacement", lambda *args: None)
+    """Both ends clamped, one end lifted 2 mm a step: (relaxation steps of the warm steps after the
+    first, predictions made, nodes)."""
+    made = []
+    secant = harness_module.secant_displacement
+
+    def counted(*args):
+        out = secant(*args) if predict else None
+        made.append(out is not None)
+        return out
+
+    monkeypatch.setattr(harness_module, "secant_displacement", counted)
     start = {"position": [0.0, 0.0, 0.0], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}
     end = {"position": [0.25, 0.0, 0.0], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}
     h = harness(case(cable(length=0.3, segments=30, start=start, end=end), solver=MODEL))
     h.solve_step()
+    steps = 0
     for k in range(1, 5):
         frame = Frame(np.array([0.25, 0.0, 0.002 * k]), np.array([1.0, 0.0, 0.0]), np.array([0.0, 0.0, 1.0]))
         report = h.solve_step({"W1": CableChange(end=frame)})["W1"]
         assert report.converged and report.stable, report.message
-    return report.iterations, h.world_nodes("W1")
+        steps += report.iterations if k > 1 else 0
+    return steps, sum(made), h.world_nodes("W1")
 
 
 def test_a_drag_starts_each_step_from_the_secant_prediction_and_rests_where_it_would_without(monkeypatch):
     """The secant predictor is a start, not a result: the rest state is the one reached without it
-    (to the force tolerance's share of a position), in fewer relaxation steps."""
-    steps, nodes = _drag(monkeypatch, predict=True)
-    steps_plain, nodes_plain = _drag(monkeypatch, predict=False)
+    (to the force tolerance's share of a position), in fewer relaxation steps over the steps it
+    predicts (each step's count moves with where kinetic damping happens to stop the points)."""
+    steps, predicted, nodes = _drag(monkeypatch, predict=True)
+    steps_plain, none, nodes_plain = _drag(monkeypatch, predict=False)
+    assert predicted == 3 and none == 0
     assert np.abs(nodes - nodes_plain).max() < 1e-6 * 0.3
-    assert steps < 0.8 * steps_plain, (steps, steps_plain)
+    assert steps < 0.85 * steps_plain, (steps, steps_plain)
+
+
+def test_a_cable_moved_out_of_its_plane_comes_to_rest_near_the_cosserat_rod():
+    """Both ends clamped, one moved sideways in steps out of the plane the cable sags in: the chain comes
+    to rest (its torsion springs are stiffest where their plane fades, which the explicit step must
+    know: without that it rang at 100 N), at a minimum, within 2 % of L of the rod (Lv 2017 report
+    3.3 mm on their 300 mm cable against a finite element model; the chain's torsion springs act on
+    the osculating planes, not on a twist of the section, so it does not tend to the rod)."""
+    start = {"position": [0.0, 0.0, 0.0], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}
+    end = {"position": [0.25, 0.0, 0.0], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}
+    nodes = {}
+    for model in ("mass_spring", "cosserat"):
+        h = harness(case(cable(length=0.3, segments=30, start=start, end=end), solver={"model": model}))
+        h.solve_step()
+        for y in (0.0003, 0.02, 0.04):
+            frame = Frame(np.array([0.25, y, 0.0]), np.array([1.0, 0.0, 0.0]), np.array([0.0, 0.0, 1.0]))
+            report = h.solve_step({"W1": CableChange(end=frame)})["W1"]
+            assert report.converged and report.stable, report.message
+        nodes[model] = h.world_nodes("W1")
+    assert np.abs(nodes["mass_spring"][:, 1]).max() > 0.02  # out of its plane
+    assert np.abs(nodes["mass_spring"] - nodes["cosserat"]).max() < 0.02 * 0.3
