@@ -36,15 +36,21 @@ def test_each_model_solves_the_scene_where_the_cosserat_rod_does(model):
     assert gap < 2e-4  # two discretisations of one cable at 20 segments
 
 
-def test_a_model_without_contact_is_refused_next_to_a_collider():
+def _solved_above_a_collider(model: str, height: float):
+    """The simple harness's cable solved with ``model`` above a collider plane at z = ``height``."""
     _start, _end, _clip, cable = simple_harness(with_clip=False, segments=20)
-    bpy.ops.mesh.primitive_plane_add(size=1.0, location=(0.15, 0.0, -0.03))
+    bpy.ops.mesh.primitive_plane_add(size=1.0, location=(0.15, 0.0, height))
     bpy.context.active_object.cable_harness.role = "COLLIDER"
-    bpy.context.scene.cable_harness.model = "kirchhoff_cg"
+    bpy.context.scene.cable_harness.model = model
     bpy.ops.object.select_all(action="DESELECT")
     cable.select_set(True)
     bpy.context.view_layer.objects.active = cable
     bpy.ops.cable_harness.solve()
+    return cable
+
+
+def test_a_model_without_contact_is_refused_next_to_a_collider():
+    cable = _solved_above_a_collider("kirchhoff_cg", -0.03)
     assert not cable.cable_harness.result_converged
     assert "no contact" in cable.cable_harness.result_message
 
@@ -53,14 +59,7 @@ def test_the_mass_spring_chain_rests_on_a_collider():
     """Lv 2017's chain meets obstacles at its points (mass_spring_contact.py): a collider half way
     between the drawn route (lowest at z = -0.03) and where the chain hangs without it (-0.116) is taken,
     not refused, and the chain rests on it."""
-    _start, _end, _clip, cable = simple_harness(with_clip=False, segments=20)
-    bpy.ops.mesh.primitive_plane_add(size=1.0, location=(0.15, 0.0, -0.06))
-    bpy.context.active_object.cable_harness.role = "COLLIDER"
-    bpy.context.scene.cable_harness.model = "mass_spring"
-    bpy.ops.object.select_all(action="DESELECT")
-    cable.select_set(True)
-    bpy.context.view_layer.objects.active = cable
-    bpy.ops.cable_harness.solve()
+    cable = _solved_above_a_collider("mass_spring", -0.06)
     assert cable.cable_harness.result_converged, cable.cable_harness.result_message
     lowest = curve_world_points(cable)[:, 2].min()
     assert -0.06 <= lowest < -0.05
