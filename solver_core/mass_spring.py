@@ -37,7 +37,17 @@ import numpy as np
 
 from . import minimum_check
 from ._jit import njit
-from .mass_spring_contact import MAX_CONTACTS, ChainContact, chain_contact, no_contact, put_back, supported, touching
+from .crossing import step_crosses_triangles
+from .mass_spring_contact import (
+    MAX_CONTACTS,
+    MAX_MOVE_RADII,
+    ChainContact,
+    chain_contact,
+    no_contact,
+    put_back,
+    supported,
+    touching,
+)
 from .rod_state import framed_state
 
 # below this bend (rad) either side of a link, its torsion spring fades out (weight 1/2 there)
@@ -53,9 +63,6 @@ MAX_STEPS = 2_000_000
 # turn of twist rang at 46 N for all 2e6 steps, 42 s); converging ones set a new lowest every few
 # thousand steps (the slowest measured: 105,000 steps in all)
 STALL_STEPS = 100_000
-# Beside obstacles no point moves more than this fraction of the radius in one step (Lv 2017 limit a
-# point's displacement, Eq. 31): it cannot pass through a thin plate between two steps
-MAX_MOVE = 0.25
 
 
 class MassSpringArrays(NamedTuple):
@@ -278,9 +285,10 @@ def _relax(x, v, a: MassSpringArrays, c: ChainContact, dt, tolerance, max_steps,
     f = np.empty(3)
     vel = np.empty(3)
     cp = np.empty(3)
-    obstacles = c.plane_point.shape[0] + c.sphere_centre.shape[0] + c.candidates.shape[0] > 0
+    obstacles = c.plane_point.shape[0] + c.sphere_centre.shape[0] + c.triangles.shape[0] > 0
+    pressed = np.zeros(n, dtype=np.bool_)  # pushed onto an obstacle this step: kept on its surface
     friction = c.mu_static > 0.0 or c.mu_dynamic > 0.0
-    max_move = MAX_MOVE * c.radius
+    max_move = MAX_MOVE_RADII * c.radius  # Lv 2017 limit a point's displacement (Eq. 31)
     best, best_at, kinetic_before = progress[0], int(progress[1]), progress[2]
     mass_spring_energy(x, a, grad)
     largest = np.inf
@@ -296,8 +304,10 @@ def _relax(x, v, a: MassSpringArrays, c: ChainContact, dt, tolerance, max_steps,
             if not size <= np.inf:  # NaN or overflow: no rest state to report
                 return step, np.nan, NOT_FINITE
             count = touching(x, i, c, normals, gaps, cp) if obstacles else 0
+            pressed[i] = False
             if count:
                 support = supported(f, vel, normals, count)  # Eqs. 32-33
+                pressed[i] = support > 0.0
                 size = math.sqrt(f[0] * f[0] + f[1] * f[1] + f[2] * f[2])
                 left = max(0.0, size - c.mu_static * support) if friction else size
                 largest = max(largest, left)
@@ -317,9 +327,10 @@ def _relax(x, v, a: MassSpringArrays, c: ChainContact, dt, tolerance, max_steps,
                     if speed == 0.0:  # at rest: it sticks while static friction holds it (Eqs. 35-36)
                         if size <= c.mu_static * support:
                             f[:] = 0.0
-                        else:
+                        else:  # it slides off: dynamic friction, at most what it pulls with
+                            drag = min(c.mu_dynamic * support, size) / size
                             for k in range(3):
-                                f[k] -= c.mu_dynamic * support * f[k] / size
+                                f[k] -= drag * f[k]
             else:
                 largest = max(largest, size)
             for k in range(3):
@@ -354,7 +365,7 @@ def _relax(x, v, a: MassSpringArrays, c: ChainContact, dt, tolerance, max_steps,
                 for k in range(3):
                     x[i, k] += dt * v[i, k]
                 if obstacles:
-                    put_back(x, i, c, normals, gaps, cp)
+                    put_back(x, v, i, c, normals, gaps, cp, pressed[i])
         mass_spring_energy(x, a, grad)
         if c.candidates.shape[0] > 0 or c.triangles.shape[0] > 0:
             for i in range(n):
@@ -369,15 +380,23 @@ def _relax(x, v, a: MassSpringArrays, c: ChainContact, dt, tolerance, max_steps,
 
 def relax(x, a: MassSpringArrays, tolerance, max_steps, contact=None):
     """Relax the points ``x`` (in place) from rest until the force left on every free point is below
-    ``tolerance`` (N): (steps, largest force; NaN where it blew up). ``contact``: None, or (obstacles as
-    kernel_arrays.ObstacleArrays in the points' frame, radius, static and dynamic friction factors)."""
+    ``tolerance`` (N): (steps, largest force; NaN where it blew up, infinity where a link passed
+    through a mesh face on the way). ``contact``: None, or (obstacles as kernel_arrays.ObstacleArrays in
+    the points' frame, radius, static and dynamic friction factors)."""
     n = x.shape[0]
     v = np.zeros((n, 3))
     progress = np.array([np.inf, 0.0, 0.0, 0.0])
     dt = time_step(a)
+    parts = np.zeros(n, dtype=np.int64)
     while True:
         c = no_contact(n, 1.0) if contact is None else chain_contact(x, *contact)
+        before = x.copy()
         steps, largest, why = _relax(x, v, a, c, dt, tolerance, max_steps, progress)
+        # the points stay off the faces, but a link between two can sweep through a thin bar or plate
+        # edge: tested on the straight paths of each stretch between two searches (at most a radius
+        # and a step long)
+        if contact is not None and step_crosses_triangles(before, x, parts, contact[0]):
+            return steps, np.inf
         if why != SEARCH_AGAIN:
             return steps, largest
 
@@ -489,19 +508,25 @@ def readings(model, x: np.ndarray, arrays: MassSpringArrays, contact=None) -> di
                 "gap": float(gaps.min()),
             }
             for i, normals, gaps in contacts_at(x, chain_contact(x, *contact), arrays.held)
+            if normals[0] @ grad[i] > 0.0  # pressed onto it (one pulled away rests on nothing)
         ]
     return out
 
 
 def is_minimum(x: np.ndarray, arrays: MassSpringArrays, contact=None) -> bool:
     """Whether the rest state ``x`` is a minimum of the springs' energy (minimum_check.is_minimum), along
-    the surfaces its points rest on (with friction, a point resting on one does not move)."""
+    the surfaces its points are pressed onto."""
     blocked = None
     if contact is not None:
-        c = chain_contact(x, *contact)
+        # along the surfaces the points are pressed onto (friction, at most mu N, cannot make a
+        # negative curvature a minimum: a straight chain compressed on a table buckles sideways)
+        grad = np.zeros_like(x)
+        mass_spring_energy(x, arrays, grad)
         blocked = {}
-        for i, normals, _gaps in contacts_at(x, c, arrays.held):
-            blocked[i] = None if c.mu_static > 0.0 else normals
+        for i, normals, _gaps in contacts_at(x, chain_contact(x, *contact), arrays.held):
+            pushing = normals[normals @ grad[i] > 0.0]
+            if len(pushing):
+                blocked[i] = pushing
     return minimum_check.is_minimum(
         x,
         np.flatnonzero(arrays.held == 0),

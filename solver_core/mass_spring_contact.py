@@ -2,7 +2,10 @@
 """The mass-spring chain's contact with obstacles (Lv 2017, Sec. 3.2), applied at its points.
 
 A point closer to a plane, a sphere or a mesh triangle than the cable's radius touches it, with the
-unit normal n from the obstacle's nearest point towards the point. At every relaxation step
+unit normal n from the obstacle's nearest point towards the point. (The paper detects a collision per
+link and hands its force to the link's two points; here the points' own distances decide, so that
+each force is the gradient-free projection of Eqs. 32-33 at one point, and a link that rests across
+an edge or bar is found by the exact test on the result instead.) At every relaxation step
 (mass_spring.relax) the inward part of its force and of its velocity is taken away (the support
 force, Eqs. 32-33), it slides against Coulomb friction mu_d N opposite its velocity (Eq. 34) or
 sticks while the force along the surface stays within mu_s N (Eqs. 35-36), and after the step it is
@@ -28,6 +31,7 @@ from .pair_search import find_pairs
 
 MAX_CONTACTS = 8  # obstacles one point touches at once (a corner of a box: 3)
 SEARCH_MARGIN = 2.0  # radii: triangles within the radius plus this of a point are its candidates
+MAX_MOVE_RADII = 0.25  # no point moves farther in one step beside obstacles (mass_spring.MAX_MOVE)
 CONTACT_BAND = 1e-6  # of the radius: a point put back on a surface (gap 0 up to round-off) touches it
 
 
@@ -91,7 +95,9 @@ def chain_contact(x: np.ndarray, obstacles, radius: float, mu_static: float, mu_
         x.copy(),
         float(radius),
         0.5 * margin,
-        float(mu_static),
+        # a point that dynamic friction stops is held by it: the static factor is at least the dynamic
+        # one (mu_s < mu_d, which no surface has, left points at rest with an unbalanced force)
+        float(max(mu_static, mu_dynamic)),
         float(mu_dynamic),
     )
 
@@ -101,8 +107,14 @@ def touching(x, i, c: ChainContact, normals, gaps, cp) -> int:
     """The obstacles point i of ``x`` touches: writes their unit normals (towards the point) and gaps
     (distance minus radius, < 0 inside, within CONTACT_BAND of 0 on the surface); their number. ``cp``:
     scratch (3,)."""
+    return touching_within(x, i, c, normals, gaps, cp, 0.0)
+
+
+@njit_inline
+def touching_within(x, i, c: ChainContact, normals, gaps, cp, extra) -> int:
+    """``touching``, with the surfaces within ``extra`` radii of the point counted too."""
     r = c.radius
-    band = CONTACT_BAND * r
+    band = CONTACT_BAND * r + extra * r
     count = 0
     for p in range(c.plane_point.shape[0]):
         d = 0.0
@@ -161,19 +173,35 @@ def supported(force, velocity, normals, count):
 
 
 @njit_inline
-def put_back(x, i, c: ChainContact, normals, gaps, cp) -> None:
+def put_back(x, v, i, c: ChainContact, normals, gaps, cp, pressed) -> None:
     """Point i moved out of every obstacle it sank into, along the normal of the deepest, until none is
-    deeper than the contact band (a few passes: corners)."""
+    deeper than half the contact band (a few passes: corners). A ``pressed`` point (pushed onto an
+    obstacle at the step's start) slides along its surface: a step along a convex one lifts it by
+    move^2 / 2 rho, and it is put back onto it, its velocity ``v[i]`` turned into the surface's new
+    tangent plane (kept, its outward part flung it off and back each step: it never came to rest)."""
     for _pass in range(4):
-        count = touching(x, i, c, normals, gaps, cp)
+        count = touching_within(x, i, c, normals, gaps, cp, MAX_MOVE_RADII if pressed and _pass == 0 else 0.0)
         deepest, which = -0.5 * CONTACT_BAND * c.radius, -1  # within the band it is on the surface
-        for m in range(count):
-            if gaps[m] < deepest:
-                deepest, which = gaps[m], m
+        if pressed and _pass == 0:
+            deepest = np.inf  # the nearest surface, lifted off or not
+            for m in range(count):
+                if gaps[m] < deepest:
+                    deepest, which = gaps[m], m
+            if which >= 0 and deepest <= 0.0:
+                which = -1  # sunk in: as any point (below)
+                deepest = -0.5 * CONTACT_BAND * c.radius
+        if which < 0:
+            for m in range(count):
+                if gaps[m] < deepest:
+                    deepest, which = gaps[m], m
         if which < 0:
             return
         for k in range(3):
             x[i, k] -= deepest * normals[which, k]
+        if pressed and _pass == 0:
+            vn = v[i, 0] * normals[which, 0] + v[i, 1] * normals[which, 1] + v[i, 2] * normals[which, 2]
+            for k in range(3):
+                v[i, k] -= vn * normals[which, k]
 
 
 def must_search_again(x: np.ndarray, c: ChainContact) -> bool:

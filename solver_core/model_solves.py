@@ -38,7 +38,7 @@ def solve_mass_spring_cable(session, target: Boundary, max_iterations: int, pred
     start = session.state.copy()  # before the first solve: the initial guess, sagging with the loads
     apply_boundary(model, start, target)
     guess = None
-    if predictor is not None:
+    if predictor is not None and not session.interactions.uses_contact:  # a guess may lie in an obstacle
         # a drag's next rest state is near the last one moved as the last step moved it: the
         # relaxation then walks the difference only (80 points, 2 mm end moves: 27-36k -> 18-23k steps)
         guess = session.state.copy()
@@ -53,11 +53,19 @@ def solve_mass_spring_cable(session, target: Boundary, max_iterations: int, pred
         settings = interactions.settings
         obstacles = interactions.obstacle_arrays()
         contact = (obstacles, interactions.radius, settings.friction_static, settings.friction_dynamic)
+    if contact is not None and interactions.crosses_between(session.state, start):
+        # the holders' jump itself carries a link through a face: the relaxation would start beyond it
+        return _refused_jump(session, model)
     x, converged, steps, largest, ms, arrays = solve_mass_spring(
         model, start.positions, target, tolerance, guess=guess, contact=contact
     )
     state, _roll = framed_state(model, target, x)
     message = _rest_message(converged, largest, tolerance, f"the mass-spring relaxation, stopped after {steps} steps,")
+    if largest == np.inf:  # relax's sign of a link swept through a face
+        message = (
+            "the mass-spring chain passed a link through an obstacle on its way to rest (its contact acts at "
+            "its points, Lv 2017 Sec. 3.2): use more segments or the cosserat model"
+        )
     if converged and contact is not None:
         # the chain's contact acts at its points: a link may still cut an edge or a thin plate
         depth = interactions.deepest_penetration(state)
@@ -73,10 +81,27 @@ def solve_mass_spring_cable(session, target: Boundary, max_iterations: int, pred
     if converged and stable is False:
         converged = False
         message = "the mass-spring chain came to rest on a saddle of its energy: not an equilibrium to keep"
-    report = SolveReport(state, converged, steps, largest / model.force_scale, 0, ms, message)
+    passed_through = largest == np.inf  # no force to report: the state is not kept
+    residual = 0.0 if passed_through else largest / model.force_scale
+    report = SolveReport(state, converged, steps, residual, 0, ms, message)
     report.stable = stable
     # the last two: a step refused afterwards (ultimate strain) keeps reporting the state before it
     session.readings = ((state, readings(model, x, arrays, contact)), *(session.readings or ())[:1])
+    return report
+
+
+def _refused_jump(session, model) -> SolveReport:
+    report = SolveReport(
+        session.state.copy(),
+        False,
+        0,
+        0.0,
+        0,
+        0.0,
+        "the holders' move carries a link of the mass-spring chain through an obstacle: move them in "
+        "smaller steps, or use the cosserat model",
+    )
+    report.stable = False
     return report
 
 

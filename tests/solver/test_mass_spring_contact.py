@@ -92,7 +92,7 @@ def test_a_chain_falling_on_a_thin_plate_rests_on_it():
 def test_a_link_that_cuts_a_bar_between_its_points_is_a_failure_not_a_result():
     """Five links hanging between two connectors, and a thin bar (two triangles, 4 mm wide) across the
     middle link where it rests without the bar: the points fall beside the bar and the link onto it.
-    Contact acts at the points (the paper's), so the rest state cuts the bar: reported, not converged."""
+    Contact acts at the points (the paper's), so the link comes to cut the bar: reported, not converged."""
     start = {"position": [0.0, 0.0, 0.02], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}
     end = {"position": [0.3, 0.0, 0.02], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}
     doc = case(cable(length=0.33, segments=5, material=LV, start=start, end=end), solver=MODEL)
@@ -104,7 +104,8 @@ def test_a_link_that_cuts_a_bar_between_its_points_is_a_failure_not_a_result():
     doc["obstacles"] = [{"type": "mesh", "vertices": verts, "triangles": [[0, 1, 2], [0, 2, 3]]}]
     result = first(solve(doc))
     assert not result["converged"]
-    assert "into an obstacle" in result["message"]
+    # resting across the bar, or swept through it on the way (the straight paths between searches)
+    assert "into an obstacle" in result["message"] or "through an obstacle" in result["message"]
 
 
 def test_obstacles_handed_over_later_are_met():
@@ -123,3 +124,32 @@ def test_cable_cable_contact_is_refused_by_name():
     doc = case(cable(material=LV), solver=MODEL, contact={"cable_cable": True})
     with pytest.raises(CaseError, match="contact.cable_cable"):
         parse_case(doc)
+
+
+def test_friction_does_not_make_a_compressed_straight_chain_a_minimum():
+    """Both ends clamped on a table 50 mm closer than the cable is long, straight between them: a saddle
+    (the rod buckles sideways). Friction, at most mu N along the table, cannot hold a negative
+    curvature: the stability test projects on the pressed surfaces' tangent planes only."""
+    start = {"position": [0.0, 0.0, RADIUS], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}
+    end = {"position": [0.25, 0.0, RADIUS], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}
+    doc = case(cable(length=0.3, segments=30, material=LV, start=start, end=end), solver=MODEL)
+    doc["obstacles"] = [{"type": "plane", "point": [0.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}]
+    doc["contact"] = {"friction_static": 0.3, "friction_dynamic": 0.2}
+    result = first(solve(doc))
+    assert not (result["converged"] and result["stable"])
+
+
+def test_a_dynamic_factor_above_the_static_one_still_comes_to_rest():
+    """mu_d > mu_s (no real surface): a point that dynamic friction stops is held, so the chain on an
+    incline comes to rest with its contact forces in the cone of the larger factor."""
+    theta = math.radians(20.0)
+    normal = [-math.sin(theta), 0.0, math.cos(theta)]
+    start = {"position": [0.0, 0.0, RADIUS + 0.005], "tangent": [0.0, 1.0, 0.0], "normal": [0.0, 0.0, 1.0]}
+    doc = case(cable(length=0.3, segments=30, material=LV, start=start), solver=MODEL)
+    doc["obstacles"] = [{"type": "plane", "point": [0.0, 0.0, 0.0], "normal": normal}]
+    doc["contact"] = {"friction_static": 0.1, "friction_dynamic": 0.5}
+    result = first(solve(doc))
+    assert result["converged"] and result["stable"], result.get("message")
+    for c in result["contacts"]:
+        f, n = np.asarray(c["force"]), np.asarray(c["normal"])
+        assert np.linalg.norm(f - (f @ n) * n) <= 0.5 * (f @ n) + 1e-6 * np.linalg.norm(f)
