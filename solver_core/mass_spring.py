@@ -286,7 +286,6 @@ def _relax(x, v, a: MassSpringArrays, c: ChainContact, dt, tolerance, max_steps,
     vel = np.empty(3)
     cp = np.empty(3)
     obstacles = c.plane_point.shape[0] + c.sphere_centre.shape[0] + c.triangles.shape[0] > 0
-    pressed = np.zeros(n, dtype=np.bool_)  # pushed onto an obstacle this step: kept on its surface
     friction = c.mu_static > 0.0 or c.mu_dynamic > 0.0
     max_move = MAX_MOVE_RADII * c.radius  # Lv 2017 limit a point's displacement (Eq. 31)
     best, best_at, kinetic_before = progress[0], int(progress[1]), progress[2]
@@ -304,10 +303,8 @@ def _relax(x, v, a: MassSpringArrays, c: ChainContact, dt, tolerance, max_steps,
             if not size <= np.inf:  # NaN or overflow: no rest state to report
                 return step, np.nan, NOT_FINITE
             count = touching(x, i, c, normals, gaps, cp) if obstacles else 0
-            pressed[i] = False
             if count:
                 support = supported(f, vel, normals, count)  # Eqs. 32-33
-                pressed[i] = support > 0.0
                 size = math.sqrt(f[0] * f[0] + f[1] * f[1] + f[2] * f[2])
                 left = max(0.0, size - c.mu_static * support) if friction else size
                 largest = max(largest, left)
@@ -365,7 +362,7 @@ def _relax(x, v, a: MassSpringArrays, c: ChainContact, dt, tolerance, max_steps,
                 for k in range(3):
                     x[i, k] += dt * v[i, k]
                 if obstacles:
-                    put_back(x, v, i, c, normals, gaps, cp, pressed[i])
+                    put_back(x, i, c, normals, gaps, cp)
         mass_spring_energy(x, a, grad)
         if c.candidates.shape[0] > 0 or c.triangles.shape[0] > 0:
             for i in range(n):

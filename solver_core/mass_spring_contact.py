@@ -31,7 +31,7 @@ from .pair_search import find_pairs
 
 MAX_CONTACTS = 8  # obstacles one point touches at once (a corner of a box: 3)
 SEARCH_MARGIN = 2.0  # radii: triangles within the radius plus this of a point are its candidates
-MAX_MOVE_RADII = 0.25  # no point moves farther in one step beside obstacles (mass_spring.MAX_MOVE)
+MAX_MOVE_RADII = 0.25  # no point moves farther in one step beside obstacles (Lv 2017, Eq. 31)
 CONTACT_BAND = 1e-6  # of the radius: a point put back on a surface (gap 0 up to round-off) touches it
 
 
@@ -107,14 +107,8 @@ def touching(x, i, c: ChainContact, normals, gaps, cp) -> int:
     """The obstacles point i of ``x`` touches: writes their unit normals (towards the point) and gaps
     (distance minus radius, < 0 inside, within CONTACT_BAND of 0 on the surface); their number. ``cp``:
     scratch (3,)."""
-    return touching_within(x, i, c, normals, gaps, cp, 0.0)
-
-
-@njit_inline
-def touching_within(x, i, c: ChainContact, normals, gaps, cp, extra) -> int:
-    """``touching``, with the surfaces within ``extra`` radii of the point counted too."""
     r = c.radius
-    band = CONTACT_BAND * r + extra * r
+    band = CONTACT_BAND * r
     count = 0
     for p in range(c.plane_point.shape[0]):
         d = 0.0
@@ -173,35 +167,19 @@ def supported(force, velocity, normals, count):
 
 
 @njit_inline
-def put_back(x, v, i, c: ChainContact, normals, gaps, cp, pressed) -> None:
+def put_back(x, i, c: ChainContact, normals, gaps, cp) -> None:
     """Point i moved out of every obstacle it sank into, along the normal of the deepest, until none is
-    deeper than half the contact band (a few passes: corners). A ``pressed`` point (pushed onto an
-    obstacle at the step's start) slides along its surface: a step along a convex one lifts it by
-    move^2 / 2 rho, and it is put back onto it, its velocity ``v[i]`` turned into the surface's new
-    tangent plane (kept, its outward part flung it off and back each step: it never came to rest)."""
+    deeper than half the contact band (a few passes: corners)."""
     for _pass in range(4):
-        count = touching_within(x, i, c, normals, gaps, cp, MAX_MOVE_RADII if pressed and _pass == 0 else 0.0)
+        count = touching(x, i, c, normals, gaps, cp)
         deepest, which = -0.5 * CONTACT_BAND * c.radius, -1  # within the band it is on the surface
-        if pressed and _pass == 0:
-            deepest = np.inf  # the nearest surface, lifted off or not
-            for m in range(count):
-                if gaps[m] < deepest:
-                    deepest, which = gaps[m], m
-            if which >= 0 and deepest <= 0.0:
-                which = -1  # sunk in: as any point (below)
-                deepest = -0.5 * CONTACT_BAND * c.radius
-        if which < 0:
-            for m in range(count):
-                if gaps[m] < deepest:
-                    deepest, which = gaps[m], m
+        for m in range(count):
+            if gaps[m] < deepest:
+                deepest, which = gaps[m], m
         if which < 0:
             return
         for k in range(3):
             x[i, k] -= deepest * normals[which, k]
-        if pressed and _pass == 0:
-            vn = v[i, 0] * normals[which, 0] + v[i, 1] * normals[which, 1] + v[i, 2] * normals[which, 2]
-            for k in range(3):
-                v[i, k] -= vn * normals[which, k]
 
 
 def must_search_again(x: np.ndarray, c: ChainContact) -> bool:
