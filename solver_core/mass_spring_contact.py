@@ -10,8 +10,8 @@ an edge or bar is found by the exact test on the result instead.) At every relax
 force, Eqs. 32-33), it slides against Coulomb friction mu_d N opposite its velocity (Eq. 34) or
 sticks while the force along the surface stays within mu_s N (Eqs. 35-36), and after the step it is
 put back on the surface along n (the paper leaves a point where the step took it; put back, no
-state the relaxation ends in sinks into an obstacle at its points). Steps are short (mass_spring.
-MAX_MOVE of the radius) so a point cannot pass through a thin plate between two steps.
+state the relaxation ends in sinks into an obstacle at its points). Steps are short
+(MAX_MOVE_RADII of the radius) so a point cannot pass through a thin plate between two steps.
 
 Contact acts at the points only, as in the paper: a link between two points can still cut an edge or
 a thin plate, which the model solve finds afterwards (Interactions.deepest_penetration) and reports
