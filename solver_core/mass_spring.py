@@ -364,7 +364,7 @@ def _relax(x, v, a: MassSpringArrays, c: ChainContact, dt, tolerance, max_steps,
                 if obstacles:
                     put_back(x, i, c, normals, gaps, cp)
         mass_spring_energy(x, a, grad)
-        if c.candidates.shape[0] > 0 or c.triangles.shape[0] > 0:
+        if c.triangles.shape[0] > 0:  # a mesh's candidates hold within the margin only
             for i in range(n):
                 d2 = 0.0
                 for k in range(3):

@@ -180,10 +180,3 @@ def put_back(x, i, c: ChainContact, normals, gaps, cp) -> None:
             return
         for k in range(3):
             x[i, k] -= deepest * normals[which, k]
-
-
-def must_search_again(x: np.ndarray, c: ChainContact) -> bool:
-    """Whether a point has moved farther than the candidates' margin since they were searched."""
-    if not len(c.triangles):
-        return False
-    return bool(np.linalg.norm(x - c.searched_at, axis=1).max() > c.margin)
