@@ -330,6 +330,7 @@ def solve_equilibrium(
     max_depth: int = MAX_CONTINUATION_DEPTH,
     predictor: np.ndarray | None = None,
     snap_through_rounds: int = SNAP_THROUGH_ROUNDS,
+    guess: RodState | None = None,
 ) -> SolveReport:
     """Solve for the equilibrium with ``boundary`` held, starting from ``state``.
 
@@ -343,6 +344,10 @@ def solve_equilibrium(
     ``predictor``: per-node displacement to start a warm step from (predictor.secant_displacement)
     instead of carrying the free span along with the holders; used for the whole step only, the
     halves of a failed one start as before.
+
+    ``guess``: a predicted state for the whole step (its held dofs are put at ``boundary``), used as
+    ``predictor`` is but for frames too: the linear response of a harness's branch to its junctions'
+    move (junction_newton.linear_response).
 
     ``snap_through_rounds``: 0 leaves out the pseudo-time descent (settle_in_pseudo_time) for a
     piece plain Newton does not finish.
@@ -398,7 +403,8 @@ def solve_equilibrium(
         b_a, _, _ = configure(ta)
         b_b, load_factor, rest_len = configure(tb)
         # the holders move alone (else the free span is carried with them, or by the predictor)
-        holders_alone = isinstance(model, RodGroup) or previous is boundary
+        # (holders that stay put have nothing to carry: the start is put where they hold, as it lies)
+        holders_alone = isinstance(model, RodGroup) or previous is boundary or still
         if isinstance(model, RodGroup):
             # Cables solved together rest on each other: blending one cable's holder motion along it
             # pushes its middle into the cables it touches (a 1 mm step of one end of ten crossed
@@ -406,7 +412,10 @@ def solve_equilibrium(
             # holders moved alone the first Newton step finds the elastic response, with the
             # contacts in its model (21-26 iterations).
             model.apply_boundary(trial, b_b)
-        elif previous is boundary:
+        elif holders_alone:
+            apply_boundary(model, trial, b_b)
+        elif guess is not None and depth == 0 and ta == 0.0 and tb == 1.0:
+            trial = guess.copy()
             apply_boundary(model, trial, b_b)
         elif predictor is not None and depth == 0 and ta == 0.0 and tb == 1.0:
             trial.positions += predictor

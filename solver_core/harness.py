@@ -332,10 +332,12 @@ class Harness:
             clips[k] = frame
         return Boundary(change.start or b.start, change.end or b.end, tuple(clips))
 
-    def solve_cable(self, cable_id: str, boundary: Boundary | None = None) -> SolveReport:
+    def solve_cable(self, cable_id: str, boundary: Boundary | None = None, guess=None) -> SolveReport:
         """Solve one cable against everything else as it lies. The report's ``solve_ms`` is the time of
         the whole solve: the predictor, the continuation's Newton solves and the checks that accept
-        its result (penetration, ultimate strain), not the results built from it afterwards."""
+        its result (penetration, ultimate strain), not the results built from it afterwards.
+        ``guess``: a predicted state to start from (solve_equilibrium's; the rod model only), in place
+        of the secant predictor."""
         t0 = time.perf_counter()
         session = self.cables[cable_id]
         target = session.boundary if boundary is None else boundary
@@ -347,7 +349,7 @@ class Harness:
             length = float(session.model.rest_len.min())
             hold_now = held_vector(session, previous, length)
             hold_next = held_vector(session, target, length)
-            if not session.interactions.settings.friction:
+            if guess is None and not session.interactions.settings.friction:
                 predictor = secant_displacement(session.last_step, session.state.positions, hold_now, hold_next)
         model_name = self.case.solver.model
         if model_name != "cosserat":
@@ -364,6 +366,7 @@ class Harness:
                 self.case.solver.max_iterations,
                 session.interactions,
                 predictor=predictor,
+                guess=guess if previous is not None else None,
             )
         report.iterations += spent
         session.group_contacts = None

@@ -96,6 +96,28 @@ def _descent(K, G, L: float):
     return -d * (vectors @ ((vectors.T @ (d * G)) / values))
 
 
+def linear_response(model, state, condensation, moved):
+    """``state`` moved by Newton's step of its free dofs (end_stiffness.free_step) for a world move
+    ``moved`` of its ends at free junctions (shift and rotation vector per end, in ``condensation``'s
+    order of sides), from ``condensation`` formed at ``state``; None where the step turns a frame
+    further than a Newton step may (newton_assembly.MAX_ROTATION_STEP). The held dofs stay: the
+    caller puts them where they are held."""
+    grad = rod_gradient(model, state.positions, state.quats)
+    _K, _r, free_step = condensation.reduced(state, grad)
+    delta = free_step(moved)
+    fixed = model.fixed.astype(bool)
+    delta[fixed] = 0.0
+    if not np.isfinite(delta).all():
+        return None
+    if float(np.abs(delta[model.rot_dof[:, None] + np.arange(3)]).max(initial=0.0)) > MAX_ROTATION_STEP:
+        return None
+    out = state.copy()
+    retract(
+        state.positions, state.quats, model.node_dof, model.rot_dof, delta, 1.0, out.positions, out.quats, np.empty(3)
+    )
+    return out
+
+
 class HarnessNewton:
     """One Newton solve of ``system``'s branches and free junctions for the branch holders ``targets``
     (cable id -> Boundary) with the fixed junctions at ``frames``; ``predict`` returns the predicted

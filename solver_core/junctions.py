@@ -39,9 +39,9 @@ from .diagnostics import elastic_and_load_energy, max_axial_strain, reactions
 from .end_stiffness import Condensation, exact_for, hessian_band
 from .equilibrium import SolveReport
 from .junction_contact import JunctionContact, segments_cross_triangle
-from .junction_newton import HarnessNewton
+from .junction_newton import HarnessNewton, linear_response
 from .junction_spec import end_frame_at
-from .rod_state import interpolate_boundary
+from .rod_state import apply_boundary, interpolate_boundary
 from .rotations import axis_angle_matrix, frame_from_tangent, slerp_matrix
 from .sessions import restore_sessions, snapshot_sessions
 
@@ -525,7 +525,8 @@ class JunctionSystem:
             positive = bool(np.linalg.eigvalsh(K)[0] > noise)
             saved = self._snapshot(harness, ids)
             trial = self._moved(frames, step, L)
-            ok, message = self._evaluate_unless_crossing(harness, targets, frames, trial, ids, counters)
+            guesses = self._linear_guesses(harness, targets, trial, step, L)
+            ok, message = self._evaluate_unless_crossing(harness, targets, frames, trial, ids, counters, guesses)
             if ok:
                 g_trial = self._gradient(harness, trial)
                 e_trial = self.energy(harness, trial)
@@ -613,10 +614,11 @@ class JunctionSystem:
         self.loads = self._loads(harness)
         return report
 
-    def _evaluate(self, harness, targets, frames, ids, counters, note_refusal=False) -> tuple:
+    def _evaluate(self, harness, targets, frames, ids, counters, note_refusal=False, guesses=None) -> tuple:
         """Solve the branches ``ids`` with the junctions at ``frames`` (each with the cables that touch
         it and the branches those touch, branch_partners.py): (all converged, message).
-        ``note_refusal``: a branch refused for stretch marks ``counters`` (the step cannot be made)."""
+        ``note_refusal``: a branch refused for stretch marks ``counters`` (the step cannot be made);
+        ``guesses``: states to start branches from (cable id -> RodState, _linear_guesses)."""
         done = set()
         for cid in ids:
             if cid in done:
@@ -631,6 +633,7 @@ class JunctionSystem:
                 lambda b: self.branch_boundary(b, targets[b], frames),
                 self._partner_targets,
                 self.branches,
+                guesses,
             )
             if not ok:
                 if refused and note_refusal:
@@ -651,13 +654,39 @@ class JunctionSystem:
         branches and those cables (a trial re-solves the groups they form)."""
         return snapshot_sessions(harness, [*self.branches, *self._others] if self._others else ids)
 
-    def _evaluate_unless_crossing(self, harness, targets, frames, trial, ids, counters) -> tuple:
+    def _evaluate_unless_crossing(self, harness, targets, frames, trial, ids, counters, guesses=None) -> tuple:
         """``_evaluate`` at ``trial``, unless a junction's centre would pass through an obstacle on the way
         from ``frames`` (a thin plate stepped over) or into another cable."""
         why = self._crosses(harness, frames, trial)
         if why is not None:
             return False, why
-        return self._evaluate(harness, targets, trial, ids, counters)
+        return self._evaluate(harness, targets, trial, ids, counters, guesses=guesses)
+
+    def _linear_guesses(self, harness, targets: dict, trial: JunctionFrames, step: np.ndarray, L: float) -> dict:
+        """Per branch, its linear response to the free junctions' scaled ``step`` (_moved): Newton's step
+        of its free dofs with its ends moved, from the condensation _analytic_stiffness formed at its
+        state (junction_newton.linear_response), held where ``targets`` and the junctions at ``trial``
+        (``step`` taken) hold it; none for a branch without one. Started there, bench_harness's
+        branches take a median of 3 Newton iterations to balance in its cold solve, where carried along
+        with their ends (rod_state.carry_boundary_motion) they took 5."""
+        place = {k: i for i, k in enumerate(self.free)}
+        world = step.reshape(-1, 6) * np.concatenate([np.full(3, L), np.ones(3)])
+        out = {}
+        for cid, ends in self.branches.items():
+            condensation = self.condensations.get(cid)
+            session = harness.cables[cid]
+            at_free = [
+                (side, place[self.index(held.junction)]) for side, held in ends if self.index(held.junction) in place
+            ]
+            sides = [side for side, _i in at_free]
+            if condensation is None or not condensation.formed_at(session.model, session.state, sides):
+                continue
+            moved = np.concatenate([world[i] for _side, i in at_free]) if at_free else np.zeros(0)
+            guess = linear_response(session.model, session.state, condensation, moved)
+            if guess is not None:
+                apply_boundary(session.model, guess, self.branch_boundary(cid, targets[cid], trial))
+                out[cid] = guess
+        return out
 
     def _branch_loads(self, harness, cid):
         """(side, junction index, force, moment) the junction exerts on branch ``cid`` at each held end;

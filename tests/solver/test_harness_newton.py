@@ -98,6 +98,47 @@ def test_the_condensed_stiffness_matches_differences_of_branch_re_solves():
     assert np.linalg.eigvalsh(exact)[0] > 0.0
 
 
+def test_a_branch_started_from_its_linear_response_is_second_order_close_to_its_balance():
+    """The junction moved by a small step (a shift and a turn) and every branch solved again: a branch
+    started from its linear response to the move (_linear_guesses, from the condensation the stability
+    test formed) lies within O(step^2) of where the solve ends (the error falls fourfold as the step
+    halves), where the start carried along with its ends lies O(step) off (twofold); so the guess is
+    the Newton step it claims to be, and far closer than the carried start."""
+    from solver_core.rod_state import carry_boundary_motion
+
+    h = harness(asymmetric_harness(40))
+    assert all(r.converged for r in h.solve_step().values())
+    js = h.junctions
+    L = js._length_scale(h)
+    assert js._analytic_stiffness(h, js.frames, L) is not None
+    targets = {cid: h.cables[cid].boundary for cid in js.branches}
+    ids = list(js.branches)
+    kept = snapshot_sessions(h, ids)
+    direction = np.array([0.3, -0.2, -0.5, 0.4, 0.2, -0.3])
+    errors = {"guess": [], "carried": []}
+    for size in (2e-3, 1e-3, 5e-4):
+        step = size * direction / np.linalg.norm(direction)
+        moved = js._moved(js.frames, step, L)
+        guesses = js._linear_guesses(h, targets, moved, step, L)
+        assert set(guesses) == set(ids)
+        carried = {}
+        for cid in ids:
+            session = h.cables[cid]
+            carried[cid] = session.state.copy()
+            carry_boundary_motion(
+                session.model, carried[cid], session.boundary, js.branch_boundary(cid, targets[cid], moved)
+            )
+        ok, message = js._evaluate(h, targets, moved, ids, {"iterations": 0, "solves": 0})
+        assert ok, message
+        for name, starts in (("guess", guesses), ("carried", carried)):
+            errors[name].append(max(np.abs(starts[c].positions - h.cables[c].state.positions).max() for c in ids))
+        restore_sessions(h, kept)
+    guess, carried = np.array(errors["guess"]), np.array(errors["carried"])
+    assert ((guess[:-1] / guess[1:] > 3.5) & (guess[:-1] / guess[1:] < 4.5)).all(), guess
+    assert ((carried[:-1] / carried[1:] > 1.7) & (carried[:-1] / carried[1:] < 2.3)).all(), carried
+    assert (guess < 0.05 * carried).all()
+
+
 def drag(h, cid, moves):
     """Solve ``h``, then move branch ``cid``'s connector end by each of ``moves`` in turn; the junction's
     positions and the junction iterations of each step."""
