@@ -229,7 +229,7 @@ class HarnessNewton:
                 return None
         else:
             return None
-        if not self._stays_clear(start_states, states) or s._crosses(h, s.frames, frames) is not None:
+        if not self._stays_clear(start_states, states, frames) or s._crosses(h, s.frames, frames) is not None:
             return None
         if any(s.contact[k].touching(h.obstacles, frames.position[k]) for k in self.free):
             return None
@@ -345,12 +345,13 @@ class HarnessNewton:
                 cap = min(cap, self.max_turn / turn)
         return cap
 
-    def _stays_clear(self, before: dict, after: dict) -> bool:
+    def _stays_clear(self, before: dict, after: dict, frames) -> bool:
         """Whether no branch touched anything on its way: every node moved at most one reach
         (Interactions.reach) with nothing within two of the branch at the end, or no straight node path
         enters or crosses an obstacle (Interactions.passes_through) and none ends in one; and no two
         branches pass through each other on the way (they are no obstacles to each other), tested at
-        every half of the thinnest branch's radius that the farthest node moves."""
+        every half of the thinnest branch's radius that the farthest node moves (the outlets' angles
+        at the junctions' ``frames`` at the end, at their last ones before)."""
         moves = []
         for cid, st in after.items():
             check = self.harness.cables[cid].interactions
@@ -370,6 +371,7 @@ class HarnessNewton:
                 cid: (1.0 - t) * before[cid].positions + t * st.positions + self.harness.cables[cid].model.origin
                 for cid, st in after.items()
             }
-            if self.system._branches_crossing(self.harness, nodes) is not None:
+            rotations = frames.rotation if j == samples else None
+            if self.system._branches_crossing(self.harness, nodes, rotations) is not None:
                 return False
         return True

@@ -122,6 +122,8 @@ class JunctionSystem:
     _others: list = field(default_factory=list, repr=False)
     _partner_targets: dict = field(default_factory=dict, repr=False)
     _others_energy: float = 0.0  # theirs when the solve began
+    # (world nodes, frames' rotations, (model, radius) per branch) where _branches_crossing last found none
+    _found_clear: tuple | None = field(default=None, repr=False)
 
     @classmethod
     def from_case(cls, case) -> "JunctionSystem | None":
@@ -566,15 +568,27 @@ class JunctionSystem:
                 return JunctionReport(False, f"the junctions found no equilibrium ({why})")
         return JunctionReport(False, f"the junctions did not balance within {MAX_OUTER} iterations")
 
-    def _branches_crossing(self, harness, nodes: dict | None = None) -> str | None:
+    def _branches_crossing(self, harness, nodes: dict | None = None, rotations=None) -> str | None:
         """A message naming two branches that pass through each other (branch_crossing.py), or None;
-        ``nodes``: world nodes per branch, where they lie if not given."""
+        ``nodes``: world nodes per branch, where they lie if not given; ``rotations``: the junctions'
+        (their outlets'), the current frames' if not given."""
         ids = list(self.branches)
+        rotations = self.frames.rotation if rotations is None else rotations
+        nodes = {cid: harness.world_nodes(cid) for cid in ids} if nodes is None else nodes
+        clear = self._found_clear
+        sections = [(harness.cables[cid].model, harness.cable_radius(cid)) for cid in ids]
+        if (
+            clear is not None
+            and np.array_equal(clear[1], rotations)
+            and all(a is b and r == q for (a, r), (b, q) in zip(clear[2], sections))
+            and all(np.array_equal(clear[0][cid], nodes[cid]) for cid in ids)
+        ):
+            return None  # found clear at these very nodes and outlets (the prediction, then its confirmation)
         held = {cid: dict((side, end) for side, end in self.branches[cid]) for cid in ids}
 
         def outward(cid, side):
             end = held[cid][side]
-            direction = self.frames.rotation[self.index(end.junction)] @ end.outlet
+            direction = rotations[self.index(end.junction)] @ end.outlet
             return direction if side == "start" else -direction
 
         shapes = {cid: self._branch_shape(harness, cid, nodes) for cid in ids}
@@ -599,6 +613,7 @@ class JunctionSystem:
                         f"branches {a!r} and {b!r} pass through each other ({depth * 1e3:.2g} mm deep; contact "
                         f"between branches of one harness is not modelled): no physical equilibrium was found"
                     )
+        self._found_clear = ({cid: nodes[cid].copy() for cid in ids}, rotations.copy(), sections)
         return None
 
     @staticmethod

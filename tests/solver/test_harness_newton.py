@@ -193,7 +193,7 @@ def test_the_prediction_is_refused_where_a_branch_would_reach_an_obstacle(monkey
     verdicts = []
     clear = HarnessNewton._stays_clear
     monkeypatch.setattr(
-        HarnessNewton, "_stays_clear", lambda self, a, b: verdicts.append(clear(self, a, b)) or verdicts[-1]
+        HarnessNewton, "_stays_clear", lambda self, *a: verdicts.append(clear(self, *a)) or verdicts[-1]
     )
     assert newton.predict(js.frames.copy()) is None
     assert verdicts == [False]
