@@ -18,7 +18,7 @@ import numpy as np
 from ._jit import njit
 from .banded import band_cholesky
 from .rod_energy import rod_gradient_hessian
-from .rotations import matrix_from_quat
+from .rotations import quat_to_matrix
 
 
 def exact_for(session) -> bool:
@@ -172,13 +172,21 @@ def condensed_end_stiffness(model, state, sides) -> np.ndarray | None:
 def end_map(model, state, sides) -> np.ndarray:
     """J: the held dofs' change (end shift, body-frame rotation of the end frame) per world shift and
     world rotation w of each end; theta = R_f^T w."""
-    m = 6 * len(sides)
-    J = np.zeros((m, m))
+    J = np.zeros((6 * len(sides), 6 * len(sides)))
     for e, side in enumerate(sides):
-        rot = model.start_frame if side == "start" else model.end_frame
-        J[6 * e : 6 * e + 3, 6 * e : 6 * e + 3] = np.eye(3)
-        J[6 * e + 3 : 6 * e + 6, 6 * e + 3 : 6 * e + 6] = matrix_from_quat(state.quats[rot]).T
+        _end_block(state.quats[model.start_frame if side == "start" else model.end_frame], J, 6 * e)
     return J
+
+
+@njit
+def _end_block(q, J, at):
+    """One end's block of end_map: the identity for the shift, R_f^T for the rotation."""
+    R = np.empty((3, 3))
+    quat_to_matrix(q, R)
+    for i in range(3):
+        J[at + i, at + i] = 1.0
+        for j in range(3):
+            J[at + 3 + i, at + 3 + j] = R[j, i]
 
 
 def reversed_band(band) -> np.ndarray:

@@ -96,25 +96,27 @@ def cross3(a, b) -> np.ndarray:
 
 
 def frame_from_tangent(tangent: np.ndarray, normal=None) -> np.ndarray:
-    """Orthonormal frame [d1 d2 d3] with d3 = tangent and d1 = normal (or any perpendicular)."""
-    d3 = np.asarray(tangent, dtype=np.float64)
-    d3 = d3 / math.sqrt(d3 @ d3)
+    """Orthonormal frame [d1 d2 d3] with d3 = tangent and d1 = normal (or any perpendicular). In plain
+    floats: numpy's per-call cost on 3-vectors was most of its time, and it is called for every held
+    frame of every solve."""
+    t0, t1, t2 = float(tangent[0]), float(tangent[1]), float(tangent[2])
+    size = math.sqrt(t0 * t0 + t1 * t1 + t2 * t2)
+    t0, t1, t2 = t0 / size, t1 / size, t2 / size
     d1 = None
     if normal is not None:
-        normal = np.asarray(normal, dtype=np.float64)
-        d1 = normal - d3 * (normal @ d3)
-        if not d1 @ d1 > 1e-24 * (normal @ normal):
+        n0, n1, n2 = float(normal[0]), float(normal[1]), float(normal[2])
+        along = n0 * t0 + n1 * t1 + n2 * t2
+        d1 = (n0 - t0 * along, n1 - t1 * along, n2 - t2 * along)
+        if not d1[0] * d1[0] + d1[1] * d1[1] + d1[2] * d1[2] > 1e-24 * (n0 * n0 + n1 * n1 + n2 * n2):
             d1 = None  # a normal along the tangent fixes no roll: chosen as for no normal
     if d1 is None:
-        helper = np.array([1.0, 0.0, 0.0]) if abs(d3[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
-        d1 = helper - d3 * (helper @ d3)
-    d1 = d1 / math.sqrt(d1 @ d1)
-    d2 = cross3(d3, d1)
-    F = np.empty((3, 3))
-    F[:, 0] = d1
-    F[:, 1] = d2
-    F[:, 2] = d3
-    return F
+        h0, h1 = (1.0, 0.0) if abs(t0) < 0.9 else (0.0, 1.0)
+        along = h0 * t0 + h1 * t1
+        d1 = (h0 - t0 * along, h1 - t1 * along, -t2 * along)
+    size = math.sqrt(d1[0] * d1[0] + d1[1] * d1[1] + d1[2] * d1[2])
+    a0, a1, a2 = d1[0] / size, d1[1] / size, d1[2] / size
+    b0, b1, b2 = t1 * a2 - t2 * a1, t2 * a0 - t0 * a2, t0 * a1 - t1 * a0  # d2 = d3 x d1
+    return np.array([[a0, b0, t0], [a1, b1, t1], [a2, b2, t2]])
 
 
 def rotation_between(a: np.ndarray, b: np.ndarray) -> np.ndarray:
