@@ -654,6 +654,9 @@ class JunctionSystem:
                 if refused and note_refusal:
                     counters["refused"] = True
                 return False, message
+            # the branches a partner reached on its way were taken into the group (solve_group): solved
+            # with it, they are not solved again alone, which would leave the partner's record stale
+            done.update(b for b in harness.cables[cid].solved_with if b in self.branches)
         for p in self._others:
             # a cable pushed by a branch in an earlier trial that has since moved off it: on its own again
             mates = harness.cables[p].solved_with

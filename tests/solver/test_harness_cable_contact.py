@@ -159,11 +159,16 @@ def test_a_cable_pressed_into_two_branches_at_once_is_solved_with_both():
     assert h.cables["a"].solved_with == h.cables["bar"].solved_with
 
 
-@pytest.mark.parametrize("bar_x", [0.255, 0.27], ids=["on-the-trunk-end-segment", "on-the-branches-near-it"])
+@pytest.mark.parametrize(
+    "bar_x", [0.245, 0.255, 0.27], ids=["reached-on-the-way", "on-the-trunk-end-segment", "on-the-branches-near-it"]
+)
 def test_a_cable_under_the_junction_pushes_the_junction_through_the_end_segments_it_presses(bar_x):
     """The taut bar right under where the junction comes to rest: it presses the trunk's end segment
-    (the one the junction holds, 8 mm from it), or the two branches a segment further out. Each cable's
-    free body closes from the result alone (weight, contacts, end forces: a contact on an end segment
+    (the one the junction holds, 8 mm from it), or the two branches a segment further out; or, 5 mm
+    short of the junction's drawn place, it is solved with the trunk and reaches the two other branches
+    on its way (solved again with all three, which must then not be solved alone again: the step had
+    been refused as "touching without having been solved together"). Each cable's free
+    body closes from the result alone (weight, contacts, end forces: a contact on an end segment
     pushes the holder too), and so does the whole scene with the junction's weight and what each
     branch pulls it with."""
     doc = v_on([])
