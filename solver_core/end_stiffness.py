@@ -206,8 +206,8 @@ class Condensation:
 
     Where the held dofs lie nearer the first dof than the last (a cable held at its start alone), the
     dofs are condensed in reverse order (``reverse``): the forward solves then start a band's width
-    before the held dofs instead of at the first dof, and a cable of 100 segments condenses in about
-    half the time (docs/performance.md). ``held``, ``fixed`` and the factors are in that order."""
+    before the held dofs instead of at the first dof, and a cable of 100 segments condenses in a
+    third less time (docs/performance.md). ``held``, ``fixed`` and the factors are in that order."""
 
     def __init__(self, model, state, sides, band, held, fixed, S, factor, Y, first, reverse=False):
         self.model, self.sides, self.band, self.reverse = model, tuple(sides), band, reverse
