@@ -277,7 +277,7 @@ class Harness:
         session.model.cable = replace(session.model.cable, id=new)
         self.cables[new] = session
         if self.junctions is not None and old in self.junctions.branches:
-            self.junctions.branches[new] = self.junctions.branches.pop(old)
+            self.junctions.rename_branch(old, new)
         for other in self.cables.values():  # the cables it was solved with know it by its new name
             other.solved_with = tuple(new if cid == old else cid for cid in other.solved_with)
         self.failed_groups = {tuple(new if c == old else c for c in k): v for k, v in self.failed_groups.items()}
@@ -336,8 +336,8 @@ class Harness:
         """Solve one cable against everything else as it lies. The report's ``solve_ms`` is the time of
         the whole solve: the predictor, the continuation's Newton solves and the checks that accept
         its result (penetration, ultimate strain), not the results built from it afterwards.
-        ``guess``: a predicted state to start from (solve_equilibrium's; the rod model only), in place
-        of the secant predictor."""
+        ``guess``: a predicted state to start from (solve_equilibrium's; the rod model only, and not
+        with friction, whose equilibrium depends on the path), in place of the secant predictor."""
         t0 = time.perf_counter()
         session = self.cables[cable_id]
         target = session.boundary if boundary is None else boundary
@@ -366,7 +366,7 @@ class Harness:
                 self.case.solver.max_iterations,
                 session.interactions,
                 predictor=predictor,
-                guess=guess if previous is not None else None,
+                guess=guess if previous is not None and not session.interactions.settings.friction else None,
             )
         report.iterations += spent
         session.group_contacts = None

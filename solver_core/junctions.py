@@ -122,7 +122,8 @@ class JunctionSystem:
     _others: list = field(default_factory=list, repr=False)
     _partner_targets: dict = field(default_factory=dict, repr=False)
     _others_energy: float = 0.0  # theirs when the solve began
-    # (world nodes, frames' rotations, (model, radius) per branch) where _branches_crossing last found none
+    # (world nodes, frames' rotations, (model, radius) per branch, branch ids) where _branches_crossing
+    # last found none
     _found_clear: tuple | None = field(default=None, repr=False)
 
     @classmethod
@@ -251,6 +252,15 @@ class JunctionSystem:
             held = dict(self.branches[cid])[side]
             self._end_frames[key] = frame_from_tangent(held.outlet, held.normal)
         return self._end_frames[key]
+
+    def rename_branch(self, old: str, new: str) -> None:
+        """Know branch ``old`` as ``new`` (its cable was renamed), with what is kept of it."""
+        self.branches[new] = self.branches.pop(old)
+        for kept in (self.condensations, self._load_cache):
+            if old in kept:
+                kept[new] = kept.pop(old)
+        self._end_frames = {(new if cid == old else cid, side): f for (cid, side), f in self._end_frames.items()}
+        self._found_clear = None
 
     def index(self, jid: str) -> int:
         for k, spec in enumerate(self.specs):
@@ -579,6 +589,7 @@ class JunctionSystem:
         sections = [(harness.cables[cid].model, harness.cable_radius(cid)) for cid in ids]
         if (
             clear is not None
+            and clear[3] == ids
             and np.array_equal(clear[1], rotations)
             and all(a is b and r == q for (a, r), (b, q) in zip(clear[2], sections))
             and all(np.array_equal(clear[0][cid], nodes[cid]) for cid in ids)
@@ -613,7 +624,7 @@ class JunctionSystem:
                         f"branches {a!r} and {b!r} pass through each other ({depth * 1e3:.2g} mm deep; contact "
                         f"between branches of one harness is not modelled): no physical equilibrium was found"
                     )
-        self._found_clear = ({cid: nodes[cid].copy() for cid in ids}, rotations.copy(), sections)
+        self._found_clear = ({cid: nodes[cid].copy() for cid in ids}, rotations.copy(), sections, ids)
         return None
 
     @staticmethod

@@ -140,6 +140,27 @@ def test_a_branch_started_from_its_linear_response_is_second_order_close_to_its_
     assert (guess < 0.05 * carried).all()
 
 
+@pytest.mark.parametrize("fixed", [False, True], ids=["free-junction", "fixed-junction"])
+def test_a_renamed_branch_steps_as_it_would_have_under_its_old_name(fixed):
+    """A branch renamed after a solve (its Blender object was) and then moved: the step ends where the
+    same step of the harness under the old name ends, with what was kept of the branch (its
+    condensation, the crossing test's last clear state) carried over or dropped, never misread (the
+    crossing test's memory raised KeyError for the new name: found in review)."""
+    doc = asymmetric_harness(20)
+    doc["junctions"][0]["fixed"] = fixed
+    kept, renamed = harness(doc), harness(doc)
+    for h in (kept, renamed):
+        assert all(r.converged for r in h.solve_step().values())
+    renamed.rename_cable("right", "right2")
+    for h, cid in ((kept, "right"), (renamed, "right2")):
+        end = h.cables[cid].boundary.end
+        moved = Frame(end.position + np.array([0.0, 0.0, 0.001]), end.tangent, end.normal)
+        reports = h.solve_step({cid: CableChange(end=moved)})
+        assert all(r.converged and r.stable for r in reports.values()), [r.message for r in reports.values()]
+    np.testing.assert_allclose(renamed.junctions.frames.position, kept.junctions.frames.position, atol=1e-9)
+    np.testing.assert_allclose(renamed.world_nodes("right2"), kept.world_nodes("right"), atol=1e-9)
+
+
 def drag(h, cid, moves):
     """Solve ``h``, then move branch ``cid``'s connector end by each of ``moves`` in turn; the junction's
     positions and the junction iterations of each step."""
