@@ -16,7 +16,9 @@ own stiffness), comes from the branches' Hessians where nothing is within reach 
 (end_stiffness.py, exact), else from finite differences of branch re-solves, kept between steps with
 Broyden's update; Newton steps on the junctions use it, shifted positive definite where it is not.
 Where nothing is within reach, a step is first predicted by Newton's method on the branches and
-junctions together (junction_newton.py), which the branch solves then confirm.
+junctions together (junction_newton.py), which the branch solves then confirm. The stiffness and the
+tests built on it are in junction_stiffness.py, the refusals of a step (through an obstacle or a
+cable, branches crossing, overstretched) in junction_checks.py.
 A state is accepted as converged only when every branch converged stably and the condensed stiffness
 has no negative eigenvalue beyond its finite-difference noise (formed afresh, or kept from a state
 nearby under nearly the same loads while clearly positive definite): with the branches at
@@ -32,23 +34,27 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .branch_crossing import crossing
 from .branch_partners import any_partner, group_of, other_cables, solve_group
 from .contact import PENETRATION_TOLERANCE
-from .diagnostics import elastic_and_load_energy, max_axial_strain, reactions
-from .end_stiffness import Condensation, exact_for, hessian_band
+from .diagnostics import elastic_and_load_energy, reactions
 from .equilibrium import SolveReport
-from .junction_contact import JunctionContact, segments_cross_triangle
+from .junction_checks import JunctionChecks
+from .junction_contact import JunctionContact
 from .junction_newton import HarnessNewton, linear_response
 from .junction_spec import end_frame_at
+from .junction_stiffness import (
+    ENERGY_RESOLUTION,
+    JunctionStiffness,
+    broyden_update,
+    merit,
+    negative_direction,
+    newton_step,
+    stiffness_noise,
+)
 from .rod_state import apply_boundary, interpolate_boundary
 from .rotations import axis_angle_matrix, frame_from_tangent, slerp_matrix
 from .sessions import restore_sessions, snapshot_sessions
 
-# Finite-difference step of the condensed stiffness, in scaled variables (1e-4 L, 1e-4 rad): the
-# branches are solved to a residual of the tolerance times their force scale, so the noise of a
-# difference is that over h; at 1e-4 it stays a thousandth of a bending stiffness EI / L.
-FD_STEP = 1e-4
 # A Newton step on the junctions moves one by at most this fraction of its shortest branch and turns
 # it by at most this many radians.
 MAX_MOVE = 0.1
@@ -59,21 +65,11 @@ MAX_ESCAPES = 3  # saddles left per piece
 # Accepted steps in a row that do not halve the force out of balance before a state is tested for
 # balance to the energy's resolution (_balanced_to_resolution), as after MAX_REJECTS rejected ones
 STAGNANT_STEPS = 4
-# Broyden updates after which the stiffness is formed afresh: within one piece of a step (far from the
-# balance a secant model soon misleads), and in all for the stability test at a balance (a warm step
-# makes about 8; forming it costs 6 re-solves per branch end)
+# Broyden updates within one piece of a step after which the stiffness is formed afresh (far from the
+# balance a secant model soon misleads; junction_stiffness.STALE_AFTER counts them for the stability test)
 REFRESH_AFTER = 6
-STALE_AFTER = 40
-# ... and when, since then, the loads on the branch ends changed by more than this fraction, or a junction
-# moved more than this fraction of its shortest branch or turned more than this (rad)
-TRUST_LOAD_CHANGE = 0.05
-TRUST_MOVE = 0.02
-TRUST_TURN = 0.05
 SADDLE_STEPS = (1.0, 0.25, 0.0625)  # fractions of the step cap tried off a saddle
 MAX_SPLITS = 3  # a failing step is split into 2, 4, 8 pieces
-# Energy changes below this fraction of the energies involved are round-off (sums over every segment's
-# stretch, bend and weight): the quadratic model's agreement is not judged on them.
-ENERGY_RESOLUTION = 1e-9
 
 
 @dataclass
@@ -98,7 +94,7 @@ class JunctionReport:
 
 
 @dataclass
-class JunctionSystem:
+class JunctionSystem(JunctionStiffness, JunctionChecks):
     specs: tuple  # JunctionSpec, case order
     branches: dict  # cable id -> ((side, JunctionEnd), ...)
     frames: JunctionFrames  # the last converged (or the case's, before the first solve)
@@ -174,20 +170,6 @@ class JunctionSystem:
             stiffness = per_length * 2.0 * radius
             self.contact.append(JunctionContact(radius, stiffness, 0.5 * PENETRATION_TOLERANCE * narrowest))
 
-    def _balanced_to_resolution(self, harness, frames, scaled, total, energy, noise) -> bool:
-        """Whether a state no step improves is a minimum as far as the energy can tell: the condensed
-        stiffness (formed here) positive definite beyond its noise, the junctions clear of obstacles,
-        and all a Newton step could still gain, g K^-1 g / 2, below the energy's resolution. Branches
-        in contact next to a junction answer its smallest moves with their contact's jumps, which can
-        hold the force out of balance above the branches' summed tolerance (it is reported as is)."""
-        K = 0.5 * (total + total.T)
-        if np.linalg.eigvalsh(K)[0] <= noise:
-            return False
-        if any(self.contact[k].too_deep(harness.obstacles, frames.position[k]) for k in self.free):
-            return False
-        gain = 0.5 * float(scaled @ np.linalg.solve(K, scaled))
-        return gain <= ENERGY_RESOLUTION * max(abs(energy), self.energy_scale)
-
     def _leave_saddle(self, harness, targets, frames, energy, direction, L, counters):
         """(frames, energy) a step along the direction of negative stiffness, to the side where the
         energy falls: the longest the step limits allow, shortened where the terms beyond the quadratic
@@ -204,46 +186,6 @@ class JunctionSystem:
                     return trial, e_trial
                 restore_sessions(harness, saved)
         return None
-
-    def _crosses(self, harness, a: "JunctionFrames", b: "JunctionFrames") -> str | None:
-        """Why a free junction may not move from frames a to b: its centre would pass through an
-        obstacle or, with cable-cable contact, into another cable (or carry a branch's end across one);
-        None where none would."""
-        scene = self._scene(harness)
-        for k in self.free:
-            p0, p1 = a.position[k], b.position[k]
-            if self.contact[k].crosses(harness.obstacles, p0, p1):
-                return f"junction {self.specs[k].id!r} would pass through an obstacle"
-            if self.contact[k].enters_cable(scene, p0, p1) or self._end_segments_sweep(harness, scene, k, p1 - p0):
-                return (
-                    f"junction {self.specs[k].id!r} would pass through another cable (a junction resting on "
-                    f"another cable is not modelled)"
-                )
-        return None
-
-    def _end_segments_sweep(self, harness, scene, k: int, move: np.ndarray) -> bool:
-        """Whether a branch's end segment at junction k, its end carried by ``move`` about its other node,
-        sweeps through another cable's centre line: the branch's own contact only acts once it is
-        through, and cannot tell which side it came from."""
-        if not len(scene.capsule_a) or not move.any():
-            return False
-        jid = self.specs[k].id
-        for cid in self.adjacent(k):
-            nodes = harness.world_nodes(cid)
-            for side, held in self.branches[cid]:
-                if held.junction == jid:
-                    end, other = (nodes[0], nodes[1]) if side == "start" else (nodes[-1], nodes[-2])
-                    swept = np.array([other, end, end + move])
-                    if segments_cross_triangle(scene.capsule_a, scene.capsule_b, swept):
-                        return True
-        return False
-
-    def _scene(self, harness):
-        """The obstacles as the branches see them: with cable-cable contact, the other cables' segments
-        as capsules too, where they lie now (a partner moves with the branches it is solved with)."""
-        if not self._others:
-            return harness.cables[next(iter(self.branches))].interactions.obstacles
-        return harness.obstacles.with_capsules(*harness.capsules_for(tuple(self.branches)))
 
     def end_frame(self, cid: str, side: str) -> np.ndarray:
         """The frame (3x3, outlet as d3) of branch ``cid``'s end ``side`` in its junction's frame."""
@@ -391,20 +333,6 @@ class JunctionSystem:
                 return report
         return report
 
-    def _overstretched(self, harness) -> str | None:
-        """The refusal of a balanced state in which a branch, or a cable solved with one, would stretch
-        past its ultimate strain (Lv 2017, Sec. 2.4), or None."""
-        limit = harness.case.solver.ultimate_strain
-        over = []
-        for cid, session in harness.cables.items():
-            if cid in self.branches or (harness.joint(cid) and any(b in session.solved_with for b in self.branches)):
-                strain = max_axial_strain(session.model, session.state)
-                if strain > limit:
-                    over.append(f"cable {cid!r} would stretch {strain * 100:.2f} %")
-        if not over:
-            return None
-        return f"step refused: {', '.join(over)} (ultimate {limit * 100:.2f} %); the last valid state is kept"
-
     def _predict(self, harness, targets: dict, fixed: JunctionFrames) -> bool:
         """Where nothing is within reach of the branches, predict the piece of a step to ``targets`` and
         the fixed junctions at ``fixed`` by Newton's method on the whole harness (junction_newton.py):
@@ -457,7 +385,7 @@ class JunctionSystem:
             return self._accept(harness, frames, g, JunctionReport(True, "converged", stable=True))
         tolerance = self._tolerance(harness)
         L = self._length_scale(harness)
-        noise = _noise(tolerance, L)
+        noise = stiffness_noise(tolerance, L)
         energy = self.energy(harness, frames)
         self.energy_scale = self._energy_scale(harness)
         escapes = rejects = stagnant = 0
@@ -486,9 +414,9 @@ class JunctionSystem:
                         )
                     g, energy = self._gradient(harness, frames), self.energy(harness, frames)
                     tolerance = self._tolerance(harness)
-                    noise = _noise(tolerance, L)
+                    noise = stiffness_noise(tolerance, L)
                     continue
-                negative, direction = _negative_direction(self._total_stiffness(harness, frames, L), noise)
+                negative, direction = negative_direction(self._total_stiffness(harness, frames, L), noise)
                 if not negative:
                     done = JunctionReport(True, "converged", stable=True, escapes=escapes)
                     return self._accept(harness, frames, g, done)
@@ -511,7 +439,7 @@ class JunctionSystem:
                 fresh, updates_before = True, 0
             total = self._total_stiffness(harness, frames, L)
             K = 0.5 * (total + total.T)
-            negative, direction = _negative_direction(total, noise)
+            negative, direction = negative_direction(total, noise)
             if negative and fresh and rejects >= 2 and escapes < MAX_ESCAPES:
                 # near a saddle, short of the tolerance: steps whose energy change the round-off hides
                 # are judged by the force out of balance, which grows off a saddle; leave it as at one
@@ -528,7 +456,7 @@ class JunctionSystem:
             ):  # accepted steps that no longer lower the force out of balance: its noise floor
                 done = JunctionReport(True, "converged", stable=True, escapes=escapes)
                 return self._accept(harness, frames, g, done)
-            step = _newton_step(total, scaled, noise)
+            step = newton_step(total, scaled, noise)
             cap = self._step_cap(harness, step, L)
             taken = min(1.0, radius * cap)
             taken *= self._approach_cap(harness, frames, taken * step, L)
@@ -548,19 +476,19 @@ class JunctionSystem:
                 else:  # a change the energy's round-off hides: the force out of balance judges the step
                     ratio = (
                         1.0
-                        if _merit(s_trial) < 0.25 * _merit(scaled)
+                        if merit(s_trial) < 0.25 * merit(scaled)
                         else 0.3
-                        if _merit(s_trial) < _merit(scaled)
+                        if merit(s_trial) < merit(scaled)
                         else -1.0
                     )
-                if ratio > 0.1 or (positive and _merit(s_trial) < _merit(scaled)) or _within(g_trial, tolerance):
+                if ratio > 0.1 or (positive and merit(s_trial) < merit(scaled)) or _within(g_trial, tolerance):
                     poor = ratio < 0.5
-                    stagnant = stagnant + 1 if _merit(s_trial) > 0.5 * _merit(scaled) else 0
+                    stagnant = stagnant + 1 if merit(s_trial) > 0.5 * merit(scaled) else 0
                     # the secant of the branches' part alone: the contact's is exact (_total_stiffness)
                     change = s_trial - scaled
                     change -= self._scaled(self._contact_gradient(harness, trial), L)
                     change += self._scaled(self._contact_gradient(harness, frames), L)
-                    _broyden(self.stiffness, step, change)
+                    broyden_update(self.stiffness, step, change)
                     self.broyden_updates += 1
                     frames, g, energy, fresh = trial, g_trial, e_trial, False
                     radius = min(1.0, 2.0 * radius) if ratio > 0.75 else radius
@@ -577,60 +505,6 @@ class JunctionSystem:
                 why = message if not ok else "no step lowered the energy"
                 return JunctionReport(False, f"the junctions found no equilibrium ({why})")
         return JunctionReport(False, f"the junctions did not balance within {MAX_OUTER} iterations")
-
-    def _branches_crossing(self, harness, nodes: dict | None = None, rotations=None) -> str | None:
-        """A message naming two branches that pass through each other (branch_crossing.py), or None;
-        ``nodes``: world nodes per branch, where they lie if not given; ``rotations``: the junctions'
-        (their outlets'), the current frames' if not given."""
-        ids = list(self.branches)
-        rotations = self.frames.rotation if rotations is None else rotations
-        nodes = {cid: harness.world_nodes(cid) for cid in ids} if nodes is None else nodes
-        clear = self._found_clear
-        sections = [(harness.cables[cid].model, harness.cable_radius(cid)) for cid in ids]
-        if (
-            clear is not None
-            and clear[3] == ids
-            and np.array_equal(clear[1], rotations)
-            and all(a is b and r == q for (a, r), (b, q) in zip(clear[2], sections))
-            and all(np.array_equal(clear[0][cid], nodes[cid]) for cid in ids)
-        ):
-            return None  # found clear at these very nodes and outlets (the prediction, then its confirmation)
-        held = {cid: dict((side, end) for side, end in self.branches[cid]) for cid in ids}
-
-        def outward(cid, side):
-            end = held[cid][side]
-            direction = rotations[self.index(end.junction)] @ end.outlet
-            return direction if side == "start" else -direction
-
-        shapes = {cid: self._branch_shape(harness, cid, nodes) for cid in ids}
-        # boxes grown by the radius and a segment (crossing's own reach): only pairs whose boxes meet
-        boxes = {}
-        for cid, (where, arc, radius) in shapes.items():
-            grow = radius + float(np.diff(arc).max())
-            boxes[cid] = (where.min(axis=0) - grow, where.max(axis=0) + grow)
-        for i, a in enumerate(ids):
-            for b in ids[i + 1 :]:
-                if (boxes[a][0] > boxes[b][1]).any() or (boxes[b][0] > boxes[a][1]).any():
-                    continue
-                shared = []
-                for side_a, end_a in held[a].items():
-                    for side_b, end_b in held[b].items():
-                        if end_a.junction == end_b.junction:
-                            cos = float(outward(a, side_a) @ outward(b, side_b))
-                            shared.append((side_a, side_b, np.sqrt(max(0.0, 0.5 * (1.0 - cos)))))
-                depth = crossing(shapes[a], shapes[b], shared)
-                if depth is not None:
-                    return (
-                        f"branches {a!r} and {b!r} pass through each other ({depth * 1e3:.2g} mm deep; contact "
-                        f"between branches of one harness is not modelled): no physical equilibrium was found"
-                    )
-        self._found_clear = ({cid: nodes[cid].copy() for cid in ids}, rotations.copy(), sections, ids)
-        return None
-
-    @staticmethod
-    def _branch_shape(harness, cid, nodes=None) -> tuple:
-        where = harness.world_nodes(cid) if nodes is None else nodes[cid]
-        return where, harness.cables[cid].model.node_s, harness.cable_radius(cid)
 
     def _accept(self, harness, frames, g, report) -> JunctionReport:
         for k in self.free:
@@ -751,17 +625,6 @@ class JunctionSystem:
             gc[k, :3] = -self.contact[k].force(harness.obstacles, frames.position[k])
         return gc
 
-    def _total_stiffness(self, harness, frames, L: float) -> np.ndarray:
-        """The condensed stiffness of the branches (differences, Broyden) plus the Hessian of the
-        junctions' own contact penalty, exact (a penalty stiffer than the branches by orders of magnitude
-        would drown a secant model), in the scaled variables."""
-        K = self.stiffness.copy()
-        for i, k in enumerate(self.free):
-            K[6 * i : 6 * i + 3, 6 * i : 6 * i + 3] += (
-                L * L * self.contact[k].hessian(harness.obstacles, frames.position[k])
-            )
-        return K
-
     def _approach_cap(self, harness, frames, step, L: float) -> float:
         """The largest fraction (<= 1) of ``step`` that sinks no junction deeper into an obstacle than
         twice what it may sink at a balance (junction_contact.py: then as deep as its branches' ends
@@ -861,117 +724,6 @@ class JunctionSystem:
             if turn > 0.0:
                 cap = min(cap, MAX_TURN / turn)
         return cap
-
-    def _exact_stiffness(self, harness, frames: JunctionFrames, L: float) -> bool:
-        """Form the condensed stiffness from the branches' Hessians if that is exact here."""
-        K = self._analytic_stiffness(harness, frames, L)
-        if K is None:
-            return False
-        self.stiffness = K
-        self.broyden_updates = 0
-        self.formed_at = (frames.copy(), self._end_loads(harness, L, frames))
-        return True
-
-    def _analytic_stiffness(self, harness, frames: JunctionFrames, L: float) -> np.ndarray | None:
-        """The condensed stiffness from the branches' own Hessians (end_stiffness.py), in the scaled
-        variables; None unless that is exact for every branch (none touches anything or hangs in a
-        compliant or sliding clip) and each is at a strict minimum."""
-        if any(self.contact[k].touching(harness.obstacles, frames.position[k]) for k in self.free):
-            return None  # resting on an obstacle: the differences know the branches' contacts there too
-        if any(harness.cables[cid].model.rot_couple.any() for cid in self.branches):
-            return None  # a dead couple's work is in the gradient only, not in the rod's energy
-        if any_partner(harness, self.branches, self._others):
-            return None  # a cable that touches a branch gives way with it: only differences know how much
-        place = {k: i for i, k in enumerate(self.free)}
-        K = np.zeros((6 * len(self.free), 6 * len(self.free)))
-        scale = np.concatenate([np.full(3, L), np.ones(3)])
-        for cid, ends in self.branches.items():
-            session = harness.cables[cid]
-            if not exact_for(session):
-                return None
-            ends = [(side, held) for side, held in ends if self.index(held.junction) in place]
-            sides = [side for side, _held in ends]
-            # kept for the next step's Newton prediction, which starts from here (junction_newton.py)
-            band = hessian_band(session.model, session.state)[1]
-            condensation = Condensation.form(session.model, session.state, sides, band)
-            if condensation is None:
-                return None
-            self.condensations[cid] = condensation
-            S = condensation.stiffness(session.state)
-            for a, (_side, held_a) in enumerate(ends):
-                i = place[self.index(held_a.junction)]
-                for b, (_side_b, held_b) in enumerate(ends):
-                    j = place[self.index(held_b.junction)]
-                    block = S[6 * a : 6 * a + 6, 6 * b : 6 * b + 6]
-                    K[6 * i : 6 * i + 6, 6 * j : 6 * j + 6] += scale[:, None] * block * scale[None, :]
-        return K
-
-    def _fd_stiffness(self, harness, targets, frames, L, counters) -> np.ndarray:
-        """The condensed stiffness d g_hat / d y by forward differences, each column re-solving only the
-        branches of the junction moved; the branches are put back afterwards. Where one of them touches
-        something, by central differences: a contact that comes on within the step makes a one-sided
-        difference the stiffness of one side of it (bench_junction_contact: 55 of 60 balanced against
-        53, seeds 1 and 2)."""
-        n = 6 * len(self.free)
-        K = np.zeros((n, n))
-        base = self._scaled(self._branch_gradient(harness), L)
-        for i, k in enumerate(self.free):
-            ids = self.adjacent(k)
-            saved = self._snapshot(harness, ids)
-            touching = any(
-                harness.cables[cid].interactions.contacts(harness.cables[cid].state) for cid in ids
-            ) or any_partner(harness, ids, self._others)
-            for c in range(6):
-                columns = []
-                for sign in (1.0, -1.0) if touching else (1.0,):
-                    step = np.zeros(n)
-                    step[6 * i + c] = sign * FD_STEP
-                    moved = self._moved(frames, step, L)
-                    ok, _message = self._evaluate(harness, targets, moved, ids, counters)
-                    if ok:
-                        columns.append((self._scaled(self._branch_gradient(harness), L) - base) / (sign * FD_STEP))
-                    restore_sessions(harness, saved)
-                if columns:
-                    K[:, 6 * i + c] = np.mean(columns, axis=0)
-                else:  # a branch that cannot follow so small a move: take its stiffness as large
-                    K[6 * i + c, 6 * i + c] = abs(base).max() / FD_STEP + 1.0
-        self.broyden_updates = 0
-        self.formed_at = (frames.copy(), self._end_loads(harness, L, frames))
-        return K
-
-    def _end_loads(self, harness, L: float, frames: JunctionFrames) -> np.ndarray:
-        """Every junction-held branch end's force (times L) and moment, and the obstacles' force on each
-        free junction (times L), one vector (energy units)."""
-        parts = []
-        for cid in self.branches:
-            for _side, _k, force, moment in self._branch_loads(harness, cid):
-                parts += [L * force, moment]
-        for k in self.free:
-            parts.append(L * self.contact[k].force(harness.obstacles, frames.position[k]))
-        return np.concatenate(parts)
-
-    def _kept_stiffness_holds(self, harness, frames: JunctionFrames, noise: float) -> bool:
-        """Whether the kept condensed stiffness may stand for the one at ``frames`` in the stability test:
-        clearly positive definite, few Broyden updates since it was formed by differences, and the
-        junctions and the loads the branches carry near where they were then. A stiffness formed before
-        a load came on (a column before the junction's weight pressed on it) says nothing of buckling."""
-        if self.stiffness is None or self.formed_at is None or self.broyden_updates > STALE_AFTER:
-            return False
-        if _weak(self.stiffness, noise):
-            return False
-        then, loads = self.formed_at
-        L = self._length_scale(harness)
-        change = np.linalg.norm(self._end_loads(harness, L, frames) - loads)
-        if change > TRUST_LOAD_CHANGE * max(float(np.linalg.norm(loads)), 1e-300):
-            return False
-        for k in self.free:
-            shortest = min(harness.cables[cid].model.cable.length for cid in self.adjacent(k))
-            if np.linalg.norm(frames.position[k] - then.position[k]) > TRUST_MOVE * shortest:
-                return False
-            R = frames.rotation[k] @ then.rotation[k].T
-            if np.arccos(np.clip(0.5 * (np.trace(R) - 1.0), -1.0, 1.0)) > TRUST_TURN:
-                return False
-        return True
 
     def junction_documents(self) -> dict:
         """The result's ``junctions`` block (case format): per junction whether its last solve balanced
@@ -1083,44 +835,3 @@ def _interpolate(a, b, t: float):
 
 def _within(g: np.ndarray, tolerance: np.ndarray) -> bool:
     return bool((np.abs(g) <= tolerance).all())
-
-
-def _noise(tolerance: np.ndarray, L: float) -> float:
-    """The size of a stiffness entry that finite differences of branch solves cannot tell from zero."""
-    scale = max(L * float(tolerance[:, :3].max()), float(tolerance[:, 3:].max()))
-    return 10.0 * scale / FD_STEP
-
-
-def _weak(K: np.ndarray, noise: float) -> bool:
-    """Whether a kept stiffness is too near losing definiteness to be trusted for the stability test."""
-    return bool(np.linalg.eigvalsh(0.5 * (K + K.T))[0] < 10.0 * noise)
-
-
-def _negative_direction(K: np.ndarray, noise: float) -> tuple:
-    values, vectors = np.linalg.eigh(0.5 * (K + K.T))
-    if values[0] < -noise:
-        return True, vectors[:, 0]
-    return False, None
-
-
-def _newton_step(K: np.ndarray, g_hat: np.ndarray, noise: float) -> np.ndarray:
-    """-K^-1 g where K's symmetric part is positive definite (K itself: away from a balance, the
-    derivative of a moment by world-frame turns has the antisymmetric part [m]x / 2, Simo & Vu-Quoc
-    1986); elsewhere with the symmetric part's eigenvalues taken at least ``noise`` in size, negative
-    ones by their magnitude (a descent direction of the energy: Dauphin et al. 2014)."""
-    values, vectors = np.linalg.eigh(0.5 * (K + K.T))
-    if values[0] > noise:
-        return -np.linalg.solve(K, g_hat)
-    values = np.maximum(np.abs(values), noise)
-    return -vectors @ ((vectors.T @ g_hat) / values)
-
-
-def _merit(g_hat: np.ndarray) -> float:
-    return float(g_hat @ g_hat)
-
-
-def _broyden(K: np.ndarray, step: np.ndarray, change: np.ndarray) -> None:
-    """Broyden's ("good") update of the stiffness in place, for the secant ``step`` -> ``change``."""
-    norm = float(step @ step)
-    if norm > 0.0:
-        K += np.outer(change - K @ step, step) / norm
