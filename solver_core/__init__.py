@@ -17,11 +17,11 @@ from .case import (
     Frame,
     Load,
     SolverSettings,
-    case_to_dict,
     load_case,
     parse_case,
     parse_frame,
 )
+from .case_writer import case_to_dict
 from .clearance import clearance_to_triangles
 from .dynamics import kinetic_energy
 from .equilibrium import SolveReport, solve_equilibrium

@@ -10,27 +10,24 @@ to a few digits) and are then normalised; a normal must be perpendicular to its 
 import json
 import math
 import numbers
-import reprlib
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .bundle import Bundle, bundle_to_dict, parse_bundle
-from .errors import CaseError
+from .bundle import Bundle, parse_bundle
+from .errors import CaseError, name, show
 from .junction_spec import (
     JunctionEnd,
     JunctionMove,
     check_junction_graph,
-    junction_end_to_dict,
-    junction_move_to_dict,
-    junction_to_dict,
     parse_junction_end,
     parse_junction_moves,
     parse_junctions,
     untwisted_normal,
 )
 from .materials import SectionStiffness, section_stiffness
-from .rest_shape import RestShape, check_rest_resolution, parse_rest, rest_to_dict
+from .model_features import check_dynamics_features, check_model_features
+from .rest_shape import RestShape, check_rest_resolution, parse_rest
 from .wire_routes import route_wires
 
 CASE_FORMAT = "cable-harness-case/1"
@@ -52,27 +49,7 @@ MAX_FRICTION = 100.0
 DEFAULT_DURATION = 1.0 / 24.0  # a step of a dynamic case: one frame of film [s]
 MAX_TIME_STEPS = 100_000  # time steps per case step (duration / time_step)
 MAX_DAMPING = 1e6  # [1/s]
-KIRCHHOFF_MAX_SEGMENTS = 400
 MIN_TIME_STEP = 1e-9  # [s]: the inertia springs 4 m / h^2 stay within float64 for any cable
-
-_short = reprlib.Repr()
-_short.maxstring, _short.maxother, _short.maxlist, _short.maxdict, _short.maxlevel = 40, 40, 4, 4, 2
-
-
-def show(value) -> str:
-    """A value as it appears in a message: short and on one line, whatever was given."""
-    try:
-        text = _short.repr(value)
-    except Exception:  # a value whose repr itself fails (e.g. nested too deeply)
-        text = f"<{type(value).__name__}>"
-    return text
-
-
-def name(key) -> str:
-    """A document key as it appears in a field path: itself when plain, quoted otherwise."""
-    if isinstance(key, str) and key.isprintable() and 0 < len(key) <= 40 and "." not in key:
-        return key
-    return show(key)
 
 
 @dataclass(frozen=True)
@@ -744,26 +721,13 @@ def check_dynamics(case: Case, duration: float) -> None:
     """CaseError for a dynamic step the integrator cannot take: a case (also one built in code, not
     parsed) whose model or junctions dynamics does not cover, or too many time steps for ``duration``."""
     dynamics = case.solver.dynamics
-    _check_dynamics_features(case.solver.model, case.junctions)
+    check_dynamics_features(case.solver.model, case.junctions)
     if not dynamics.time_step >= MIN_TIME_STEP:
         raise CaseError(f"solver.dynamics.time_step must be at least {MIN_TIME_STEP:g} s, got {dynamics.time_step!r}")
     if duration / dynamics.time_step > MAX_TIME_STEPS:
         raise CaseError(
             f"duration: {duration:g} s takes more than {MAX_TIME_STEPS} time steps of solver.dynamics.time_step "
             f"{dynamics.time_step:g} s; split the step or lengthen the time step"
-        )
-
-
-def _check_dynamics_features(model, junctions) -> None:
-    if model not in ("cosserat", "cosserat_pbd"):
-        raise CaseError(
-            f"solver.dynamics: solver.model {show(model)} is quasi-static here; dynamics is solved with the "
-            f"cosserat model (implicit time steps) or cosserat_pbd (XPBD steps)"
-        )
-    if junctions:
-        raise CaseError(
-            "solver.dynamics: junctions (branched harnesses) are solved quasi-statically only; "
-            "remove solver.dynamics or the junctions"
         )
 
 
@@ -781,7 +745,7 @@ def _parse_dynamics(raw, model, junctions) -> Dynamics | None:
     if time_step < MIN_TIME_STEP:
         raise CaseError(f"solver.dynamics.time_step must be at least {MIN_TIME_STEP:g} s, got {show(raw['time_step'])}")
     damping = _number(raw.get("damping", 0.0), "solver.dynamics.damping", non_negative=True, bound=MAX_DAMPING)
-    _check_dynamics_features(model, junctions)
+    check_dynamics_features(model, junctions)
     return Dynamics(time_step, damping)
 
 
@@ -804,84 +768,6 @@ def _parse_duration(step, where, dynamics) -> float:
             f"solver.dynamics.time_step {dynamics.time_step:g} s; split the step or lengthen the time step"
         )
     return duration
-
-
-def _refuse_what_only_the_rod_has(where, cables, obstacles, contact, junctions, rest_shapes=False) -> None:
-    """CaseError for contact, junctions and (unless ``rest_shapes``) rest shapes, which only the
-    Cosserat rod models."""
-    if obstacles:
-        raise CaseError(f"obstacles: {where} has no contact with obstacles; use the cosserat model")
-    if contact.get("cable_cable"):
-        raise CaseError(f"contact.cable_cable: {where} has no contact between cables; use the cosserat model")
-    if junctions:
-        raise CaseError(f"junctions: {where} does not model junctions; use the cosserat model")
-    for c in cables:
-        if c.rest is not None and not rest_shapes:
-            raise CaseError(f"cables.{c.id}.rest: {where} has no rest curvature (a pre-formed cable)")
-
-
-def _check_mass_spring_features(cables, obstacles, contact, junctions) -> None:
-    """CaseError naming the first feature of a case that Lv 2017's mass-spring chain (solver.model
-    "mass_spring") does not express here."""
-    where = 'solver.model "mass_spring" (Lv 2017 mass-spring chain)'
-    # its contact with obstacles is the paper's (Sec. 3.2, mass_spring_contact.py); not with cables
-    _refuse_what_only_the_rod_has(where, cables, (), contact, junctions)
-    for c in cables:
-        for k, clip in enumerate(c.clips):
-            if clip.kind == "sliding" or clip.stiffness is not None or not clip.length > 0.0:
-                raise CaseError(
-                    f"cables.{c.id}.clips[{k}]: {where} holds a clip by its two end points (Eqs. 16-17): "
-                    f"a fixed, rigid clip with a length; not a sliding, compliant or zero-length one"
-                )
-
-
-def check_model_features(model, cables, obstacles, contact, junctions) -> None:
-    """CaseError naming the first feature of these cables and case settings that ``model`` does not
-    express (a case read, or a cable added to a harness afterwards)."""
-    if model == "mass_spring":
-        _check_mass_spring_features(cables, obstacles, contact, junctions)
-    if model == "kirchhoff_cg":
-        _check_kirchhoff_features(cables, obstacles, contact, junctions)
-    if model == "cosserat_pbd":
-        _check_pbd_features(cables, obstacles, contact, junctions)
-
-
-def _refuse_clips_and_moments(where, cables) -> None:
-    for c in cables:
-        if c.clips:
-            raise CaseError(
-                f"cables.{c.id}.clips: {where} holds a cable by its end frames only; use the cosserat model"
-            )
-        for k, load in enumerate(c.loads):
-            if np.any(load.moment):
-                raise CaseError(
-                    f"cables.{c.id}.loads[{k}].moment: {where} takes point forces only (a dead moment is not "
-                    f"the derivative of an energy in three dimensions)"
-                )
-
-
-def _check_pbd_features(cables, obstacles, contact, junctions) -> None:
-    """CaseError naming the first feature of a case that Chen et al.'s Cosserat rod solved by
-    position-based dynamics (solver.model "cosserat_pbd") does not express: the paper holds a cable
-    by its end frames under gravity and point forces; its constraints carry rest shapes (Eq. 13)."""
-    where = 'solver.model "cosserat_pbd" (Chen 2023 position-based Cosserat rod)'
-    _refuse_what_only_the_rod_has(where, cables, obstacles, contact, junctions, rest_shapes=True)
-    _refuse_clips_and_moments(where, cables)
-
-
-def _check_kirchhoff_features(cables, obstacles, contact, junctions) -> None:
-    """CaseError naming the first feature of a case that Linn et al.'s Kirchhoff rod minimised by
-    nonlinear CG (solver.model "kirchhoff_cg") does not express: the paper holds a rod by its two end
-    frames, under gravity and point forces, and nothing else."""
-    where = 'solver.model "kirchhoff_cg" (Linn et al. Kirchhoff rod)'
-    _refuse_what_only_the_rod_has(where, cables, obstacles, contact, junctions)
-    for c in cables:
-        if c.segments > KIRCHHOFF_MAX_SEGMENTS:
-            raise CaseError(
-                f"cables.{c.id}.segments: {where} takes at most {KIRCHHOFF_MAX_SEGMENTS} segments (its rest "
-                f"states are verified minima by a dense difference Hessian: 0.6 s at 400 segments)"
-            )
-    _refuse_clips_and_moments(where, cables)
 
 
 def read_json(path, what="case file"):
@@ -907,93 +793,3 @@ def read_json(path, what="case file"):
 
 def load_case(path) -> Case:
     return parse_case(read_json(path))
-
-
-# ---------------------------------------------------------------- writing
-
-
-def frame_to_dict(frame: Frame) -> dict:
-    out = {"position": frame.position.tolist(), "tangent": frame.tangent.tolist()}
-    if frame.normal is not None:
-        out["normal"] = frame.normal.tolist()
-    return out
-
-
-def case_to_dict(case: Case) -> dict:
-    """The case as a JSON-ready document (parse_case(case_to_dict(c)) reproduces c)."""
-    cables = []
-    for c in case.cables:
-        d = {
-            "id": c.id,
-            "length": c.length,
-            **({"diameter": c.diameter} if c.diameter_given else {}),
-            **({"material": dict(c.material)} if c.bundle is None or c.material else {}),
-            "segments": c.segments,
-            "start": junction_end_to_dict(c.start_junction) if c.start_junction else frame_to_dict(c.start),
-            "end": (
-                None
-                if c.end is None
-                else junction_end_to_dict(c.end_junction)
-                if c.end_junction
-                else frame_to_dict(c.end)
-            ),
-            "clips": [
-                {
-                    "s": k.s,
-                    "frame": frame_to_dict(k.frame),
-                    "kind": k.kind,
-                    "length": k.length,
-                    "stiffness": k.stiffness,
-                }
-                for k in c.clips
-            ],
-            "loads": [{"s": ld.s, "force": ld.force.tolist(), "moment": ld.moment.tolist()} for ld in c.loads],
-        }
-        if c.route is not None:
-            d["route"] = c.route.tolist()
-        if c.rest is not None:
-            d["rest"] = rest_to_dict(c.rest)
-        if c.bundle is not None:
-            d["bundle"] = bundle_to_dict(c.bundle)
-        cables.append(d)
-    steps = []
-    for i, step in enumerate(case.steps):
-        sc = {}
-        for cid, ch in step.items():
-            e = {}
-            if ch.start is not None:
-                e["start"] = frame_to_dict(ch.start)
-            if ch.end is not None:
-                e["end"] = frame_to_dict(ch.end)
-            if ch.clips:
-                e["clips"] = {str(k): {"frame": frame_to_dict(f)} for k, f in ch.clips.items()}
-            sc[cid] = e
-        entry = {"cables": sc}
-        if case.solver.dynamics is not None:
-            entry["duration"] = step_duration(case, i)
-        moves = case.junction_steps[i] if i < len(case.junction_steps) else {}
-        if moves:
-            entry["junctions"] = {j: junction_move_to_dict(case.junctions[j], m) for j, m in moves.items()}
-        steps.append(entry)
-    doc = {
-        "format": CASE_FORMAT,
-        "gravity": case.gravity.tolist(),
-        "cables": cables,
-        "obstacles": list(case.obstacles),
-        "contact": dict(case.contact),
-        "solver": {
-            "model": case.solver.model,
-            "tolerance": case.solver.tolerance,
-            "max_iterations": case.solver.max_iterations,
-            "ultimate_strain": case.solver.ultimate_strain,
-            **(
-                {"dynamics": {"time_step": case.solver.dynamics.time_step, "damping": case.solver.dynamics.damping}}
-                if case.solver.dynamics is not None
-                else {}
-            ),
-        },
-        "steps": steps,
-    }
-    if case.junctions:
-        doc["junctions"] = [junction_to_dict(j) for j in case.junctions.values()]
-    return doc

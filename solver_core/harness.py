@@ -17,7 +17,6 @@ from .case import (
     Case,
     as_float,
     check_dynamics,
-    check_model_features,
     check_reachable,
     check_step_request,
 )
@@ -37,6 +36,7 @@ from .errors import CaseError
 from .interactions import ContactSettings, Interactions
 from .junction_contact import cables_touch
 from .junctions import JunctionReport, JunctionSystem
+from .model_features import check_model_features
 from .model_solves import solve_with_model
 from .obstacles import ObstacleSet, obstacles_from_case
 from .pbd_dynamics import solve_pbd_dynamic_step
