@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The harness case (``docs/case-format.md``): parsing, validation and writing back.
+"""The harness case (``docs/case-format.md``): parsing and validation (writing back: case_writer.py;
+each model's refusals: model_features.py).
 
 Every rejected field is named by its path in the document, e.g. ``cables[1].clips[0].s``.
 Unit tolerances: tangents and normals must have unit length within 1e-3 (CAD exports round

@@ -317,7 +317,7 @@ def time_step(x, q, v, a, ws, h, max_iterations, move_tolerance, reduction=STEP_
 
 
 def arrays_for(model) -> PbdArrays:
-    """The constraints of a cable's rod model (no clips: case.py refuses them for this model)."""
+    """The constraints of a cable's rod model (no clips: model_features.py refuses them for this model)."""
     section = model.cable.section
     rest = model.rest_len.copy()
     n, m, r = model.n_nodes, model.n_segments, model.n_rotations

@@ -11,8 +11,8 @@ from .junction_contact import segments_cross_triangle
 
 
 class JunctionChecks:
-    """The refusals of ``junctions.JunctionSystem``'s steps (a mixin: its methods read the system's
-    fields: frames, branches, free, contact, specs)."""
+    """The refusals of ``junctions.JunctionSystem``'s steps (a mixin: its methods read and write the
+    system's fields and call its helpers)."""
 
     def _crosses(self, harness, a, b) -> str | None:
         """Why a free junction may not move from frames a to b: its centre would pass through an

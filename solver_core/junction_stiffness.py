@@ -32,13 +32,14 @@ TRUST_LOAD_CHANGE = 0.05
 TRUST_MOVE = 0.02
 TRUST_TURN = 0.05
 # Energy changes below this fraction of the energies involved are round-off (sums over every segment's
-# stretch, bend and weight): the quadratic model's agreement is not judged on them.
+# stretch, bend and weight): neither the step's agreement with the quadratic model (junctions.py) nor
+# the balance test here (_balanced_to_resolution) judges them.
 ENERGY_RESOLUTION = 1e-9
 
 
 class JunctionStiffness:
     """The condensed stiffness of ``junctions.JunctionSystem``'s free junctions (a mixin: its methods read
-    the system's fields: stiffness, formed_at, broyden_updates, condensations, contact, branches)."""
+    and write the system's fields and call its helpers)."""
 
     def _balanced_to_resolution(self, harness, frames, scaled, total, energy, noise) -> bool:
         """Whether a state no step improves is a minimum as far as the energy can tell: the condensed
@@ -189,6 +190,8 @@ def weak(K: np.ndarray, noise: float) -> bool:
 
 
 def negative_direction(K: np.ndarray, noise: float) -> tuple:
+    """(whether K's symmetric part has an eigenvalue below -``noise``, its eigenvector or None): the way
+    off a saddle."""
     values, vectors = np.linalg.eigh(0.5 * (K + K.T))
     if values[0] < -noise:
         return True, vectors[:, 0]
@@ -208,6 +211,8 @@ def newton_step(K: np.ndarray, g_hat: np.ndarray, noise: float) -> np.ndarray:
 
 
 def merit(g_hat: np.ndarray) -> float:
+    """The squared size of a scaled force out of balance (steps are judged on it where the energy cannot
+    tell)."""
     return float(g_hat @ g_hat)
 
 

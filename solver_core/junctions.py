@@ -63,7 +63,8 @@ MAX_OUTER = 100  # Newton iterations on the junctions per piece of a step
 MAX_REJECTS = 8  # rejected trial steps in a row before the piece fails
 MAX_ESCAPES = 3  # saddles left per piece
 # Accepted steps in a row that do not halve the force out of balance before a state is tested for
-# balance to the energy's resolution (_balanced_to_resolution), as after MAX_REJECTS rejected ones
+# balance to the energy's resolution (junction_stiffness._balanced_to_resolution), as after MAX_REJECTS
+# rejected ones
 STAGNANT_STEPS = 4
 # Broyden updates within one piece of a step after which the stiffness is formed afresh (far from the
 # balance a secant model soon misleads; junction_stiffness.STALE_AFTER counts them for the stability test)
@@ -108,7 +109,9 @@ class JunctionSystem(JunctionStiffness, JunctionChecks):
     # (how far the holders moved, per junction (shift (n, 3), turn (n, 3) as rotation vectors)) of the
     # last converged step, for the predictor
     last_motion: tuple | None = None
-    formed_at: tuple | None = None  # (frames, _end_loads) where the stiffness was last formed by differences
+    formed_at: tuple | None = (
+        None  # (frames, _end_loads: junction_stiffness.py) where the stiffness was last formed by differences
+    )
     contact: list | None = None  # per junction, its ball against the obstacles (junction_contact.py)
     _load_cache: dict = field(default_factory=dict, repr=False)  # cable id -> (its state, _branch_loads)
     # cable id -> its Hessian's condensation at the last stability test (a cache: used only at that state)
@@ -118,8 +121,8 @@ class JunctionSystem(JunctionStiffness, JunctionChecks):
     _others: list = field(default_factory=list, repr=False)
     _partner_targets: dict = field(default_factory=dict, repr=False)
     _others_energy: float = 0.0  # theirs when the solve began
-    # (world nodes, frames' rotations, (model, radius) per branch, branch ids) where _branches_crossing
-    # last found none
+    # (world nodes, frames' rotations, (model, radius) per branch, branch ids) where
+    # _branches_crossing (junction_checks.py) last found none
     _found_clear: tuple | None = field(default=None, repr=False)
 
     @classmethod
@@ -567,11 +570,12 @@ class JunctionSystem(JunctionStiffness, JunctionChecks):
 
     def _linear_guesses(self, harness, targets: dict, trial: JunctionFrames, step: np.ndarray, L: float) -> dict:
         """Per branch, its linear response to the free junctions' scaled ``step`` (_moved): Newton's step
-        of its free dofs with its ends moved, from the condensation _analytic_stiffness formed at its
-        state (junction_newton.linear_response), held where ``targets`` and the junctions at ``trial``
-        (``step`` taken) hold it; none for a branch without one. Started there, bench_harness's
-        branches take a median of 3 Newton iterations to balance in its cold solve, where carried along
-        with their ends (rod_state.carry_boundary_motion) they took 5."""
+        of its free dofs with its ends moved, from the condensation _analytic_stiffness
+        (junction_stiffness.py) formed at its state (junction_newton.linear_response), held where
+        ``targets`` and the junctions at ``trial`` (``step`` taken) hold it; none for a branch without
+        one. Started there, bench_harness's branches take a median of 3 Newton iterations to balance in
+        its cold solve, where carried along with their ends (rod_state.carry_boundary_motion) they
+        took 5."""
         place = {k: i for i, k in enumerate(self.free)}
         world = step.reshape(-1, 6) * np.concatenate([np.full(3, L), np.ones(3)])
         out = {}

@@ -27,7 +27,7 @@ Minimised by Polak-Ribiere nonlinear CG (Shewchuk 1994, the paper's ref. 22) wit
 search, preconditioned by the banded stiffness without the twist term (difference Hessian, formed
 afresh every REFRESH iterations, when the directions restart), to the rod model's force tolerance on
 every free node; a rest state that is a saddle is left along its lowest curvature. What the paper has
-not (obstacles, contact, clips, junctions, rest shapes, dead moments) is refused by name (case.py).
+not (obstacles, contact, clips, junctions, rest shapes, dead moments) is refused by name (model_features.py).
 """
 
 import math

@@ -10,6 +10,7 @@ KIRCHHOFF_MAX_SEGMENTS = 400
 
 
 def check_dynamics_features(model, junctions) -> None:
+    """CaseError where the time integrator (dynamics.py) does not cover ``model`` or junctions."""
     if model not in ("cosserat", "cosserat_pbd"):
         raise CaseError(
             f"solver.dynamics: solver.model {show(model)} is quasi-static here; dynamics is solved with the "

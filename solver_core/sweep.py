@@ -45,8 +45,8 @@ import time
 
 import numpy as np
 
-from .case import as_float, as_int, read_json, show
-from .errors import CaseError
+from .case import as_float, as_int, read_json
+from .errors import CaseError, show
 from .materials import MATERIAL_KEYS
 
 SWEEP_FORMAT = "cable-harness-sweep/1"

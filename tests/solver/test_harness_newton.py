@@ -13,7 +13,8 @@ from helpers.harnesses import AT_ORIGIN, STIFF, at, branch, connector
 from solver_core import CableChange, Frame
 from solver_core.end_stiffness import condensed_end_stiffness
 from solver_core.junction_newton import HarnessNewton
-from solver_core.junctions import ENERGY_RESOLUTION, MAX_MOVE, MAX_TURN, JunctionSystem
+from solver_core.junction_stiffness import ENERGY_RESOLUTION
+from solver_core.junctions import MAX_MOVE, MAX_TURN, JunctionSystem
 from solver_core.sessions import restore_sessions, snapshot_sessions
 
 
