@@ -344,6 +344,8 @@ class Harness:
         previous = session.boundary if session.solved else None
         friction_before = session.interactions.friction_state.copy()
         predictor = hold_now = hold_next = None
+        if previous is None or session.interactions.settings.friction:
+            guess = None  # a first solve has no step to guess; with friction the path decides (below)
         if previous is not None:
             # Friction makes the equilibrium depend on the path: there the cable starts as before.
             length = float(session.model.rest_len.min())
@@ -366,7 +368,7 @@ class Harness:
                 self.case.solver.max_iterations,
                 session.interactions,
                 predictor=predictor,
-                guess=guess if previous is not None and not session.interactions.settings.friction else None,
+                guess=guess,
             )
         report.iterations += spent
         session.group_contacts = None

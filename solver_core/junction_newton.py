@@ -105,15 +105,18 @@ def linear_response(model, state, condensation, moved):
     grad = rod_gradient(model, state.positions, state.quats)
     _K, _r, free_step = condensation.reduced(state, grad)
     delta = free_step(moved)
-    fixed = model.fixed.astype(bool)
-    delta[fixed] = 0.0
-    if not np.isfinite(delta).all():
-        return None
-    if float(np.abs(delta[model.rot_dof[:, None] + np.arange(3)]).max(initial=0.0)) > MAX_ROTATION_STEP:
+    delta[model.fixed.astype(bool)] = 0.0
+    return retracted(model, state, delta, 1.0) if np.isfinite(delta).all() else None
+
+
+def retracted(model, state, delta, alpha):
+    """``state`` moved by ``alpha`` ``delta`` (positions linearly, frames by body rotations), or None
+    where that turns a frame further than a Newton step may (newton_assembly.MAX_ROTATION_STEP)."""
+    if alpha * float(np.abs(delta[model.rot_dof[:, None] + np.arange(3)]).max(initial=0.0)) > MAX_ROTATION_STEP:
         return None
     out = state.copy()
     retract(
-        state.positions, state.quats, model.node_dof, model.rot_dof, delta, 1.0, out.positions, out.quats, np.empty(3)
+        state.positions, state.quats, model.node_dof, model.rot_dof, delta, alpha, out.positions, out.quats, np.empty(3)
     )
     return out
 
@@ -140,8 +143,7 @@ class HarnessNewton:
         self.ends = {}  # per branch: BranchEnds of its ends at free junctions
         for cid, ends in system.branches.items():
             model = harness.cables[cid].model
-            at_free = [(side, held, system.index(held.junction)) for side, held in ends]
-            at_free = [(side, held, k) for side, held, k in at_free if k in self.place]
+            at_free = system.ends_at_free(cid)
             self.junction_ends[cid] = [
                 (
                     k,
@@ -149,13 +151,13 @@ class HarnessNewton:
                     model.start_frame if side == "start" else model.end_frame,
                     system.end_frame(cid, side),
                 )
-                for side, held, k in at_free
+                for side, k in at_free
             ]
-            sides = [side for side, _held, _k in at_free]
+            sides = [side for side, _k in at_free]
             free = ~model.fixed.astype(bool)
             self.ends[cid] = BranchEnds(
                 sides,
-                [self.place[k] for _side, _held, k in at_free],
+                [self.place[k] for _side, k in at_free],
                 np.concatenate([end_dofs(model, side) for side in sides]) if sides else np.zeros(0, np.int64),
                 np.flatnonzero(free),
                 model.dof_tol[free],
@@ -240,20 +242,9 @@ class HarnessNewton:
         """``state`` moved by ``alpha`` ``delta``, its ends at free junctions held by ``frames``; with a
         ``boundary`` (the first step, whose holders move too), every held dof put where it holds."""
         model = self.harness.cables[cid].model
-        if alpha * float(np.abs(delta[model.rot_dof[:, None] + np.arange(3)]).max(initial=0.0)) > MAX_ROTATION_STEP:
+        out = retracted(model, state, delta, alpha)
+        if out is None:
             return None
-        out = state.copy()
-        retract(
-            state.positions,
-            state.quats,
-            model.node_dof,
-            model.rot_dof,
-            delta,
-            alpha,
-            out.positions,
-            out.quats,
-            np.empty(3),
-        )
         if boundary:
             apply_boundary(model, out, boundary)
         for k, node, rot, frame in self.junction_ends[cid]:

@@ -89,12 +89,12 @@ class JunctionStiffness:
         place = {k: i for i, k in enumerate(self.free)}
         K = np.zeros((6 * len(self.free), 6 * len(self.free)))
         scale = np.concatenate([np.full(3, L), np.ones(3)])
-        for cid, ends in self.branches.items():
+        for cid in self.branches:
             session = harness.cables[cid]
             if not exact_for(session):
                 return None
-            ends = [(side, held) for side, held in ends if self.index(held.junction) in place]
-            sides = [side for side, _held in ends]
+            ends = [(side, place[k]) for side, k in self.ends_at_free(cid)]
+            sides = [side for side, _i in ends]
             # kept for the next step's Newton prediction, which starts from here (junction_newton.py)
             band = hessian_band(session.model, session.state)[1]
             condensation = Condensation.form(session.model, session.state, sides, band)
@@ -102,10 +102,8 @@ class JunctionStiffness:
                 return None
             self.condensations[cid] = condensation
             S = condensation.stiffness(session.state)
-            for a, (_side, held_a) in enumerate(ends):
-                i = place[self.index(held_a.junction)]
-                for b, (_side_b, held_b) in enumerate(ends):
-                    j = place[self.index(held_b.junction)]
+            for a, (_side, i) in enumerate(ends):
+                for b, (_side_b, j) in enumerate(ends):
                     block = S[6 * a : 6 * a + 6, 6 * b : 6 * b + 6]
                     K[6 * i : 6 * i + 6, 6 * j : 6 * j + 6] += scale[:, None] * block * scale[None, :]
         return K

@@ -198,6 +198,11 @@ class JunctionSystem(JunctionStiffness, JunctionChecks):
             self._end_frames[key] = frame_from_tangent(held.outlet, held.normal)
         return self._end_frames[key]
 
+    def ends_at_free(self, cid: str) -> list:
+        """(side, junction index) of each end of branch ``cid`` held by a free junction, in its order."""
+        ends = ((side, self.index(held.junction)) for side, held in self.branches[cid])
+        return [(side, k) for side, k in ends if not self.specs[k].fixed]
+
     def rename_branch(self, old: str, new: str) -> None:
         """Know branch ``old`` as ``new`` (its cable was renamed), with what is kept of it."""
         self.branches[new] = self.branches.pop(old)
@@ -579,12 +584,10 @@ class JunctionSystem(JunctionStiffness, JunctionChecks):
         place = {k: i for i, k in enumerate(self.free)}
         world = step.reshape(-1, 6) * np.concatenate([np.full(3, L), np.ones(3)])
         out = {}
-        for cid, ends in self.branches.items():
+        for cid in self.branches:
             condensation = self.condensations.get(cid)
             session = harness.cables[cid]
-            at_free = [
-                (side, place[self.index(held.junction)]) for side, held in ends if self.index(held.junction) in place
-            ]
+            at_free = [(side, place[k]) for side, k in self.ends_at_free(cid)]
             sides = [side for side, _i in at_free]
             if condensation is None or not condensation.formed_at(session.model, session.state, sides):
                 continue
