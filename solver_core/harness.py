@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from . import coarse_harness
 from .case import (
     DEFAULT_DURATION,
     CableChange,
@@ -73,6 +74,9 @@ class CableSession:
     readings: tuple = ()  # ((state, what another model than the rod reports of it), ...): mass_spring
     motion: Motion | None = None  # velocities and accelerations of a dynamic case (None: at rest)
     twist: float | None = None  # kirchhoff_cg: the end twist of its state, followed through whole turns
+    # its state before the first solve is a coarse harness's equilibrium carried onto its segments
+    # (coarse_harness.py): the first solve starts there, not from a coarse solve of its own
+    refines_coarse: bool = False
 
     def contact_push(self, state: RodState | None = None) -> np.ndarray:
         """Per node (n_nodes, 3), the gradient of the contact energy at ``state`` (its own): at a held
@@ -358,7 +362,8 @@ class Harness:
             max_iterations = self.case.solver.max_iterations
             report, spent = solve_with_model(model_name, session, target, max_iterations, predictor), 0
         else:
-            report, spent = self._solve_from_coarse(cable_id, session, target) if previous is None else (None, 0)
+            nested = previous is None and not session.refines_coarse
+            report, spent = self._solve_from_coarse(cable_id, session, target) if nested else (None, 0)
         if report is None:
             report = solve_equilibrium(
                 session.model,
@@ -400,7 +405,7 @@ class Harness:
                 )
             session.state = report.state
             session.boundary = target
-            session.solved = True
+            session.solved, session.refines_coarse = True, False
             session.solved_with = (cable_id,)
             # the twist a model followed through whole turns (kirchhoff_cg) goes with the state kept
             session.twist = next((r.get("twist") for kept, r in session.readings or () if kept is report.state), None)
@@ -547,6 +552,8 @@ class Harness:
                     self.cables[cid].interactions.obstacles = self.obstacles.with_capsules(*capsules)
             # cables outside the step stay where they are (met as obstacles), as they do without junctions
             partner_targets = {cid: targets.get(cid) for cid in ids if cid not in branches}
+            if coarse_harness.applies(self, targets, moves):
+                coarse_harness.start_from_coarse(self)
             solved = self.junctions.solve(self, {cid: targets.get(cid) for cid in branches}, moves, partner_targets)
             reports.update({cid: report for cid, report in solved.items() if cid in ids or moves or partners})
             for cid in self.cables:

@@ -92,6 +92,8 @@ class JunctionReport:
     branch_solves: int = 0
     stable: bool | None = False
     escapes: int = 0  # saddles left on the way
+    # the first solve's start on coarse branches (coarse_harness.py), its own report, or None
+    coarse: "JunctionReport | None" = None
 
 
 @dataclass
@@ -124,6 +126,8 @@ class JunctionSystem(JunctionStiffness, JunctionChecks):
     # (world nodes, frames' rotations, (model, radius) per branch, branch ids) where
     # _branches_crossing (junction_checks.py) last found none
     _found_clear: tuple | None = field(default=None, repr=False)
+    # the report of the coarse start of the solve about to be made (coarse_harness.py), for its report
+    coarse_report: JunctionReport | None = field(default=None, repr=False)
 
     @classmethod
     def from_case(cls, case) -> "JunctionSystem | None":
@@ -279,6 +283,7 @@ class JunctionSystem(JunctionStiffness, JunctionChecks):
             self.last_motion = (holders_move, _motion(start_frames, self.frames))
         elapsed = (time.perf_counter() - t0) * 1e3
         report.iterations, report.branch_solves = counters["iterations"], counters["solves"]
+        report.coarse, self.coarse_report = self.coarse_report, None
         self.last = report
         out = {}
         for cid in ids:
