@@ -365,9 +365,10 @@ def solve_equilibrium(
     # problem from the same start, and failing it 2^depth times over only costs time.
     still = not cold and same_hold(previous, boundary)
     stiffness_before = interactions.stiffness
-    guess_len = np.linalg.norm(np.diff(state.positions, axis=0), axis=1)
-    start_strain = float(np.max(np.abs(guess_len / model.rest_len - 1.0))) if cold else 0.0
-    if cold:
+    start_strain = 0.0
+    if cold:  # the loads ramp up from zero and the rest lengths from the guess's (configure)
+        guess_len = np.linalg.norm(np.diff(state.positions, axis=0), axis=1)
+        start_strain = float(np.max(np.abs(guess_len / model.rest_len - 1.0)))
         previous = boundary
         guess_len = np.where(guess_len > 1e-6 * model.rest_len, guess_len, model.rest_len)
 

@@ -341,7 +341,8 @@ class Harness:
         the whole solve: the predictor, the continuation's Newton solves and the checks that accept
         its result (penetration, ultimate strain), not the results built from it afterwards.
         ``guess``: a predicted state to start from (solve_equilibrium's; the rod model only, and not
-        with friction, whose equilibrium depends on the path), in place of the secant predictor."""
+        with friction, whose equilibrium depends on the path), in place of the secant predictor; a
+        solve from one leaves no step for the secant predictor (a junction's trial is not a step)."""
         t0 = time.perf_counter()
         session = self.cables[cable_id]
         target = session.boundary if boundary is None else boundary
@@ -350,12 +351,12 @@ class Harness:
         predictor = hold_now = hold_next = None
         if previous is None or session.interactions.settings.friction:
             guess = None  # a first solve has no step to guess; with friction the path decides (below)
-        if previous is not None:
+        if previous is not None and guess is None:
             # Friction makes the equilibrium depend on the path: there the cable starts as before.
             length = float(session.model.rest_len.min())
             hold_now = held_vector(session, previous, length)
             hold_next = held_vector(session, target, length)
-            if guess is None and not session.interactions.settings.friction:
+            if not session.interactions.settings.friction:
                 predictor = secant_displacement(session.last_step, session.state.positions, hold_now, hold_next)
         model_name = self.case.solver.model
         if model_name != "cosserat":
@@ -399,7 +400,7 @@ class Harness:
         session.last_report = report
         session.last_step = None
         if report.converged:
-            if previous is not None and not np.array_equal(hold_now, hold_next):
+            if hold_now is not None and not np.array_equal(hold_now, hold_next):
                 session.last_step = StepMemory(
                     hold_now, hold_next, session.state.positions.copy(), report.state.positions.copy()
                 )

@@ -199,6 +199,8 @@ class JunctionContact:
 
     def touching(self, obstacles, p: np.ndarray) -> list:
         """[(nearest point, unit normal towards p, depth r - d > 0)] of every obstacle the ball reaches."""
+        if obstacles.empty:
+            return []
         out = []
         r = self.radius
         for point, normal in zip(obstacles.plane_point, obstacles.plane_normal):
