@@ -87,6 +87,12 @@ class InertiaSprings(NamedTuple):
     K: np.ndarray
 
 
+def _same_key(a: tuple, b: tuple) -> bool:
+    """Whether two keys of Interactions.kernel_arrays are the same: obstacle arrays and model by
+    identity, settings and stiffness by value."""
+    return a[0] is b[0] and a[1] is b[1] and a[2] == b[2] and a[3] == b[3]
+
+
 # the mounts of a cable without sliding or compliant clips (nothing is written into empty arrays)
 _NO_MOUNTS = (
     np.zeros((0, 3)),
@@ -235,6 +241,26 @@ class Interactions:
     def kernel_arrays(self, boundary: Boundary) -> InteractionArrays:
         model = self.model
         obstacles = self._shifted_obstacles()
+        # Without clips held by energies, inertia springs or friction in play, the arrays depend on the
+        # obstacles, the model, the settings and the stiffness alone: kept for the next solve (a
+        # junction's trial solves every branch afresh; building them took a tenth of a 10-segment
+        # branch's solve)
+        key = (obstacles, model, self.settings, self.stiffness) if self._plain() else None
+        kept = self.__dict__.get("_kept_arrays")
+        if key is not None and kept is not None and _same_key(kept[0], key):
+            return kept[1]
+        arrays = self._build_kernel_arrays(boundary, obstacles)
+        if key is not None:
+            self.__dict__["_kept_arrays"] = (key, arrays)
+        return arrays
+
+    def _plain(self) -> bool:
+        if type(self) is not Interactions or self.inertia is not None or self._has_mounts():
+            return False
+        return not (self.settings.friction and self.friction_state.active.any())
+
+    def _build_kernel_arrays(self, boundary: Boundary, obstacles) -> InteractionArrays:
+        model = self.model
         fs = self.friction_state
         use_friction = self.settings.friction and fs.active.any()
         mu = np.where(fs.sliding, self.settings.friction_dynamic, self.settings.friction_static)
