@@ -47,10 +47,10 @@ def _away_from(nodes: np.ndarray, arc: np.ndarray, side: str, overlap: float) ->
 def crossing(branch_a, branch_b, shared) -> float | None:
     """How deep two branches cut into each other (m) away from their shared junctions, or None.
 
-    ``branch_*``: (nodes (n, 3) world, arc lengths (n,), radius); ``shared``: per junction they share,
-    (side of a, side of b, sine of half the angle between their outlets)."""
-    (xa, sa, ra), (xb, sb, rb) = branch_a, branch_b
-    seg = max(float(np.diff(sa).max()), float(np.diff(sb).max()))
+    ``branch_*``: (nodes (n, 3) world, arc lengths (n,), radius, its longest segment); ``shared``: per
+    junction they share, (side of a, side of b, sine of half the angle between their outlets)."""
+    (xa, sa, ra, longest_a), (xb, sb, rb, longest_b) = branch_a, branch_b
+    seg = max(longest_a, longest_b)
     for side_a, side_b, half_sine in shared:
         overlap = min((ra + rb) / max(half_sine, MIN_HALF_ANGLE_SINE), MAX_OVERLAP_FRACTION * min(sa[-1], sb[-1]))
         keep_a = _away_from(np.arange(len(sa)), sa, side_a, overlap + seg)

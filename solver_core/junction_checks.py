@@ -94,14 +94,16 @@ class JunctionChecks:
 
         shapes = {cid: self._branch_shape(harness, cid, nodes) for cid in ids}
         # boxes grown by the radius and a segment (crossing's own reach): only pairs whose boxes meet
-        boxes = {}
-        for cid, (where, arc, radius) in shapes.items():
-            grow = radius + float(np.diff(arc).max())
-            boxes[cid] = (where.min(axis=0) - grow, where.max(axis=0) + grow)
+        grow = np.array([[radius + longest] for _where, _arc, radius, longest in shapes.values()])
+        low = np.array([where.min(axis=0) for where, *_rest in shapes.values()]) - grow
+        high = np.array([where.max(axis=0) for where, *_rest in shapes.values()]) + grow
+        apart = (low[:, None, :] > high[None, :, :]).any(axis=2)
+        apart |= apart.T
         for i, a in enumerate(ids):
-            for b in ids[i + 1 :]:
-                if (boxes[a][0] > boxes[b][1]).any() or (boxes[b][0] > boxes[a][1]).any():
+            for j in range(i + 1, len(ids)):
+                if apart[i, j]:
                     continue
+                b = ids[j]
                 shared = []
                 for side_a, end_a in held[a].items():
                     for side_b, end_b in held[b].items():
@@ -119,5 +121,7 @@ class JunctionChecks:
 
     @staticmethod
     def _branch_shape(harness, cid, nodes=None) -> tuple:
+        """(world nodes, arc lengths, radius, longest segment's arc length): branch_crossing's shape."""
         where = harness.world_nodes(cid) if nodes is None else nodes[cid]
-        return where, harness.cables[cid].model.node_s, harness.cable_radius(cid)
+        model = harness.cables[cid].model
+        return where, model.node_s, harness.cable_radius(cid), float(model.rest_len.max())
