@@ -424,3 +424,35 @@ def test_a_taut_cable_lifted_against_a_frozen_one_is_refused_never_carried_acros
         if not report.converged:
             assert "stretch" in report.message
     assert outcomes[:2] == [True, True] and outcomes[-1] is False
+
+
+def test_kernel_arrays_are_kept_only_while_what_they_depend_on_stays():
+    """Interactions.kernel_arrays keeps a plain cable's arrays between solves: the same object while the
+    obstacles, model, settings and stiffness stay, new ones once any of them changes, and never kept
+    where friction in contact or clips held by energies make them depend on the step."""
+    from dataclasses import replace
+
+    from solver_core.interactions import ContactSettings, Interactions
+    from solver_core.obstacles import ObstacleSet, obstacles_from_case
+
+    h = harness(case(cable(id="c", length=0.3, segments=10)))
+    session = h.cables["c"]
+    inter = Interactions(session.model, ObstacleSet())
+    first_arrays = inter.kernel_arrays(session.boundary)
+    assert inter.kernel_arrays(session.boundary) is first_arrays
+    inter.stiffen(10.0)
+    stiffer = inter.kernel_arrays(session.boundary)
+    assert stiffer is not first_arrays and stiffer.contact.stiffness == inter.stiffness
+    inter.obstacles = obstacles_from_case([{"type": "plane", "point": [0, 0, -0.1], "normal": [0, 0, 1]}])
+    floor = inter.kernel_arrays(session.boundary)
+    assert floor is not stiffer and len(floor.obstacles.plane_point) == 1 and floor.contact.uses_contact
+    inter.settings = replace(inter.settings, cable_cable=True)
+    assert inter.kernel_arrays(session.boundary).contact.self_gap > 0
+    # friction in contact: built afresh each time, with the friction state as it is then
+    rubbing = Interactions(session.model, inter.obstacles, ContactSettings(0.5, 0.4))
+    rubbing.friction_state.active[3] = 1
+    rubbing.friction_state.force[3] = 2.0
+    a = rubbing.kernel_arrays(session.boundary)
+    rubbing.friction_state.force[3] = 5.0
+    b = rubbing.kernel_arrays(session.boundary)
+    assert a is not b and b.fr_force[3] == 5.0
