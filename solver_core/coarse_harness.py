@@ -9,44 +9,99 @@ the resolution. So the same harness with every cable on COARSE_SEGMENTS segments
 its junction frames, and its branches' shapes carried onto the fine segments (rod_state.prolong_state,
 whose nodes lie on the coarse centre lines and so keep their clearances), start the fine solve, which
 then only refines them (a few junction iterations). This is Harness._solve_from_coarse for a whole
-harness. The fine solve is the answer, with all its checks; the coarse one is only its start, and
-where it fails the fine solve starts from the drawn routes as before.
+harness. The fine solve is the answer, with all its checks; the coarse one is only its start. Where
+the coarse harness does not balance the fine one starts from the drawn routes as before, and where
+the fine solve fails from the coarse start the harness goes back to its drawn routes and solves from
+there (Harness.solve_boundaries), so that a failure keeps the case's state.
 """
 
-from dataclasses import replace
+import math
+from dataclasses import dataclass, replace
 
+import numpy as np
+
+from .equilibrium import held_frames
 from .errors import CaseError
-from .junctions import JunctionSystem
+from .junctions import JunctionReport, JunctionSystem
+from .rest_shape import MAX_REST_TURN
 from .rod_state import prolong_state
 
-COARSE_SEGMENTS = 10  # per cable of the coarse harness
+COARSE_SEGMENTS = 10  # per cable of the coarse harness (more where a rest shape needs them)
 NESTED_MIN_SEGMENTS = 30  # used where some branch has at least this many segments
+# holders and fixed junctions handed over within this (m, or unit vectors and rotation matrices) of
+# where the case has them count as where it has them
+AS_DRAWN = 1e-9
+
+
+@dataclass
+class CoarseStart:
+    """What a coarse start did: the coarse harness's junction report, and (where it balanced and the
+    fine harness was put where it did) the harness's checkpoint from before, to go back to the drawn
+    routes should the fine solve fail from there."""
+
+    report: JunctionReport | None
+    kept: dict | None = None
 
 
 def applies(harness, targets: dict, moves: dict) -> bool:
-    """Whether the step about to be solved is a harness's first, from its case as drawn, on branches
-    fine enough for a coarse start to pay (the rod model; no junction moved, no holder changed)."""
+    """Whether the step about to be solved is the harness's first, from its case as drawn (nothing
+    solved yet; every holder and fixed junction where the case has it: the Blender layer hands every
+    one over on every tick), on branches fine enough for a coarse start to pay: the rod model, no
+    friction (its equilibrium depends on the way there)."""
     system = harness.junctions
-    if system is None or not system.free or moves or harness.case.solver.model != "cosserat":
+    if system is None or not system.free or harness.case.solver.model != "cosserat":
         return False
-    branches = system.branches
-    if any(harness.cables[cid].solved or targets.get(cid) is not None for cid in branches):
+    if harness.contact_settings.friction or any(session.solved for session in harness.cables.values()):
         return False
-    return max(harness.cables[cid].model.n_segments for cid in branches) >= NESTED_MIN_SEGMENTS
+    for cid, target in targets.items():
+        if target is not None and not _as_drawn(held_frames(target), held_frames(harness.cables[cid].boundary)):
+            return False
+    for jid, move in moves.items():
+        k = system.index(jid)
+        if (move.position is not None and not _near(move.position, system.frames.position[k])) or (
+            move.rotation is not None and not _near(move.rotation, system.frames.rotation[k])
+        ):
+            return False
+    return max(harness.cables[cid].model.n_segments for cid in system.branches) >= NESTED_MIN_SEGMENTS
 
 
-def start_from_coarse(harness) -> bool:
-    """Solve ``harness`` (a Harness before its first solve) on coarse cables and put its free junctions
-    and its branches' starting states where that one balanced; whether it did (else nothing changes)."""
+def _near(a, b) -> bool:
+    """Equal but for round-off (a scene's frame read back: R R^T is the identity to 1e-16)."""
+    return bool(np.allclose(a, b, rtol=0.0, atol=AS_DRAWN))
+
+
+def _as_drawn(frames, drawn) -> bool:
+    """Whether held ``frames`` (equilibrium.held_frames) are the ``drawn`` ones but for round-off."""
+    if len(frames) != len(drawn):
+        return False
+    for f, d in zip(frames, drawn):
+        if (f is None) != (d is None):
+            return False
+        if f is None or f is d:
+            continue
+        if (f.normal is None) != (d.normal is None):
+            return False
+        pairs = [(f.position, d.position), (f.tangent, d.tangent)]
+        if f.normal is not None:
+            pairs.append((f.normal, d.normal))
+        if not all(_near(a, b) for a, b in pairs):
+            return False
+    return True
+
+
+def start_from_coarse(harness) -> CoarseStart:
+    """Solve ``harness`` (before its first solve) on coarse cables and put its free junctions and its
+    branches' starting states where that one balanced; nothing changes where it did not (or where
+    the case cannot be so divided: no report then)."""
     system = harness.junctions
     try:
         coarse = coarse_copy(harness)
-        reports = coarse.solve_step()
     except CaseError:
-        return False
-    system.coarse_report = coarse.junctions.last
-    if not all(report.converged for report in reports.values()):
-        return False
+        return CoarseStart(None)
+    reports = coarse.solve_step()
+    if not all(reports[cid].converged for cid in system.branches):
+        return CoarseStart(coarse.junctions.last)
+    kept = harness.checkpoint(system.branches)
     frames = system.frames.copy()
     for k in system.free:
         frames.position[k] = coarse.junctions.frames.position[k]
@@ -57,14 +112,25 @@ def start_from_coarse(harness) -> bool:
         boundary = system.branch_boundary(cid, session.boundary, frames)
         session.state = prolong_state(rough.model, rough.state, session.model, boundary)
         session.refines_coarse = True
-    return True
+    return CoarseStart(coarse.junctions.last, kept)
+
+
+def coarse_segments(cable) -> int:
+    """COARSE_SEGMENTS, or as many as the cable's constant rest curvature needs (MAX_REST_TURN a
+    segment), at most its own."""
+    needed = COARSE_SEGMENTS
+    rest = cable.rest
+    if rest is not None and rest.route is None:
+        rate = math.hypot(rest.curvature[0], rest.curvature[1], rest.twist)
+        needed = max(needed, math.ceil(rate * cable.length / MAX_REST_TURN))
+    return min(cable.segments, needed)
 
 
 def coarse_copy(harness):
-    """A new harness of ``harness``'s case with every cable on at most COARSE_SEGMENTS segments, against
-    the same obstacles; CaseError where the case cannot be so divided."""
+    """A new harness of ``harness``'s case with its cables on coarse_segments, against the same
+    obstacles; CaseError where the case cannot be so divided (clips too close for so few segments)."""
     case = harness.case
-    cables = tuple(replace(c, segments=min(c.segments, COARSE_SEGMENTS)) for c in case.cables)
+    cables = tuple(replace(c, segments=coarse_segments(c)) for c in case.cables)
     coarse_case = replace(case, cables=cables)
     coarse = type(harness)(coarse_case, obstacles=harness.obstacles, junctions=JunctionSystem.from_case(coarse_case))
     for cable in cables:

@@ -553,9 +553,16 @@ class Harness:
                     self.cables[cid].interactions.obstacles = self.obstacles.with_capsules(*capsules)
             # cables outside the step stay where they are (met as obstacles), as they do without junctions
             partner_targets = {cid: targets.get(cid) for cid in ids if cid not in branches}
-            if coarse_harness.applies(self, targets, moves):
-                coarse_harness.start_from_coarse(self)
-            solved = self.junctions.solve(self, {cid: targets.get(cid) for cid in branches}, moves, partner_targets)
+            start = coarse_harness.start_from_coarse(self) if coarse_harness.applies(self, targets, moves) else None
+            branch_targets = {cid: targets.get(cid) for cid in branches}
+            solved = self.junctions.solve(self, branch_targets, moves, partner_targets)
+            if start is not None:
+                if start.kept is not None and not self.junctions.last.converged:
+                    # refined from the coarse start it failed: solved from the drawn routes instead, as
+                    # without one (a failure then keeps the case's state, not the coarse one)
+                    self.restore(start.kept)
+                    solved = self.junctions.solve(self, branch_targets, moves, partner_targets)
+                self.junctions.last.coarse = start.report
             reports.update({cid: report for cid, report in solved.items() if cid in ids or moves or partners})
             for cid in self.cables:
                 joint = self.cables[cid].solved_with

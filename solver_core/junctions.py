@@ -100,7 +100,8 @@ class JunctionReport:
 class JunctionSystem(JunctionStiffness, JunctionChecks):
     specs: tuple  # JunctionSpec, case order
     branches: dict  # cable id -> ((side, JunctionEnd), ...)
-    frames: JunctionFrames  # the last converged (or the case's, before the first solve)
+    # the last converged (before the first solve: the case's, or a coarse start's: coarse_harness.py)
+    frames: JunctionFrames
     free: tuple  # indices of the free junctions
     stiffness: np.ndarray | None = None  # condensed, scaled, of the free junctions (6 n_free square)
     broyden_updates: int = 0
@@ -126,8 +127,6 @@ class JunctionSystem(JunctionStiffness, JunctionChecks):
     # (world nodes, frames' rotations, (model, radius) per branch, branch ids) where
     # _branches_crossing (junction_checks.py) last found none
     _found_clear: tuple | None = field(default=None, repr=False)
-    # the report of the coarse start of the solve about to be made (coarse_harness.py), for its report
-    coarse_report: JunctionReport | None = field(default=None, repr=False)
 
     @classmethod
     def from_case(cls, case) -> "JunctionSystem | None":
@@ -283,7 +282,6 @@ class JunctionSystem(JunctionStiffness, JunctionChecks):
             self.last_motion = (holders_move, _motion(start_frames, self.frames))
         elapsed = (time.perf_counter() - t0) * 1e3
         report.iterations, report.branch_solves = counters["iterations"], counters["solves"]
-        report.coarse, self.coarse_report = self.coarse_report, None
         self.last = report
         out = {}
         for cid in ids:

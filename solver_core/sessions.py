@@ -6,7 +6,8 @@ def snapshot_sessions(harness, ids) -> dict:
     """What solving the cables ``ids`` changes in their sessions: state, hold, reports, friction,
     predictor memory, group contacts, contact stiffness, contact candidates, the cables it was solved
     with, the obstacles it was solved against, its contact push and energy from a joint solve and its
-    motion (dynamics.py) and the twist a model followed (kirchhoff_cg)."""
+    motion (dynamics.py), the twist a model followed (kirchhoff_cg) and whether its first solve
+    refines a coarse start (coarse_harness.py)."""
     out = {}
     for cid in ids:
         s = harness.cables[cid]
@@ -26,6 +27,7 @@ def snapshot_sessions(harness, ids) -> dict:
             s.group_energy,
             None if s.motion is None else s.motion.copy(),
             s.twist,
+            s.refines_coarse,
         )
     return out
 
@@ -37,7 +39,7 @@ def restore_sessions(harness, saved: dict) -> None:
         s = harness.cables[cid]
         s.solved_with, s.interactions.obstacles, (s.group_push, s.group_energy) = joint, obstacles, kept[11:13]
         s.motion = None if kept[13] is None else kept[13].copy()
-        s.twist = kept[14]
+        s.twist, s.refines_coarse = kept[14], kept[15]
         s.state, s.boundary, s.solved, s.last_report = state.copy(), boundary, solved, report
         s.interactions.friction_state = friction.copy()
         s.last_step, s.group_contacts = last_step, contacts

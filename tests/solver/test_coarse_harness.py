@@ -117,3 +117,72 @@ def test_only_the_first_solve_starts_coarse(monkeypatch):
     assert all(r.converged for r in reports.values())
     assert h.junctions.last.coarse is None
     assert first_solve(harness_case(20), True, monkeypatch).junctions.last.coarse is None
+
+
+def test_a_fine_solve_that_fails_from_the_coarse_start_is_made_from_the_drawn_routes(monkeypatch):
+    """The coarse harness balances but the fine one, started there, is refused (here: its branches are
+    made to cross at the end): the harness goes back to its drawn routes and solves from there, as
+    without the coarse start; failing there too, it keeps the case's junction frames and routes (not
+    the coarse start's), says so, and the same step asked again is answered without solving."""
+    from solver_core.junctions import JunctionSystem
+
+    h = Harness.from_case(parse_case(harness_case(40)))
+    drawn = h.junctions.frames.position.copy()
+    routes = {cid: h.cables[cid].state.positions.copy() for cid in h.junctions.branches}
+    real = JunctionSystem._branches_crossing
+    tries = []
+
+    def refused(self, harness, nodes=None, rotations=None):
+        if harness is h and nodes is None:
+            tries.append(harness.junctions.last)
+            return "forced crossing"
+        return real(self, harness, nodes, rotations)
+
+    monkeypatch.setattr(JunctionSystem, "_branches_crossing", refused)
+    reports = h.solve_step()
+    assert not any(r.converged for r in reports.values())
+    assert h.junctions.last.coarse is not None and h.junctions.last.coarse.converged
+    assert len(tries) == 2  # refined from the coarse start, then solved from the drawn routes
+    np.testing.assert_array_equal(h.junctions.frames.position, drawn)
+    for cid, route in routes.items():
+        np.testing.assert_array_equal(h.cables[cid].state.positions, route)
+        assert not h.cables[cid].solved and not h.cables[cid].refines_coarse
+    again = h.solve_step()
+    assert "nothing has changed since" in next(iter(again.values())).message
+
+
+def test_the_first_tick_of_a_scene_starts_coarse(monkeypatch):
+    """The Blender layer hands every holder and fixed junction over on every tick, the first included:
+    where they are where the case has them, the first solve still starts coarse; moved, it does not."""
+    from solver_core import JunctionMove
+
+    doc = harness_case(40)
+    doc["junctions"].append({"id": "J0", "position": [0.0, 0.5, 0.0], "fixed": True})
+    h = Harness.from_case(parse_case(doc))
+    changes = {
+        c.id: CableChange(
+            start=None if c.start_junction else h.cables[c.id].boundary.start,
+            end=None if c.end_junction else h.cables[c.id].boundary.end,
+        )
+        for c in h.case.cables
+    }
+    same = {"J0": JunctionMove(np.array([0.0, 0.5, 0.0]), np.eye(3))}
+    reports = h.solve_step(changes, junction_moves=same)
+    assert all(r.converged for r in reports.values())
+    assert h.junctions.last.coarse is not None
+    moved = Harness.from_case(parse_case(doc))
+    moved.solve_step(changes, junction_moves={"J0": JunctionMove(np.array([0.0, 0.5, 0.01]), None)})
+    assert moved.junctions.last.coarse is None
+
+
+def test_a_pre_formed_cable_keeps_the_segments_its_rest_curvature_needs():
+    """A coarse copy never divides a constant rest curvature more coarsely than the case format allows
+    (rest_shape.MAX_REST_TURN a segment): 20 1/m over 1 m needs 20 segments."""
+    from solver_core.rest_shape import RestShape
+
+    case = parse_case(harness_case(40))
+    trunk = case.cables[0]
+    bent = replace(trunk, length=1.0, rest=RestShape(curvature=(20.0, 0.0), twist=0.0))
+    assert coarse_harness.coarse_segments(bent) == 20
+    assert coarse_harness.coarse_segments(trunk) == coarse_harness.COARSE_SEGMENTS
+    assert coarse_harness.coarse_segments(replace(trunk, segments=6)) == 6
