@@ -73,6 +73,8 @@ class JunctionChecks:
         ``nodes``: world nodes per branch, where they lie if not given; ``rotations``: the junctions'
         (their outlets'), the current frames' if not given."""
         ids = list(self.branches)
+        if len(ids) < 2:
+            return None  # (a fixed junction may hold one branch, or none yet)
         rotations = self.frames.rotation if rotations is None else rotations
         nodes = {cid: harness.world_nodes(cid) for cid in ids} if nodes is None else nodes
         clear = self._found_clear

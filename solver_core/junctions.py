@@ -702,7 +702,8 @@ class JunctionSystem(JunctionStiffness, JunctionChecks):
         return tol
 
     def _length_scale(self, harness) -> float:
-        return max(harness.cables[cid].model.cable.length for cid in self.branches)
+        # (a fixed junction may hold no cable yet: one placed in a scene before its branches are drawn)
+        return max((harness.cables[cid].model.cable.length for cid in self.branches), default=1.0)
 
     def _scaled(self, g, L) -> np.ndarray:
         out = np.empty(6 * len(self.free))

@@ -342,3 +342,15 @@ def test_the_api_refuses_junction_moves_by_name():
         h.solve_step(junction_moves={"K": JunctionMove(np.zeros(3))})
     with pytest.raises(CaseError, match="changes.left.start: the start of cable 'left' is held by junction 'J'"):
         h.solve_step({"left": CableChange(start=Frame(np.zeros(3), np.array([1.0, 0, 0])))})
+
+
+def test_a_fixed_junction_that_holds_no_cable_yet_can_be_moved():
+    """A fixed junction placed in a scene before any branch is drawn to it: the case is accepted, and a
+    step that moves it moves it, with the other cables solved as usual (it raised ValueError: helper
+    review)."""
+    wire = branch("w", 0.3, AT_ORIGIN, connector([0.25, 0.0, 0.0], [1, 0, 0], [0, 0, 1]), 10)
+    h = harness(case(wire, junctions=[{"id": "J", "position": [0.5, 0.5, 0.0], "fixed": True}]))
+    assert all(r.converged for r in h.solve_step().values())
+    reports = h.solve_step(junction_moves={"J": JunctionMove(np.array([0.5, 0.5, 0.01]), None)})
+    assert all(r.converged for r in reports.values())
+    np.testing.assert_allclose(h.junctions.frames.position[0], [0.5, 0.5, 0.01])
