@@ -112,6 +112,7 @@ def start_from_coarse(harness) -> CoarseStart:
         boundary = system.branch_boundary(cid, session.boundary, frames)
         session.state = prolong_state(rough.model, rough.state, session.model, boundary)
         session.refines_coarse = True
+    system.refining_coarse = True
     return CoarseStart(coarse.junctions.last, kept)
 
 

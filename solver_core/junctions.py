@@ -127,6 +127,9 @@ class JunctionSystem(JunctionStiffness, JunctionChecks):
     # (world nodes, frames' rotations, (model, radius) per branch, branch ids) where
     # _branches_crossing (junction_checks.py) last found none
     _found_clear: tuple | None = field(default=None, repr=False)
+    # the solve about to be made starts where a coarse harness balanced (coarse_harness.py): its first
+    # piece is refined by the whole harness's Newton method once its branches are solved there
+    refining_coarse: bool = False
 
     @classmethod
     def from_case(cls, case) -> "JunctionSystem | None":
@@ -391,6 +394,8 @@ class JunctionSystem(JunctionStiffness, JunctionChecks):
         ok, message = self._evaluate(harness, targets, frames, ids, counters, note_refusal=True)
         if not ok:
             return JunctionReport(False, message)
+        if self.refining_coarse and self.free:
+            frames = self._refined(harness, targets, fixed, frames, counters)
         g = self._gradient(harness, frames)
         if not self.free:
             return self._accept(harness, frames, g, JunctionReport(True, "converged", stable=True))
@@ -516,6 +521,28 @@ class JunctionSystem(JunctionStiffness, JunctionChecks):
                 why = message if not ok else "no step lowered the energy"
                 return JunctionReport(False, f"the junctions found no equilibrium ({why})")
         return JunctionReport(False, f"the junctions did not balance within {MAX_OUTER} iterations")
+
+    def _refined(
+        self, harness, targets: dict, fixed: JunctionFrames, frames: JunctionFrames, counters
+    ) -> JunctionFrames:
+        """From a coarse start (coarse_harness.py), its branches solved there: the frames Newton's method
+        on the whole harness predicts (as for a warm step), the branches solved again there; or, where
+        it predicts none or a branch fails there, ``frames`` with the branches as they were."""
+        self.refining_coarse = False
+        saved = self._snapshot(harness, list(self.branches))
+        kept = self.frames
+        self.frames = frames
+        try:
+            if not self._predict(harness, targets, fixed):
+                return frames
+            predicted = self.frames
+        finally:
+            self.frames = kept
+        ok, _message = self._evaluate(harness, targets, predicted, list(self.branches), counters)
+        if ok:
+            return predicted
+        restore_sessions(harness, saved)
+        return frames
 
     def _accept(self, harness, frames, g, report) -> JunctionReport:
         for k in self.free:
