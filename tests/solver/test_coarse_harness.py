@@ -42,7 +42,8 @@ def assert_same_equilibrium(a: Harness, b: Harness, length: float) -> None:
 @pytest.mark.parametrize("segments", [40, 100])
 def test_the_benchmark_harness_comes_to_the_equilibrium_its_drawn_routes_lead_to(segments, monkeypatch):
     """10 branches, 4 free junctions: the same equilibrium with and without the coarse start, which
-    takes the long way (~35 junction iterations) on 10-segment branches and leaves a few to the fine."""
+    takes the long way (~35 junction iterations) on 10-segment branches; the whole harness's Newton
+    step then refines it on the fine ones, and a junction iteration or two confirm it."""
     doc = harness_case(segments)
     direct = first_solve(doc, False, monkeypatch)
     nested = first_solve(doc, True, monkeypatch)
@@ -50,7 +51,7 @@ def test_the_benchmark_harness_comes_to_the_equilibrium_its_drawn_routes_lead_to
     assert direct.junctions.last.coarse is None
     coarse = nested.junctions.last.coarse
     assert coarse is not None and coarse.converged
-    assert nested.junctions.last.iterations <= 8 < coarse.iterations
+    assert nested.junctions.last.iterations <= 3 < coarse.iterations
     assert nested.junctions.last.iterations < direct.junctions.last.iterations
 
 
