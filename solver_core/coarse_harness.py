@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .equilibrium import held_frames
+from .equilibrium import same_hold
 from .errors import CaseError
 from .junctions import JunctionReport, JunctionSystem
 from .rest_shape import MAX_REST_TURN
@@ -54,7 +54,7 @@ def applies(harness, targets: dict, moves: dict) -> bool:
     if harness.contact_settings.friction or any(session.solved for session in harness.cables.values()):
         return False
     for cid, target in targets.items():
-        if target is not None and not _as_drawn(held_frames(target), held_frames(harness.cables[cid].boundary)):
+        if target is not None and not same_hold(target, harness.cables[cid].boundary, AS_DRAWN):
             return False
     for jid, move in moves.items():
         k = system.index(jid)
@@ -68,25 +68,6 @@ def applies(harness, targets: dict, moves: dict) -> bool:
 def _near(a, b) -> bool:
     """Equal but for round-off (a scene's frame read back: R R^T is the identity to 1e-16)."""
     return bool(np.allclose(a, b, rtol=0.0, atol=AS_DRAWN))
-
-
-def _as_drawn(frames, drawn) -> bool:
-    """Whether held ``frames`` (equilibrium.held_frames) are the ``drawn`` ones but for round-off."""
-    if len(frames) != len(drawn):
-        return False
-    for f, d in zip(frames, drawn):
-        if (f is None) != (d is None):
-            return False
-        if f is None or f is d:
-            continue
-        if (f.normal is None) != (d.normal is None):
-            return False
-        pairs = [(f.position, d.position), (f.tangent, d.tangent)]
-        if f.normal is not None:
-            pairs.append((f.normal, d.normal))
-        if not all(_near(a, b) for a, b in pairs):
-            return False
-    return True
 
 
 def start_from_coarse(harness) -> CoarseStart:
@@ -112,7 +93,6 @@ def start_from_coarse(harness) -> CoarseStart:
         boundary = system.branch_boundary(cid, session.boundary, frames)
         session.state = prolong_state(rough.model, rough.state, session.model, boundary)
         session.refines_coarse = True
-    system.refining_coarse = True
     return CoarseStart(coarse.junctions.last, kept)
 
 

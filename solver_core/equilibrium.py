@@ -560,20 +560,25 @@ def held_frames(boundary) -> list:
     return [boundary.start, boundary.end, *boundary.clips]
 
 
-def same_hold(a, b) -> bool:
-    """Whether two boundaries hold the cable(s) at exactly the same frames."""
+def same_hold(a, b, atol: float = 0.0) -> bool:
+    """Whether two boundaries hold the cable(s) at the same frames: exactly, or within ``atol`` (m, and
+    on the unit vectors) in every entry."""
     fa, fb = held_frames(a), held_frames(b)
     if len(fa) != len(fb):
         return False
+
+    def equal(u, v):
+        return np.array_equal(u, v) if atol == 0.0 else bool(np.allclose(u, v, rtol=0.0, atol=atol))
+
     for x, y in zip(fa, fb):
         if x is y:
             continue
         if x is None or y is None or (x.normal is None) != (y.normal is None):
             return False
         if not (
-            np.array_equal(x.position, y.position)
-            and np.array_equal(x.tangent, y.tangent)
-            and (x.normal is None or np.array_equal(x.normal, y.normal))
+            equal(x.position, y.position)
+            and equal(x.tangent, y.tangent)
+            and (x.normal is None or equal(x.normal, y.normal))
         ):
             return False
     return True

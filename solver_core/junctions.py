@@ -127,9 +127,6 @@ class JunctionSystem(JunctionStiffness, JunctionChecks):
     # (world nodes, frames' rotations, (model, radius) per branch, branch ids) where
     # _branches_crossing (junction_checks.py) last found none
     _found_clear: tuple | None = field(default=None, repr=False)
-    # the solve about to be made starts where a coarse harness balanced (coarse_harness.py): its first
-    # piece is refined by the whole harness's Newton method once its branches are solved there
-    refining_coarse: bool = False
 
     @classmethod
     def from_case(cls, case) -> "JunctionSystem | None":
@@ -391,10 +388,13 @@ class JunctionSystem(JunctionStiffness, JunctionChecks):
             if spec.fixed:
                 frames.position[k], frames.rotation[k] = fixed.position[k], fixed.rotation[k]
         ids = list(self.branches)
+        # the branches start where a coarse harness balanced (coarse_harness.py): once they are solved
+        # there, the whole harness's Newton method refines it
+        from_coarse = any(harness.cables[cid].refines_coarse for cid in ids)
         ok, message = self._evaluate(harness, targets, frames, ids, counters, note_refusal=True)
         if not ok:
             return JunctionReport(False, message)
-        if self.refining_coarse and self.free:
+        if from_coarse and self.free:
             frames = self._refined(harness, targets, fixed, frames, counters)
         g = self._gradient(harness, frames)
         if not self.free:
@@ -527,8 +527,8 @@ class JunctionSystem(JunctionStiffness, JunctionChecks):
     ) -> JunctionFrames:
         """From a coarse start (coarse_harness.py), its branches solved there: the frames Newton's method
         on the whole harness predicts (as for a warm step), the branches solved again there; or, where
-        it predicts none or a branch fails there, ``frames`` with the branches as they were."""
-        self.refining_coarse = False
+        it predicts none or a branch fails there, ``frames`` with the branches as they were. (The
+        prediction starts from the system's frames, which stand for the solve's start meanwhile.)"""
         saved = self._snapshot(harness, list(self.branches))
         kept = self.frames
         self.frames = frames
