@@ -13,12 +13,21 @@ The result is a prediction, not an answer: it knows nothing of contact, friction
 energies, so it is offered only where none acts and none can within the move, and the harness then
 solves every branch from it with all its checks (JunctionSystem._solve_piece), which confirms it in
 a Newton iteration or two per branch.
+
+A step's first Newton step is the harness's linear response to the holders' move, wrong to second
+order in the move. A drag repeats its moves: the last step's second-order term (Curvature, its
+equilibrium against its linear response) is added to the first step where the move continues the
+last one along its line, which leaves an error of third order: a 1 mm step of bench_harness then
+takes two Newton steps instead of three (a predictor of higher order along the path of equilibria,
+as in continuation methods: Allgower & Georg, Numerical Continuation Methods, 1990).
 """
 
+import math
 from typing import NamedTuple
 
 import numpy as np
 
+from ._jit import njit
 from .diagnostics import elastic_and_load_energy
 from .end_stiffness import Condensation, end_dofs, end_map, exact_for, hessian_band
 from .newton import rod_gradient
@@ -28,11 +37,29 @@ from .rotations import axis_angle_matrix, matrix_to_quat, quat_conj_mul
 from .stability import band_matvec
 
 MAX_ITERATIONS = 10  # from the last equilibrium
-# Stop once every free dof's residual is this fraction of its tolerance (the solve that confirms the
-# prediction then has nothing left to do).
-RESIDUAL_FRACTION = 0.1
+# Stop once every free dof's residual is this fraction of its tolerance: the solve that confirms the
+# prediction then has nothing left to do, with a margin of 2 for the round-off of its own sums.
+RESIDUAL_FRACTION = 0.5
 MAX_CROSSING_SAMPLES = 16  # straight paths of the branches tested for crossing each other at most this often
 LINE_SEARCH = tuple(0.5**j for j in range(8))
+
+
+class Curvature(NamedTuple):
+    """What the first step of a harness step missed: the equilibrium minus the linear response, per
+    branch (state_change, zero on held dofs) and per free junction (shift and world rotation vector,
+    6 each), with the move of the held dofs (_held_motion, rotations times the length scale) that
+    caused it. It is the second-order term of the response, which a next move along the same line
+    repeats in proportion to the square of its length."""
+
+    move: dict  # cable id -> the held dofs' move
+    branches: dict  # cable id -> the change of its dofs
+    junctions: np.ndarray
+
+
+# A next move repeats the last one's second-order term where it lies along it within this fraction
+# of its length (a drag); any other leaves the first step linear.
+ALONG_LAST = 0.25
+MAX_REPEAT = 2.0  # the longest next move, in last moves, that the term is carried to
 
 
 class BranchEnds(NamedTuple):
@@ -56,30 +83,52 @@ def _turn(frames, dy, free, alpha):
     return out
 
 
+def _world_turn(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The world rotation vector w with b = exp(w) a (rotation matrices)."""
+    R = b @ a.T
+    angle = float(np.arccos(np.clip(0.5 * (np.trace(R) - 1.0), -1.0, 1.0)))
+    axis = np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
+    norm = float(np.linalg.norm(axis))
+    return angle * axis / norm if norm > 0.0 and angle > 0.0 else np.zeros(3)
+
+
 def _band_times(band, bw, x) -> np.ndarray:
     out = np.empty_like(x)
     band_matvec(band, bw, x, out)
     return out
 
 
+@njit
+def dof_change(pos_a, quat_a, pos_b, quat_b, node_dof, rot_dof, out):
+    """The change from one state to another in the dofs' own terms: positions by their difference,
+    frames by the body rotation vector theta with q_b = q_a exp(theta / 2) (rotations.py's
+    increments), the shorter way round."""
+    for k in range(pos_a.shape[0]):
+        for c in range(3):
+            out[node_dof[k] + c] = pos_b[k, c] - pos_a[k, c]
+    rel = np.empty(4)
+    for r in range(quat_a.shape[0]):
+        quat_conj_mul(quat_a[r], quat_b[r], rel)
+        sign = -1.0 if rel[0] < 0.0 else 1.0
+        norm = math.sqrt(rel[1] * rel[1] + rel[2] * rel[2] + rel[3] * rel[3])
+        scale = 2.0 * sign * math.atan2(norm, sign * rel[0]) / norm if norm > 0.0 else 0.0
+        for c in range(3):
+            out[rot_dof[r] + c] = scale * rel[1 + c]
+
+
+def state_change(model, a, b) -> np.ndarray:
+    """dof_change from state ``a`` to ``b``."""
+    out = np.empty(model.n_dof)
+    dof_change(a.positions, a.quats, b.positions, b.quats, model.node_dof, model.rot_dof, out)
+    return out
+
+
 def _held_motion(model, state, boundary) -> np.ndarray:
-    """The move of the held dofs of ``state`` to ``boundary`` (zero on free dofs): positions by their
-    difference, frames by the body-frame rotation vector from the current to the held quaternion."""
+    """The move of the held dofs of ``state`` to ``boundary`` (state_change; zero on free dofs)."""
     target = state.copy()
     apply_boundary(model, target, boundary)
-    out = np.zeros(model.n_dof)
-    out[model.node_dof[:, None] + np.arange(3)] = target.positions - state.positions
-    rel = np.empty(4)
-    fixed = model.fixed.astype(bool)
-    for r in np.flatnonzero(fixed[model.rot_dof[:, None] + np.arange(3)].any(axis=1)):
-        quat_conj_mul(state.quats[r], target.quats[r], rel)
-        if rel[0] < 0.0:
-            rel = -rel
-        v = rel[1:]
-        norm = float(np.linalg.norm(v))
-        if norm > 0.0:
-            out[model.rot_dof[r] : model.rot_dof[r] + 3] = 2.0 * np.arctan2(norm, rel[0]) * v / norm
-    out[~fixed] = 0.0
+    out = state_change(model, state, target)
+    out[~model.fixed.astype(bool)] = 0.0
     return out
 
 
@@ -181,7 +230,10 @@ class HarnessNewton:
         g = self.harness.case.gravity
         return total - sum(self.system.specs[k].mass * float(g @ frames.position[k]) for k in self.free)
 
-    def predict(self, frames, max_iterations: int = MAX_ITERATIONS):
+    def predict(self, frames, max_iterations: int = MAX_ITERATIONS, curvature: Curvature | None = None):
+        """``curvature``: the last step's (Curvature), added to the first step in proportion to the
+        square of the move along it (a quadratic extrapolation of the response: the first step's
+        error falls from second to third order in the move)."""
         h, s = self.harness, self.system
         if not self.free or not self.usable():
             return None
@@ -192,6 +244,8 @@ class HarnessNewton:
         boundaries = self._boundaries(frames)
         states = {cid: st.copy() for cid, st in start_states.items()}
         prescribed = {cid: _held_motion(h.cables[cid].model, st, boundaries[cid]) for cid, st in states.items()}
+        prescribed_move = {cid: move * self._weights(cid) for cid, move in prescribed.items()}
+        self.move, self.carried, self.first, self.curvature_in = prescribed_move, 0.0, None, curvature
         self.tolerance = s._tolerance(h)
         scale = s._energy_scale(h)
         energy = self._energy(states, frames)
@@ -214,6 +268,12 @@ class HarnessNewton:
             dy, deltas, done = step
             if done:
                 break
+            if first:
+                self.carried = self._carried(curvature, prescribed_move)
+                if self.carried > 0.0:
+                    dy = dy + self.carried * curvature.junctions
+                    for cid in deltas:
+                        deltas[cid] = deltas[cid] + self.carried * curvature.branches[cid]
             self.kept = {}
             for alpha in (1.0,) if first else LINE_SEARCH:
                 trial_frames = _turn(frames, dy, self.free, alpha)
@@ -226,6 +286,8 @@ class HarnessNewton:
                 e_trial = self._energy(trial, trial_frames)
                 if first or e_trial <= energy + self.resolution * scale:
                     frames, states, energy = trial_frames, trial, e_trial
+                    if first:
+                        self.first = (frames, states)
                     break
             else:
                 return None
@@ -237,6 +299,54 @@ class HarnessNewton:
             return None
         boundaries = self._boundaries(frames)
         return frames, {cid: (states[cid], boundaries[cid]) for cid in states}
+
+    def _weights(self, cid) -> np.ndarray:
+        model = self.harness.cables[cid].model
+        out = np.ones(model.n_dof)
+        out[model.rot_dof[:, None] + np.arange(3)] = self.length
+        return out
+
+    def _carried(self, curvature, move) -> float:
+        """The factor of ``curvature`` the first step adds for the held dofs' ``move``: the square of
+        its length along the last move, where it lies along it (ALONG_LAST) and is at most MAX_REPEAT
+        of it; else 0."""
+        if curvature is None or set(curvature.move) != set(move):
+            return 0.0
+        if any(curvature.move[cid].shape != m.shape for cid, m in move.items()):
+            return 0.0
+        last = sum(float(curvature.move[cid] @ curvature.move[cid]) for cid in move)
+        if not last > 0.0:
+            return 0.0
+        ratio = sum(float(m @ curvature.move[cid]) for cid, m in move.items()) / last
+        if not 0.0 < ratio <= MAX_REPEAT:
+            return 0.0
+        off = sum(float(np.sum((m - ratio * curvature.move[cid]) ** 2)) for cid, m in move.items())
+        if off > ALONG_LAST**2 * ratio**2 * last:
+            return 0.0
+        return ratio**2
+
+    def step_curvature(self, frames, states: dict) -> Curvature | None:
+        """The Curvature of this step: its equilibrium (``frames``, ``states``: cable id -> RodState)
+        against the first step's linear response (without the term it carried), or None where the
+        prediction took no first step."""
+        if self.first is None:
+            return None
+        first_frames, first_states = self.first
+        branches = {}
+        for cid, st in states.items():
+            model = self.harness.cables[cid].model
+            change = state_change(model, first_states[cid], st)
+            change[model.fixed.astype(bool)] = 0.0
+            branches[cid] = change
+        junctions = np.zeros(6 * len(self.free))
+        for i, k in enumerate(self.free):
+            junctions[6 * i : 6 * i + 3] = frames.position[k] - first_frames.position[k]
+            junctions[6 * i + 3 : 6 * i + 6] = _world_turn(first_frames.rotation[k], frames.rotation[k])
+        if self.carried > 0.0:
+            junctions += self.carried * self.curvature_in.junctions
+            for cid in branches:
+                branches[cid] += self.carried * self.curvature_in.branches[cid]
+        return Curvature(self.move, branches, junctions)
 
     def _moved(self, cid, state, delta, alpha, frames, boundary):
         """``state`` moved by ``alpha`` ``delta``, its ends at free junctions held by ``frames``; with a

@@ -40,7 +40,7 @@ from .diagnostics import elastic_and_load_energy, reactions
 from .equilibrium import SolveReport
 from .junction_checks import JunctionChecks
 from .junction_contact import JunctionContact
-from .junction_newton import HarnessNewton, linear_response
+from .junction_newton import Curvature, HarnessNewton, linear_response
 from .junction_spec import end_frame_at
 from .junction_stiffness import (
     ENERGY_RESOLUTION,
@@ -112,6 +112,9 @@ class JunctionSystem(JunctionStiffness, JunctionChecks):
     # (how far the holders moved, per junction (shift (n, 3), turn (n, 3) as rotation vectors)) of the
     # last converged step, for the predictor
     last_motion: tuple | None = None
+    # the last step's second-order response (junction_newton.Curvature), where it was one piece that
+    # the whole harness's Newton method predicted
+    curvature: Curvature | None = None
     formed_at: tuple | None = (
         None  # (frames, _end_loads: junction_stiffness.py) where the stiffness was last formed by differences
     )
@@ -127,6 +130,7 @@ class JunctionSystem(JunctionStiffness, JunctionChecks):
     # (world nodes, frames' rotations, (model, radius) per branch, branch ids) where
     # _branches_crossing (junction_checks.py) last found none
     _found_clear: tuple | None = field(default=None, repr=False)
+    _whole_step: HarnessNewton | None = field(default=None, repr=False)  # during a solve: _solve_split's
 
     @classmethod
     def from_case(cls, case) -> "JunctionSystem | None":
@@ -141,12 +145,20 @@ class JunctionSystem(JunctionStiffness, JunctionChecks):
     def checkpoint(self) -> tuple:
         """What a solve changes here, to undo it (Harness.checkpoint)."""
         stiffness = None if self.stiffness is None else self.stiffness.copy()
-        kept = (self.broyden_updates, self.residual, dict(self.loads), self.last, self.last_motion, self.formed_at)
+        kept = (
+            self.broyden_updates,
+            self.residual,
+            dict(self.loads),
+            self.last,
+            self.last_motion,
+            self.formed_at,
+            self.curvature,
+        )
         return self.frames.copy(), stiffness, kept, self._contact_state()
 
     def restore(self, kept: tuple) -> None:
         frames, stiffness, inner, contact = kept
-        self.broyden_updates, self.residual, loads, self.last, self.last_motion, self.formed_at = inner
+        self.broyden_updates, self.residual, loads, self.last, self.last_motion, self.formed_at, self.curvature = inner
         self.frames, self.loads = frames.copy(), dict(loads)
         self.stiffness = None if stiffness is None else stiffness.copy()
         self._restore_contact(contact)
@@ -280,6 +292,11 @@ class JunctionSystem(JunctionStiffness, JunctionChecks):
             harness.strain_checked = True
         if report.converged:
             self.last_motion = (holders_move, _motion(start_frames, self.frames))
+        newton = self._whole_step
+        if report.converged and newton is not None:
+            self.curvature = newton.step_curvature(self.frames, {cid: harness.cables[cid].state for cid in ids})
+        else:
+            self.curvature = None
         elapsed = (time.perf_counter() - t0) * 1e3
         report.iterations, report.branch_solves = counters["iterations"], counters["solves"]
         self.last = report
@@ -313,6 +330,7 @@ class JunctionSystem(JunctionStiffness, JunctionChecks):
         start_frames, start_contact, start_sessions = start
         ids = list(self.branches)
         report = None
+        self._whole_step = None  # the prediction of the step made whole, where there was one
         for split in range(MAX_SPLITS + 1):
             pieces = 2**split
             counters["refused"] = False
@@ -321,8 +339,10 @@ class JunctionSystem(JunctionStiffness, JunctionChecks):
                 fixed_t = _blend(start_frames, end_frames, t)
                 targets_t = {cid: _interpolate(before[cid], base[cid], t) for cid in ids}
                 first = j == 1 and split == 0
-                if not self._predict(harness, targets_t, fixed_t) and first and predicted is not None:
+                newton = self._predict(harness, targets_t, fixed_t, self.curvature if first else None)
+                if newton is None and first and predicted is not None:
                     self.frames = predicted  # the secant of the last step (a miss falls back to the split path)
+                self._whole_step = newton if pieces == 1 else None
                 report = self._solve_piece(harness, targets_t, fixed_t, counters)
                 if not report.converged:
                     break
@@ -344,22 +364,22 @@ class JunctionSystem(JunctionStiffness, JunctionChecks):
                 return report
         return report
 
-    def _predict(self, harness, targets: dict, fixed: JunctionFrames) -> bool:
+    def _predict(self, harness, targets: dict, fixed: JunctionFrames, curvature=None) -> HarnessNewton | None:
         """Where nothing is within reach of the branches, predict the piece of a step to ``targets`` and
-        the fixed junctions at ``fixed`` by Newton's method on the whole harness (junction_newton.py):
-        the branches' states and the frames put there. Whether it did."""
+        the fixed junctions at ``fixed`` by Newton's method on the whole harness (junction_newton.py),
+        its first step carrying the last step's ``curvature``: the branches' states and the frames put
+        there. The HarnessNewton that did, or None."""
         if any_partner(harness, self.branches, self._others):
-            return False  # the branches alone are not the system: a cable touches one of them
-        newton = HarnessNewton(self, harness, targets, MAX_MOVE, MAX_TURN, ENERGY_RESOLUTION).predict(
-            _with_fixed(self.frames, fixed, self.free)
-        )
-        if newton is None:
-            return False
-        frames, branch_states = newton
+            return None  # the branches alone are not the system: a cable touches one of them
+        newton = HarnessNewton(self, harness, targets, MAX_MOVE, MAX_TURN, ENERGY_RESOLUTION)
+        predicted = newton.predict(_with_fixed(self.frames, fixed, self.free), curvature=curvature)
+        if predicted is None:
+            return None
+        frames, branch_states = predicted
         for cid, (state, boundary) in branch_states.items():
             harness.cables[cid].state, harness.cables[cid].boundary = state, boundary
         self.frames = frames
-        return True
+        return newton
 
     def _predicted(self, frames: JunctionFrames, holders_move: float) -> JunctionFrames | None:
         """The free junctions moved as in the last step, in proportion to how far the holders move now
@@ -533,7 +553,7 @@ class JunctionSystem(JunctionStiffness, JunctionChecks):
         kept = self.frames
         self.frames = frames
         try:
-            if not self._predict(harness, targets, fixed):
+            if self._predict(harness, targets, fixed) is None:
                 return frames
             predicted = self.frames
         finally:

@@ -12,9 +12,10 @@ from helpers.harnesses import AT_ORIGIN, STIFF, at, branch, connector
 
 from solver_core import CableChange, Frame
 from solver_core.end_stiffness import condensed_end_stiffness
-from solver_core.junction_newton import HarnessNewton
+from solver_core.junction_newton import MAX_REPEAT, Curvature, HarnessNewton
 from solver_core.junction_stiffness import ENERGY_RESOLUTION
 from solver_core.junctions import MAX_MOVE, MAX_TURN, JunctionSystem
+from solver_core.newton import rod_gradient
 from solver_core.sessions import restore_sessions, snapshot_sessions
 
 
@@ -182,11 +183,95 @@ def test_warm_steps_predicted_by_the_whole_harness_land_where_the_nested_solve_d
     solve alone (the prediction switched off) puts it, to the branches' tolerance."""
     moves = [[0.0, 0.0, 0.001 * k] for k in range(1, 6)] + [[0.001 * k, 0.0, 0.005] for k in range(1, 4)]
     predicted = drag(harness(asymmetric_harness(40)), "right", moves)
-    monkeypatch.setattr(HarnessNewton, "predict", lambda self, frames, *a: None)
+    monkeypatch.setattr(HarnessNewton, "predict", lambda self, frames, *a, **k: None)
     nested = drag(harness(asymmetric_harness(40)), "right", moves)
     for (p, iterations), (q, nested_iterations) in zip(predicted, nested):
         assert iterations == 1 < nested_iterations
         assert np.abs(p - q).max() < 1e-6 * 0.3
+
+
+def first_step_error(h, cid, size, monkeypatch, carry=True):
+    """Drag ``cid``'s connector up by ``size`` twice; the largest force out of balance on the branches'
+    free dofs (in their tolerances) once the second step's prediction took its first Newton step."""
+    if not carry:
+        monkeypatch.setattr(HarnessNewton, "_carried", lambda self, curvature, move: 0.0)
+    errors = []
+    newton_step = HarnessNewton._newton_step
+
+    def recorded(self, states, prescribed=None):
+        if prescribed is None and not errors:  # the states the first step reached
+            worst = 0.0
+            for b, ends in self.ends.items():
+                model, st = self.harness.cables[b].model, states[b]
+                g = rod_gradient(model, st.positions, st.quats)
+                worst = max(worst, float(np.max(np.abs(g[ends.free]) / ends.free_tolerance)))
+            errors.append(worst)
+        return newton_step(self, states, prescribed)
+
+    assert all(r.converged for r in h.solve_step().values())
+    end = h.cables[cid].boundary.end
+    for k in (1, 2):
+        if k == 2:
+            monkeypatch.setattr(HarnessNewton, "_newton_step", recorded)
+        moved = Frame(end.position + np.array([0.0, 0.0, size * k]), end.tangent, end.normal)
+        reports = h.solve_step({cid: CableChange(end=moved)})
+        assert all(r.converged and r.stable for r in reports.values()), [r.message for r in reports.values()]
+    monkeypatch.undo()
+    return errors[0]
+
+
+def test_the_last_steps_second_order_term_makes_the_first_steps_error_third_order(monkeypatch):
+    """The first Newton step of a drag's step is the harness's linear response to the move: its error
+    is of second order in the move (halving the move quarters it). With the last step's second-order
+    term carried along (junction_newton.Curvature), of third order (halving the move divides it by
+    eight), and smaller."""
+    sizes = (0.002, 0.001)
+    carried = [first_step_error(harness(asymmetric_harness(40)), "right", s, monkeypatch) for s in sizes]
+    linear = [first_step_error(harness(asymmetric_harness(40)), "right", s, monkeypatch, False) for s in sizes]
+    assert 3.5 < linear[0] / linear[1] < 4.5
+    assert 7.0 < carried[0] / carried[1] < 9.0
+    assert carried[1] < 0.2 * linear[1]
+
+
+def test_a_move_carries_the_last_ones_term_only_along_its_line():
+    """The factor of the last step's second-order term a move carries: the square of its length in
+    last moves along the same line (a drag), 0 for a move backwards, across, longer than MAX_REPEAT
+    last moves, or of other branches."""
+    last = {"a": np.array([1.0, 0.0, 0.0]), "b": np.array([0.0, 2.0, 0.0])}
+    curvature = Curvature(last, {}, np.zeros(0))
+    carried = HarnessNewton._carried
+    for factor in (0.5, 1.0, 2.0):
+        assert carried(None, curvature, {cid: factor * m for cid, m in last.items()}) == pytest.approx(factor**2)
+    across = {"a": np.array([0.0, 1.0, 0.0]), "b": np.array([2.0, 0.0, 0.0])}
+    off = {cid: m + 0.2 * across[cid] for cid, m in last.items()}  # 11 degrees off the line
+    assert carried(None, curvature, off) == pytest.approx(1.0)
+    for move in (
+        {cid: -m for cid, m in last.items()},
+        across,
+        {cid: m + 0.5 * across[cid] for cid, m in last.items()},
+        {cid: (MAX_REPEAT + 0.5) * m for cid, m in last.items()},
+        {"a": last["a"]},
+        {"a": last["a"], "c": last["b"]},
+        {cid: 0.0 * m for cid, m in last.items()},
+    ):
+        assert carried(None, curvature, move) == 0.0
+    assert carried(None, None, last) == 0.0
+
+
+def test_a_restored_harness_forgets_the_second_order_term_of_the_step_undone():
+    """The last step's second-order term is part of the harness's checkpoint: a step undone takes its
+    term with it, and the next step carries the one from before it."""
+    h = harness(asymmetric_harness(20))
+    assert all(r.converged for r in h.solve_step().values())
+    end = h.cables["right"].boundary.end
+    for k in (1, 2):
+        moved = Frame(end.position + np.array([0.0, 0.0, 0.001 * k]), end.tangent, end.normal)
+        assert all(r.converged for r in h.solve_step({"right": CableChange(end=moved)}).values())
+        if k == 1:
+            kept, before = h.checkpoint(list(h.cables)), h.junctions.curvature
+    assert before is not None and h.junctions.curvature is not before
+    h.restore(kept)
+    assert h.junctions.curvature is before
 
 
 def test_the_prediction_is_refused_where_a_branch_would_reach_an_obstacle(monkeypatch):
@@ -253,7 +338,7 @@ def test_a_step_of_any_size_ends_where_the_nested_solve_ends_or_fails_as_it_does
         return converged, h.junctions.frames.position.copy()
 
     with_prediction = jerk()
-    monkeypatch.setattr(HarnessNewton, "predict", lambda self, frames, *a: None)
+    monkeypatch.setattr(HarnessNewton, "predict", lambda self, frames, *a, **k: None)
     nested = jerk()
     assert with_prediction[0] == nested[0]
     if nested[0]:
@@ -318,10 +403,10 @@ def test_predicted_steps_agree_with_the_nested_solve_on_a_chain_of_junctions(fix
     changes = [change(k) for k in range(1, 5)]
     used = []
     predict = HarnessNewton.predict
-    monkeypatch.setattr(HarnessNewton, "predict", lambda self, *a: used.append(predict(self, *a)) or used[-1])
+    monkeypatch.setattr(HarnessNewton, "predict", lambda self, *a, **k: used.append(predict(self, *a, **k)) or used[-1])
     predicted = steps_of(harness(chain_harness(fixed_second)), changes)
     assert sum(p is not None for p in used) >= len(changes)  # every step was predicted
-    monkeypatch.setattr(HarnessNewton, "predict", lambda self, frames, *a: None)
+    monkeypatch.setattr(HarnessNewton, "predict", lambda self, frames, *a, **k: None)
     nested = steps_of(harness(chain_harness(fixed_second)), changes)
     for (p, _i), (q, _j) in zip(predicted, nested):
         assert np.abs(p - q).max() < 1e-6 * 0.3
