@@ -5,7 +5,7 @@ branch's end across another cable, cross two branches, or stretch a branch past 
 
 import numpy as np
 
-from .branch_crossing import crossing
+from .branch_crossing import Branches, first_crossing
 from .diagnostics import max_axial_strain
 from .junction_contact import segments_cross_triangle
 
@@ -87,43 +87,40 @@ class JunctionChecks:
             and all(np.array_equal(clear[0][cid], nodes[cid]) for cid in ids)
         ):
             return None  # found clear at these very nodes and outlets (the prediction, then its confirmation)
-        held = {cid: dict((side, end) for side, end in self.branches[cid]) for cid in ids}
-
-        def outward(cid, side):
-            end = held[cid][side]
-            direction = rotations[self.index(end.junction)] @ end.outlet
-            return direction if side == "start" else -direction
-
-        shapes = {cid: self._branch_shape(harness, cid, nodes) for cid in ids}
-        # boxes grown by the radius and a segment (crossing's own reach): only pairs whose boxes meet
-        grow = np.array([[radius + longest] for _where, _arc, radius, longest in shapes.values()])
-        low = np.array([where.min(axis=0) for where, *_rest in shapes.values()]) - grow
-        high = np.array([where.max(axis=0) for where, *_rest in shapes.values()]) + grow
-        apart = (low[:, None, :] > high[None, :, :]).any(axis=2)
-        apart |= apart.T
-        for i, a in enumerate(ids):
-            for j in range(i + 1, len(ids)):
-                if apart[i, j]:
-                    continue
-                b = ids[j]
-                shared = []
-                for side_a, end_a in held[a].items():
-                    for side_b, end_b in held[b].items():
-                        if end_a.junction == end_b.junction:
-                            cos = float(outward(a, side_a) @ outward(b, side_b))
-                            shared.append((side_a, side_b, np.sqrt(max(0.0, 0.5 * (1.0 - cos)))))
-                depth = crossing(shapes[a], shapes[b], shared)
-                if depth is not None:
-                    return (
-                        f"branches {a!r} and {b!r} pass through each other ({depth * 1e3:.2g} mm deep; contact "
-                        f"between branches of one harness is not modelled): no physical equilibrium was found"
-                    )
+        a, b, depth = first_crossing(*self._crossing_branches(harness, ids, nodes, rotations))
+        if a >= 0:
+            return (
+                f"branches {ids[a]!r} and {ids[b]!r} pass through each other ({depth * 1e3:.2g} mm deep; contact "
+                f"between branches of one harness is not modelled): no physical equilibrium was found"
+            )
         self._found_clear = ({cid: nodes[cid].copy() for cid in ids}, rotations.copy(), sections, ids)
         return None
 
-    @staticmethod
-    def _branch_shape(harness, cid, nodes=None) -> tuple:
-        """(world nodes, arc lengths, radius, longest segment's arc length): branch_crossing's shape."""
-        where = harness.world_nodes(cid) if nodes is None else nodes[cid]
-        model = harness.cables[cid].model
-        return where, model.node_s, harness.cable_radius(cid), float(model.rest_len.max())
+    def _crossing_branches(self, harness, ids, nodes, rotations) -> Branches:
+        """The branches ``ids`` at world ``nodes`` with the junctions turned by ``rotations``, as
+        branch_crossing.first_crossing reads them (what does not move kept while the models stay)."""
+        models = [harness.cables[cid].model for cid in ids]
+        radii = [harness.cable_radius(cid) for cid in ids]
+        key = (ids, [id(m) for m in models], radii)
+        kept = self._crossing_layout
+        if kept is None or kept[0] != key or any(a is not b for a, b in zip(kept[1], models)):
+            end_junction = np.full((len(ids), 2), -1, dtype=np.int64)
+            outlets = np.zeros((len(ids), 2, 3))  # in the junctions' frames, outward
+            for i, cid in enumerate(ids):
+                for side, end in self.branches[cid]:
+                    e = 0 if side == "start" else 1
+                    end_junction[i, e] = self.index(end.junction)
+                    outlets[i, e] = (1.0 - 2.0 * e) * np.asarray(end.outlet, dtype=float)
+            layout = (
+                np.cumsum([0] + [m.n_nodes for m in models]),
+                np.concatenate([m.node_s for m in models]),
+                np.array(radii),
+                np.array([m.rest_len.max() for m in models]),
+                end_junction,
+                outlets,
+            )
+            self._crossing_layout = kept = (key, models, layout)
+        first, arc, radius, longest, end_junction, outlets = kept[2]
+        turned = np.asarray(rotations)[np.maximum(end_junction, 0)]
+        outward = np.einsum("beij,bej->bei", turned, outlets)
+        return Branches(np.concatenate([nodes[cid] for cid in ids]), first, arc, radius, longest, end_junction, outward)

@@ -131,6 +131,8 @@ class JunctionSystem(JunctionStiffness, JunctionChecks):
     # _branches_crossing (junction_checks.py) last found none
     _found_clear: tuple | None = field(default=None, repr=False)
     _whole_step: HarnessNewton | None = field(default=None, repr=False)  # during a solve: _solve_split's
+    # (key, models, arrays) of the branches' layout for branch_crossing.first_crossing (junction_checks.py)
+    _crossing_layout: tuple | None = field(default=None, repr=False)
 
     @classmethod
     def from_case(cls, case) -> "JunctionSystem | None":
@@ -292,7 +294,7 @@ class JunctionSystem(JunctionStiffness, JunctionChecks):
             harness.strain_checked = True
         if report.converged:
             self.last_motion = (holders_move, _motion(start_frames, self.frames))
-        newton = self._whole_step
+        newton, self._whole_step = self._whole_step, None
         if report.converged and newton is not None:
             self.curvature = newton.step_curvature(self.frames, {cid: harness.cables[cid].state for cid in ids})
         else:

@@ -12,7 +12,7 @@ from helpers.cases import WIRE, case, harness, min_clearance, solve
 from helpers.harnesses import AT_ORIGIN, G, at, balance, branch, connector, force_scale, node_masses
 
 from solver_core import CableChange, CaseError, Frame, JunctionMove, case_to_dict, junctions, parse_case
-from solver_core.branch_crossing import segment_distances
+from solver_core.branch_crossing import MIN_HALF_ANGLE_SINE, SHALLOW, Branches, first_crossing, segment_distance
 from solver_core.results import dumps
 
 
@@ -308,7 +308,7 @@ def test_segment_distances_against_sampling(rng):
     b = rng.normal(size=(5, 3))
     b[2] = a[3] + 1e-3 * rng.normal(size=3)  # one nearly touching pair
     b[3] = b[2] + 1e-9  # and a degenerate segment
-    exact = segment_distances(a, b)
+    exact = np.array([[segment_distance(a[i], a[i + 1], b[j], b[j + 1]) for j in range(4)] for i in range(5)])
     t = np.linspace(0.0, 1.0, 401)
     for i in range(len(a) - 1):
         pa = a[i] + t[:, None] * (a[i + 1] - a[i])
@@ -318,6 +318,90 @@ def test_segment_distances_against_sampling(rng):
             step = max(np.linalg.norm(a[i + 1] - a[i]), np.linalg.norm(b[j + 1] - b[j])) / 400
             assert exact[i, j] <= sampled + 1e-12
             assert exact[i, j] >= sampled - step
+
+
+def sampled_crossing(b: Branches, samples: int = 60):
+    """first_crossing's verdict by its definition, with the distances between the branches' kept
+    stretches by dense sampling of their polylines: (a, b, depth) of the first pair cut deeper than
+    SHALLOW of the thinner radius, or None; and the sampling's error bound."""
+    t = np.linspace(0.0, 1.0, samples + 1)[:, None]
+    worst_step = 0.0
+    n = len(b.radius)
+    for i in range(n):
+        for j in range(i + 1, n):
+            keep = [np.arange(b.first[i], b.first[i + 1]), np.arange(b.first[j], b.first[j + 1])]
+            length = min(b.arc[b.first[i + 1] - 1], b.arc[b.first[j + 1] - 1])
+            for ei in range(2):
+                for ej in range(2):
+                    if b.end_junction[i, ei] < 0 or b.end_junction[i, ei] != b.end_junction[j, ej]:
+                        continue
+                    half = np.sqrt(max(0.0, 0.5 * (1.0 - b.outward[i, ei] @ b.outward[j, ej])))
+                    overlap = min((b.radius[i] + b.radius[j]) / max(half, MIN_HALF_ANGLE_SINE), 0.25 * length)
+                    cut = overlap + max(b.longest[i], b.longest[j])
+                    for k, e in ((0, ei), (1, ej)):
+                        arc = b.arc[keep[k]]
+                        keep[k] = keep[k][arc > cut] if e == 0 else keep[k][arc < arc[-1] - cut]
+            if min(len(keep[0]), len(keep[1])) < 2:
+                continue
+            pa = np.concatenate([b.nodes[p] + t * (b.nodes[p + 1] - b.nodes[p]) for p in keep[0][:-1]])
+            pb = np.concatenate([b.nodes[q] + t * (b.nodes[q + 1] - b.nodes[q]) for q in keep[1][:-1]])
+            closest = np.linalg.norm(pa[:, None] - pb[None], axis=2).min()
+            worst_step = max(worst_step, max(b.longest[i], b.longest[j]) / samples)
+            depth = b.radius[i] + b.radius[j] - closest
+            if depth > SHALLOW * min(b.radius[i], b.radius[j]):
+                return (i, j, depth), worst_step
+    return None, worst_step
+
+
+def random_branches(rng, n_branches=4, nodes=12):
+    """Branches as wiggly polylines from two junctions to free ends or the other junction, some
+    meeting, some crossing: first_crossing's input."""
+    junction = rng.uniform(-0.05, 0.05, size=(2, 3))
+    pieces, arcs, ends, outward = [], [], [], []
+    for _ in range(n_branches):
+        k = rng.integers(0, 2)
+        other = rng.integers(-1, 2)
+        stop = junction[other] if other >= 0 and other != k else rng.uniform(-0.2, 0.2, size=3)
+        s = np.linspace(0.0, 1.0, nodes)[:, None]
+        path = junction[k] + s * (stop - junction[k]) + 0.03 * np.sin(np.pi * s) * rng.normal(size=3)
+        pieces.append(path)
+        arcs.append(np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(path, axis=0), axis=1))]))
+        ends.append([k, other if other >= 0 and other != k else -1])
+        first_dir, last_dir = path[1] - path[0], path[-2] - path[-1]
+        outward.append([first_dir / np.linalg.norm(first_dir), last_dir / np.linalg.norm(last_dir)])
+    longest = np.array([np.diff(a).max() for a in arcs])
+    return Branches(
+        np.concatenate(pieces),
+        np.cumsum([0] + [len(p) for p in pieces]),
+        np.concatenate(arcs),
+        rng.uniform(0.002, 0.01, size=n_branches),
+        longest,
+        np.array(ends, dtype=np.int64),
+        np.array(outward),
+    )
+
+
+def test_branch_crossings_found_in_one_kernel_match_their_definition_by_sampling(rng):
+    """first_crossing against its rule evaluated by dense sampling, on random harness-like branches
+    (shared junctions at any angle, branches ending at two junctions, and free ones): the same pair
+    and depth (to the sampling's error), except for cuts within that error of the threshold."""
+    found = 0
+    for _ in range(300):
+        b = random_branches(rng)
+        a, c, depth = first_crossing(*b)
+        reference, error = sampled_crossing(b)
+        if reference is None:
+            assert a < 0 or depth <= SHALLOW * b.radius.max() + error
+            continue
+        i, j, sampled = reference
+        if a < 0:
+            assert sampled <= SHALLOW * b.radius.max() + error
+            continue
+        found += 1
+        assert (a, c) == (i, j) or abs(sampled - SHALLOW * min(b.radius[i], b.radius[j])) <= error
+        if (a, c) == (i, j):
+            assert sampled - 1e-12 <= depth <= sampled + error
+    assert found > 30  # the cases cross often enough to test the depth
 
 
 def test_a_fixed_junction_jerked_far_in_one_step_is_followed_or_refused_cleanly():
