@@ -63,6 +63,70 @@ def hessian_band(model, state, geometric: float = 1.0) -> tuple:
 
 
 @njit
+def _condense_hessian(
+    pos,
+    quat,
+    node_dof,
+    rot_dof,
+    rest_len,
+    stretch_stiff,
+    joint_a,
+    joint_b,
+    joint_len,
+    bend_stiff,
+    bend_rest,
+    node_force,
+    rot_couple,
+    geometric,
+    bw,
+    reverse,
+    fixed,
+    held,
+    band,
+    ordered,
+    S,
+    factor,
+    Y,
+    first,
+):
+    """``condense`` of the rod's Hessian at (pos, quat), assembled into ``band`` (hessian_band's),
+    in reversed order of the dofs where ``reverse`` (into ``ordered``: (P H P)[i, i - d] =
+    H[n-1-i+d, n-1-i], P the reversal; ``fixed`` and ``held`` in that order). One call for what took
+    three and their Python (docs/performance.md)."""
+    grad = np.zeros(band.shape[0])
+    band[:, :] = 0.0
+    rod_gradient_hessian(
+        pos,
+        quat,
+        node_dof,
+        rot_dof,
+        rest_len,
+        stretch_stiff,
+        joint_a,
+        joint_b,
+        joint_len,
+        bend_stiff,
+        bend_rest,
+        node_force,
+        rot_couple,
+        1.0,
+        grad,
+        band,
+        bw,
+        np.bool_(True),
+        geometric,
+    )
+    if not reverse:
+        return condense(band, bw, fixed, held, S, factor, Y, first)
+    n = band.shape[0]
+    for c in range(bw + 1):
+        d = bw - c
+        for i in range(n):
+            ordered[i, c] = band[n - 1 - i + d, c] if i >= d else 0.0
+    return condense(ordered, bw, fixed, held, S, factor, Y, first)
+
+
+@njit
 def _band_entry(band, bw, i, j):
     """H[i, j] of the symmetric matrix whose lower band is ``band`` (0 outside the band)."""
     if i < j:
@@ -165,7 +229,7 @@ def condensed_end_stiffness(model, state, sides) -> np.ndarray | None:
     """d2E*/dh2 for the ends ``sides`` ("start"/"end"), in world shift and world rotation of each end
     (6 per end, in that order), or None where the free part of the Hessian is not positive definite
     (the cable is not at a strict minimum: the condensation does not hold)."""
-    out = Condensation.form(model, state, sides, hessian_band(model, state)[1])
+    out = Condensation.at(model, state, sides)
     return None if out is None else out.stiffness(state)
 
 
@@ -189,14 +253,22 @@ def _end_block(q, J, at):
             J[at + 3 + i, at + 3 + j] = R[j, i]
 
 
-def reversed_band(band) -> np.ndarray:
-    """The lower band of P H P, P reversing the order of the dofs: (P H P)[i, i - d] = H[n-1-i+d, n-1-i]."""
-    out = np.zeros_like(band)
-    bw = band.shape[1] - 1
-    for c in range(bw + 1):
-        d = bw - c
-        out[d:, c] = band[d:, c][::-1]
-    return out
+def _layout(model, sides: tuple) -> tuple:
+    """(held dofs, fixed mask, reverse) of the condensation onto ``sides``, in the order it condenses
+    in (Condensation); (None, None, False) where an end is not held. Kept with the model."""
+    key = ("condensation layout", sides)
+    if key not in model.derived:
+        fixed = model.fixed.astype(bool)
+        held = np.concatenate([end_dofs(model, side) for side in sides]) if sides else np.zeros(0, dtype=np.int64)
+        if not fixed[held].all():
+            model.derived[key] = (None, None, False)
+        else:
+            n, m = model.n_dof, held.shape[0]
+            reverse = m > 0 and int(held.min()) < n - 1 - int(held.max())
+            if reverse:
+                held, fixed = n - 1 - held, np.ascontiguousarray(fixed[::-1])
+            model.derived[key] = (held, fixed, bool(reverse))
+    return model.derived[key]
 
 
 class Condensation:
@@ -215,20 +287,41 @@ class Condensation:
         self.held, self.fixed, self.S, self.factor, self.Y, self.first = held, fixed, S, factor, Y, first
 
     @classmethod
-    def form(cls, model, state, sides, band):
-        """The condensation of ``band`` (the Hessian at ``state``), or None where the ends are not all
-        held or H_ff is not positive definite."""
-        fixed = model.fixed.astype(bool)
-        held = np.concatenate([end_dofs(model, side) for side in sides]) if sides else np.zeros(0, dtype=np.int64)
-        if not fixed[held].all():
+    def at(cls, model, state, sides, geometric: float = 1.0):
+        """The condensation of the rod's Hessian at ``state`` (hessian_band's, with its ``geometric``
+        part), or None where the ends are not all held or H_ff is not positive definite."""
+        held, fixed, reverse = _layout(model, tuple(sides))
+        if held is None:
             return None
-        n, m = model.n_dof, held.shape[0]
-        reverse = m > 0 and int(held.min()) < n - 1 - int(held.max())
-        ordered = reversed_band(band) if reverse else band
-        if reverse:
-            held, fixed = n - 1 - held, np.ascontiguousarray(fixed[::-1])
-        S, factor, Y, first = np.empty((m, m)), np.empty_like(band), np.empty((m, n)), np.empty(m, np.int64)
-        if not condense(ordered, model.bw, fixed, held, S, factor, Y, first):
+        n, m, bw = model.n_dof, held.shape[0], model.bw
+        band, ordered = np.empty((n, bw + 1)), np.empty((n, bw + 1) if reverse else (0, bw + 1))
+        S, factor, Y, first = np.empty((m, m)), np.empty((n, bw + 1)), np.empty((m, n)), np.empty(m, np.int64)
+        if not _condense_hessian(
+            state.positions,
+            state.quats,
+            model.node_dof,
+            model.rot_dof,
+            model.rest_len,
+            model.stretch_stiff,
+            model.joint_a,
+            model.joint_b,
+            model.joint_len,
+            model.bend_stiff,
+            model.bend_rest,
+            model.node_force,
+            model.rot_couple,
+            geometric,
+            bw,
+            reverse,
+            fixed,
+            held,
+            band,
+            ordered,
+            S,
+            factor,
+            Y,
+            first,
+        ):
             return None
         return cls(model, state, sides, band, held, fixed, S, factor, Y, first, reverse)
 

@@ -29,7 +29,7 @@ import numpy as np
 
 from ._jit import njit
 from .diagnostics import elastic_and_load_energy
-from .end_stiffness import Condensation, end_dofs, end_map, exact_for, hessian_band
+from .end_stiffness import Condensation, end_dofs, end_map, exact_for
 from .newton import rod_gradient
 from .newton_assembly import MAX_ROTATION_STEP, retract
 from .rod_state import apply_boundary
@@ -368,9 +368,9 @@ class HarnessNewton:
         equilibrium, from the Gauss-Newton matrix), or None."""
         if cid not in self.kept:
             model, sides = self.harness.cables[cid].model, self.ends[cid].sides
-            out = Condensation.form(model, state, sides, hessian_band(model, state)[1])
+            out = Condensation.at(model, state, sides)
             if out is None:
-                out = Condensation.form(model, state, sides, hessian_band(model, state, 0.0)[1])
+                out = Condensation.at(model, state, sides, geometric=0.0)
                 if out is None:
                     return None
             return out

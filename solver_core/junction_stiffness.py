@@ -15,7 +15,7 @@ Variables are scaled to energy units as in junctions.py: y = (p / L, w), g_hat =
 import numpy as np
 
 from .branch_partners import any_partner
-from .end_stiffness import Condensation, exact_for, hessian_band
+from .end_stiffness import Condensation, exact_for
 from .sessions import restore_sessions
 
 # Finite-difference step of the condensed stiffness, in scaled variables (1e-4 L, 1e-4 rad): the
@@ -96,8 +96,7 @@ class JunctionStiffness:
             ends = [(side, place[k]) for side, k in self.ends_at_free(cid)]
             sides = [side for side, _i in ends]
             # kept for the next step's Newton prediction, which starts from here (junction_newton.py)
-            band = hessian_band(session.model, session.state)[1]
-            condensation = Condensation.form(session.model, session.state, sides, band)
+            condensation = Condensation.at(session.model, session.state, sides)
             if condensation is None:
                 return None
             self.condensations[cid] = condensation
