@@ -20,6 +20,10 @@ from .banded import band_cholesky
 from .rod_energy import rod_gradient_hessian
 from .rotations import quat_to_matrix
 
+# Round-off in a state (relative to the cable's length, and in unit quaternions): 16 units of the last
+# place, where writing a held frame by two routes differs by 1.5 (matrix_to_quat of the same frame)
+ROUNDING = 16.0 * np.finfo(float).eps
+
 
 def exact_for(session) -> bool:
     """Whether the rod's own Hessian is the whole Hessian of ``session``'s cable at its state and about
@@ -326,12 +330,16 @@ class Condensation:
         return cls(model, state, sides, band, held, fixed, S, factor, Y, first, reverse)
 
     def formed_at(self, model, state, sides) -> bool:
-        """Whether this is the condensation of ``model``'s Hessian at ``state`` for ``sides``."""
-        return (
-            model is self.model
-            and tuple(sides) == self.sides
-            and np.array_equal(state.positions, self.positions)
-            and np.array_equal(state.quats, self.quats)
+        """Whether this is the condensation of ``model``'s Hessian at ``state`` for ``sides``, to
+        round-off: formed at a state that differs from ``state`` by ROUNDING at most (a frame held at a
+        junction and written by another sequence of operations), whose Hessian is this one to
+        round-off."""
+        if model is not self.model or tuple(sides) != self.sides:
+            return False
+        length = model.cable.length
+        return bool(
+            np.abs(state.positions - self.positions).max() <= ROUNDING * length
+            and np.abs(state.quats - self.quats).max() <= ROUNDING
         )
 
     def stiffness(self, state) -> np.ndarray:

@@ -403,6 +403,12 @@ class HarnessNewton:
         for i, k in enumerate(self.free):
             worst = max(worst, float(np.max(np.abs(G[6 * i : 6 * i + 6]) / self.tolerance[k])))
         if worst <= RESIDUAL_FRACTION:
+            # where the prediction ends, the stability test of the solve that confirms it needs each
+            # branch's condensation (junction_stiffness.py): formed here, it is that test's to round-off
+            for cid, ends in self.ends.items():
+                condensation = Condensation.at(h.cables[cid].model, states[cid], ends.sides)
+                if condensation is not None:
+                    s.condensations[cid] = condensation
             return np.zeros(n), {}, True
         K, G = np.zeros((n, n)), np.zeros(n)
         pieces = {}

@@ -95,8 +95,11 @@ class JunctionStiffness:
                 return None
             ends = [(side, place[k]) for side, k in self.ends_at_free(cid)]
             sides = [side for side, _i in ends]
-            # kept for the next step's Newton prediction, which starts from here (junction_newton.py)
-            condensation = Condensation.at(session.model, session.state, sides)
+            # the one the harness's Newton prediction formed where it ended, which a solve of the branch
+            # confirmed (junction_newton.py), or formed here; kept for the next step's prediction
+            condensation = self.condensations.get(cid)
+            if condensation is None or not condensation.formed_at(session.model, session.state, sides):
+                condensation = Condensation.at(session.model, session.state, sides)
             if condensation is None:
                 return None
             self.condensations[cid] = condensation

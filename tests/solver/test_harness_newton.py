@@ -11,7 +11,7 @@ from helpers.cases import cable, case, harness
 from helpers.harnesses import AT_ORIGIN, STIFF, at, branch, connector
 
 from solver_core import CableChange, Frame
-from solver_core.end_stiffness import condensed_end_stiffness
+from solver_core.end_stiffness import Condensation, condensed_end_stiffness
 from solver_core.junction_newton import MAX_REPEAT, Curvature, HarnessNewton
 from solver_core.junction_stiffness import ENERGY_RESOLUTION
 from solver_core.junctions import MAX_MOVE, MAX_TURN, JunctionSystem
@@ -272,6 +272,53 @@ def test_a_restored_harness_forgets_the_second_order_term_of_the_step_undone():
     assert before is not None and h.junctions.curvature is not before
     h.restore(kept)
     assert h.junctions.curvature is before
+
+
+def test_a_condensation_stands_for_its_state_to_round_off_only():
+    """A branch's condensation serves a state that differs from where it was formed by round-off (a
+    frame held at a junction written by another route), never one moved further, another cable's
+    model or other ends."""
+    h = harness(asymmetric_harness(20))
+    assert all(r.converged for r in h.solve_step().values())
+    session = h.cables["right"]
+    model, state = session.model, session.state
+    condensation = Condensation.at(model, state, ["start"])
+    assert condensation is not None and condensation.formed_at(model, state, ["start"])
+    rounded, moved, turned = state.copy(), state.copy(), state.copy()
+    rounded.positions[5] *= 1.0 + 2.0 * np.finfo(float).eps
+    rounded.quats[0] = np.nextafter(rounded.quats[0], 2.0)
+    moved.positions[5, 2] += 1e-12 * model.cable.length
+    turned.quats[3] = np.nextafter(turned.quats[3], 2.0) + 1e-13
+    assert condensation.formed_at(model, rounded, ["start"])
+    assert not condensation.formed_at(model, moved, ["start"])
+    assert not condensation.formed_at(model, turned, ["start"])
+    assert not condensation.formed_at(model, state, ["end"])
+    assert not condensation.formed_at(h.cables["left"].model, h.cables["left"].state, ["start"])
+
+
+def test_a_predicted_step_condenses_each_branch_twice(monkeypatch):
+    """A drag's step, predicted by the whole harness's Newton method from the last step's condensations
+    and confirmed: each branch's Hessian is condensed once for the second Newton step and once where
+    the prediction ends, which the confirmation's stability test uses; none is formed again."""
+    h = harness(asymmetric_harness(20))
+    moves = [[0.0, 0.0, 0.001 * k] for k in range(1, 4)]
+    counts = [0]  # the cold solve's, then each step's
+    at = Condensation.at.__func__
+
+    def counted(cls, *a, **k):
+        counts[-1] += 1
+        return at(cls, *a, **k)
+
+    monkeypatch.setattr(Condensation, "at", classmethod(counted))
+    assert all(r.converged for r in h.solve_step().values())
+    end = h.cables["right"].boundary.end
+    for move in moves:
+        counts.append(0)
+        moved = Frame(end.position + np.asarray(move), end.tangent, end.normal)
+        reports = h.solve_step({"right": CableChange(end=moved)})
+        assert all(r.converged and r.stable for r in reports.values())
+        assert h.junctions.last.iterations == 1
+    assert counts[2:] == [2 * len(h.junctions.branches)] * (len(moves) - 1)  # after the first: carried
 
 
 def test_the_prediction_is_refused_where_a_branch_would_reach_an_obstacle(monkeypatch):
