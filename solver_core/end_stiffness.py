@@ -216,6 +216,53 @@ def free_step(factor, bw, Y, z, dh, out):
         out[i] = -out[i]
 
 
+@njit
+def _reduce(factor, bw, fixed, held, Y, first, S, grad, reverse, quats, end_rots, Kb, rb, J, z):
+    """condense_gradient for ``grad`` (in the dofs' own order: reversed here where the condensation is),
+    mapped to the ends' world moves: Kb = J^T S J, rb = J^T r, J = end_map at ``quats`` (the ends'
+    frames ``end_rots``). One call for what took five and their Python (docs/performance.md)."""
+    n, m = factor.shape[0], held.shape[0]
+    ordered = np.empty(n) if reverse else grad
+    if reverse:
+        for i in range(n):
+            ordered[i] = grad[n - 1 - i]
+    r = np.empty(m)
+    condense_gradient(factor, bw, fixed, held, ordered, Y, first, z, r)
+    J[:, :] = 0.0
+    for e in range(end_rots.shape[0]):
+        _end_block(quats[end_rots[e]], J, 6 * e)
+    for a in range(m):
+        rb[a] = 0.0
+        for c in range(m):
+            rb[a] += J[c, a] * r[c]
+    SJ = np.zeros((m, m))
+    for a in range(m):
+        for b in range(m):
+            for c in range(m):
+                SJ[a, b] += S[a, c] * J[c, b]
+    for a in range(m):
+        for b in range(m):
+            total = 0.0
+            for c in range(m):
+                total += J[c, a] * SJ[c, b]
+            Kb[a, b] = total
+
+
+@njit
+def _free_response(factor, bw, Y, z, J, dy, reverse, out):
+    """free_step for a world move ``dy`` of the ends (held dofs J dy), in the dofs' own order."""
+    n, m = factor.shape[0], J.shape[0]
+    dh = np.zeros(m)
+    for a in range(m):
+        for b in range(m):
+            dh[a] += J[a, b] * dy[b]
+    step = np.empty(n) if reverse else out
+    free_step(factor, bw, Y, z, dh, step)
+    if reverse:
+        for i in range(n):
+            out[i] = step[n - 1 - i]
+
+
 def end_dofs(model, side: str) -> np.ndarray:
     """The six held dofs of an end: its node's position, then its frame's body rotation (read-only;
     kept with the model)."""
@@ -255,6 +302,16 @@ def _end_block(q, J, at):
         J[at + i, at + i] = 1.0
         for j in range(3):
             J[at + 3 + i, at + 3 + j] = R[j, i]
+
+
+def end_rotations(model, sides: tuple) -> np.ndarray:
+    """The rotation indices of the frames of the ends ``sides`` (kept with the model)."""
+    key = ("end rotations", sides)
+    if key not in model.derived:
+        model.derived[key] = np.array(
+            [model.start_frame if side == "start" else model.end_frame for side in sides], dtype=np.int64
+        )
+    return model.derived[key]
 
 
 def _layout(model, sides: tuple) -> tuple:
@@ -350,16 +407,18 @@ class Condensation:
     def reduced(self, state, grad) -> tuple:
         """(J^T S J, J^T r, step) for the gradient ``grad`` at ``state``: step(dy) is the free dofs' Newton
         step for a world move dy of the ends (held dofs through J)."""
-        model, reverse = self.model, self.reverse
+        model = self.model
         n, m = model.n_dof, self.held.shape[0]
-        z, r = np.empty(n), np.empty(m)
-        ordered = np.ascontiguousarray(grad[::-1]) if reverse else grad
-        condense_gradient(self.factor, model.bw, self.fixed, self.held, ordered, self.Y, self.first, z, r)
-        J = end_map(model, state, list(self.sides))
+        Kb, rb, J, z = np.empty((m, m)), np.empty(m), np.empty((m, m)), np.empty(n)
+        end_rots = end_rotations(model, self.sides)
+        _reduce(
+            self.factor, model.bw, self.fixed, self.held, self.Y, self.first, self.S, grad, self.reverse,
+            state.quats, end_rots, Kb, rb, J, z,
+        )  # fmt: skip
 
         def step(dy):
             out = np.empty(n)
-            free_step(self.factor, model.bw, self.Y, z, J @ dy, out)
-            return np.ascontiguousarray(out[::-1]) if reverse else out
+            _free_response(self.factor, model.bw, self.Y, z, J, np.asarray(dy, dtype=float), self.reverse, out)
+            return out
 
-        return J.T @ self.S @ J, J.T @ r, step
+        return Kb, rb, step

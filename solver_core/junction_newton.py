@@ -29,11 +29,11 @@ import numpy as np
 
 from ._jit import njit
 from .diagnostics import elastic_and_load_energy
-from .end_stiffness import Condensation, end_dofs, end_map, exact_for
+from .end_stiffness import Condensation, end_dofs, end_rotations, exact_for
 from .newton import rod_gradient
 from .newton_assembly import MAX_ROTATION_STEP, retract
 from .rod_state import apply_boundary
-from .rotations import axis_angle_matrix, matrix_to_quat, quat_conj_mul
+from .rotations import axis_angle_matrix, matrix_to_quat, quat_conj_mul, quat_to_matrix
 from .stability import band_matvec
 
 MAX_ITERATIONS = 10  # from the last equilibrium
@@ -70,6 +70,7 @@ class BranchEnds(NamedTuple):
     held: np.ndarray  # the ends' held dofs (end_stiffness.end_dofs), side after side
     free: np.ndarray  # the branch's free dofs
     free_tolerance: np.ndarray  # their force tolerances (model.dof_tol)
+    rotations: np.ndarray  # the rotation indices of the ends' frames (end_stiffness.end_rotations)
 
 
 def _turn(frames, dy, free, alpha):
@@ -90,6 +91,26 @@ def _world_turn(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     axis = np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
     norm = float(np.linalg.norm(axis))
     return angle * axis / norm if norm > 0.0 and angle > 0.0 else np.zeros(3)
+
+
+@njit
+def _end_residual(grad, held, quats, end_rots, free, free_tolerance, G_b) -> float:
+    """The largest force out of balance on the free dofs in their tolerances; and G_b = J^T g_h, the
+    force and moment the held ends pass on in world terms (end_stiffness.end_map's J: the identity for
+    the shift, R_f^T for the rotation)."""
+    R = np.empty((3, 3))
+    for e in range(end_rots.shape[0]):
+        quat_to_matrix(quats[end_rots[e]], R)
+        for i in range(3):
+            G_b[6 * e + i] = grad[held[6 * e + i]]
+            total = 0.0
+            for j in range(3):
+                total += R[i, j] * grad[held[6 * e + 3 + j]]
+            G_b[6 * e + 3 + i] = total
+    worst = 0.0
+    for k in range(free.shape[0]):
+        worst = max(worst, abs(grad[free[k]]) / free_tolerance[k])
+    return worst
 
 
 def _band_times(band, bw, x) -> np.ndarray:
@@ -210,6 +231,7 @@ class HarnessNewton:
                 np.concatenate([end_dofs(model, side) for side in sides]) if sides else np.zeros(0, np.int64),
                 np.flatnonzero(free),
                 model.dof_tol[free],
+                end_rotations(model, tuple(sides)),
             )
 
     def usable(self) -> bool:
@@ -390,11 +412,12 @@ class HarnessNewton:
         for cid, ends in self.ends.items():
             model, st = h.cables[cid].model, states[cid]
             grad = rod_gradient(model, st.positions, st.quats)
-            if ends.sides:
-                G_b = end_map(model, st, ends.sides).T @ grad[ends.held]
-                for a, i in enumerate(ends.places):
-                    G[6 * i : 6 * i + 6] += G_b[6 * a : 6 * a + 6]
-            worst = max(worst, float(np.max(np.abs(grad[ends.free]) / ends.free_tolerance, initial=0.0)))
+            G_b = np.empty(ends.held.shape[0])
+            worst = max(
+                worst, _end_residual(grad, ends.held, st.quats, ends.rotations, ends.free, ends.free_tolerance, G_b)
+            )
+            for a, i in enumerate(ends.places):
+                G[6 * i : 6 * i + 6] += G_b[6 * a : 6 * a + 6]
             gradients[cid] = grad
         weights = np.zeros(n)  # the junctions' own weight, in their gradient
         for i, k in enumerate(self.free):
