@@ -85,12 +85,13 @@ def _turn(frames, dy, free, alpha):
 
 
 def _world_turn(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The world rotation vector w with b = exp(w) a (rotation matrices)."""
+    """The world rotation vector w with b = exp(w) a (rotation matrices); the angle from both its sine
+    and cosine, exact for small turns too (an arccos of the trace alone loses them)."""
     R = b @ a.T
-    angle = float(np.arccos(np.clip(0.5 * (np.trace(R) - 1.0), -1.0, 1.0)))
     axis = np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
     norm = float(np.linalg.norm(axis))
-    return angle * axis / norm if norm > 0.0 and angle > 0.0 else np.zeros(3)
+    angle = float(np.arctan2(0.5 * norm, 0.5 * (np.trace(R) - 1.0)))
+    return angle * axis / norm if norm > 0.0 else np.zeros(3)
 
 
 @njit
@@ -201,6 +202,9 @@ class HarnessNewton:
         ``resolution``: energy changes below this fraction of the energy scale are round-off."""
         self.system, self.harness, self.targets = system, harness, targets
         self.max_move, self.max_turn, self.resolution = max_move, max_turn, resolution
+        # of a prediction: the factor of the last step's Curvature its first step carried, that step's
+        # result and its length without it (predict), whether a Newton step was cut to the step limits
+        self.carried, self.first, self.first_size, self.capped, self.curvature_in = 0.0, None, None, False, None
         self.free = system.free
         self.place = {k: i for i, k in enumerate(self.free)}
         self.length = system._length_scale(harness)
@@ -267,7 +271,7 @@ class HarnessNewton:
         states = {cid: st.copy() for cid, st in start_states.items()}
         prescribed = {cid: _held_motion(h.cables[cid].model, st, boundaries[cid]) for cid, st in states.items()}
         prescribed_move = {cid: move * self._weights(cid) for cid, move in prescribed.items()}
-        self.move, self.carried, self.first, self.curvature_in = prescribed_move, 0.0, None, curvature
+        self.move, self.curvature_in = prescribed_move, curvature
         self.tolerance = s._tolerance(h)
         scale = s._energy_scale(h)
         energy = self._energy(states, frames)
@@ -291,11 +295,13 @@ class HarnessNewton:
             if done:
                 break
             if first:
-                self.carried = self._carried(curvature, prescribed_move)
-                if self.carried > 0.0:
-                    dy = dy + self.carried * curvature.junctions
+                self.first_size = None if self.capped else self._size(dy, deltas)
+                carried = self._carried(curvature, prescribed_move)
+                if carried > 0.0 and self._step_cap(dy + carried * curvature.junctions) >= 1.0:
+                    self.carried = carried  # (a term that would carry a junction past its step limits is not)
+                    dy = dy + carried * curvature.junctions
                     for cid in deltas:
-                        deltas[cid] = deltas[cid] + self.carried * curvature.branches[cid]
+                        deltas[cid] = deltas[cid] + carried * curvature.branches[cid]
             self.kept = {}
             for alpha in (1.0,) if first else LINE_SEARCH:
                 trial_frames = _turn(frames, dy, self.free, alpha)
@@ -347,11 +353,21 @@ class HarnessNewton:
             return 0.0
         return ratio**2
 
+    def _size(self, dy, deltas) -> float:
+        """The length of a step of the junctions (``dy``) and the branches (``deltas``: cable id -> dofs),
+        rotations counted times the length scale."""
+        L = self.length
+        total = sum(float(np.sum((d * self._weights(cid)) ** 2)) for cid, d in deltas.items())
+        turns = dy.reshape(-1, 6)
+        return float(np.sqrt(total + np.sum(turns[:, :3] ** 2) + L * L * np.sum(turns[:, 3:] ** 2)))
+
     def step_curvature(self, frames, states: dict) -> Curvature | None:
         """The Curvature of this step: its equilibrium (``frames``, ``states``: cable id -> RodState)
-        against the first step's linear response (without the term it carried), or None where the
-        prediction took no first step."""
-        if self.first is None:
+        against the first step's linear response (without the term it carried); None where the
+        prediction took no first step, where that step was cut to the step limits (the difference then
+        holds first-order terms too), or where the difference is longer than the step itself (the step
+        left the linear response's reach: a snap, a jump to another equilibrium, not to be repeated)."""
+        if self.first is None or self.first_size is None:
             return None
         first_frames, first_states = self.first
         branches = {}
@@ -368,6 +384,8 @@ class HarnessNewton:
             junctions += self.carried * self.curvature_in.junctions
             for cid in branches:
                 branches[cid] += self.carried * self.curvature_in.branches[cid]
+        if self._size(junctions, branches) > self.first_size:
+            return None
         return Curvature(self.move, branches, junctions)
 
     def _moved(self, cid, state, delta, alpha, frames, boundary):
@@ -453,7 +471,9 @@ class HarnessNewton:
         dy = _descent(K, G, self.length)
         if dy is None:
             return None
-        dy *= self._step_cap(dy)
+        cap = self._step_cap(dy)
+        self.capped = cap < 1.0
+        dy *= cap
         deltas = {}
         for cid, (places, free_step, fixed) in pieces.items():
             dh = np.concatenate([dy[6 * i : 6 * i + 6] for i in places]) if places else np.zeros(0)

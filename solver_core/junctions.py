@@ -228,6 +228,14 @@ class JunctionSystem(JunctionStiffness, JunctionChecks):
                 kept[new] = kept.pop(old)
         self._end_frames = {(new if cid == old else cid, side): f for (cid, side), f in self._end_frames.items()}
         self._found_clear = None
+        if self.curvature is not None:
+            self.curvature = Curvature(
+                *(
+                    {new if cid == old else cid: v for cid, v in part.items()}
+                    for part in (self.curvature.move, self.curvature.branches)
+                ),
+                self.curvature.junctions,
+            )
 
     def index(self, jid: str) -> int:
         for k, spec in enumerate(self.specs):
@@ -373,8 +381,12 @@ class JunctionSystem(JunctionStiffness, JunctionChecks):
         there. The HarnessNewton that did, or None."""
         if any_partner(harness, self.branches, self._others):
             return None  # the branches alone are not the system: a cable touches one of them
+        start = _with_fixed(self.frames, fixed, self.free)
         newton = HarnessNewton(self, harness, targets, MAX_MOVE, MAX_TURN, ENERGY_RESOLUTION)
-        predicted = newton.predict(_with_fixed(self.frames, fixed, self.free), curvature=curvature)
+        predicted = newton.predict(start, curvature=curvature)
+        if predicted is None and newton.carried > 0.0:  # a term carried astray: the linear start may do
+            newton = HarnessNewton(self, harness, targets, MAX_MOVE, MAX_TURN, ENERGY_RESOLUTION)
+            predicted = newton.predict(start)
         if predicted is None:
             return None
         frames, branch_states = predicted

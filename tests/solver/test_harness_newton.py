@@ -12,10 +12,11 @@ from helpers.harnesses import AT_ORIGIN, STIFF, at, branch, connector
 
 from solver_core import CableChange, Frame
 from solver_core.end_stiffness import Condensation, condensed_end_stiffness
-from solver_core.junction_newton import MAX_REPEAT, Curvature, HarnessNewton
+from solver_core.junction_newton import MAX_REPEAT, Curvature, HarnessNewton, _world_turn
 from solver_core.junction_stiffness import ENERGY_RESOLUTION
 from solver_core.junctions import MAX_MOVE, MAX_TURN, JunctionSystem
 from solver_core.newton import rod_gradient
+from solver_core.rotations import axis_angle_matrix
 from solver_core.sessions import restore_sessions, snapshot_sessions
 
 
@@ -272,6 +273,84 @@ def test_a_restored_harness_forgets_the_second_order_term_of_the_step_undone():
     assert before is not None and h.junctions.curvature is not before
     h.restore(kept)
     assert h.junctions.curvature is before
+
+
+def drag_twice(h, cid="right"):
+    """Solve ``h`` and drag ``cid``'s connector up 1 mm twice; the junction iterations of each step."""
+    assert all(r.converged for r in h.solve_step().values())
+    end = h.cables[cid].boundary.end
+    out = []
+    for k in (1, 2):
+        moved = Frame(end.position + np.array([0.0, 0.0, 0.001 * k]), end.tangent, end.normal)
+        reports = h.solve_step({cid: CableChange(end=moved)})
+        assert all(r.converged and r.stable for r in reports.values()), [r.message for r in reports.values()]
+        out.append(h.junctions.last.iterations)
+    return out
+
+
+def test_a_prediction_that_fails_with_the_carried_term_is_made_without_it(monkeypatch):
+    """Where the last step's second-order term leads the prediction astray (here: every prediction
+    that carried one fails), the step is predicted again from the linear response alone, and one
+    junction iteration still confirms it."""
+    predict = HarnessNewton.predict
+    carried = []
+
+    def failing_when_carried(self, *a, **k):
+        out = predict(self, *a, **k)
+        carried.append(self.carried)
+        return None if self.carried > 0.0 else out
+
+    monkeypatch.setattr(HarnessNewton, "predict", failing_when_carried)
+    assert drag_twice(harness(asymmetric_harness(20))) == [1, 1]
+    assert carried[-2:] == [1.0, 0.0]  # the second step carried the first's term, then went without
+
+
+def test_no_second_order_term_is_kept_from_a_step_that_left_its_linear_reach(monkeypatch):
+    """A step whose equilibrium lies further from its linear response than the response itself goes
+    (a snap, a jump), or whose first step was cut to the junctions' step limits, leaves no term for
+    the next step to repeat."""
+    curvature = HarnessNewton.step_curvature
+    for field, value in (("first_size", 1e-30), ("first_size", None)):
+
+        def shrunk(self, *a, field=field, value=value):
+            setattr(self, field, value)
+            return curvature(self, *a)
+
+        monkeypatch.setattr(HarnessNewton, "step_curvature", shrunk)
+        h = harness(asymmetric_harness(20))
+        drag_twice(h)
+        assert h.junctions.curvature is None
+    monkeypatch.undo()
+    h = harness(asymmetric_harness(20))
+    drag_twice(h)
+    assert h.junctions.curvature is not None
+
+
+def test_a_renamed_branch_keeps_its_second_order_term():
+    """Renaming a branch's cable renames its part of the last step's second-order term: swapping the
+    names of two branches of the same segments swaps their terms, not leaves each the other's."""
+    h = harness(asymmetric_harness(20))
+    drag_twice(h)
+    before = h.junctions.curvature
+    h.rename_cable("left", "spare")
+    h.rename_cable("right", "left")
+    h.rename_cable("spare", "right")
+    after = h.junctions.curvature
+    assert set(after.branches) == set(before.branches)
+    for new, old in (("left", "right"), ("right", "left"), ("trunk", "trunk")):
+        assert after.branches[new] is before.branches[old] and after.move[new] is before.move[old]
+
+
+def test_the_world_turn_between_two_frames_is_exact_for_small_turns_too():
+    """The rotation vector between two frames, against the one that made them, from 1e-10 to 3 rad."""
+    rng = np.random.default_rng(3)
+    for angle in (1e-10, 1e-8, 1e-6, 1e-3, 0.5, 3.0):
+        axis = rng.normal(size=3)
+        axis /= np.linalg.norm(axis)
+        start = rng.normal(size=3)
+        a = axis_angle_matrix(start / np.linalg.norm(start), 1.0)
+        b = axis_angle_matrix(axis, angle) @ a
+        np.testing.assert_allclose(_world_turn(a, b), angle * axis, rtol=1e-6, atol=1e-15)
 
 
 def test_a_condensation_stands_for_its_state_to_round_off_only():
