@@ -43,8 +43,14 @@ def hessian_band(model, state, geometric: float = 1.0) -> tuple:
     band = np.zeros((n, bw + 1))
     grad = np.zeros(n)
     rod_gradient_hessian(
-        state.positions,
-        state.quats,
+        state.positions, state.quats, *_rod_terms(model), 1.0, grad, band, bw, np.bool_(True), geometric
+    )
+    return grad, band
+
+
+def _rod_terms(model) -> tuple:
+    """The model's arrays rod_gradient_hessian reads after the state, in its order."""
+    return (
         model.node_dof,
         model.rot_dof,
         model.rest_len,
@@ -56,14 +62,7 @@ def hessian_band(model, state, geometric: float = 1.0) -> tuple:
         model.bend_rest,
         model.node_force,
         model.rot_couple,
-        1.0,
-        grad,
-        band,
-        bw,
-        np.bool_(True),
-        geometric,
     )
-    return grad, band
 
 
 @njit
@@ -360,17 +359,7 @@ class Condensation:
         if not _condense_hessian(
             state.positions,
             state.quats,
-            model.node_dof,
-            model.rot_dof,
-            model.rest_len,
-            model.stretch_stiff,
-            model.joint_a,
-            model.joint_b,
-            model.joint_len,
-            model.bend_stiff,
-            model.bend_rest,
-            model.node_force,
-            model.rot_couple,
+            *_rod_terms(model),
             geometric,
             bw,
             reverse,
