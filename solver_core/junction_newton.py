@@ -33,7 +33,7 @@ from .end_stiffness import Condensation, end_dofs, end_rotations, exact_for
 from .newton import rod_gradient
 from .newton_assembly import MAX_ROTATION_STEP, retract
 from .rod_state import apply_boundary
-from .rotations import axis_angle_matrix, matrix_to_quat, quat_conj_mul, quat_to_matrix
+from .rotations import axis_angle_matrix, matrix_to_quat, quat_conj_mul, quat_to_matrix, world_turn
 from .stability import band_matvec
 
 MAX_ITERATIONS = 10  # from the last equilibrium
@@ -82,16 +82,6 @@ def _turn(frames, dy, free, alpha):
         if angle > 0.0:
             out.rotation[k] = axis_angle_matrix(w / angle, angle) @ frames.rotation[k]
     return out
-
-
-def _world_turn(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The world rotation vector w with b = exp(w) a (rotation matrices); the angle from both its sine
-    and cosine, exact for small turns too (an arccos of the trace alone loses them)."""
-    R = b @ a.T
-    axis = np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
-    norm = float(np.linalg.norm(axis))
-    angle = float(np.arctan2(0.5 * norm, 0.5 * (np.trace(R) - 1.0)))
-    return angle * axis / norm if norm > 0.0 else np.zeros(3)
 
 
 @njit
@@ -205,6 +195,7 @@ class HarnessNewton:
         # of a prediction: the factor of the last step's Curvature its first step carried, that step's
         # result and its length without it (predict), whether a Newton step was cut to the step limits
         self.carried, self.first, self.first_size, self.capped, self.curvature_in = 0.0, None, None, False, None
+        self.weights = {}  # cable id -> _weights
         self.free = system.free
         self.place = {k: i for i, k in enumerate(self.free)}
         self.length = system._length_scale(harness)
@@ -329,10 +320,14 @@ class HarnessNewton:
         return frames, {cid: (states[cid], boundaries[cid]) for cid in states}
 
     def _weights(self, cid) -> np.ndarray:
-        model = self.harness.cables[cid].model
-        out = np.ones(model.n_dof)
-        out[model.rot_dof[:, None] + np.arange(3)] = self.length
-        return out
+        """Per dof of branch ``cid``, what a step of it counts: 1 for a position, the length scale for
+        a rotation (formed once per prediction)."""
+        if cid not in self.weights:
+            model = self.harness.cables[cid].model
+            out = np.ones(model.n_dof)
+            out[model.rot_dof[:, None] + np.arange(3)] = self.length
+            self.weights[cid] = out
+        return self.weights[cid]
 
     def _carried(self, curvature, move) -> float:
         """The factor of ``curvature`` the first step adds for the held dofs' ``move``: the square of
@@ -379,7 +374,7 @@ class HarnessNewton:
         junctions = np.zeros(6 * len(self.free))
         for i, k in enumerate(self.free):
             junctions[6 * i : 6 * i + 3] = frames.position[k] - first_frames.position[k]
-            junctions[6 * i + 3 : 6 * i + 6] = _world_turn(first_frames.rotation[k], frames.rotation[k])
+            junctions[6 * i + 3 : 6 * i + 6] = world_turn(first_frames.rotation[k], frames.rotation[k])
         if self.carried > 0.0:
             junctions += self.carried * self.curvature_in.junctions
             for cid in branches:

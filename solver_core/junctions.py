@@ -52,7 +52,7 @@ from .junction_stiffness import (
     stiffness_noise,
 )
 from .rod_state import apply_boundary, interpolate_boundary
-from .rotations import axis_angle_matrix, frame_from_tangent, slerp_matrix
+from .rotations import axis_angle_matrix, frame_from_tangent, slerp_matrix, world_turn
 from .sessions import restore_sessions, snapshot_sessions
 
 # A Newton step on the junctions moves one by at most this fraction of its shortest branch and turns
@@ -891,14 +891,8 @@ def _holders_move(before: dict, after: dict, start: JunctionFrames, end: Junctio
 
 def _motion(a: JunctionFrames, b: JunctionFrames) -> tuple:
     """Per junction, the shift and the turn (rotation vector, world) from frames ``a`` to ``b``."""
-    turn = np.zeros_like(a.position)
-    for k in range(a.position.shape[0]):
-        R = b.rotation[k] @ a.rotation[k].T
-        angle = float(np.arccos(np.clip(0.5 * (np.trace(R) - 1.0), -1.0, 1.0)))
-        if angle > 1e-12:
-            axis = np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
-            turn[k] = angle * axis / max(float(np.linalg.norm(axis)), 1e-300)
-    return b.position - a.position, turn
+    turn = np.array([world_turn(a.rotation[k], b.rotation[k]) for k in range(a.position.shape[0])])
+    return b.position - a.position, turn.reshape(a.position.shape)
 
 
 def _interpolate(a, b, t: float):

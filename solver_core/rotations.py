@@ -196,6 +196,16 @@ def axis_angle_matrix(axis: np.ndarray, angle: float) -> np.ndarray:
     return np.eye(3) + math.sin(angle) * K + (1.0 - math.cos(angle)) * K @ K
 
 
+def world_turn(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The world rotation vector w with b = exp([w]x) a (rotation matrices); the angle from both its
+    sine and cosine, exact for small turns too (an arccos of the trace alone loses them)."""
+    R = b @ a.T
+    axis = np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
+    norm = float(np.linalg.norm(axis))
+    angle = float(np.arctan2(0.5 * norm, 0.5 * (np.trace(R) - 1.0)))
+    return angle * axis / norm if norm > 0.0 else np.zeros(3)
+
+
 def slerp_matrix(R0: np.ndarray, R1: np.ndarray, t: float) -> np.ndarray:
     """Geodesic interpolation between two rotation matrices."""
     Rrel = R0.T @ R1

@@ -12,11 +12,11 @@ from helpers.harnesses import AT_ORIGIN, STIFF, at, branch, connector
 
 from solver_core import CableChange, Frame
 from solver_core.end_stiffness import Condensation, condensed_end_stiffness
-from solver_core.junction_newton import MAX_REPEAT, Curvature, HarnessNewton, _world_turn
+from solver_core.junction_newton import MAX_REPEAT, Curvature, HarnessNewton
 from solver_core.junction_stiffness import ENERGY_RESOLUTION
 from solver_core.junctions import MAX_MOVE, MAX_TURN, JunctionSystem
 from solver_core.newton import rod_gradient
-from solver_core.rotations import axis_angle_matrix
+from solver_core.rotations import axis_angle_matrix, world_turn
 from solver_core.sessions import restore_sessions, snapshot_sessions
 
 
@@ -350,7 +350,7 @@ def test_the_world_turn_between_two_frames_is_exact_for_small_turns_too():
         start = rng.normal(size=3)
         a = axis_angle_matrix(start / np.linalg.norm(start), 1.0)
         b = axis_angle_matrix(axis, angle) @ a
-        np.testing.assert_allclose(_world_turn(a, b), angle * axis, rtol=1e-6, atol=1e-15)
+        np.testing.assert_allclose(world_turn(a, b), angle * axis, rtol=1e-6, atol=1e-15)
 
 
 def test_a_condensation_stands_for_its_state_to_round_off_only():
