@@ -139,11 +139,12 @@ def _band_entry(band, bw, i, j):
 
 @njit
 def condense(band, bw, fixed, held, S, factor, Y, first):
-    """Static condensation onto the held dofs ``held``: S = H_hh - H_hf H_ff^-1 H_fh. The free block
-    H_ff is H with every fixed row and column replaced by the identity's; its Cholesky factor L goes to
-    ``factor`` and Y[a] = L^-1 H_f,h_a, so that S = H_hh - Y Y^T; Y[a] vanishes before ``first[a]``.
-    Only forward solves: a held dof at the far end of the band has a column of L^-1 H_fh a few entries
-    long. Returns False where H_ff is not positive definite."""
+    """Static condensation onto the held dofs ``held`` (six per end, each end's together): S = H_hh -
+    H_hf H_ff^-1 H_fh. The free block H_ff is H with every fixed row and column replaced by the
+    identity's; its Cholesky factor L goes to ``factor`` and Y[:, a] = L^-1 H_f,h_a, so that S = H_hh -
+    Y^T Y; an end's six columns vanish before the row ``first`` of each. Only forward solves: a held
+    dof at the far end of the band has a column of L^-1 H_fh a few entries long. Returns False where
+    H_ff is not positive definite."""
     n = band.shape[0]
     for i in range(n):
         for c in range(bw + 1):
@@ -154,35 +155,78 @@ def condense(band, bw, fixed, held, S, factor, Y, first):
     if not band_cholesky(factor, bw):
         return False
     m = held.shape[0]
-    for a in range(m):
-        h = held[a]
-        lo = max(0, h - bw)
-        first[a] = lo
-        y = Y[a]
-        y[:] = 0.0
-        for i in range(lo, min(n, h + bw + 1)):
-            if not fixed[i]:
-                y[i] = _band_entry(band, bw, i, h)
-        _forward_from(factor, bw, y, lo)
+    Y[:, :] = 0.0
+    for a0 in range(0, m, 6):
+        lo = n
+        for a in range(a0, a0 + 6):
+            lo = min(lo, max(0, held[a] - bw))
+        for a in range(a0, a0 + 6):
+            first[a] = lo
+            h = held[a]
+            for i in range(max(0, h - bw), min(n, h + bw + 1)):
+                if not fixed[i]:
+                    Y[i, a] = _band_entry(band, bw, i, h)
+        _forward_six(factor, bw, Y, a0, lo)
     for a in range(m):
         for b in range(a, m):
-            lo = max(first[a], first[b])
-            S[a, b] = _band_entry(band, bw, held[a], held[b]) - np.dot(Y[a, lo:], Y[b, lo:])
-            S[b, a] = S[a, b]
+            S[a, b] = _band_entry(band, bw, held[a], held[b])
+    for a0 in range(0, m, 6):
+        for b0 in range(a0, m, 6):
+            _subtract_products(Y, a0, b0, max(first[a0], first[b0]), S)
+    for a in range(m):
+        for b in range(a):
+            S[a, b] = S[b, a]
     return True
+
+
+@njit
+def _forward_six(factor, bw, Y, a0, lo):
+    """Y[:, a0:a0 + 6] = L^-1 Y[:, a0:a0 + 6] in place, for columns that vanish before row ``lo``: six
+    independent sums per row, where one column at a time was a chain of dependent subtractions."""
+    n = factor.shape[0]
+    for i in range(lo, n):
+        s0, s1, s2, s3, s4, s5 = Y[i, a0], Y[i, a0 + 1], Y[i, a0 + 2], Y[i, a0 + 3], Y[i, a0 + 4], Y[i, a0 + 5]
+        for k in range(max(lo, i - bw), i):
+            f = factor[i, bw - (i - k)]
+            s0 -= f * Y[k, a0]
+            s1 -= f * Y[k, a0 + 1]
+            s2 -= f * Y[k, a0 + 2]
+            s3 -= f * Y[k, a0 + 3]
+            s4 -= f * Y[k, a0 + 4]
+            s5 -= f * Y[k, a0 + 5]
+        d = factor[i, bw]
+        Y[i, a0], Y[i, a0 + 1], Y[i, a0 + 2] = s0 / d, s1 / d, s2 / d
+        Y[i, a0 + 3], Y[i, a0 + 4], Y[i, a0 + 5] = s3 / d, s4 / d, s5 / d
+
+
+@njit
+def _subtract_products(Y, a0, b0, lo, S):
+    """S[a, b] -= Y[lo:, a] . Y[lo:, b] for the six columns from a0 and the six from b0 (the upper
+    triangle where they are the same)."""
+    for i in range(lo, Y.shape[0]):
+        for a in range(a0, a0 + 6):
+            y = Y[i, a]
+            for b in range(max(a, b0), b0 + 6):
+                S[a, b] -= y * Y[i, b]
 
 
 @njit
 def condense_gradient(factor, bw, fixed, held, grad, Y, first, z, r):
     """The reduced gradient r = g_h - H_hf H_ff^-1 g_f of ``condense``'s factors: z = L^-1 g_f, r = g_h -
-    Y z. The Newton step of the free dofs with the held ones moved by dh is df = -L^-T (z + Y^T dh)
+    Y^T z. The Newton step of the free dofs with the held ones moved by dh is df = -L^-T (z + Y dh)
     (free_step)."""
     n = factor.shape[0]
     for i in range(n):
         z[i] = 0.0 if fixed[i] else grad[i]
     _forward_from(factor, bw, z, 0)
-    for a in range(held.shape[0]):
-        r[a] = grad[held[a]] - np.dot(Y[a, first[a] :], z[first[a] :])
+    m = held.shape[0]
+    for a in range(m):
+        r[a] = grad[held[a]]
+    for i in range(first.min() if m else n, n):
+        zi = z[i]
+        for a in range(m):
+            if i >= first[a]:
+                r[a] -= Y[i, a] * zi
 
 
 @njit
@@ -198,14 +242,13 @@ def _forward_from(factor, bw, y, lo):
 
 @njit
 def free_step(factor, bw, Y, z, dh, out):
-    """out = -L^-T (z + Y^T dh): the free dofs' Newton step for a move dh of the held ones (condense)."""
-    n = factor.shape[0]
+    """out = -L^-T (z + Y dh): the free dofs' Newton step for a move dh of the held ones (condense)."""
+    n, m = factor.shape[0], dh.shape[0]
     for i in range(n):
-        out[i] = z[i]
-    for a in range(dh.shape[0]):
-        if dh[a] != 0.0:
-            for i in range(n):
-                out[i] += dh[a] * Y[a, i]
+        s = z[i]
+        for a in range(m):
+            s += Y[i, a] * dh[a]
+        out[i] = s
     for i in range(n - 1, -1, -1):
         s = out[i]
         for k in range(i + 1, min(n, i + bw + 1)):
@@ -355,7 +398,7 @@ class Condensation:
             return None
         n, m, bw = model.n_dof, held.shape[0], model.bw
         band, ordered = np.empty((n, bw + 1)), np.empty((n, bw + 1) if reverse else (0, bw + 1))
-        S, factor, Y, first = np.empty((m, m)), np.empty((n, bw + 1)), np.empty((m, n)), np.empty(m, np.int64)
+        S, factor, Y, first = np.empty((m, m)), np.empty((n, bw + 1)), np.empty((n, m)), np.empty(m, np.int64)
         if not _condense_hessian(
             state.positions,
             state.quats,

@@ -62,6 +62,63 @@ def test_the_end_stiffness_of_a_straight_cable_is_the_timoshenko_beam_s(sides):
     np.testing.assert_allclose(d[:, None] * K * d[None, :], d[:, None] * expected * d[None, :], atol=1e-3)
 
 
+@pytest.mark.parametrize("sides", [("start",), ("end",), ("start", "end")])
+def test_a_condensation_is_the_dense_schur_complement(sides):
+    """On a bent, loaded branch between two junctions: the condensed stiffness, reduced gradient and free
+    dofs' Newton step for a move of the ends (Condensation.reduced) against the dense linear algebra they
+    stand for (S = H_hh - H_hf H_ff^-1 H_fh, r = g_h - H_hf H_ff^-1 g_f, df = -H_ff^-1 (g_f + H_fh dh)),
+    from the same banded Hessian: equal to 1e-9 of their size, in either order of condensing."""
+    from solver_core.end_stiffness import end_dofs, end_map, hessian_band
+
+    h = harness(asymmetric_harness(30))
+    assert all(r.converged for r in h.solve_step().values())
+    session = h.cables["trunk"] if sides == ("end",) else h.cables["left"]
+    if sides == ("start", "end"):
+        session = _between_junctions(h)
+    model, state = session.model, session.state
+    state = state.copy()
+    state.positions[1:-1] += 1e-6 * np.sin(np.arange(model.n_nodes - 2))[:, None]  # off balance: g_f != 0
+    grad, band = hessian_band(model, state)
+    n, bw = model.n_dof, model.bw
+    H = np.zeros((n, n))
+    for i in range(n):
+        for c in range(bw + 1):
+            if i - (bw - c) >= 0:
+                H[i, i - (bw - c)] = H[i - (bw - c), i] = band[i, c]
+    held = np.concatenate([end_dofs(model, side) for side in sides])
+    free = np.flatnonzero(~model.fixed.astype(bool))
+    H_ff, H_fh = H[np.ix_(free, free)], H[np.ix_(free, held)]
+    S = H[np.ix_(held, held)] - H_fh.T @ np.linalg.solve(H_ff, H_fh)
+    r = grad[held] - H_fh.T @ np.linalg.solve(H_ff, grad[free])
+    J = end_map(model, state, list(sides))
+    dy = np.random.default_rng(3).normal(size=held.shape[0])
+    df = -np.linalg.solve(H_ff, grad[free] + H_fh @ (J @ dy))
+    condensation = Condensation.at(model, state, sides)
+    assert condensation is not None
+    K, rb, step = condensation.reduced(state, grad)
+
+    def close(a, b):
+        return np.abs(a - b).max() <= 1e-9 * np.abs(b).max()
+
+    assert close(K, J.T @ S @ J) and close(rb, J.T @ r) and close(step(dy)[free], df)
+
+
+def _between_junctions(h):
+    """A harness with a branch between two free junctions: the asymmetric one's right branch ending at a
+    second junction that sends two leaves on."""
+    from helpers.cases import harness as build
+
+    two = asymmetric_harness(30)
+    right = next(c for c in two["cables"] if c["id"] == "right")
+    right["end"] = at("K", [1, -0.5, 0])
+    two["junctions"].append({"id": "K", "position": [0.5, -0.12, 0.0], "mass": 0.01})
+    two["cables"].append(branch("k1", 0.15, at("K", [1, 0, 0]), connector([0.64, -0.1, 0.0], [1, 0, 0]), 30))
+    two["cables"].append(branch("k2", 0.18, at("K", [1, -1, 0]), connector([0.6, -0.24, 0.0], [1, -1, 0]), 30))
+    other = build(two)
+    assert all(r.converged for r in other.solve_step().values())
+    return other.cables["right"]
+
+
 def asymmetric_harness(segments=20):
     """A trunk to a free junction carrying two branches of different length at different angles, one
     rising, under gravity: no symmetry for the condensed stiffness to hide an error in."""
