@@ -54,11 +54,14 @@ def group_of(harness, cable_id: str, branches, others) -> tuple:
     return members, partners
 
 
-def solve_group(harness, members, partners, boundary_of, partner_targets: dict, branches, guesses=None) -> tuple:
+def solve_group(
+    harness, members, partners, boundary_of, partner_targets: dict, branches, guesses=None, stable=frozenset()
+) -> tuple:
     """Solve branches ``members`` (held at ``boundary_of(cable id)``) together with their ``partners``
     (held at ``partner_targets``: cable id -> Boundary, or None where held now); a branch alone sees
     every other cable as it lies, and starts from its state in ``guesses`` (cable id -> RodState) if
-    there is one. (converged, message, refused for stretch)."""
+    there is one; ``stable``: the branches whose state is shown a strict minimum were it balanced
+    (solve_equilibrium's ``stable_start``). (converged, message, refused for stretch)."""
     boundaries = {b: boundary_of(b) for b in members}
     if not partners:
         cable_id = members[0]
@@ -69,7 +72,8 @@ def solve_group(harness, members, partners, boundary_of, partner_targets: dict, 
             seen = (seen.capsule_a, seen.capsule_b, seen.capsule_radius)
             if not all(np.array_equal(x, y) for x, y in zip(capsules, seen)):
                 session.interactions.obstacles = harness.obstacles.with_capsules(*capsules)
-        report = harness.solve_cable(cable_id, boundaries[cable_id], (guesses or {}).get(cable_id))
+        guess = (guesses or {}).get(cable_id)
+        report = harness.solve_cable(cable_id, boundaries[cable_id], guess, stable_start=cable_id in stable)
         message = "" if report.converged else f"cable {cable_id!r}: {report.message}"
         return report.converged, message, bool(report.refused)
     members = list(members)

@@ -384,8 +384,9 @@ class Condensation:
     before the held dofs instead of at the first dof, and a cable of 100 segments condenses in a
     third less time (docs/performance.md). ``held``, ``fixed`` and the factors are in that order."""
 
-    def __init__(self, model, state, sides, band, held, fixed, S, factor, Y, first, reverse=False):
+    def __init__(self, model, state, sides, band, held, fixed, S, factor, Y, first, reverse=False, geometric=1.0):
         self.model, self.sides, self.band, self.reverse = model, tuple(sides), band, reverse
+        self.geometric = geometric
         self.positions, self.quats = state.positions.copy(), state.quats.copy()
         self.held, self.fixed, self.S, self.factor, self.Y, self.first = held, fixed, S, factor, Y, first
 
@@ -416,7 +417,7 @@ class Condensation:
             first,
         ):
             return None
-        return cls(model, state, sides, band, held, fixed, S, factor, Y, first, reverse)
+        return cls(model, state, sides, band, held, fixed, S, factor, Y, first, reverse, geometric)
 
     def formed_at(self, model, state, sides) -> bool:
         """Whether this is the condensation of ``model``'s Hessian at ``state`` for ``sides``, to
@@ -430,6 +431,13 @@ class Condensation:
             np.abs(state.positions - self.positions).max() <= ROUNDING * length
             and np.abs(state.quats - self.quats).max() <= ROUNDING
         )
+
+    def proves_stable(self, model, state) -> bool:
+        """Whether this condensation shows ``model``'s rod energy to have a strict minimum in the free
+        dofs at ``state``, were it balanced there: formed there (formed_at) from the exact Hessian,
+        whose free block it factored (positive definite; a stricter test than the solver's own, which
+        allows a shift of stability.STABILITY_SHIFT)."""
+        return self.geometric == 1.0 and self.formed_at(model, state, self.sides)
 
     def stiffness(self, state) -> np.ndarray:
         """J^T S J: the ends' stiffness in world shifts and rotations (end_map at ``state``)."""

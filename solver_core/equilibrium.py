@@ -14,7 +14,17 @@ import numpy as np
 
 from .contact import ITERATE_PENETRATION, MIN_SEPARATION, PENETRATION_TOLERANCE
 from .interactions import Interactions, PairCandidates
-from .newton import CONVERGED, MAX_ITERATIONS, PENETRATING, STALLED, STATUS_TEXT, UNSTABLE, minimise_rod_energy
+from .newton import (
+    CONVERGED,
+    MAX_ITERATIONS,
+    PENETRATING,
+    STALLED,
+    STATUS_TEXT,
+    UNSTABLE,
+    minimise_rod_energy,
+    rod_gradient,
+)
+from .newton_assembly import constrained_residual
 from .obstacles import ObstacleSet
 from .rod_group import GroupBoundary, RodGroup
 from .rod_model import Boundary, RodModel
@@ -310,6 +320,15 @@ def _carried_into_obstacle(interactions: Interactions, start: RodState, carried:
     return depth > allowed and depth > before
 
 
+def _balanced_start(model: RodModel, state: RodState, boundary: Boundary, dof_tol: np.ndarray):
+    """(``state`` held at ``boundary``, its residual / tolerance) where the rod's own energy is balanced
+    there as the Newton kernel judges it (constrained_residual, the same tolerances), else None."""
+    trial = state.copy()
+    apply_boundary(model, trial, boundary)
+    ratio = constrained_residual(rod_gradient(model, trial.positions, trial.quats), model.fixed, dof_tol)
+    return (trial, ratio) if ratio <= 1.0 else None
+
+
 def _relative_residual(model: RodModel, ratio: float) -> float:
     # ratio is residual / per-dof tolerance; report it against the force scale instead
     return float(ratio * model.dof_tol.min() / model.force_scale)
@@ -331,6 +350,7 @@ def solve_equilibrium(
     predictor: np.ndarray | None = None,
     snap_through_rounds: int = SNAP_THROUGH_ROUNDS,
     guess: RodState | None = None,
+    stable_start: bool = False,
 ) -> SolveReport:
     """Solve for the equilibrium with ``boundary`` held, starting from ``state``.
 
@@ -351,6 +371,12 @@ def solve_equilibrium(
 
     ``snap_through_rounds``: 0 leaves out the pseudo-time descent (settle_in_pseudo_time) for a
     piece plain Newton does not finish.
+
+    ``stable_start``: the caller has shown that ``state`` would be a strict minimum were it balanced
+    (the free block of the exact Hessian of the rod's energy positive definite there:
+    end_stiffness.Condensation.proves_stable) and that nothing but the rod's own energy acts on it
+    (end_stiffness.exact_for). A solve whose holders stay then checks the balance alone
+    (_balanced_start) and does not repeat the stability test.
     """
     t0 = time.perf_counter()
     counters = {"iterations": 0, "substeps": 0, "status": CONVERGED, "ratio": 0.0}
@@ -364,6 +390,13 @@ def solve_equilibrium(
     # A warm solve whose frames do not move has nothing to split: every half of the path is the same
     # problem from the same start, and failing it 2^depth times over only costs time.
     still = not cold and same_hold(previous, boundary)
+    if stable_start and still and not interactions.settings.friction and not np.any(model.rot_couple):
+        balanced = _balanced_start(model, state, boundary, interactions.dof_tolerance(boundary))
+        if balanced is not None:
+            trial, ratio = balanced
+            elapsed = (time.perf_counter() - t0) * 1e3
+            residual = _relative_residual(model, ratio)
+            return SolveReport(trial, True, 0, residual, 1, elapsed, "converged", stable=True)
     stiffness_before = interactions.stiffness
     start_strain = 0.0
     if cold:  # the loads ramp up from zero and the rest lengths from the guess's (configure)

@@ -336,13 +336,16 @@ class Harness:
             clips[k] = frame
         return Boundary(change.start or b.start, change.end or b.end, tuple(clips))
 
-    def solve_cable(self, cable_id: str, boundary: Boundary | None = None, guess=None) -> SolveReport:
+    def solve_cable(
+        self, cable_id: str, boundary: Boundary | None = None, guess=None, stable_start: bool = False
+    ) -> SolveReport:
         """Solve one cable against everything else as it lies. The report's ``solve_ms`` is the time of
         the whole solve: the predictor, the continuation's Newton solves and the checks that accept
         its result (penetration, ultimate strain), not the results built from it afterwards.
         ``guess``: a predicted state to start from (solve_equilibrium's; the rod model only, and not
         with friction, whose equilibrium depends on the path), in place of the secant predictor; a
-        solve from one leaves no step for the secant predictor (a junction's trial is not a step)."""
+        solve from one leaves no step for the secant predictor (a junction's trial is not a step).
+        ``stable_start``: solve_equilibrium's (the rod model only)."""
         t0 = time.perf_counter()
         session = self.cables[cable_id]
         target = session.boundary if boundary is None else boundary
@@ -375,6 +378,7 @@ class Harness:
                 session.interactions,
                 predictor=predictor,
                 guess=guess,
+                stable_start=stable_start,
             )
         report.iterations += spent
         session.group_contacts = None

@@ -37,6 +37,7 @@ import numpy as np
 from .branch_partners import any_partner, group_of, other_cables, solve_group
 from .contact import PENETRATION_TOLERANCE
 from .diagnostics import elastic_and_load_energy, reactions
+from .end_stiffness import exact_for
 from .equilibrium import SolveReport
 from .junction_checks import JunctionChecks
 from .junction_contact import JunctionContact
@@ -395,6 +396,19 @@ class JunctionSystem(JunctionStiffness, JunctionChecks):
         self.frames = frames
         return newton
 
+    def _stable_starts(self, harness, ids) -> frozenset:
+        """The branches among ``ids`` whose state a condensation kept from the harness's Newton
+        prediction shows a strict minimum of their own energy were they balanced, with nothing else
+        acting on them (end_stiffness.exact_for): their solve, held where they are, checks the balance
+        alone (equilibrium.solve_equilibrium's ``stable_start``), not the stability again."""
+        out = []
+        for cid in ids:
+            condensation, session = self.condensations.get(cid), harness.cables[cid]
+            if condensation is not None and condensation.proves_stable(session.model, session.state):
+                if exact_for(session):
+                    out.append(cid)
+        return frozenset(out)
+
     def _predicted(self, frames: JunctionFrames, holders_move: float) -> JunctionFrames | None:
         """The free junctions moved as in the last step, in proportion to how far the holders move now
         against then (the secant predictor of a drag, as predictor.py is for a cable), or None."""
@@ -425,7 +439,8 @@ class JunctionSystem(JunctionStiffness, JunctionChecks):
         # the branches start where a coarse harness balanced (coarse_harness.py): once they are solved
         # there, the whole harness's Newton method refines it
         from_coarse = any(harness.cables[cid].refines_coarse for cid in ids)
-        ok, message = self._evaluate(harness, targets, frames, ids, counters, note_refusal=True)
+        stable = self._stable_starts(harness, ids)
+        ok, message = self._evaluate(harness, targets, frames, ids, counters, note_refusal=True, stable=stable)
         if not ok:
             return JunctionReport(False, message)
         if from_coarse and self.free:
@@ -586,11 +601,14 @@ class JunctionSystem(JunctionStiffness, JunctionChecks):
         self.loads = self._loads(harness)
         return report
 
-    def _evaluate(self, harness, targets, frames, ids, counters, note_refusal=False, guesses=None) -> tuple:
+    def _evaluate(
+        self, harness, targets, frames, ids, counters, note_refusal=False, guesses=None, stable=frozenset()
+    ) -> tuple:
         """Solve the branches ``ids`` with the junctions at ``frames`` (each with the cables that touch
         it and the branches those touch, branch_partners.py): (all converged, message).
         ``note_refusal``: a branch refused for stretch marks ``counters`` (the step cannot be made);
-        ``guesses``: states to start branches from (cable id -> RodState, _linear_guesses)."""
+        ``guesses``: states to start branches from (cable id -> RodState, _linear_guesses); ``stable``:
+        branches shown a strict minimum where they lie, were they balanced (_stable_starts)."""
         done = set()
         for cid in ids:
             if cid in done:
@@ -606,6 +624,7 @@ class JunctionSystem(JunctionStiffness, JunctionChecks):
                 self._partner_targets,
                 self.branches,
                 guesses,
+                stable,
             )
             if not ok:
                 if refused and note_refusal:

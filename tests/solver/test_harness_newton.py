@@ -457,6 +457,82 @@ def test_a_predicted_step_condenses_each_branch_twice(monkeypatch):
     assert counts[2:] == [2 * len(h.junctions.branches)] * (len(moves) - 1)  # after the first: carried
 
 
+def test_a_predicted_branch_is_confirmed_by_its_balance_and_its_condensation(monkeypatch):
+    """Where the prediction ends, every branch's condensation shows its free block positive definite, so
+    the solve that confirms a branch checks its balance alone (solve_equilibrium's ``stable_start``): no
+    Newton kernel runs in a warm step after the first, and the harness ends bit for bit where the
+    kernel's own confirmation (balance, then its stability test) puts it."""
+    import solver_core.equilibrium as equilibrium
+
+    moves = [[0.0, 0.0, 0.001 * k] for k in range(1, 5)]
+    kernel_calls = [0]
+    minimise = equilibrium._minimise
+
+    def counted(*a, **k):
+        kernel_calls[0] += 1
+        return minimise(*a, **k)
+
+    monkeypatch.setattr(equilibrium, "_minimise", counted)
+    h = harness(asymmetric_harness(20))
+    assert all(r.converged for r in h.solve_step().values())
+    end = h.cables["right"].boundary.end
+    states = []
+    for k, move in enumerate(moves):
+        kernel_calls[0] = 0
+        reports = h.solve_step(
+            {"right": CableChange(end=Frame(end.position + np.asarray(move), end.tangent, end.normal))}
+        )
+        assert all(r.converged and r.stable for r in reports.values())
+        if k > 0:
+            assert kernel_calls[0] == 0
+        states.append({cid: h.cables[cid].state.positions.copy() for cid in h.junctions.branches})
+    monkeypatch.setattr(JunctionSystem, "_stable_starts", lambda self, harness, ids: frozenset())
+    h = harness(asymmetric_harness(20))
+    assert all(r.converged for r in h.solve_step().values())
+    for k, move in enumerate(moves):
+        kernel_calls[0] = 0
+        reports = h.solve_step(
+            {"right": CableChange(end=Frame(end.position + np.asarray(move), end.tangent, end.normal))}
+        )
+        assert all(r.converged and r.stable for r in reports.values())
+        assert kernel_calls[0] == len(h.junctions.branches)
+        for cid, positions in states[k].items():
+            assert np.array_equal(h.cables[cid].state.positions, positions)
+
+
+def test_a_stable_start_is_solved_as_any_other_unless_it_is_balanced_and_held_still():
+    """solve_equilibrium's ``stable_start`` on a single cable: its own equilibrium, held still, is
+    converged at once (no iteration, stable); the same start off balance by 1e-4 of its length, or with
+    a holder moved, is solved by the Newton kernel as without the promise, to the same equilibrium."""
+    from solver_core.equilibrium import solve_equilibrium
+    from solver_core.rod_model import Boundary
+
+    L = 0.4
+    end = {"position": [0.3, 0.0, 0.05], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}
+    h = harness(case(cable(length=L, segments=30, end=end, material=dict(STIFF))))
+    assert h.solve_step()["W1"].converged
+    s = h.cables["W1"]
+    model, state, boundary = s.model, s.state, s.boundary
+    condensation = Condensation.at(model, state, [])
+    assert condensation is not None and condensation.proves_stable(model, state)
+    assert not Condensation.at(model, state, [], geometric=0.0).proves_stable(model, state)
+
+    def solve(start, target, stable_start):
+        return solve_equilibrium(model, start, target, boundary, interactions=s.interactions, stable_start=stable_start)
+
+    held = solve(state, boundary, True)
+    assert held.converged and held.stable and held.iterations == 0
+    assert np.array_equal(held.state.positions, solve(state, boundary, False).state.positions)
+    off = state.copy()
+    off.positions[1:-1, 2] += 1e-4 * L * np.sin(np.linspace(0.0, np.pi, model.n_nodes - 2))
+    moved_end = Frame(boundary.end.position + np.array([0.0, 0.0, 0.002]), boundary.end.tangent, boundary.end.normal)
+    moved = Boundary(boundary.start, moved_end, boundary.clips)
+    for start, target in ((off, boundary), (state, moved)):
+        promised, plain = solve(start, target, True), solve(start, target, False)
+        assert promised.converged and promised.stable and promised.iterations > 0
+        assert np.array_equal(promised.state.positions, plain.state.positions)
+
+
 def test_the_prediction_is_refused_where_a_branch_would_reach_an_obstacle(monkeypatch):
     """A thin plate (two triangles) under the right branch near its connector, clear of it by more than a
     reach: a step that lowers the connector 20 mm is predicted (nothing within reach at the start), but
