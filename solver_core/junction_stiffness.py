@@ -35,6 +35,11 @@ TRUST_TURN = 0.05
 # stretch, bend and weight): neither the step's agreement with the quadratic model (junctions.py) nor
 # the balance test here (_balanced_to_resolution) judges them.
 ENERGY_RESOLUTION = 1e-9
+# All a Newton step could still gain, as a fraction of the same energies, for a state no step improves
+# to count as balanced (_balanced_to_resolution): the energy's round-off with a margin (trial steps of
+# the junctions lowered it as predicted to 1e-15 of it). Tested against ENERGY_RESOLUTION, the V
+# harness on a taut bar was accepted with 6e-5 of its load out of balance, 5000 tolerances.
+BALANCE_RESOLUTION = 1e-12
 
 
 class JunctionStiffness:
@@ -44,7 +49,8 @@ class JunctionStiffness:
     def _balanced_to_resolution(self, harness, frames, scaled, total, energy, noise) -> bool:
         """Whether a state no step improves is a minimum as far as the energy can tell: the condensed
         stiffness (formed here) positive definite beyond its noise, the junctions clear of obstacles,
-        and all a Newton step could still gain, g K^-1 g / 2, below the energy's resolution. Branches
+        and all a Newton step could still gain, g K^-1 g / 2, below the energy's round-off
+        (BALANCE_RESOLUTION). Branches
         in contact next to a junction answer its smallest moves with their contact's jumps, which can
         hold the force out of balance above the branches' summed tolerance (it is reported as is)."""
         K = 0.5 * (total + total.T)
@@ -53,7 +59,7 @@ class JunctionStiffness:
         if any(self.contact[k].too_deep(harness.obstacles, frames.position[k]) for k in self.free):
             return False
         gain = 0.5 * float(scaled @ np.linalg.solve(K, scaled))
-        return gain <= ENERGY_RESOLUTION * max(abs(energy), self.energy_scale)
+        return gain <= BALANCE_RESOLUTION * max(abs(energy), self.energy_scale)
 
     def _total_stiffness(self, harness, frames, L: float) -> np.ndarray:
         """The condensed stiffness of the branches (differences, Broyden) plus the Hessian of the
