@@ -170,10 +170,20 @@ def linear_response(model, state, condensation, moved):
     return retracted(model, state, delta, 1.0) if np.isfinite(delta).all() else None
 
 
+@njit
+def largest_turn(delta, rot_dof) -> float:
+    """The largest component of the frames' rotation vectors in the step ``delta``."""
+    out = 0.0
+    for r in range(rot_dof.shape[0]):
+        for c in range(3):
+            out = max(out, abs(delta[rot_dof[r] + c]))
+    return out
+
+
 def retracted(model, state, delta, alpha):
     """``state`` moved by ``alpha`` ``delta`` (positions linearly, frames by body rotations), or None
     where that turns a frame further than a Newton step may (newton_assembly.MAX_ROTATION_STEP)."""
-    if alpha * float(np.abs(delta[model.rot_dof[:, None] + np.arange(3)]).max(initial=0.0)) > MAX_ROTATION_STEP:
+    if alpha * largest_turn(delta, model.rot_dof) > MAX_ROTATION_STEP:
         return None
     out = state.copy()
     retract(
