@@ -363,6 +363,7 @@ def _layout(model, sides: tuple) -> tuple:
     if key not in model.derived:
         fixed = model.fixed.astype(bool)
         held = np.concatenate([end_dofs(model, side) for side in sides]) if sides else np.zeros(0, dtype=np.int64)
+        assert held.shape[0] % 6 == 0  # condense takes an end's six dofs together
         if not fixed[held].all():
             model.derived[key] = (None, None, False)
         else:

@@ -255,7 +255,8 @@ class HarnessNewton:
     def _energy(self, states, frames) -> float:
         total = sum(elastic_and_load_energy(self.harness.cables[cid].model, st) for cid, st in states.items())
         g = self.harness.case.gravity
-        return total - sum(self.system.specs[k].mass * float(g @ frames.position[k]) for k in self.free)
+        specs = self.system.specs  # the junctions' weight from where they were drawn (JunctionSystem.energy)
+        return total - sum(specs[k].mass * float(g @ (frames.position[k] - specs[k].position)) for k in self.free)
 
     def predict(self, frames, max_iterations: int = MAX_ITERATIONS, curvature: Curvature | None = None):
         """``curvature``: the last step's (Curvature), added to the first step in proportion to the

@@ -870,11 +870,13 @@ class JunctionSystem(JunctionStiffness, JunctionChecks):
     @staticmethod
     def _cables_energy(harness, ids) -> float:
         """Elastic, load and contact energy of the cables ``ids`` (J); the contacts of a joint solve are
-        counted once, with its first cable."""
+        counted once, with its first cable. The loads' potential is each cable's from its own origin (a
+        constant apart from the world's, so every difference is the same): where the scene lies adds
+        nothing to the energy's size, against which its round-off is judged."""
         total = 0.0
         for cid in ids:
             s = harness.cables[cid]
-            total += elastic_and_load_energy(s.model, s.state) - float(np.sum(s.model.node_force * s.model.origin))
+            total += elastic_and_load_energy(s.model, s.state)
             total += s.group_energy if harness.joint(cid) else s.interactions.contact_energy_at(s.state)
         return total
 
@@ -885,8 +887,8 @@ class JunctionSystem(JunctionStiffness, JunctionChecks):
         # the other cables give way with the branches they touch: their change since the solve began
         total = self._cables_energy(harness, self.branches) + self._cables_energy(harness, self._others)
         total -= self._others_energy
-        for k, spec in enumerate(self.specs):
-            total -= spec.mass * float(harness.case.gravity @ frames.position[k])
+        for k, spec in enumerate(self.specs):  # from where it was drawn (_cables_energy)
+            total -= spec.mass * float(harness.case.gravity @ (frames.position[k] - spec.position))
         for k in self.free:
             total += self.contact[k].energy(harness.obstacles, frames.position[k])
         return total

@@ -21,13 +21,17 @@ MAX_ROTATION_STEP = 1.0
 
 @njit
 def constrained_residual(grad, fixed, dof_tol):
+    """The largest free entry of ``grad`` over its tolerance (inf where one is not a number); the fixed
+    entries are zeroed."""
     worst = 0.0
     for i in range(grad.shape[0]):
         if fixed[i]:
             grad[i] = 0.0
         else:
             r = abs(grad[i]) / dof_tol[i]
-            if not (r <= worst):  # also catches NaN
+            if r != r:
+                return np.inf
+            if r > worst:
                 worst = r
     return worst
 

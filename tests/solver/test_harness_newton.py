@@ -130,6 +130,33 @@ def asymmetric_harness(segments=20):
     )
 
 
+def test_the_junctions_energy_does_not_grow_with_where_the_scene_lies():
+    """The asymmetric harness as drawn and raised 100 m: the energy the junctions' Newton method judges
+    its steps and its balance by (JunctionSystem.energy, against its round-off) is the same size, so
+    neither test loosens with the scene's height, and the harness comes to rest at the same place."""
+    import copy
+
+    def raised(doc, dz):
+        out = copy.deepcopy(doc)
+        for c in out["cables"]:
+            for side in ("start", "end"):
+                if "position" in c[side]:
+                    c[side]["position"][2] += dz
+        for j in out["junctions"]:
+            j["position"][2] += dz
+        return out
+
+    results = []
+    for dz in (0.0, 100.0):
+        h = harness(raised(asymmetric_harness(20), dz))
+        assert all(r.converged and r.stable for r in h.solve_step().values())
+        js = h.junctions
+        results.append((js.energy(h, js.frames), js._energy_scale(h), js.frames.position[0] - [0.0, 0.0, dz]))
+    (e0, scale, p0), (e1, _scale, p1) = results
+    assert abs(e1 - e0) < 1e-9 * scale and abs(e0) < 10.0 * scale
+    assert np.abs(p1 - p0).max() < 1e-8
+
+
 def test_the_condensed_stiffness_matches_differences_of_branch_re_solves():
     """The junction's 6x6 stiffness from the branches' Hessians against central differences of the force
     and moment its branches pull with as it moves and they are solved again (the reference of earlier
