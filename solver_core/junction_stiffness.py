@@ -37,8 +37,8 @@ TRUST_TURN = 0.05
 ENERGY_RESOLUTION = 1e-9
 # All a Newton step could still gain, as a fraction of the same energies, for a state no step improves
 # to count as balanced (_balanced_to_resolution): the energy's round-off with a margin (trial steps of
-# the junctions lowered it as predicted to 1e-15 of it). Tested against ENERGY_RESOLUTION, the V
-# harness on a taut bar was accepted with 6e-5 of its load out of balance, 5000 tolerances.
+# the junctions lower it as predicted to 1e-15 of it). ENERGY_RESOLUTION here would accept a junction
+# whose branches touch a bar with 6e-5 of its load out of balance, thousands of tolerances.
 BALANCE_RESOLUTION = 1e-12
 
 

@@ -397,8 +397,8 @@ class JunctionSystem(JunctionStiffness, JunctionChecks):
         return newton
 
     def _stable_starts(self, harness, ids) -> frozenset:
-        """The branches among ``ids`` whose state a condensation kept from the harness's Newton
-        prediction shows a strict minimum of their own energy were they balanced, with nothing else
+        """The branches among ``ids`` whose state a kept condensation (the harness's Newton prediction's
+        or the stability test's) shows a strict minimum of their own energy were they balanced, with nothing else
         acting on them (end_stiffness.exact_for): their solve, held where they are, checks the balance
         alone (equilibrium.solve_equilibrium's ``stable_start``), not the stability again."""
         out = []
@@ -543,8 +543,8 @@ class JunctionSystem(JunctionStiffness, JunctionChecks):
                     # a change within the energy's resolution: the force out of balance judges the step,
                     # and the energy falling as the model says, where it does. Near a kink of the
                     # branches' contact the model's curvature is off: its steps lower the energy (by
-                    # their prediction to 1 %, far below the resolution) while the force grows, and
-                    # judged by the force alone the V harness on a taut bar stalled 1700 tolerances out
+                    # their prediction to 1 %, far below the resolution) while the force grows, so the
+                    # force alone would shrink the trust region to nothing thousands of tolerances out
                     # of balance
                     ratio = (
                         1.0
@@ -556,9 +556,9 @@ class JunctionSystem(JunctionStiffness, JunctionChecks):
                     if e_trial < energy and predicted < 0.0:
                         ratio = max(ratio, (e_trial - energy) / predicted)
                 # a smaller force out of balance takes a step only where the energy does not rise beyond
-                # its resolution: the two tests taking turns let a junction over a kink of its branches'
-                # contact (the V harness on a taut bar) step back and forth across it for good, the
-                # energy falling by one test and rising by 9e-8 J by the other
+                # its resolution: else the two tests take turns, and a junction over a kink of its
+                # branches' contact steps back and forth across it for good, the energy falling by one
+                # test and rising measurably by the other
                 lower = positive and merit(s_trial) < merit(scaled) and e_trial <= energy + resolution
                 if ratio > 0.1 or lower or _within(g_trial, tolerance):
                     poor = ratio < 0.5
