@@ -5,8 +5,21 @@ with what the obstacles push back with (from the result alone), never through th
 
 import numpy as np
 import pytest
-from helpers.cases import min_clearance, solve
-from helpers.harnesses import V_MASS, V_RADIUS, balance, force_scale, v_on, v_weight
+from helpers.cases import case, min_clearance, solve
+from helpers.harnesses import (
+    AT_ORIGIN,
+    V_MASS,
+    V_RADIUS,
+    G,
+    at,
+    balance,
+    branch,
+    connector,
+    force_scale,
+    node_masses,
+    v_on,
+    v_weight,
+)
 
 from solver_core.contact import PENETRATION_TOLERANCE
 from solver_core.junction_contact import closest_points_on_triangles, segment_crosses_triangles
@@ -67,6 +80,51 @@ def test_a_heavy_junction_rests_on_a_floor_in_balance_with_it():
     # a frictionless floor pushes straight up only
     push = np.sum([c["force"] for c in j["contacts"]], axis=0)
     assert push[2] > 0.0 and np.allclose(push[:2], 0.0, atol=1e-12)
+
+
+def _v_spread(obstacle, mass, tilt, spread_deg, length):
+    """A heavy V as in bench_junction_contact: a thick trunk comes down into the junction, two branches
+    leave it upwards ``spread_deg`` either side."""
+    a = np.radians(spread_deg)
+    end1 = [0.25 + 0.25 * np.cos(a), 0.25 * np.sin(a), 0.0]
+    end2 = [end1[0], -end1[1], 0.0]
+    return case(
+        branch("trunk", length, AT_ORIGIN, at("J", [1, 0, -tilt]), diameter=2 * V_RADIUS),
+        branch("left", length, at("J", [np.cos(a), np.sin(a), tilt]), connector(end1, [np.cos(a), np.sin(a), 0])),
+        branch("right", length, at("J", [np.cos(a), -np.sin(a), tilt]), connector(end2, [np.cos(a), -np.sin(a), 0])),
+        junctions=[{"id": "J", "position": [0.25, 0.0, 0.0], "mass": mass}],
+        obstacles=[obstacle],
+    )
+
+
+@pytest.mark.parametrize(
+    "centre, radius, mass, tilt, spread, length",
+    [  # drawn by bench_junction_contact (seed 1, harnesses 6, 7, 9 and 23)
+        ([0.24040, 0.00680, -0.05844], 0.03372, 0.001233, 0.423, 43.0, 0.2578),
+        ([0.26148, -0.00617, -0.05225], 0.03733, 0.01485, 0.409, 57.7, 0.2617),
+        ([0.26220, 0.00927, -0.08374], 0.03557, 0.03056, 0.576, 61.8, 0.2677),
+        ([0.24570, -0.00536, -0.03717], 0.01751, 0.00839, 0.236, 62.3, 0.2606),
+    ],
+)
+def test_a_junction_coming_down_onto_a_sphere_balances_on_or_beside_it(centre, radius, mass, tilt, spread, length):
+    """A junction whose branches touch the sphere right next to it: their contact comes on within the
+    junctions' finite-difference steps, and a step straddling it measured a stiffness thousands of
+    times too stiff (the junction crept for hundreds of Newton iterations); it comes to rest, resting
+    on the sphere or rolled off it, in balance from the result alone, never inside it."""
+    sphere = {"type": "sphere", "center": centre, "radius": radius}
+    r = solve(_v_spread(sphere, mass, tilt, spread, length))["steps"][0]
+    j = r["junctions"]["J"]
+    assert np.linalg.norm(np.asarray(j["position"]) - centre) >= radius + (1.0 - PENETRATION_TOLERANCE) * V_RADIUS
+    assert j["converged"] and all(c["converged"] and c["stable"] for c in r["cables"].values())
+    for cid, c in r["cables"].items():
+        own = V_RADIUS if cid == "trunk" else 0.002
+        assert min_clearance(c["nodes"], own, [sphere]) >= -PENETRATION_TOLERANCE * own
+    weight = mass * G + sum(
+        node_masses(c, 2 * V_RADIUS if cid == "trunk" else 0.004).sum() * G for cid, c in r["cables"].items()
+    )
+    force, moment = balance(r, {"J": mass}, {"trunk": 2 * V_RADIUS})
+    assert np.abs(force).max() < 1e-6 * force_scale(r, weight)
+    assert np.abs(moment).max() < 1e-6 * force_scale(r, weight) * 0.5
 
 
 @pytest.mark.parametrize("height", [-0.03, -0.006])
