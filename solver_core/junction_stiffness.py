@@ -26,8 +26,10 @@ FD_STEP = 1e-4
 # on a sphere sinks some 1e-8 m into its penalty; 1e-4 L is tens of micrometres): the two one-sided
 # differences then disagree, and their mean is neither side's stiffness. Such a column is formed
 # again with a step FD_SHRINK times shorter, at most FD_REFINEMENTS times, until they agree to
-# FD_AGREEMENT of their size; the pair that agrees best is taken (round-off grows as the step
-# shrinks).
+# FD_AGREEMENT of their size; the pair that agrees best is taken. A shorter step stops where the
+# column no longer stands out of what the branches' tolerance lets a difference over it be
+# (stiffness_noise scaled to the step): a re-solve within its tolerance already may not iterate at all
+# and leave only the unrelaxed response of the branch end.
 FD_SHRINK = 1e-2
 FD_REFINEMENTS = 2
 FD_AGREEMENT = 0.25
@@ -134,6 +136,7 @@ class JunctionStiffness:
         n = 6 * len(self.free)
         K = np.zeros((n, n))
         base = self._scaled(self._branch_gradient(harness), L)
+        noise = stiffness_noise(self._tolerance(harness), L)  # of a difference over FD_STEP
         for i, k in enumerate(self.free):
             ids = self.adjacent(k)
             saved = self._snapshot(harness, ids)
@@ -154,7 +157,12 @@ class JunctionStiffness:
                         restore_sessions(harness, saved)
                     if not columns:
                         break
-                    disagreement = _disagreement(*columns) if len(columns) == 2 else 0.0
+                    if h < FD_STEP and max(float(np.abs(x).max()) for x in columns) <= noise * FD_STEP / h:
+                        break  # the branches' tolerance hides the column over so short a step
+                    if len(columns) == 2:
+                        disagreement = _disagreement(*columns)
+                    else:  # one side alone: across a contact, only where no pair was formed
+                        disagreement = np.inf if touching else 0.0
                     if best is None or disagreement < best[0]:
                         best = (disagreement, np.mean(columns, axis=0))
                     if disagreement <= FD_AGREEMENT:

@@ -60,9 +60,11 @@ from .sessions import restore_sessions, snapshot_sessions
 # it by at most this many radians.
 MAX_MOVE = 0.1
 MAX_TURN = 0.3
-# Newton iterations on the junctions per piece of a step: a junction rolling off the top of a sphere its
-# branches touch slides round it in 100-150 (bench_junction_contact)
+# Newton iterations on the junctions for a step taken whole (a junction rolling off the top of a sphere
+# its branches touch slides round it in 100-150: bench_junction_contact), and per piece of a step split
+# after that failed (up to 14 pieces: a step that cannot be made is not made 4 times slower)
 MAX_OUTER = 400
+MAX_OUTER_SPLIT = 100
 MAX_REJECTS = 8  # rejected trial steps in a row before the piece fails
 MAX_ESCAPES = 3  # saddles left per piece
 # Accepted steps in a row that do not halve the force out of balance before a state is tested for
@@ -356,7 +358,8 @@ class JunctionSystem(JunctionStiffness, JunctionChecks):
                 if newton is None and first and predicted is not None:
                     self.frames = predicted  # the secant of the last step (a miss falls back to the split path)
                 self._whole_step = newton if pieces == 1 else None
-                report = self._solve_piece(harness, targets_t, fixed_t, counters)
+                budget = MAX_OUTER if pieces == 1 else MAX_OUTER_SPLIT
+                report = self._solve_piece(harness, targets_t, fixed_t, counters, budget)
                 if not report.converged:
                     break
             final = report.converged
@@ -428,7 +431,9 @@ class JunctionSystem(JunctionStiffness, JunctionChecks):
                 out.rotation[k] = axis_angle_matrix(turn[k] / np.linalg.norm(turn[k]), angle) @ frames.rotation[k]
         return out
 
-    def _solve_piece(self, harness, targets: dict, fixed: JunctionFrames, counters: dict) -> JunctionReport:
+    def _solve_piece(
+        self, harness, targets: dict, fixed: JunctionFrames, counters: dict, budget: int = MAX_OUTER
+    ) -> JunctionReport:
         """Trust-region Newton on the free junctions with the fixed ones at ``fixed`` and the branches'
         other holders at ``targets``, from the current frames of the free junctions. A step is taken
         when the energy falls by a fair part of what the quadratic model predicts (Nocedal & Wright,
@@ -460,7 +465,7 @@ class JunctionSystem(JunctionStiffness, JunctionChecks):
         fresh = False  # the stiffness was formed by differences at the current frames
         updates_before = self.broyden_updates
         poor = False  # the last step's energy change was far from the quadratic model's (ratio < 0.5)
-        for _it in range(MAX_OUTER):
+        for _it in range(budget):
             counters["iterations"] += 1
             scaled = self._scaled(g, L)
             if _within(g, tolerance):
@@ -585,7 +590,7 @@ class JunctionSystem(JunctionStiffness, JunctionChecks):
                     return self._accept(harness, frames, g, done)
                 why = message if not ok else "no step lowered the energy"
                 return JunctionReport(False, f"the junctions found no equilibrium ({why})")
-        return JunctionReport(False, f"the junctions did not balance within {MAX_OUTER} iterations")
+        return JunctionReport(False, f"the junctions did not balance within {budget} iterations")
 
     def _refined(
         self, harness, targets: dict, fixed: JunctionFrames, frames: JunctionFrames, counters

@@ -231,6 +231,7 @@ def test_a_failed_junction_solve_is_shown_as_a_failure(monkeypatch):
     """The junctions' Newton cut to one iteration cannot balance them: every branch says so, nothing
     is NaN, and the junction is reported where it was."""
     monkeypatch.setattr(junctions, "MAX_OUTER", 1)
+    monkeypatch.setattr(junctions, "MAX_OUTER_SPLIT", 1)
     doc = y_harness(30.0)
     result = solve(doc)
     text = dumps(result)  # nothing NaN or infinite
