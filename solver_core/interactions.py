@@ -415,6 +415,39 @@ class Interactions:
             return 0.0
         return self._felt_contact_energy(state, None)
 
+    def mount_energy_at(self, state: RodState, boundary: Boundary) -> float:
+        """The energy of the sliding and compliant clips' springs at ``state`` (J): part of the energy a
+        junction's branches hold, as the clips' forces are part of what the branch ends carry."""
+        if not self._has_mounts():
+            return 0.0
+        model = self.model
+        sl_point, sl_axis, sl_k, cc_node, cc_rot, cc_centre, cc_quat, cc_K, sl_part = self._clip_mounts(boundary)
+        grad, no_band = np.zeros(model.n_dof), np.zeros((1, 1))
+        n_planes = sl_point.shape[0]
+        crossing, tpar, offset = np.empty(n_planes, dtype=np.int64), np.empty(n_planes), np.empty(n_planes)
+        sliding_crossings(state.positions, self.node_part, sl_point, sl_axis, sl_part, crossing, tpar)
+        energy = sliding_energy(
+            state.positions, model.node_dof, sl_point, sl_axis, sl_k, crossing, tpar, grad, no_band, 0, 1, offset
+        )
+        deflection = np.empty((cc_node.shape[0], 6))
+        energy += compliant_energy(
+            state.positions,
+            state.quats,
+            model.node_dof,
+            model.rot_dof,
+            cc_node,
+            cc_rot,
+            cc_centre,
+            cc_quat,
+            cc_K,
+            grad,
+            no_band,
+            0,
+            1,
+            deflection,
+        )
+        return float(energy)
+
     def _felt_contact_energy(self, state: RodState, grad: np.ndarray | None) -> float:
         """The energy of every contact pair but those of a held node against an obstacle; with ``grad``
         (n_dof) its gradient added there too."""

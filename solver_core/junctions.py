@@ -876,8 +876,8 @@ class JunctionSystem(JunctionStiffness, JunctionChecks):
 
     @staticmethod
     def _cables_energy(harness, ids) -> float:
-        """Elastic, load and contact energy of the cables ``ids`` (J); the contacts of a joint solve are
-        counted once, with its first cable. The loads' potential is each cable's from its own origin (a
+        """Elastic, load, contact and clip-spring energy of the cables ``ids`` (J); the contacts of a joint
+        solve are counted once, with its first cable. The loads' potential is each cable's from its own origin (a
         constant apart from the world's, so every difference is the same): where the scene lies adds
         nothing to the energy's size, against which its round-off is judged."""
         total = 0.0
@@ -885,6 +885,7 @@ class JunctionSystem(JunctionStiffness, JunctionChecks):
             s = harness.cables[cid]
             total += elastic_and_load_energy(s.model, s.state)
             total += s.group_energy if harness.joint(cid) else s.interactions.contact_energy_at(s.state)
+            total += s.interactions.mount_energy_at(s.state, s.boundary)
         return total
 
     def energy(self, harness, frames: JunctionFrames) -> float:

@@ -227,6 +227,47 @@ def test_a_heavy_junction_on_a_slender_column_falls_off_the_upright_saddle():
     assert np.hypot(p[0], p[1]) > 0.05  # fallen over, well off the column's axis
 
 
+CLIPS = {
+    "fixed": {"kind": "fixed", "length": 0.01},
+    "rotating": {"kind": "rotating", "length": 0.01},
+    "sliding": {"kind": "sliding"},
+    "compliant": {"kind": "fixed", "length": 0.01, "stiffness": {"translational": 2000.0, "rotational": 5.0}},
+    "soft": {"kind": "fixed", "length": 0.01, "stiffness": {"translational": 200.0, "rotational": 0.5}},
+}
+
+
+@pytest.mark.parametrize("kind", list(CLIPS))
+def test_branches_held_in_clips_balance_with_what_the_clips_carry(kind):
+    """A Y harness whose trunk and one branch each pass through a clip set off their straight line: the
+    junction balances, and the whole harness is in balance with its connectors, weights and what each
+    clip carries (from the result alone). A compliant or sliding clip's spring is part of the energy
+    the junctions minimise, as its force is part of what the branch ends carry: without it the energy
+    rose along every step the force out of balance asked for, and the junction found none."""
+    mass = 0.02
+    doc = y_harness(35.0, mass=mass)
+    a = np.radians(35.0)
+    out1 = [np.cos(a), np.sin(a), 0.0]
+    places = [
+        ({"position": [0.125, 0.0, -0.01], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}, 0.135),
+        ({"position": [0.25 + 0.12 * out1[0], 0.12 * out1[1], 0.005], "tangent": out1, "normal": [0, 0, 1]}, 0.13),
+    ]
+    for cable, (frame, s) in zip(doc["cables"][:2], places):
+        cable["clips"] = [{"s": s, "frame": frame, **CLIPS[kind]}]
+    r = solve(doc)["steps"][0]
+    assert r["junctions"]["J"]["converged"] and all(c["converged"] and c["stable"] for c in r["cables"].values())
+    force, moment = balance(r, {"J": mass})
+    for cable in doc["cables"]:
+        for clip, carried in zip(cable.get("clips", []), r["cables"][cable["id"]]["clip_forces"]):
+            f = np.asarray(carried["force"])
+            force += f
+            moment += np.cross(clip["frame"]["position"], f) + np.asarray(carried["moment"])
+    weight = mass * G + sum(node_masses(c).sum() * G for c in r["cables"].values())
+    scale = force_scale(r, weight)
+    assert np.abs(force).max() < 1e-6 * scale
+    if kind != "sliding":  # a sliding clip pushes where the cable crosses its plane, not at its centre
+        assert np.abs(moment).max() < 1e-6 * scale * 0.5
+
+
 def test_a_failed_junction_solve_is_shown_as_a_failure(monkeypatch):
     """The junctions' Newton cut to one iteration cannot balance them: every branch says so, nothing
     is NaN, and the junction is reported where it was."""
