@@ -155,7 +155,8 @@ def sliding_energy(pos, node_dof, plane_point, plane_axis, stiffness, seg, tpar,
 def compliant_energy(
     pos, quat, node_dof, rot_dof, clip_node, clip_rot, clip_centre, clip_quat, clip_K, grad, band, bw, mode, deflection
 ):
-    """Spring energy of compliant clips; deflection[c] = (D_translation, D_rotation) in the clip frame."""
+    """Spring energy of compliant clips; deflection[c] = (D_translation, D_rotation) in the clip frame.
+    Mode 2 adds the Hessian's second-order term of the rotation, mode 3 is k J^T J alone."""
     energy = 0.0
     Rc = np.empty((3, 3))
     p = np.empty(4)
@@ -201,6 +202,14 @@ def compliant_energy(
         if mode < 2:
             continue
         JKJ = J.T @ clip_K[c] @ J
+        if mode == 2:
+            # exact: the vector part of p exp(theta / 2) has the second-order term -|theta|^2 v / 8, so
+            # D_r has -|theta|^2 v / 4 and the Hessian -(K D)_r . v / 2 on the rotation block. A clip
+            # carrying the cable's bending moment is tilted by it, and this term is then of the size of
+            # the cable's softest stiffness near a soft clip
+            vk = 0.5 * (vx * KD[3] + vy * KD[4] + vz * KD[5])
+            for a in range(3, 6):
+                JKJ[a, a] -= vk
         for a in range(6):
             da = node_dof[n] + a if a < 3 else rot_dof[r] + a - 3
             for b in range(6):

@@ -138,6 +138,45 @@ class TestMounts:
         assert np.abs(H[:6, :6] - fd).max() < 1e-5 * scale
         assert np.abs(H_gn[:6, :6] - fd).max() > 1e-3 * scale
 
+    def test_the_compliant_clip_energy_has_the_hessian_of_finite_differences(self, rng):
+        # mode 2 is the exact Hessian in the rod's variables (x + dx, q exp(dtheta / 2)), mode 3 its
+        # Gauss-Newton part J^T K J, which differs from it where the clip is turned and pushes back
+        from solver_core.mounts import compliant_energy
+        from solver_core.rotations import matrix_to_quat, quat_retract
+        from tests.helpers.matrices import dense_from_band
+
+        pos = np.array([[0.01, -0.02, 0.005]])
+        quat = np.empty((1, 4))
+        quat_retract(matrix_to_quat(np.eye(3)), np.array([0.3, -0.5, 0.2]), quat[0])  # turned about 0.6 rad
+        node_dof, rot_dof = np.array([0]), np.array([3])
+        A = rng.standard_normal((6, 6))
+        K = A @ A.T + np.diag([2000.0, 2000.0, 2000.0, 1.0, 1.0, 1.0])
+        clip = (np.array([0]), np.array([0]), np.zeros((1, 3)), np.array([[1.0, 0.0, 0.0, 0.0]]), K[None])
+        bw = 5
+
+        def terms(x, q, mode):
+            grad, band = np.zeros(6), np.zeros((6, bw + 1))
+            compliant_energy(x, q, node_dof, rot_dof, *clip, grad, band, bw, mode, np.empty((1, 6)))
+            return grad, dense_from_band(band, bw)
+
+        def moved(delta):
+            q = np.empty((1, 4))
+            quat_retract(quat[0], delta[3:], q[0])
+            return pos + delta[:3], q
+
+        _, H = terms(pos, quat, 2)
+        _, H_gn = terms(pos, quat, 3)
+        h = 1e-6
+        fd = np.zeros((6, 6))
+        for k in range(6):
+            e = np.zeros(6)
+            e[k] = h
+            fd[:, k] = (terms(*moved(e), 1)[0] - terms(*moved(-e), 1)[0]) / (2 * h)
+        fd = 0.5 * (fd + fd.T)  # the rotation update's own curvature is symmetric at a point
+        scale = np.abs(fd).max()
+        assert np.abs(H - fd).max() < 1e-6 * scale
+        assert np.abs(H_gn - fd)[3:, 3:].max() > 1e-3 * np.abs(fd[3:, 3:]).max()
+
     def test_sliding_clip_lets_the_cable_be_pulled_through(self):
         # moving the start connector back pulls the cable through the sliding clip: the free part
         # beyond the clip gets shorter by as much; a fixed clip would not let it through
