@@ -23,6 +23,7 @@ import numpy as np
 from ._jit import njit
 from .rod_energy import _band_add
 from .rotations import quat_conj_mul, quat_to_matrix
+from .small_dense import congruence, mat_vec
 
 
 @njit
@@ -181,7 +182,7 @@ def compliant_energy(
             D[3 + k] = 2.0 * p[1 + k]
         for k in range(6):
             deflection[c, k] = D[k]
-        KD = clip_K[c] @ D
+        KD = mat_vec(clip_K[c], D)
         energy += 0.5 * (D[0] * KD[0] + D[1] * KD[1] + D[2] * KD[2] + D[3] * KD[3] + D[4] * KD[4] + D[5] * KD[5])
         if mode == 0:
             continue
@@ -201,7 +202,7 @@ def compliant_energy(
             grad[dof] += g
         if mode < 2:
             continue
-        JKJ = J.T @ clip_K[c] @ J
+        JKJ = congruence(J, clip_K[c])
         if mode == 2:
             # exact: the vector part of p exp(theta / 2) has the second-order term -|theta|^2 v / 8, so
             # D_r has -|theta|^2 v / 4 and the Hessian -(K D)_r . v / 2 on the rotation block. A clip

@@ -20,6 +20,7 @@ from .contact import (
 )
 from .contact_geometry import closest_point_on_segment, closest_point_on_triangle, segment_segment, segment_triangle
 from .rod_energy import _band_add
+from .small_dense import dot
 
 
 @njit_inline
@@ -104,13 +105,13 @@ def _feature_projector(q, tris, tri, J):
     ab = tris[tri, 1] - a
     ac = tris[tri, 2] - a
     n = np.cross(ab, ac)
-    nn = n @ n
+    nn = dot(n, n)
     J[:, :] = 0.0
     if nn <= 0.0:
         return
     # barycentric coordinates of q
-    v = (np.cross(q - a, ac) @ n) / nn
-    w = (np.cross(ab, q - a) @ n) / nn
+    v = dot(np.cross(q - a, ac), n) / nn
+    w = dot(np.cross(ab, q - a), n) / nn
     u = 1.0 - v - w
     tol = 1e-9
     zeros = (1 if u <= tol else 0) + (1 if v <= tol else 0) + (1 if w <= tol else 0)
@@ -125,7 +126,7 @@ def _feature_projector(q, tris, tri, J):
             e = ac
         else:
             e = ab
-        ee = e @ e
+        ee = dot(e, e)
         for r in range(3):
             for s in range(3):
                 J[r, s] = e[r] * e[s] / ee
@@ -140,8 +141,8 @@ def _curvature_hessian(kind, prim, obstacles, cp, cq, normal, H):
         _feature_projector(cq, tris, prim, J)
     else:  # CAP_NODE: along the capsule axis unless the closest point is an end
         e = cap_b[prim] - cap_a[prim]
-        ee = e @ e
-        t = ((cq - cap_a[prim]) @ e) / ee if ee > 0.0 else 0.0
+        ee = dot(e, e)
+        t = dot(cq - cap_a[prim], e) / ee if ee > 0.0 else 0.0
         if 1e-12 < t < 1.0 - 1e-12:
             for r in range(3):
                 for s in range(3):
@@ -201,12 +202,12 @@ def _sphere_segment_curvature(pos, i, centre, f, node_dof, band, bw):
     the minimisation over t (a Schur complement), g = [(1 - t) e / r - n, t e / r + n]; at an end of
     the segment (t clamped) only the first term, on that node."""
     e = pos[i + 1] - pos[i]
-    ee = e @ e
-    t = ((centre - pos[i]) @ e) / ee if ee > 0.0 else 0.0
+    ee = dot(e, e)
+    t = dot(centre - pos[i], e) / ee if ee > 0.0 else 0.0
     interior = 0.0 < t < 1.0
     t = min(max(t, 0.0), 1.0)
     q = (1.0 - t) * pos[i] + t * pos[i + 1] - centre
-    r = math.sqrt(q @ q)
+    r = math.sqrt(dot(q, q))
     if r <= 0.0:
         return
     n = q / r
@@ -253,8 +254,8 @@ def segment_pair_curvature(pos, i, c, t, u, f, vecs, coefs):
     # -f/d J^T P J: two unit vectors across the normal
     a = np.zeros(3)
     a[np.argmin(np.abs(n))] = 1.0
-    t1 = a - (a @ n) * n
-    t1 /= math.sqrt(t1 @ t1)
+    t1 = a - dot(a, n) * n
+    t1 /= math.sqrt(dot(t1, t1))
     t2 = np.array([n[1] * t1[2] - n[2] * t1[1], n[2] * t1[0] - n[0] * t1[2], n[0] * t1[1] - n[1] * t1[0]])
     m = 0
     for tm in (t1, t2):
@@ -267,7 +268,7 @@ def segment_pair_curvature(pos, i, c, t, u, f, vecs, coefs):
         m += 1
     # +f/d B A^-1 B^T over the parameters not held at a segment's end
     t_free, u_free = 0.0 < t < 1.0, 0.0 < u < 1.0
-    e11, e22, e12 = e1 @ e1, e2 @ e2, e1 @ e2
+    e11, e22, e12 = dot(e1, e1), dot(e2, e2), dot(e1, e2)
     if t_free and u_free and not (e11 * e22 - e12 * e12 > 1e-4 * e11 * e22):
         return m  # nearly parallel: where the closest points lie is all but undetermined
     B = np.zeros((12, 2))

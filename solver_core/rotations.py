@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from ._jit import njit
+from .small_dense import dot, mat_mul
 
 
 @njit
@@ -18,15 +19,6 @@ def _flush(value):
     # Planar problems drive off-plane components towards zero; left alone they sink into
     # subnormal numbers, which make every later floating-point operation ~100x slower.
     return 0.0 if abs(value) < 1e-150 else value
-
-
-@njit
-def quat_mul(a, b, out):
-    """Hamilton product out = a * b (out may not alias a or b)."""
-    out[0] = a[0] * b[0] - a[1] * b[1] - a[2] * b[2] - a[3] * b[3]
-    out[1] = a[0] * b[1] + a[1] * b[0] + a[2] * b[3] - a[3] * b[2]
-    out[2] = a[0] * b[2] - a[1] * b[3] + a[2] * b[0] + a[3] * b[1]
-    out[3] = a[0] * b[3] + a[1] * b[2] - a[2] * b[1] + a[3] * b[0]
 
 
 @njit
@@ -149,17 +141,18 @@ def transported_frames(F0, tangents, out):
         c = a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
         if c < -1.0 + 1e-12:  # a half turn about an axis perpendicular to a
             axis = np.array([0.0, a[2], -a[1]])  # a x (1, 0, 0)
-            if math.sqrt(axis @ axis) < 1e-6:
+            if math.sqrt(dot(axis, axis)) < 1e-6:
                 axis = np.array([-a[2], 0.0, a[0]])  # a x (0, 1, 0)
-            axis /= math.sqrt(axis @ axis)
+            axis /= math.sqrt(dot(axis, axis))
             for r in range(3):
                 for k in range(3):
                     R[r, k] = 2.0 * axis[r] * axis[k] - (1.0 if r == k else 0.0)
         else:
+            # Rodrigues' rotation taking a to b: I + [v]x + [v]x^2 / (1 + c), v = a x b, c = a . b
             v0, v1, v2 = a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]
             vx = np.array([[0.0, -v2, v1], [v2, 0.0, -v0], [-v1, v0, 0.0]])
-            R[:] = np.eye(3) + vx + (vx @ vx) / (1.0 + c)
-        F = R @ F
+            R[:] = np.eye(3) + vx + mat_mul(vx, vx) / (1.0 + c)
+        F = mat_mul(R, F)
         out[i] = F
         a = b.copy()
 

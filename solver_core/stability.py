@@ -19,6 +19,7 @@ import numpy as np
 
 from ._jit import njit
 from .banded import _panel, band_cholesky, low_rank_factor, low_rank_solve
+from .small_dense import dot, positive_eigenvalue_count
 
 # Relative shift of the stability test: an eigenvalue of the pencil (H, D) above -STABILITY_SHIFT
 # counts as non-negative. Physical negative curvature (a cable 1 % beyond its Euler load) is some
@@ -47,13 +48,13 @@ def low_rank_matvec(Ut, k_c, k_s, x, out):
     """out += U C U^T x, with U^T, C as in banded.low_rank_factor."""
     m_c = k_c.shape[0]
     for j in range(m_c):
-        a = np.dot(Ut[2 * j], x)
-        b = np.dot(Ut[2 * j + 1], x)
+        a = dot(Ut[2 * j], x)
+        b = dot(Ut[2 * j + 1], x)
         for i in range(x.shape[0]):
             out[i] += k_c[j] * (b * Ut[2 * j, i] + a * Ut[2 * j + 1, i])
     for q in range(k_s.shape[0]):
         r = 2 * m_c + q
-        a = np.dot(Ut[r], x)
+        a = dot(Ut[r], x)
         for i in range(x.shape[0]):
             out[i] += k_s[q] * a * Ut[r, i]
 
@@ -77,11 +78,7 @@ def _capacitance_positive(panels, k_c, k_s, m):
     for q in range(k_s.shape[0]):
         r = 2 * k_c.shape[0] + q
         S[r, r] += 1.0 / k_s[q]
-    count = 0
-    for ev in np.linalg.eigvalsh(S):
-        if ev > 0.0:
-            count += 1
-    return count
+    return positive_eigenvalue_count(S)
 
 
 @njit
