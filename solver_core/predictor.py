@@ -55,7 +55,8 @@ def secant_displacement(
     motion, or frames held differently)."""
     if memory is None or memory.positions_after.shape != positions.shape:
         return None
-    if memory.hold_after.shape != hold_now.shape or hold_next.shape != hold_now.shape:
+    # a step that let an end roll free (or held it again) has no motion to compare with this one's
+    if not (memory.hold_before.shape == memory.hold_after.shape == hold_now.shape == hold_next.shape):
         return None
     if not ((memory.positions_after == positions).all() and (memory.hold_after == hold_now).all()):
         return None

@@ -40,6 +40,31 @@ def test_the_guess_is_the_last_motion_scaled_to_this_one_and_only_for_a_like_mot
     assert secant_displacement(None, at, m.hold_after, m.hold_after + last) is None
 
 
+def test_a_step_that_lets_an_end_roll_free_leaves_no_guess_for_the_next():
+    rng = np.random.default_rng(4)
+    m = _memory(rng, holds=9)
+    m.hold_after = m.hold_after[:6]  # the last step held the end without its normal
+    at = m.positions_after.copy()
+    assert secant_displacement(m, at, m.hold_after, m.hold_after + 0.1) is None
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_steps_after_an_end_let_roll_free_solve(dynamic):
+    """A step that gives an end no normal (free to roll), then more steps: in time (split into time
+    steps, each a warm step after the first) and quasi-static."""
+    held = {"position": [0.0, 0.0, 0.01], "tangent": [1.0, 0.0, 0.0]}
+    steps = [{"cables": {"W1": {"start": held}}}, {"cables": {"W1": {"start": {**held, "position": [0, 0, 0.02]}}}}]
+    doc = case(cable(segments=10, length=0.2), steps=steps)
+    if dynamic:
+        doc["solver"] = {"dynamics": {"time_step": 0.004, "damping": 1.0}}
+        for step in doc["steps"]:
+            step["duration"] = 0.02
+    harness = Harness.from_case(parse_case(doc))
+    assert harness.solve_step()["W1"].converged
+    for changes in parse_case(doc).steps:
+        assert harness.solve_step(changes, **({"duration": 0.02} if dynamic else {}))["W1"].converged
+
+
 def test_hold_vector_counts_a_turn_like_a_move_of_the_length():
     a = Boundary(Frame([0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]), None, ())
     theta = 1e-4
