@@ -19,9 +19,9 @@ from pathlib import Path
 
 import bpy
 
-from ..solver_core import CACHE_DIR, kernels_are_warm
+from ..solver_core import CACHE_DIR, compiled_kernel_names, kernel_names, kernels_are_warm
 
-_state = {"process": None, "started": 0.0, "failed": "", "log": None}
+_state = {"process": None, "started": 0.0, "failed": "", "log": None, "kernels": 0}
 
 
 def _extension_root() -> Path:
@@ -115,6 +115,7 @@ def start(force: bool = False) -> bool:
         return False
     _state["started"] = time.monotonic()
     _state["failed"] = ""
+    _state["kernels"] = len(kernel_names())
     if not bpy.app.timers.is_registered(_poll):
         bpy.app.timers.register(_poll, first_interval=1.0, persistent=True)
     return True
@@ -126,12 +127,17 @@ def preparing() -> bool:
 
 
 def progress() -> str:
-    """What the panel shows while compiling: kernels compiled so far and the time it has taken."""
+    """What the panel shows while compiling: kernels compiled of all the solver defines, and about how
+    long the rest takes at the pace so far."""
     if not preparing():
         return _state["failed"]
-    compiled = sum(1 for _ in Path(CACHE_DIR).rglob("*.nbi")) if Path(CACHE_DIR).exists() else 0
+    total = _state["kernels"]
+    compiled = min(len(compiled_kernel_names()), total)
     seconds = time.monotonic() - _state["started"]
-    return f"Preparing the solver (first start only): {compiled} kernels compiled, {seconds:.0f} s"
+    text = f"Preparing the solver (first start only): {compiled} of {total} kernels"
+    if compiled >= max(3, total // 20):  # a pace worth extrapolating
+        text += f", about {seconds * (total - compiled) / compiled:.0f} s left"
+    return text
 
 
 def waited(process, timeout: float) -> bool:

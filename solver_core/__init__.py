@@ -36,7 +36,7 @@ from .rod_state import RodState, initial_state, interpolate_boundary
 from .rotations import frame_from_tangent
 from .run_case import solve_case
 from .sweep import SWEEP_FORMAT, parse_sweep
-from .warmup import kernels_are_warm, warm_up
+from .warmup import compiled_kernel_names, kernel_names, kernels_are_warm, warm_up
 from .wire_routes import RouteError, WireRoute, trace_wire
 
 __all__ = [
@@ -71,6 +71,8 @@ __all__ = [
     "initial_state",
     "kinetic_energy",
     "interpolate_boundary",
+    "compiled_kernel_names",
+    "kernel_names",
     "kernels_are_warm",
     "load_case",
     "parse_case",

@@ -2,12 +2,12 @@
 """Compile the solver's kernels ahead of the first solve.
 
 numba compiles a kernel on its first call and caches it on disk (``_jit``); the first solve after an
-install or an upgrade would otherwise spend a minute compiling. ``warm_up`` solves small cases that
-take the common kernel paths once (a clamped and a free cable, fixed and sliding clips, a plane, a
-sphere and a mesh, friction, cable-cable contact and a step; a cantilever with each other
-solver.model), then leaves a marker in the cache
-folder. The Blender layer runs it as ``python -m solver_core.warmup`` in a separate process, so that
-the compile never holds up the interface.
+install or an upgrade would otherwise spend minutes compiling, and a feature's first use (a branched
+harness, dynamics) more. ``warm_up`` solves small cases that take every feature's kernel paths once
+(``warmup_cases``), then leaves a marker in the cache folder: afterwards every kernel the solver
+defines is in the cache (``kernel_names``; tests/blender/test_extension_package.py checks both). The
+Blender layer runs it as ``python -m solver_core.warmup`` in a separate process, so that the compile
+never holds up the interface, and shows its progress as kernels compiled of ``kernel_names``.
 
 Where the machine has two cores and ``fork``, the compile runs in two processes (numba compiles a
 kernel, and everything it calls, in one thread): the kernels of the obstacle tree, the pair search
@@ -28,90 +28,40 @@ from pathlib import Path
 import numpy as np
 
 from . import _jit, prebuilt_kernels
+from . import warmup_cases as cases
 from ._jit import CACHE_DIR, SOURCE_DIGEST, WARM_MARKER
 from .case import parse_case
 from .clearance import clearance_to_triangles
 from .run_case import solve_case
 
-_MATERIAL = {"E": 126e6, "nu": 0.3, "density": 7958.0}
-_BOX = {
-    "type": "mesh",
-    "vertices": [[x, y, z] for x in (0.1, 0.2) for y in (-0.05, 0.05) for z in (-0.19, -0.15)],
-    "triangles": [
-        [0, 1, 3], [0, 3, 2], [4, 6, 7], [4, 7, 5], [0, 4, 5], [0, 5, 1],
-        [2, 3, 7], [2, 7, 6], [0, 2, 6], [0, 6, 4], [1, 5, 7], [1, 7, 3],
-    ],
-}  # fmt: skip
-_CASE = {
-    "format": "cable-harness-case/1",
-    "cables": [
-        {
-            "id": "clamped",
-            "length": 0.42,
-            "diameter": 0.004,
-            "material": _MATERIAL,
-            "segments": 24,
-            "start": {"position": [0.0, 0.0, 0.0], "tangent": [1, 0, 0], "normal": [0, 0, 1]},
-            "end": {"position": [0.3, 0.0, 0.0], "tangent": [1, 0, 0]},
-            "clips": [
-                {
-                    "s": 0.12,
-                    "kind": "fixed",
-                    "length": 0.01,
-                    "frame": {"position": [0.08, 0, -0.05], "tangent": [1, 0, 0]},
-                },
-                {"s": 0.3, "kind": "sliding", "frame": {"position": [0.22, 0, -0.05], "tangent": [1, 0, 0]}},
-            ],
-        },
-        {
-            "id": "free",
-            "length": 0.25,
-            "diameter": 0.004,
-            "material": {"preset": "lv2017_harness"},
-            "segments": 16,
-            "start": {"position": [0.15, -0.1, 0.02], "tangent": [0, 1, 0]},
-            "end": None,
-        },
-    ],
-    "obstacles": [
-        {"type": "plane", "point": [0, 0, -0.2], "normal": [0, 0, 1]},
-        {"type": "sphere", "center": [0.25, 0.1, -0.15], "radius": 0.03},
-        _BOX,
-    ],
-    "contact": {"friction_static": 0.3, "friction_dynamic": 0.2, "cable_cable": True},
-    "steps": [{"cables": {"clamped": {"end": {"position": [0.28, 0.02, 0.0], "tangent": [1, 0, 0]}}}}],
-}
+
+def kernel_names() -> list:
+    """Every kernel the solver defines with its own cache ("module.function"; helpers inlined into
+    their callers have none): what a complete warm-up leaves compiled, one index file each."""
+    import ast
+
+    names = []
+    for path in sorted(Path(__file__).resolve().parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef) and any(
+                isinstance(d, ast.Name) and d.id == "njit" for d in node.decorator_list
+            ):
+                names.append(f"{path.stem}.{node.name}")
+    return names
 
 
-# the Newton solver's kernels without any contact kernel: one clamped cable, no obstacles
-_BARE_CASE = {
-    "format": "cable-harness-case/1",
-    "cables": [{**_CASE["cables"][0], "clips": []}],
-    "steps": [{"cables": {"clamped": {"end": {"position": [0.28, 0.02, 0.0], "tangent": [1, 0, 0]}}}}],
-}
-
-# the other models' kernels (solver.model): a short cantilever and one step, for each of them
-_MODEL_CASE = {
-    "format": "cable-harness-case/1",
-    "cables": [
-        {
-            "id": "cantilever",
-            "length": 0.2,
-            "diameter": 0.004,
-            "material": _MATERIAL,
-            "segments": 8,
-            "start": {"position": [0.0, 0.0, 0.0], "tangent": [1, 0, 0], "normal": [0, 0, 1]},
-            "end": None,
-        }
-    ],
-    "steps": [{"cables": {"cantilever": {"start": {"position": [0.0, 0.0, 0.01], "tangent": [1, 0, 0]}}}}],
-}
-OTHER_MODELS = ("cosserat_pbd", "kirchhoff_cg", "mass_spring")
+def compiled_kernel_names(cache_dir: str = CACHE_DIR) -> set:
+    """The kernels with an index file in this package's cache folder ("module.function")."""
+    folder = prebuilt_kernels.cache_subfolder(cache_dir, _jit.__file__)
+    if not folder.exists():
+        return set()
+    # numba names an index "<module>.<function>-<line>.<python tag>.nbi"
+    return {p.name.split("-", 1)[0] for p in folder.glob("*.nbi")}
 
 
 def _box_triangles() -> np.ndarray:
-    vertices = np.array(_BOX["vertices"], dtype=np.float64)
-    return vertices[np.array(_BOX["triangles"])]
+    vertices = np.array(cases.BOX["vertices"], dtype=np.float64)
+    return vertices[np.array(cases.BOX["triangles"])]
 
 
 class _Reached(BaseException):
@@ -143,7 +93,7 @@ def _compile_contact_kernels_aside() -> int | None:
 
         equilibrium.minimise_rod_energy = reached
         try:
-            solve_case(parse_case(_CASE))
+            solve_case(parse_case(cases.CONTACT))
         except _Reached:
             pass
         code = 0
@@ -160,7 +110,7 @@ def _compile_newton_callees() -> None:
 
     equilibrium.minimise_rod_energy = newton.minimise_rod_energy.py_func
     try:
-        solve_case(parse_case(_BARE_CASE))
+        solve_case(parse_case(cases.BARE))
     except Exception:
         pass
     finally:
@@ -179,7 +129,7 @@ def warm_up() -> float:
     try:
         if helper is not None:
             _compile_newton_callees()
-        solve_case(parse_case(_BARE_CASE))
+        solve_case(parse_case(cases.BARE))
         if helper is not None:
             os.waitpid(helper, 0)
             helper = None
@@ -187,11 +137,12 @@ def warm_up() -> float:
         if helper is not None:  # this process failed or was interrupted: so is the compile
             os.kill(helper, signal.SIGKILL)
             os.waitpid(helper, 0)
-    solve_case(parse_case(_CASE))
+    solve_case(parse_case(cases.CONTACT))
     # the clearance read-out of a bake and a report (not part of a solve)
     clearance_to_triangles(np.array([[0.15, 0.0, -0.1], [0.15, 0.0, -0.12]]), 0.002, _box_triangles())
-    for model in OTHER_MODELS:  # a scene switched to another model does not stop to compile it
-        solve_case(parse_case({**_MODEL_CASE, "solver": {"model": model}}))
+    # every other feature, so that none stops to compile on its first use
+    for _name, case in cases.feature_cases():
+        solve_case(parse_case(case))
     seconds = time.perf_counter() - t0
     WARM_MARKER.parent.mkdir(parents=True, exist_ok=True)
     WARM_MARKER.write_text(f"{seconds:.1f} s\n")

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from solver_core import kernels_are_warm, parse_case, solve_case, warm_up
+from solver_core import kernels_are_warm, parse_case, solve_case, warm_up, warmup_cases
 from solver_core import warmup as warmup_module
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_warm_up_case_takes_contact_friction_clips_and_a_step_and_converges():
-    case = warmup_module._CASE
+    case = warmup_cases.CONTACT
     kinds = {o["type"] for o in case["obstacles"]}
     assert kinds == {"plane", "sphere", "mesh"} and case["contact"]["cable_cable"] and case["steps"]
     result = solve_case(parse_case(case))
@@ -24,11 +24,23 @@ def test_the_warm_up_case_takes_contact_friction_clips_and_a_step_and_converges(
         assert all(c["converged"] for c in step["cables"].values())
 
 
-@pytest.mark.parametrize("model", warmup_module.OTHER_MODELS)
-def test_the_warm_up_takes_every_other_model_through_a_converged_step(model):
-    result = solve_case(parse_case({**warmup_module._MODEL_CASE, "solver": {"model": model}}))
-    assert len(result["steps"]) == 2
-    assert all(c["converged"] for step in result["steps"] for c in step["cables"].values())
+def test_the_warm_up_takes_every_feature():
+    cases = dict(warmup_cases.feature_cases())
+    parsed = {name: parse_case(case) for name, case in cases.items()}
+    assert any(c.junctions for c in parsed.values()) and any(c.wires for c in parsed.values())
+    assert {c.solver.model for c in parsed.values()} == {"cosserat", "cosserat_pbd", "kirchhoff_cg", "mass_spring"}
+    assert {c.solver.model for c in parsed.values() if c.solver.dynamics} == {"cosserat", "cosserat_pbd"}
+    cables = [cable for c in parsed.values() for cable in c.cables]
+    assert any(cable.rest is not None for cable in cables)
+    cables += list(parse_case(warmup_cases.CONTACT).cables)
+    assert {clip.kind for cable in cables for clip in cable.clips} == {"fixed", "rotating", "sliding"}
+    assert any(clip.stiffness is not None for cable in cables for clip in cable.clips)
+
+
+@pytest.mark.parametrize("name", [name for name, _case in warmup_cases.feature_cases()])
+def test_each_warm_up_case_converges_at_every_step(name):
+    result = solve_case(parse_case(dict(warmup_cases.feature_cases())[name]))
+    assert all(c["converged"] for step in result["steps"] for c in step["cables"].values()), name
 
 
 def test_warm_up_leaves_its_marker_in_this_sources_cache_folder(tmp_path):
