@@ -4,6 +4,7 @@
     python -m tools.extension_probe install ZIP   # install + enable, build a harness, Solve
     python -m tools.extension_probe start         # enable the installed extension, time the first Solve
     python -m tools.extension_probe remove        # disable + uninstall, check what is left
+    python -m tools.extension_probe tour ZIP      # install + enable, then every feature once (feature_tour)
 
 Each mode prints one JSON line (prefixed ``PROBE``) with what it observed; the package test and the
 start-time benchmark read it. Run with BLENDER_USER_RESOURCES pointing at a scratch folder (set
@@ -18,21 +19,28 @@ import sys
 import time
 from pathlib import Path
 
+from tools import feature_tour  # before the checkout leaves sys.path (probe); it imports no solver
+
 PKG_ID = "cable_harness"
 REPO = "user_default"
 MODULE = f"bl_ext.{REPO}.{PKG_ID}"
 
 
-def run_probe(mode: str, user_dir, *args, timeout=600, background_compile=False) -> dict:
+def run_probe(mode: str, user_dir, *args, timeout=600, background_compile=False, without_scipy=False) -> dict:
     """Run one probe mode in a fresh process of this Python with ``user_dir`` as Blender's user
     resources; returns what it observed (raises RuntimeError with its output when it failed).
     ``background_compile``: enable as a Blender with a window does, compiling the kernels in a
-    separate process (cable_harness/warmup.py), and wait for that before solving."""
+    separate process (cable_harness/warmup.py), and wait for that before solving.
+    ``without_scipy``: SciPy unimportable in it and its children, as in Blender's own Python."""
     env = dict(
         os.environ, BLENDER_USER_RESOURCES=str(user_dir), CABLE_HARNESS_WARMUP="1" if background_compile else "0"
     )
     env.pop("NUMBA_CACHE_DIR", None)  # the installed extension picks its own per-user cache folder
     root = Path(__file__).resolve().parent.parent
+    if without_scipy:
+        env["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [str(root / "tools" / "without_scipy"), env.get("PYTHONPATH")])
+        )
     run = subprocess.run(
         [sys.executable, "-m", "tools.extension_probe", mode, *map(str, args)],
         cwd=root,
@@ -80,15 +88,15 @@ def _solve_simple_harness(bpy) -> dict:
 
 def _kernels_compiled_here() -> int:
     """How many of the solver's kernels this process compiled rather than loaded from the cache."""
-    from numba.core.dispatcher import Dispatcher
+    return feature_tour.kernels_compiled(MODULE)
 
-    compiled = 0
-    for name, module in list(sys.modules.items()):
-        if name.startswith(f"{MODULE}.solver_core."):
-            for value in vars(module).values():
-                if isinstance(value, Dispatcher) and value.__module__ == name:
-                    compiled += len(value.stats.cache_misses)
-    return compiled
+
+def _importable(name: str) -> bool:
+    try:
+        __import__(name)
+    except ImportError:
+        return False
+    return True
 
 
 def _numba_cache_files(bpy) -> int:
@@ -112,7 +120,7 @@ def probe(mode: str, zip_path: str | None) -> dict:
     # isort: on
 
     out = {"mode": mode}
-    if mode == "install":
+    if mode in ("install", "tour"):
         outcome = bpy.ops.extensions.package_install_files(filepath=zip_path, repo=REPO, enable_on_install=True)
         out["install_result"] = sorted(outcome)
         out["installed_dir"] = os.path.isdir(os.path.join(_repo_directory(bpy), PKG_ID))
@@ -121,6 +129,12 @@ def probe(mode: str, zip_path: str | None) -> dict:
         t0 = time.perf_counter()
         bpy.ops.preferences.addon_enable(module=MODULE)
         out["enable_s"] = time.perf_counter() - t0
+    if mode == "tour":
+        out["enabled"] = list(addon_utils.check(MODULE))
+        out["scipy_importable"] = _importable("scipy")
+        out["prebuilt_kernels"] = bool(sys.modules[f"{MODULE}.solver_core._jit"].PREBUILT)
+        out["features"] = feature_tour.run_tour(bpy, MODULE, os.environ["NUMBA_CACHE_DIR"])
+        out["kernels_compiled"] = _kernels_compiled_here()
     if mode in ("install", "start"):
         out["enabled"] = list(addon_utils.check(MODULE))
         module = sys.modules.get(MODULE)
@@ -159,7 +173,7 @@ def probe(mode: str, zip_path: str | None) -> dict:
 
 if __name__ == "__main__":
     mode = sys.argv[1] if len(sys.argv) > 1 else ""
-    if mode not in ("install", "start", "remove") or (mode == "install" and len(sys.argv) < 3):
+    if mode not in ("install", "start", "remove", "tour") or (mode in ("install", "tour") and len(sys.argv) < 3):
         raise SystemExit(__doc__)
     result = probe(mode, sys.argv[2] if len(sys.argv) > 2 else None)
     print("PROBE " + json.dumps(result), flush=True)

@@ -7,8 +7,10 @@ Copies solver_core into a scratch folder under the package name an extension ins
 has (bl_ext.user_default.cable_harness.solver_core: a cached kernel imports its module by that
 name), runs its warm-up there for numba's generic CPU into a scratch cache and exports the cache
 files with their kernels.json into FOLDER. A FOLDER that already holds the kernels of these
-sources is kept. Needs the project's environment (numba and Python as in the zip's cp311 wheels);
-about 2.5 minutes on 2 cores.
+sources is kept. SciPy is unimportable during the compile, as in Blender's own Python: a kernel
+calling BLAS or LAPACK (numba reaches them through SciPy) fails the build rather than abort a user's
+Blender. Needs the project's environment (numba and Python as in the zip's cp311 wheels); about
+4 minutes on 2 cores.
 """
 
 import json
@@ -53,7 +55,8 @@ def build(folder: Path = DEFAULT_FOLDER) -> Path:
             k: v for k, v in os.environ.items() if not k.startswith("NUMBA_") and k != "CABLE_HARNESS_PREBUILT_KERNELS"
         }
         env.update(NUMBA_CPU_NAME="generic", NUMBA_CPU_FEATURES="", NUMBA_CACHE_DIR=str(Path(scratch, "cache")))
-        env["PYTHONPATH"] = str(stage)
+        # SciPy unimportable, as in Blender's Python: a kernel that needs BLAS or LAPACK fails to compile
+        env["PYTHONPATH"] = os.pathsep.join([str(stage), str(ROOT / "tools" / "without_scipy")])
         subprocess.run(
             [sys.executable, "-m", f"{PACKAGE}.solver_core.warmup", "--export", str(folder.resolve())],
             cwd=stage,

@@ -3,11 +3,14 @@
 Blender's own extension installer (install, enable, solve, disable, uninstall) in a fresh process,
 and with the kernels it ships solves without compiling any."""
 
+import sys
 import tomllib
 import zipfile
+from pathlib import Path
 
+import numpy as np
 import pytest
-from helpers.blender_env import ROOT
+from helpers.blender_env import MODULE, ROOT
 
 from tools import build_extension, prebuild_kernels
 from tools.extension_probe import run_probe
@@ -45,7 +48,8 @@ def test_manifest_field_errors_name_the_field():
 @pytest.fixture(scope="module")
 def linux_zip(tmp_path_factory):
     out = tmp_path_factory.mktemp("dist")
-    kernels = prebuild_kernels.build(out / "kernel_cache")  # compiled for the generic x86-64 CPU
+    # compiled for the generic x86-64 CPU without SciPy (dist/kernel_cache, kept while the solver is)
+    kernels = prebuild_kernels.build()
     (path,) = build_extension.build(["linux-x64"], out, ROOT / "wheels", offline=False, kernels=kernels)
     return path
 
@@ -84,3 +88,52 @@ def test_built_zip_installs_solves_and_uninstalls_through_blenders_installer(lin
     assert not removed["operator_after_disable"]
     assert removed["uninstall_result"] == ["FINISHED"]
     assert not removed["installed_dir"] and not removed["numba_left_in_local"]
+
+
+@pytest.fixture(scope="module")
+def tours(linux_zip, tmp_path_factory):
+    """Every feature used once (tools/feature_tour.py) in a fresh install of the Linux zip, in a Blender
+    whose Python cannot import SciPy (as Blender's own) and in one that can."""
+    return {
+        scipy: run_probe("tour", tmp_path_factory.mktemp("user"), linux_zip, timeout=1800, without_scipy=not scipy)
+        for scipy in (False, True)
+    }
+
+
+def test_every_feature_runs_in_a_blender_without_scipy(tours):
+    tour = tours[False]
+    assert not tour["scipy_importable"] and tours[True]["scipy_importable"]
+    assert tour["enabled"] == [True, True]
+    failed = {name: f["error"] for name, f in tour["features"].items() if "error" in f}
+    assert not failed
+    assert set(tour["features"]) >= {
+        "simple_cable", "clip_kinds", "mesh_collider", "cable_cable_contact", "junctions", "bundle", "rest_shape",
+        "model_cosserat_pbd", "model_kirchhoff_cg", "model_mass_spring", "simulate", "dynamics_cosserat",
+        "dynamics_cosserat_pbd", "bake_and_report", "variation_study",
+    }  # fmt: skip
+
+
+def test_results_without_scipy_equal_those_with_it(tours):
+    for name, without in tours[False]["features"].items():
+        with_scipy = tours[True]["features"][name]
+        a, b = np.array(without["fingerprint"]), np.array(with_scipy["fingerprint"])
+        assert a.shape == b.shape and a.size > 0, name
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12, err_msg=name)
+
+
+def test_no_feature_compiles_a_kernel_on_its_first_use(tours):
+    for tour in tours.values():
+        assert tour["prebuilt_kernels"]
+        compiled = {name: (f["compiled"], f["cache_changes"]) for name, f in tour["features"].items()}
+        assert all(n == 0 and not changes for n, changes in compiled.values()), compiled
+        assert tour["kernels_compiled"] == 0
+
+
+def test_the_zip_ships_every_kernel_the_solver_defines(linux_zip):
+    kernel_names = sys.modules[f"{MODULE}.solver_core.warmup"].kernel_names()
+    with zipfile.ZipFile(linux_zip) as z:
+        indexes = [Path(n) for n in z.namelist() if n.endswith(".nbi")]
+    assert all(p.parent.name == "kernel_cache" for p in indexes)
+    shipped = {p.name.split("-", 1)[0] for p in indexes}
+    assert len(kernel_names) > 100
+    assert not set(kernel_names) - shipped, sorted(set(kernel_names) - shipped)
