@@ -17,14 +17,22 @@ from mathutils.bvhtree import BVHTree
 
 from ..solver_core import counted_folds, edge_neighbours, sharp_edges
 
-_dirty_geometry: set = set()
+_dirty_geometry: set = set()  # objects whose trees must be built again
+# how often each object's geometry has changed (never reset while registered): a Simulate tick whose
+# colliders show the same counts as the last one's has nothing new to collide with
+_geometry_changes: dict = {}
+
+
+def _geometry_changed(name: str) -> None:
+    _dirty_geometry.add(name)
+    _geometry_changes[name] = _geometry_changes.get(name, 0) + 1
 
 
 @bpy.app.handlers.persistent
 def _on_depsgraph_update(scene, depsgraph):
     for update in depsgraph.updates:
         if update.is_updated_geometry and isinstance(update.id, bpy.types.Object):
-            _dirty_geometry.add(update.id.name)
+            _geometry_changed(update.id.name)
 
 
 def _may_deform(ob) -> bool:
@@ -38,7 +46,7 @@ def _on_frame_change(scene, depsgraph=None):
     # get their trees rebuilt (moving ones need nothing, their trees are in object space)
     for ob in scene.objects:
         if ob.cable_harness.role == "COLLIDER" and _may_deform(ob):
-            _dirty_geometry.add(ob.name)
+            _geometry_changed(ob.name)
 
 
 @dataclass
@@ -56,6 +64,11 @@ class ColliderCache:
     def __init__(self):
         self._trees: dict = {}
         self.builds = 0
+
+    @staticmethod
+    def geometry_changes(names) -> tuple:
+        """How often each named object's geometry has changed so far."""
+        return tuple(_geometry_changes.get(name, 0) for name in names)
 
     def tree(self, ob, depsgraph) -> ColliderTree | None:
         entry = self._trees.get(ob.name)
@@ -146,3 +159,4 @@ def unregister():
         if fn in handlers:
             handlers.remove(fn)
     _dirty_geometry.clear()
+    _geometry_changes.clear()

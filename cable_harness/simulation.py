@@ -66,12 +66,15 @@ class TickReport:
     warnings: list = field(default_factory=list)  # solver warnings new in this tick (e.g. a route inside a collider)
     candidate_triangles: int = 0
     to_follow: float = 0.0  # part of a fast collider drag the solver has still to follow (0: caught up)
+    idle: bool = False  # nothing the cables depend on changed since the last tick: nothing solved
 
     @property
     def total_ms(self) -> float:
         return self.read_ms + self.collide_ms + self.solve_ms + self.write_ms
 
     def summary(self) -> str:
+        if self.idle:
+            return f"nothing moved since the last solve ({self.total_ms:.2f} ms)"
         text = (
             f"{self.solved} cable(s) in {self.total_ms:.1f} ms (read {self.read_ms:.1f}, collide "
             f"{self.collide_ms:.1f}, solve {self.solve_ms:.1f}, write {self.write_ms:.1f})"
@@ -128,6 +131,8 @@ class HarnessSimulation:
         self.reported_warnings = set()
         self.colliders = ColliderCache()
         self.collider_poses = {}  # collider name -> world matrix (4 x 4 nested tuples) at the last tick
+        # what the last tick solved from (inputs_key), when its solve settled: the same again is idle
+        self.settled_inputs = None
 
     # ------------------------------------------------------------ one tick
 
@@ -138,6 +143,13 @@ class HarnessSimulation:
         targets = self._read(scene, report)
         t1 = time.perf_counter()
         poses = self._collider_poses(scene, context)
+        inputs = self.inputs_key(scene, targets, poses, report)
+        if inputs is not None and inputs == self.settled_inputs:
+            # quasi-static and nothing moved or changed: the cables are where the last tick left them
+            report.idle = True
+            report.read_ms = (time.perf_counter() - t0) * 1e3
+            return report
+        self.settled_inputs = None
         solve_ms = 0.0
         *substeps, (reached, tick_targets, tick_poses) = self._substeps(scene, context, targets, poses)
         duration, done = self._tick_seconds(scene), 0.0
@@ -175,6 +187,8 @@ class HarnessSimulation:
                 report.results[name] = self.harness.cable_result(name)
         report.warnings = [w for w in self.harness.warnings if w not in self.reported_warnings]
         self.reported_warnings.update(report.warnings)
+        if not still and report.to_follow == 0.0 and reports and set(reports) == set(targets):
+            self.settled_inputs = inputs  # solved (or refused) whole: the same inputs give the same
         t3 = time.perf_counter()
         if write:
             self.write(report)
@@ -183,6 +197,30 @@ class HarnessSimulation:
         report.read_ms, report.collide_ms = (t1 - t0) * 1e3, max(0.0, (t2 - t1) * 1e3 - solve_ms)
         report.solve_ms, report.write_ms = solve_ms, (t4 - t3) * 1e3
         return report
+
+    def inputs_key(self, scene, targets, poses, report):
+        """Everything a quasi-static tick solves from: where every holder, fixed junction and collider
+        is, how often each collider's geometry has changed, the contact settings; None where a tick
+        must solve anyway (dynamic scenes move on in time, a cable failed to be read)."""
+        if self.case.solver.dynamics is not None or report.failed or not targets:
+            return None
+        frames = []
+        for name in sorted(targets):
+            change = targets[name]
+            frames.append(name)  # a renamed cable reports under its new name
+            for frame in (change.start, change.end, *(change.clips[i] for i in sorted(change.clips))):
+                if frame is None:
+                    frames.append(None)
+                else:
+                    normal = None if frame.normal is None else tuple(frame.normal)
+                    frames.append((tuple(frame.position), tuple(frame.tangent), normal))
+        junctions = tuple(
+            (name, tuple(move.position), tuple(move.rotation.ravel()))
+            for name, move in sorted(self.junction_moves(scene).items())
+        )
+        contact = tuple(sorted(scene.cable_harness.contact_document().items()))
+        colliders = tuple(sorted(poses.items())), self.colliders.geometry_changes(sorted(poses))
+        return tuple(frames), junctions, colliders, contact
 
     def harness_solved(self, targets) -> bool:
         return bool(targets) and all(self.harness.is_solved(n) for n in targets)
@@ -369,6 +407,7 @@ class HarnessSimulation:
                     )
                     self.harness.add_cable(rebuilt.cables[0])
                     self.signatures[ob.name] = signature
+                    self.settled_inputs = None  # the rebuilt cable is solved afresh
                 change = holder_frames(ob, self.scale)
                 self.harness.check_reach(ob.name, change)  # holders out of reach: no equilibrium to seek
                 targets[ob.name] = change
