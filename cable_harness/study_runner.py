@@ -19,11 +19,12 @@ from .warmup import solver_command, solver_environment, stop, waited
 
 _PROGRESS = re.compile(r"(\d+)/(\d+) variants solved")
 _PLANNED = re.compile(r"(\d+) variants, (\d+) already in .*, (\d+) to solve")
-_state = {"process": None, "folder": "", "log": "", "started": 0.0, "message": "", "study": None}
+_state = {"process": None, "folder": "", "log": "", "started": 0.0, "message": "", "study": None, "on_finished": None}
 
 
-def start(sweep_path: str, folder: str, workers: int) -> None:
-    """Run the sweep file into ``folder`` (created) in the background."""
+def start(sweep_path: str, folder: str, workers: int, on_finished=None) -> None:
+    """Run the sweep file into ``folder`` (created) in the background; ``on_finished()`` is called
+    once when its result has been read back (from this module's timer, or ``wait``)."""
     if running():
         raise RuntimeError("a study is running already")
     os.makedirs(folder, exist_ok=True)
@@ -44,7 +45,7 @@ def start(sweep_path: str, folder: str, workers: int) -> None:
             stdout=out,
             stderr=subprocess.STDOUT,
         )
-    _state.update(folder=folder, log=log, started=time.monotonic(), message="", study=None)
+    _state.update(folder=folder, log=log, started=time.monotonic(), message="", study=None, on_finished=on_finished)
     if not bpy.app.timers.is_registered(_poll):
         bpy.app.timers.register(_poll, first_interval=0.5, persistent=True)
 
@@ -112,6 +113,10 @@ def _finish() -> None:
             _state["study"] = read_study(_state["folder"])
         except (OSError, ValueError, KeyError) as exc:
             _state["message"] = f"the study's results could not be read: {exc}"
+            return
+        on_finished, _state["on_finished"] = _state["on_finished"], None
+        if on_finished is not None:
+            on_finished()
         return
     lines = [line for line in _log_lines() if line.strip()]
     reason = lines[-1] if lines else f"exit status {code}"

@@ -133,7 +133,8 @@ def probe(mode: str, zip_path: str | None) -> dict:
         out["enabled"] = list(addon_utils.check(MODULE))
         out["scipy_importable"] = _importable("scipy")
         out["prebuilt_kernels"] = bool(sys.modules[f"{MODULE}.solver_core._jit"].PREBUILT)
-        out["features"] = feature_tour.run_tour(bpy, MODULE, os.environ["NUMBA_CACHE_DIR"])
+        names = [n for n in os.environ.get("CABLE_HARNESS_TOUR", "").split(",") if n]  # default: all
+        out["features"] = feature_tour.run_tour(bpy, MODULE, os.environ["NUMBA_CACHE_DIR"], names)
         out["kernels_compiled"] = _kernels_compiled_here()
     if mode in ("install", "start"):
         out["enabled"] = list(addon_utils.check(MODULE))

@@ -107,21 +107,14 @@ class CABLE_HARNESS_OT_run_study(NeedsSolver, bpy.types.Operator):
                 json.dump(doc, fh)
             study_runner.forget()
             overlay.clear_envelopes()
-            study_runner.start(path, folder, scene.cable_harness.study_workers)
+            # shown from the runner's own timer when it ends: a second timer of ours, still registered
+            # when Blender quits mid-study, crashed Blender 4.2's exit
+            study_runner.start(path, folder, scene.cable_harness.study_workers, lambda: show_study(bpy.context.scene))
         except OSError as exc:
             self.report({"ERROR"}, f"cannot write the study to {folder}: {exc.strerror or exc}")
             return {"CANCELLED"}
         self.report({"INFO"}, f"study started in {folder}")
-        bpy.app.timers.register(_show_when_done, first_interval=1.0)
         return {"FINISHED"}
-
-
-def _show_when_done():
-    if study_runner.running():
-        return 1.0
-    study_runner.wait(0.0)
-    show_study(bpy.context.scene)
-    return None
 
 
 class CABLE_HARNESS_OT_cancel_study(bpy.types.Operator):
