@@ -57,75 +57,78 @@ def congruence(J, K):
 
 
 @njit
+def _swap_symmetric(A, p, q, m):
+    """Swap rows and columns p and q of the symmetric matrix A (full storage)."""
+    if p == q:
+        return
+    for j in range(m):
+        A[p, j], A[q, j] = A[q, j], A[p, j]
+    for i in range(m):
+        A[i, p], A[i, q] = A[i, q], A[i, p]
+
+
+@njit
 def positive_eigenvalue_count(S):
     """How many eigenvalues of the symmetric matrix S are positive.
 
-    Householder reduction to a tridiagonal T = Q^T S Q (Golub and Van Loan, Alg. 8.3.1), then the
-    Sturm count of T at 0 (ibid., Sec. 8.4.1): the pivots d_i = a_i - b_(i-1)^2 / d_(i-1) of
-    T = L D L^T have as many negative entries as T has negative eigenvalues (Sylvester's law of
-    inertia). A pivot within round-off of zero is taken as -tiny, as LAPACK's dstebz does: an
-    eigenvalue at zero is not counted as positive. S is not changed."""
+    Bunch and Kaufman's symmetric indefinite factorisation P S P^T = L D L^T (Golub and Van Loan,
+    Alg. 4.4.4; LAPACK's dsytrf), D of 1x1 and 2x2 blocks: by Sylvester's law of inertia S has as many
+    positive eigenvalues as D, i.e. one per positive 1x1 block and one per 2x2 block (whose
+    determinant the pivoting makes negative). A 1x1 pivot within round-off of zero is not counted
+    (an eigenvalue at zero is not positive). About m^3 / 3 multiplications; S is not changed."""
     m = S.shape[0]
-    if m == 0:
-        return 0
     A = S.copy()
-    diag = np.empty(m)
-    off = np.zeros(m)  # off[i]: T[i, i - 1]
-    v = np.empty(m)
-    p = np.empty(m)
     scale = 0.0
     for i in range(m):
         for j in range(m):
             scale = max(scale, abs(A[i, j]))
-    for k in range(m - 2):
-        # the reflector that zeroes column k below its first sub-diagonal entry
-        alpha = 0.0
+    tiny = max(scale, 1e-300) * m * 2.220446049250313e-16
+    alpha = (1.0 + math.sqrt(17.0)) / 8.0
+    positive = 0
+    k = 0
+    while k < m:
+        lam, r = 0.0, k
         for i in range(k + 1, m):
-            alpha += A[i, k] * A[i, k]
-        alpha = math.sqrt(alpha)
-        if alpha == 0.0:
-            off[k + 1] = 0.0
+            if abs(A[i, k]) > lam:
+                lam, r = abs(A[i, k]), i
+        akk = abs(A[k, k])
+        block = 1
+        if max(akk, lam) <= tiny:
+            k += 1  # a zero column: a zero eigenvalue
             continue
-        if A[k + 1, k] > 0.0:
-            alpha = -alpha
-        off[k + 1] = alpha
-        for i in range(k + 1):
-            v[i] = 0.0
-        v[k + 1] = A[k + 1, k] - alpha
-        for i in range(k + 2, m):
-            v[i] = A[i, k]
-        vv = 0.0
-        for i in range(k + 1, m):
-            vv += v[i] * v[i]
-        if vv == 0.0:
-            continue
-        beta = 2.0 / vv
-        # A <- H A H with H = I - beta v v^T on the trailing block: A - v w^T - w v^T
-        for i in range(k + 1, m):
-            total = 0.0
-            for j in range(k + 1, m):
-                total += A[i, j] * v[j]
-            p[i] = beta * total
-        vp = 0.0
-        for i in range(k + 1, m):
-            vp += v[i] * p[i]
-        half = 0.5 * beta * vp
-        for i in range(k + 1, m):
-            p[i] -= half * v[i]  # w
-        for i in range(k + 1, m):
-            for j in range(k + 1, m):
-                A[i, j] -= v[i] * p[j] + p[i] * v[j]
-    for i in range(m):
-        diag[i] = A[i, i]
-    if m >= 2:
-        off[m - 1] = A[m - 1, m - 2]
-    tiny = max(scale, 1e-300) * 2.220446049250313e-16
-    not_positive = 0
-    d = 1.0
-    for i in range(m):
-        d = diag[i] - (off[i] * off[i] / d if i > 0 else 0.0)
-        if abs(d) < tiny:
-            d = -tiny
-        if d < 0.0:
-            not_positive += 1
-    return m - not_positive
+        if akk < alpha * lam:
+            sigma = 0.0
+            for j in range(k, m):
+                if j != r:
+                    sigma = max(sigma, abs(A[r, j]))
+            if akk * sigma >= alpha * lam * lam:
+                pass
+            elif abs(A[r, r]) >= alpha * sigma:
+                _swap_symmetric(A, k, r, m)
+            else:
+                _swap_symmetric(A, k + 1, r, m)
+                block = 2
+        if block == 1:
+            d = A[k, k]
+            if d > tiny:
+                positive += 1
+            if d != 0.0:
+                for i in range(k + 1, m):
+                    f = A[i, k] / d
+                    if f != 0.0:
+                        for j in range(k + 1, m):
+                            A[i, j] -= f * A[k, j]
+            k += 1
+        else:
+            a, b, c = A[k, k], A[k + 1, k], A[k + 1, k + 1]
+            det = a * c - b * b  # negative by the pivoting: one positive, one negative eigenvalue
+            positive += 1
+            for i in range(k + 2, m):
+                # [x, y] = [A[i, k], A[i, k + 1]] E^-1
+                x = (A[i, k] * c - A[i, k + 1] * b) / det
+                y = (A[i, k + 1] * a - A[i, k] * b) / det
+                if x != 0.0 or y != 0.0:
+                    for j in range(k + 2, m):
+                        A[i, j] -= x * A[k, j] + y * A[k + 1, j]
+            k += 2
+    return positive
