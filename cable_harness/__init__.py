@@ -6,7 +6,7 @@ classes, and unregister runs in reverse. The solver is imported only after the n
 location is configured.
 """
 
-from . import numba_cache
+from . import dependencies, numba_cache
 
 ROOT_PACKAGE = __package__.rpartition(".")[0] or __package__
 
@@ -14,6 +14,7 @@ _modules = []
 
 
 def register():
+    dependencies.check()  # one sentence, not a traceback, where Blender's Python lacks numba
     numba_cache.configure(ROOT_PACKAGE)
     from . import colliders, operators, overlay, props, ui
 

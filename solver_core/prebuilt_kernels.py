@@ -26,7 +26,11 @@ from pathlib import Path
 
 import numba
 from numba.core import config
-from numba.core.caching import UserProvidedCacheLocator
+
+try:
+    from numba.core.caching import UserProvidedCacheLocator
+except ImportError:  # numba before 0.57 (Debian 12's 0.56, which its Blender 3.4 runs) names it privately
+    from numba.core.caching import _UserProvidedCacheLocator as UserProvidedCacheLocator
 
 FOLDER = "kernel_cache"
 MANIFEST = "kernels.json"

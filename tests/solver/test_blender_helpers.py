@@ -20,7 +20,7 @@ TESTS = Path(__file__).resolve().parents[1]
 
 
 # the Blender layer's modules that must not need Blender (they are imported here, and in scripts)
-BPY_FREE = ("follow", "scene_model", "report", "overlay_data", "variation_study")
+BPY_FREE = ("follow", "scene_model", "report", "overlay_data", "variation_study", "dependencies")
 
 
 def test_the_helpers_import_without_bpy():
@@ -305,3 +305,14 @@ def test_a_junctions_peak_push_by_obstacles_comes_from_converged_frames_only():
     assert clear["peak_push"] == 0.0 and not any(
         "push" in r["quantity"] for r in report.junction_rows({"junctions": [clear]})
     )
+
+
+def test_a_missing_or_old_numba_is_said_in_one_sentence_with_the_version_needed():
+    dependencies = layer_module("dependencies")
+    missing = dependencies.numba_problem(None, python="/opt/blender/python3.10")
+    assert missing.startswith("Cable Harness needs numba 0.56 or newer, which Blender's Python does not have")
+    assert "/opt/blender/python3.10 -m pip install 'numba>=0.56'" in missing and "\n" not in missing
+    old = dependencies.numba_problem("0.55.2")
+    assert "has numba 0.55.2" in old and "Blender 4.2 or newer" in old
+    for fine in ("0.56.4", "0.68.1", "1.0.0rc1", "0.60.0+dfsg"):
+        assert dependencies.numba_problem(fine) is None, fine
