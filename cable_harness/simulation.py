@@ -140,16 +140,16 @@ class HarnessSimulation:
         report = TickReport()
         scene = bpy.data.scenes.get(self.scene_name) or context.scene
         t0 = time.perf_counter()
-        targets = self._read(scene, report)
-        t1 = time.perf_counter()
         poses = self._collider_poses(scene, context)
-        inputs = self.inputs_key(scene, targets, poses, report)
+        inputs = self.inputs_key(scene, poses)
         if inputs is not None and inputs == self.settled_inputs:
             # quasi-static and nothing moved or changed: the cables are where the last tick left them
             report.idle = True
             report.read_ms = (time.perf_counter() - t0) * 1e3
             return report
         self.settled_inputs = None
+        targets = self._read(scene, report)
+        t1 = time.perf_counter()
         solve_ms = 0.0
         *substeps, (reached, tick_targets, tick_poses) = self._substeps(scene, context, targets, poses)
         duration, done = self._tick_seconds(scene), 0.0
@@ -187,40 +187,41 @@ class HarnessSimulation:
                 report.results[name] = self.harness.cable_result(name)
         report.warnings = [w for w in self.harness.warnings if w not in self.reported_warnings]
         self.reported_warnings.update(report.warnings)
-        if not still and report.to_follow == 0.0 and reports and set(reports) == set(targets):
-            self.settled_inputs = inputs  # solved (or refused) whole: the same inputs give the same
+        settled = inputs is not None and report.to_follow == 0.0 and reports and set(reports) == set(targets)
         t3 = time.perf_counter()
         if write:
             self.write(report)
+        if settled:
+            # solved (or refused) whole: the same inputs give the same again. Read once the scene has
+            # taken what was written (the free junctions' empties moved to their balance)
+            context.evaluated_depsgraph_get()
+            self.settled_inputs = self.inputs_key(scene, poses)
         t4 = time.perf_counter()
         # what is not solving between reading the scene and the results is fetching collider triangles
         report.read_ms, report.collide_ms = (t1 - t0) * 1e3, max(0.0, (t2 - t1) * 1e3 - solve_ms)
         report.solve_ms, report.write_ms = solve_ms, (t4 - t3) * 1e3
         return report
 
-    def inputs_key(self, scene, targets, poses, report):
-        """Everything a quasi-static tick solves from: where every holder, fixed junction and collider
-        is, how often each collider's geometry has changed, the contact settings; None where a tick
-        must solve anyway (dynamic scenes move on in time, a cable failed to be read)."""
-        if self.case.solver.dynamics is not None or report.failed or not targets:
+    def inputs_key(self, scene, poses):
+        """Everything a quasi-static tick solves from, read cheaply off the scene: each cable's name and
+        build settings and the world matrix of every holder of it (connectors, clips, junctions),
+        the collider poses and how often each collider's geometry changed, the contact settings and
+        the scene's model. None where a tick must solve anyway: a dynamic scene moves on in time, and
+        a cable gone or not a cable any more is reported by the tick."""
+        if self.case.solver.dynamics is not None:
             return None
-        frames = []
-        for name in sorted(targets):
-            change = targets[name]
-            frames.append(name)  # a renamed cable reports under its new name
-            for frame in (change.start, change.end, *(change.clips[i] for i in sorted(change.clips))):
-                if frame is None:
-                    frames.append(None)
-                else:
-                    normal = None if frame.normal is None else tuple(frame.normal)
-                    frames.append((tuple(frame.position), tuple(frame.tangent), normal))
-        junctions = tuple(
-            (name, tuple(move.position), tuple(move.rotation.ravel()))
-            for name, move in sorted(self.junction_moves(scene).items())
-        )
+        parts = []
+        for name, uid in self.cables:
+            ob = _find_object(name, uid)
+            if ob is None or ob.cable_harness.role != CABLE:
+                return None
+            s = ob.cable_harness
+            holders = (s.start, s.end, *(ref.clip for ref in s.clips))
+            matrices = tuple(None if h is None else tuple(map(tuple, h.matrix_world)) for h in holders)
+            parts.append((ob.name, build_signature(ob, self.scale), matrices))
         contact = tuple(sorted(scene.cable_harness.contact_document().items()))
         colliders = tuple(sorted(poses.items())), self.colliders.geometry_changes(sorted(poses))
-        return tuple(frames), junctions, colliders, contact
+        return tuple(parts), colliders, contact, self._solver_settings(scene)
 
     def harness_solved(self, targets) -> bool:
         return bool(targets) and all(self.harness.is_solved(n) for n in targets)

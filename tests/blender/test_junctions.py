@@ -213,3 +213,22 @@ def test_a_heavy_junction_comes_to_rest_on_a_collider():
     assert trunk.cable_harness.result_converged and all(b.cable_harness.result_converged for b in branches), messages
     assert z - (-0.05) - radius >= -0.005 * radius and z - (-0.05) - radius < 1e-6
     assert "resting on an obstacle" in j.cable_harness.junction_readout
+
+
+def test_a_settled_harness_with_a_free_junction_idles():
+    # the tick moves the free junction's empty to its balance: the next tick sees the tick's own result,
+    # not a user's move, and solves nothing; a junction dragged away is solved back to its balance
+    j, trunk, branches = y_harness()
+    simulation = sys.modules[f"{MODULE}.cable_harness.simulation"]
+    sim = simulation.HarnessSimulation(bpy.context.scene)
+    first = sim.tick(bpy.context)
+    assert first.solved == 3 and not first.idle
+    assert sim.tick(bpy.context).idle
+    balanced = np.array(j.matrix_world.translation)
+    place(j, (0.25, 0.05, 0.0), 1.0)
+    assert sim.tick(bpy.context).solved == 3
+    np.testing.assert_allclose(np.array(j.matrix_world.translation), balanced, atol=1e-6)
+    assert sim.tick(bpy.context).idle
+    end = branches[0].cable_harness.end
+    place(end, np.array(end.matrix_world.translation) + [0.0, 0.0, 0.01], 1.0)
+    assert sim.tick(bpy.context).solved == 3
