@@ -23,6 +23,9 @@ from .sessions import restore_sessions, snapshot_sessions
 
 DYNAMIC_PROJECTIONS = 400  # projections a time step may take before it counts as failed
 DYNAMIC_REDUCTION = 1e-6  # a time step's projections cut its first move by this (cosserat_pbd.time_step)
+# A time step whose projections do not converge (the motion too fast for its length: their
+# linearisation fails) is taken again as 2, 4, ... shorter ones, at most this many, before it fails
+MAX_SPLIT = 64
 
 
 def _failure(harness, kept, ids, reports, message):
@@ -36,6 +39,39 @@ def _failure(harness, kept, ids, reports, message):
         session.last_report = report
         out[cid] = report
     return out
+
+
+def _advance(session, arrays, ws, start, target, h, parts, decay):
+    """One time step of length h from the session's state and motion, its holders moving uniformly from
+    ``start`` to ``target``, taken as ``parts`` XPBD steps of h / parts; the session is not changed.
+    Returns (state, velocity, projections used, converged)."""
+    model = session.model
+    state = session.state.copy()
+    velocity = session.motion.velocity.copy()
+    held = arrays.node_weight == 0.0
+    short = h / parts
+    used = 0
+    for j in range(1, parts + 1):
+        before = state.positions.copy()
+        apply_boundary(model, state, interpolate_boundary(start, target, j / parts) if parts > 1 else target)
+        more, ok = time_step(
+            state.positions,
+            state.quats,
+            velocity,
+            arrays,
+            ws,
+            short,
+            DYNAMIC_PROJECTIONS,
+            MOVE_TOLERANCE,
+            DYNAMIC_REDUCTION,
+        )
+        used += more
+        if not ok:
+            return state, velocity, used, False
+        velocity[held] = (state.positions[held] - before[held]) / short
+        # the damping over the whole step, shared between its parts
+        velocity[~held] *= decay ** (1.0 / parts)
+    return state, velocity, used, True
 
 
 def solve_pbd_dynamic_step(harness, ids, targets: dict, duration: float) -> dict:
@@ -76,22 +112,13 @@ def solve_pbd_dynamic_step(harness, ids, targets: dict, duration: float) -> dict
                 target = session.boundary
                 if targets.get(cid) is not None:
                     target = interpolate_boundary(starts[cid], targets[cid], k / n)
-                state = session.state.copy()
-                before = state.positions.copy()
-                apply_boundary(model, state, target)
-                velocity = session.motion.velocity.copy()
-                used, ok = time_step(
-                    state.positions,
-                    state.quats,
-                    velocity,
-                    arrays,
-                    ws,
-                    h,
-                    DYNAMIC_PROJECTIONS,
-                    MOVE_TOLERANCE,
-                    DYNAMIC_REDUCTION,
-                )
-                projections[cid] += used
+                previous = session.boundary
+                ok = False
+                parts = 1
+                while not ok and parts <= MAX_SPLIT:
+                    state, velocity, used, ok = _advance(session, arrays, ws, previous, target, h, parts, decay)
+                    projections[cid] += used
+                    parts *= 2
                 when = f"t = {harness.time + k * h:.6g} s, time step {k} of {n}"
                 if not ok:
                     return _failure(
@@ -99,8 +126,9 @@ def solve_pbd_dynamic_step(harness, ids, targets: dict, duration: float) -> dict
                         kept,
                         ids,
                         projections,
-                        f"{when}: the projections did not converge within {DYNAMIC_PROJECTIONS} (a motion too "
-                        f"fast for time step {h:.3g} s); the step is undone; take a shorter time step",
+                        f"{when}: the projections did not converge within {DYNAMIC_PROJECTIONS}, even in "
+                        f"{MAX_SPLIT} shorter time steps (a motion too fast for time step {h:.3g} s); the step "
+                        f"is undone; take a shorter time step",
                     )
                 strain = max_axial_strain(model, state)
                 if harness.strain_checked and strain > harness.case.solver.ultimate_strain:
@@ -123,9 +151,6 @@ def solve_pbd_dynamic_step(harness, ids, targets: dict, duration: float) -> dict
                         f"{when}: the time step ended on a saddle of its incremental energy (a perfectly "
                         f"balanced state past buckling); the step is undone; the cosserat model leaves it",
                     )
-                held = arrays.node_weight == 0.0
-                velocity[held] = (state.positions[held] - before[held]) / h
-                velocity[~held] *= decay
                 acceleration = (velocity - session.motion.velocity) / h
                 session.motion = Motion(velocity, acceleration)
                 session.state = RodState(state.positions, state.quats)

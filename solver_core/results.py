@@ -256,7 +256,9 @@ def cable_result(harness, cable_id: str, packed: bool = False) -> dict:
     if q is not None:
         problem = _not_finite(q)
     if residual is not None and not math.isfinite(residual):
-        problem = problem or "residual"
+        # a failed step that was undone knows no residual (null); a converged one must
+        if converged:
+            problem = problem or "residual"
         residual = None
     if problem is not None:
         # The solver left no finite state to report: the cable is shown on its route between its frames.
