@@ -406,6 +406,27 @@ class Interactions:
             out[:, k] = grad[model.node_dof + k]
         return out
 
+    def friction_forces(self, state: RodState) -> np.ndarray:
+        """Per node (n_nodes, 3), the friction force on the cable at ``state``: minus the gradient of the
+        friction energy (contact_energy.friction_energy: mu N phi(|P (x - a)|), Huber phi of width
+        eps), -mu N u / eps while the tangential offset u from the anchor is within eps (sticking),
+        -mu N u / |u| beyond it (sliding, mu the dynamic factor once the node slides)."""
+        model = self.model
+        out = np.zeros((model.n_nodes, 3))
+        fs = self.friction_state
+        if not (self.settings.friction and self.uses_contact and fs.active.any()):
+            return out
+        mu = np.where(fs.sliding, self.settings.friction_dynamic, self.settings.friction_static)
+        eps = self.stick_width
+        for i in np.flatnonzero(fs.active):
+            n = fs.normal[i]
+            u = state.positions[i] + model.origin - fs.anchor[i]
+            u = u - n * (u @ n)
+            mag = float(np.linalg.norm(u))
+            c = mu[i] * fs.force[i]
+            out[i] = -(c / eps if mag < eps else c / mag) * u
+        return out
+
     def contact_energy_at(self, state: RodState) -> float:
         """The penalty energy of the contacts at ``state`` (J) that the cable's free nodes feel: part of
         the energy a junction's branches hold (junctions.py), as their contact forces are part of what

@@ -156,7 +156,8 @@ def _quantities(harness, cable_id, session, state) -> dict:
         clips[index] = mount
     contacts = session.group_contacts if state is session.state else None
     if contacts is None:
-        contacts = contact_documents(session.interactions.contacts(state), model, [cable_id])[cable_id]
+        friction = session.interactions.friction_forces(state)
+        contacts = contact_documents(session.interactions.contacts(state), model, [cable_id], friction)[cable_id]
     n_joints = len(model.joint_a)
     directors = np.empty((model.n_segments, 3, 3))
     radii, curvatures, twist_rates = np.empty(n_joints), np.empty(n_joints), np.empty(n_joints)
@@ -368,20 +369,46 @@ def dumps_stream_step(index: int, step: dict) -> str:
     return f'{{"step":{int(index)},"cables":{{{",".join(cables)}}}}}'
 
 
-def contact_documents(contacts, model, ids) -> dict:
+def _friction_shares(contacts, friction):
+    """Each contact's share of the friction force of its node(s) (``friction``: per node, (n, 3)): a
+    node's friction split between its contacts as its normal force is (Interactions._normal_forces:
+    segment contacts by their parameter, contacts of a cable with itself carry none)."""
+    normal_sum = np.zeros(friction.shape[0])
+    shares = []
+    for kind, elem, t, _point, _normal, force, _gap, _prim, _u in contacts:
+        mag = float(np.linalg.norm(force))
+        own = () if kind in SELF_KINDS else ((elem, 1.0),) if kind in NODE_KINDS else ((elem, 1.0 - t), (elem + 1, t))
+        shares.append([(node, w * mag) for node, w in own])
+        for node, w in shares[-1]:
+            normal_sum[node] += w
+    out = []
+    for own in shares:
+        f = np.zeros(3)
+        for node, w in own:
+            if normal_sum[node] > 0.0:
+                f += (w / normal_sum[node]) * friction[node]
+        out.append(f)
+    return out
+
+
+def contact_documents(contacts, model, ids, friction=None) -> dict:
     """Contact documents (case format, section Result) per cable from the interactions' contacts of a
     cable (``model`` a RodModel) or of a group (a RodGroup of the cables ``ids``). A contact between
     two cables of a group, or between two legs of one cable, is listed for both with opposite forces
-    and the other's arc length (and cable), so each cable's contact forces sum to what it carries."""
+    and the other's arc length (and cable), so each cable's contact forces sum to what it carries.
+    ``friction``: the friction force per node (Interactions.friction_forces), given to the contacts
+    at the node as "friction" (a tangential force beside the normal "force")."""
     parts = model.parts if isinstance(model, RodGroup) else (model,)
     starts = model.node_start if isinstance(model, RodGroup) else (0,)
     out = {cid: [] for cid in ids}
+    contacts = list(contacts)
+    tangential = _friction_shares(contacts, friction) if friction is not None and friction.any() else None
 
     def locate(node):
         k = int(np.searchsorted(starts, node, side="right")) - 1
         return k, node - starts[k]
 
-    for kind, elem, t, point, normal, force, gap, prim, u in contacts:
+    for index, (kind, elem, t, point, normal, force, gap, prim, u) in enumerate(contacts):
         k, e = locate(elem)
         part = parts[k]
         if kind in NODE_KINDS and kind not in SELF_KINDS and part.fixed[part.node_dof[e] : part.node_dof[e] + 3].all():
@@ -397,6 +424,8 @@ def contact_documents(contacts, model, ids) -> dict:
             "force": force.tolist(),
             "gap": gap,
         }
+        if tangential is not None and kind not in SELF_KINDS:
+            entry["friction"] = tangential[index].tolist()
         out[ids[k]].append(entry)
         if kind in SELF_KINDS:
             j, c = locate(prim)

@@ -82,3 +82,41 @@ class TestFriction:
         assert np.abs(after - before).max() < 1e-6
         before, after = round_trip(0.5)
         assert np.abs(after - before).max() > 1e-3
+
+
+INCLINE = math.radians(20.0)
+WIRE_MASS_PER_LENGTH = 7958.0 * math.pi * 0.002**2  # helpers.cases.WIRE, 4 mm
+
+
+def _incline_case(mu_static, mu_dynamic):
+    """A 0.3 m cable laid down a 20 degree incline from its top, held there by a clamp."""
+    down = np.array([-math.cos(INCLINE), 0.0, -math.sin(INCLINE)])
+    normal = np.array([-math.sin(INCLINE), 0.0, math.cos(INCLINE)])
+    top = 0.3 * -down + 0.002 * normal
+    start = {"position": top.tolist(), "tangent": down.tolist(), "normal": normal.tolist()}
+    doc = case(
+        cable(length=0.3, segments=30, start=start, route=[top.tolist(), (top + 0.3 * down).tolist()]),
+        obstacles=[{"type": "plane", "point": [0.0, 0.0, 0.0], "normal": normal.tolist()}],
+        contact={"friction_static": mu_static, "friction_dynamic": mu_dynamic},
+    )
+    return doc, down, normal
+
+
+@pytest.mark.parametrize("mu", [(0.6, 0.5), (0.2, 0.15)], ids=["sticking", "sliding"])
+def test_every_force_is_reported_and_they_balance_the_weight(mu):
+    """Weight, the clamp's force, the contacts' normal forces and their friction sum to zero (1e-6 of
+    the weight), sticking (mu_s 0.6 > tan 20 deg) and held against sliding (0.2 < tan 20 deg)."""
+    doc, down, normal = _incline_case(*mu)
+    result = first(solve(doc))
+    assert result["converged"]
+    weight = WIRE_MASS_PER_LENGTH * 0.3 * np.array([0.0, 0.0, -9.81])
+    ends = sum((np.array(e["force"]) for e in result["end_forces"].values()), np.zeros(3))
+    normal_forces = sum((np.array(c["force"]) for c in result["contacts"]), np.zeros(3))
+    friction = sum((np.array(c.get("friction", [0.0, 0.0, 0.0])) for c in result["contacts"]), np.zeros(3))
+    assert np.linalg.norm(weight + ends + normal_forces + friction) <= 1e-6 * np.linalg.norm(weight)
+    # friction acts along the incline, up it (against the weight's pull down it), within mu N
+    assert abs(friction @ normal) <= 1e-9 and friction @ down < 0.0
+    assert np.linalg.norm(friction) <= mu[0] * np.linalg.norm(normal_forces) * (1 + 1e-9)
+    for c in result["contacts"]:
+        f = np.array(c["friction"])
+        assert np.linalg.norm(f) <= mu[0] * np.linalg.norm(c["force"]) * (1 + 1e-6) + 1e-12
