@@ -10,7 +10,8 @@ segment distances to every primitive)."""
 
 import numpy as np
 import pytest
-from helpers.cases import cable, case, first, min_clearance, minimise_argument, solve
+from helpers.cases import cable, case, first, min_clearance, solve
+from helpers.iterates import IterateRecorder
 from helpers.obstacles import box as _box
 from helpers.obstacles import cylinder as _cylinder
 from helpers.obstacles import plate as _plate
@@ -19,35 +20,16 @@ import solver_core.equilibrium as equilibrium
 from solver_core import CableChange, Frame, Harness, parse_case
 from solver_core.contact import ITERATE_PENETRATION
 
-MAX_ITERATIONS, SEARCHED_FROM = minimise_argument("max_iterations"), minimise_argument("searched_from")
-
 R = 0.002
 
 
 @pytest.fixture
 def every_iterate(monkeypatch):
     """Runs the kernel one iteration per call and collects each iterate's nodes (relative to the
-    model origin, as the kernel holds them)."""
-    real = equilibrium.minimise_rod_energy
-    iterates = []
-
-    def one_at_a_time(pos, quat, *args):
-        args = list(args)
-        max_iterations = args[MAX_ITERATIONS]
-        if max_iterations == 0:
-            return real(pos, quat, *args)
-        total = 0
-        while True:
-            args[MAX_ITERATIONS] = 1
-            out = real(pos, quat, *args)
-            iterates.append(pos.copy())
-            total += out[1]
-            args[SEARCHED_FROM : SEARCHED_FROM + 6] = [out[5], out[6], out[7], out[8], out[9], pos.copy()]
-            if out[0] != 1 or total >= max_iterations:
-                return (out[0], total, *out[2:])
-
-    monkeypatch.setattr(equilibrium, "minimise_rod_energy", one_at_a_time)
-    return iterates
+    model origin, as the kernel holds them): helpers.iterates."""
+    recorder = IterateRecorder(equilibrium)
+    monkeypatch.setattr(equilibrium, "minimise_rod_energy", recorder)
+    return recorder
 
 
 def _pierces(nodes, mesh, eps=1e-6):

@@ -1,0 +1,104 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Cables routed as users draw them: a tight polyline over, under or round an obstacle, with slack.
+
+A user clicks a route that hugs the part it passes (a few millimetres clear of it), then gives the
+cable its length: the route's plus 0 to 50 % slack. ``drape_case(rng)`` draws one such case: a
+zero-thickness plate, a 2 mm plate, a closed box (up to 1 m), a sphere (1 cm to 1 m) or a
+tessellated cylinder lying across the route; the route over, under or round it; 4 to 100 segments;
+cables 2 to 10 mm thick. Used by benchmarks/bench_robustness.py and tests/solver/test_drawn_routes.py
+(no solver code here).
+"""
+
+import math
+
+import numpy as np
+
+from .obstacles import box, cylinder, plate
+
+KINDS = ("plate", "thin plate", "box", "sphere", "cylinder")
+SIDES = ("over", "under", "round")
+MATERIAL = {"E": 126e6, "nu": 0.3, "density": 7958.0}  # Lv 2017, Table 2
+
+
+def _wrap(start, end, radius, clear):
+    """The taut route from ``start`` to ``end`` (x, z) over the top of the circle of ``radius`` about the
+    origin, ``clear`` outside it: tangent lines and the arc between, the arc's chords short enough that
+    none comes within clear / 2 of the circle. Returns the arc's points (x, 0, z)."""
+    rho = radius + clear
+
+    def tangent_angle(point, sign):
+        d = math.hypot(*point)
+        return math.atan2(point[1], point[0]) + sign * math.acos(min(1.0, rho / d))
+
+    a0, a1 = tangent_angle(start, -1.0), tangent_angle(end, 1.0)
+    a0 = a0 - 2.0 * math.pi if a0 > math.pi else a0  # from the left, over the top (pi/2), to the right
+    step = 2.0 * math.sqrt(clear / rho)  # a chord's sagitta rho (1 - cos(step / 2)) < clear / 4
+    n = max(2, int(math.ceil(abs(a0 - a1) / step)) + 1)
+    # the chords' ends on a circle a little larger, so that the chords' middles clear rho
+    out = rho / math.cos(0.5 * abs(a0 - a1) / (n - 1))
+    return [[out * math.cos(a), 0.0, out * math.sin(a)] for a in np.linspace(a0, a1, n)]
+
+
+def drape_case(rng, kind=None, side=None, segments=None, slack=None) -> dict:
+    """A case document with one cable routed as drawn, and what was drawn:
+    {"case", "kind", "side", "slack", "segments", "size"} (size: the obstacle's largest dimension)."""
+    kind = kind or KINDS[rng.integers(len(KINDS))]
+    side = side or SIDES[rng.integers(len(SIDES))]
+    segments = int(segments or rng.integers(4, 101))
+    slack = float(rng.uniform(0.0, 0.5) if slack is None else slack)
+    diameter = float(rng.uniform(0.002, 0.01))
+    clear = diameter  # the route drawn one cable diameter clear of the part
+    if kind in ("sphere", "cylinder"):
+        lo, hi = (math.log(0.01), math.log(1.0)) if kind == "sphere" else (math.log(0.01), math.log(0.3))
+        radius = float(np.exp(rng.uniform(lo, hi)))
+        if kind == "sphere":
+            obstacle = {"type": "sphere", "center": [0.0, 0.0, 0.0], "radius": radius}
+            across = radius
+        else:
+            across = radius * float(rng.uniform(2.0, 8.0))  # its half-length, across the route
+            obstacle = cylinder(0.0, 0.0, radius, across, facets=int(rng.integers(8, 33)))
+        half = top = radius
+        corner = None  # the arc over it, tangent from where the connectors are (below)
+    else:
+        half = float(np.exp(rng.uniform(math.log(0.02), math.log(0.5))))  # half its length along the route
+        across = half * float(rng.uniform(0.5, 2.0))
+        thick = {"plate": 0.0, "thin plate": 0.002}.get(kind, 2.0 * half * float(rng.uniform(0.1, 1.0)))
+        top = 0.5 * thick
+        obstacle = plate(-half, half, across) if kind == "plate" else box((-half, -across, -top), (half, across, top))
+        corner = [[-half - clear, 0.0, top + clear], [half + clear, 0.0, top + clear]]
+    size = 2.0 * max(half, top)
+    reach = half + clear + size * float(rng.uniform(0.3, 1.0))  # how far out the connectors are
+    drop = size * float(rng.uniform(0.0, 0.6))  # how far below the top they are
+    if corner is None:
+        corner = _wrap((-reach, top - drop), (reach, top - drop), radius, clear)
+    route = [[-reach, 0.0, top - drop], *corner, [reach, 0.0, top - drop]]
+    if side == "under":
+        route = [[x, y, -z] for x, y, z in route]
+    elif side == "round":
+        # in the horizontal plane through the middle, round the side across the route
+        if kind == "sphere":
+            bend = [[x, z, 0.0] for x, _y, z in _wrap((-reach, 0.0), (reach, 0.0), radius, clear)]
+        elif kind == "cylinder":  # round its end
+            bend = [[-half - clear, across + clear, 0.0], [half + clear, across + clear, 0.0]]
+        else:
+            bend = [[-half - clear, across + clear, 0.0], [half + clear, across + clear, 0.0]]
+        route = [[-reach, 0.0, 0.0], *bend, [reach, 0.0, 0.0]]
+    route = np.asarray(route, dtype=float)
+    length = float(np.linalg.norm(np.diff(route, axis=0), axis=1).sum())
+
+    def held(p, q):
+        t = np.asarray(q) - np.asarray(p)
+        return {"position": list(map(float, p)), "tangent": (t / np.linalg.norm(t)).tolist()}
+
+    cable = {
+        "id": "W",
+        "length": length * (1.0 + slack),
+        "diameter": diameter,
+        "material": dict(MATERIAL),
+        "segments": segments,
+        "start": held(route[0], route[1]),
+        "end": held(route[-2], route[-1]),
+        "route": route.tolist(),
+    }
+    doc = {"format": "cable-harness-case/1", "cables": [cable], "obstacles": [obstacle]}
+    return {"case": doc, "kind": kind, "side": side, "slack": slack, "segments": segments, "size": size}
