@@ -18,7 +18,6 @@ An installed extension may ship kernels compiled ahead of time (``prebuilt_kerne
 copied into the cache, and the CPU target chosen, here, before any kernel is defined.
 """
 
-import hashlib
 import os
 from pathlib import Path
 
@@ -27,20 +26,12 @@ import numba
 from . import prebuilt_kernels
 
 
-def _source_digest() -> str:
-    h = hashlib.sha1()
-    for path in sorted(Path(__file__).resolve().parent.glob("*.py")):
-        h.update(path.name.encode())
-        h.update(path.read_bytes())
-    return h.hexdigest()[:12]
-
-
 def _cache_dir(digest: str) -> str:
     base = os.environ.get("NUMBA_CACHE_DIR") or str(Path(__file__).resolve().parent / "__pycache__" / "numba")
     return os.path.join(base, digest)
 
 
-SOURCE_DIGEST = _source_digest()
+SOURCE_DIGEST = prebuilt_kernels.source_digest(Path(__file__).resolve().parent)
 CACHE_DIR = _cache_dir(SOURCE_DIGEST)
 # read by numba whenever a cached function is defined, so setting it here covers every kernel below
 numba.config.CACHE_DIR = CACHE_DIR

@@ -17,6 +17,7 @@ for the whole process (numba has one code generator): numba kernels of other add
 this solver's are compiled for the generic CPU too.
 """
 
+import hashlib
 import json
 import os
 import platform
@@ -40,8 +41,25 @@ CPU_NAME = "generic"
 DISABLED = "CABLE_HARNESS_PREBUILT_KERNELS"
 
 
+# Development only: the folder tools/prebuild_kernels.py built, for an extension loaded from a checkout
+# under the installed package name (the Blender tests), which has no kernel folder of its own
+FOLDER_OVERRIDE = "CABLE_HARNESS_KERNEL_FOLDER"
+
+
+def source_digest(folder: Path) -> str:
+    """The digest of the solver's sources (every module of ``folder``): compiled kernels are kept per
+    digest (_jit), as numba would not notice a kernel's callee changing in another module."""
+    h = hashlib.sha1()
+    for path in sorted(Path(folder).glob("*.py")):
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:12]
+
+
 def shipped_folder() -> Path:
     """Where a zip puts the prebuilt kernels: beside this package, inside the extension's folder."""
+    if os.environ.get(FOLDER_OVERRIDE):
+        return Path(os.environ[FOLDER_OVERRIDE])
     return Path(os.path.abspath(__file__)).parent.parent / FOLDER
 
 

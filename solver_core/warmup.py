@@ -12,11 +12,11 @@ never holds up the interface, and shows its progress as kernels compiled of ``ke
 Where the machine has two cores and ``fork``, the compile runs in two processes (numba compiles a
 kernel, and everything it calls, in one thread): the kernels of the obstacle tree, the pair search
 and the contact energy, which the warm-up case reaches before its first Newton solve (a third of the
-compile), are compiled by a forked helper while this process compiles the Newton solver's tree
-(``minimise_rod_energy``, the other two thirds) on a cable without obstacles; the warm-up case then
-finds the helper's kernels in the cache. The Newton solver's own callees are compiled first, one
-by one, with its body run as Python, so that the two processes' work does not overlap
-(docs/performance.md: 182 -> 141 s on 2 cores).
+compile), and then the other models' own kernels (``warmup_cases.helper_cases``), are compiled by a
+forked helper while this process compiles the Newton solver's tree (``minimise_rod_energy``) on a
+cable without obstacles; the cases after it then find the helper's kernels in the cache. The Newton
+solver's own callees are compiled first, one by one, with its body run as Python, so that the two
+processes' work does not overlap (docs/performance.md: 182 -> 141 s on 2 cores).
 """
 
 import os
@@ -92,10 +92,13 @@ def _compile_contact_kernels_aside() -> int | None:
             raise _Reached
 
         equilibrium.minimise_rod_energy = reached
-        try:
-            solve_case(parse_case(cases.CONTACT))
-        except _Reached:
-            pass
+        # the contact kernels; then the other models' own kernels (the chain's springs, the Kirchhoff
+        # rod's CG, XPBD), up to where any of them would solve by Newton, which the main process compiles
+        for case in (cases.CONTACT, *(case for _name, case in cases.helper_cases())):
+            try:
+                solve_case(parse_case(case))
+            except _Reached:
+                pass
         code = 0
     finally:
         os._exit(code)
@@ -140,7 +143,8 @@ def warm_up() -> float:
     solve_case(parse_case(cases.CONTACT))
     # the clearance read-out of a bake and a report (not part of a solve)
     clearance_to_triangles(np.array([[0.15, 0.0, -0.1], [0.15, 0.0, -0.12]]), 0.002, _box_triangles())
-    # every other feature, so that none stops to compile on its first use
+    # every other feature, so that none stops to compile on its first use (the helper's cases again:
+    # loaded from the cache where it compiled them, compiled here where it could not run)
     for _name, case in cases.feature_cases():
         solve_case(parse_case(case))
     seconds = time.perf_counter() - t0

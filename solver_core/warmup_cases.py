@@ -245,6 +245,15 @@ def dynamic_case(model: str) -> dict:
     return case
 
 
+def helper_cases() -> list:
+    """(name, case) of the features whose kernels are their own (the other models, XPBD dynamics):
+    the warm-up's helper process compiles them while the main one compiles the Newton solver."""
+    cases = [(f"model {m}", model_case(m)) for m in OTHER_MODELS] + [
+        ("dynamics cosserat_pbd", dynamic_case("cosserat_pbd"))
+    ]
+    return [(name, copy.deepcopy(case)) for name, case in cases]
+
+
 def feature_cases() -> list:
     """(name, case) of every feature after the contact case, in the order the warm-up solves them."""
     cases = [("pressed cables and compliant clips", PRESSED), ("pre-formed cables", PREFORMED)]

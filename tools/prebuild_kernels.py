@@ -13,6 +13,7 @@ Blender. Needs the project's environment (numba and Python as in the zip's cp311
 4 minutes on 2 cores.
 """
 
+import importlib.util
 import json
 import os
 import shutil
@@ -26,13 +27,22 @@ PACKAGE = "bl_ext.user_default.cable_harness"
 DEFAULT_FOLDER = ROOT / "dist" / "kernel_cache"
 
 
+def _prebuilt_module():
+    """solver_core/prebuilt_kernels.py on its own: importing the solver package would define its kernels,
+    which makes numba choose this process's CPU target, and a Blender test process must still be able
+    to take the generic one of the shipped kernels."""
+    spec = importlib.util.spec_from_file_location("_prebuilt_kernels", ROOT / "solver_core" / "prebuilt_kernels.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def _current(folder: Path) -> bool:
     """Whether FOLDER holds kernels for these sources, this Python and numba (the zip's cp311 wheels)."""
-    from solver_core._jit import SOURCE_DIGEST
-    from solver_core.prebuilt_kernels import identity
-
+    prebuilt = _prebuilt_module()
+    wanted = prebuilt.identity(prebuilt.source_digest(ROOT / "solver_core"), f"{PACKAGE}.solver_core")
     try:
-        return json.loads((folder / "kernels.json").read_text()) == identity(SOURCE_DIGEST, f"{PACKAGE}.solver_core")
+        return json.loads((folder / "kernels.json").read_text()) == wanted
     except (OSError, ValueError):
         return False
 
