@@ -22,9 +22,11 @@ from .banded import _panel, band_cholesky, low_rank_factor, low_rank_solve
 from .small_dense import dot, positive_eigenvalue_count
 
 # Relative shift of the stability test: an eigenvalue of the pencil (H, D) above -STABILITY_SHIFT
-# counts as non-negative. Physical negative curvature (a cable 1 % beyond its Euler load) is some
-# 1e-4 and more, round-off near zero modes 1e-14.
-STABILITY_SHIFT = 1e-9
+# counts as non-negative. D is H's diagonal, which the stiff stretch and shear dominate, the more the
+# shorter the segments: a rod 0.5 % past Greenhill's critical twist shows some 1e-3 delta / N^2 (N
+# segments), 1e-10 at 400, where round-off near zero modes is some 1e-14. At 1e-9 a 200-segment rod
+# was called a stable minimum up to 1.8 % past the critical twist (tests/solver/test_stability.py).
+STABILITY_SHIFT = 1e-11
 INVERSE_ITERATIONS = 40
 
 

@@ -97,10 +97,21 @@ def main(argv: list[str]) -> int:
             _say(f"running {script.name}")
             code |= run(python, "-m", f"benchmarks.{script.stem}", *rest)
         return code
-    # Solver tests first (no bpy, seconds), then the Blender tests in their own process.
-    code = run(python, "-m", "pytest", "tests/solver", *rest)
+    # Solver tests first (no bpy), then the Blender tests in their own process. The Blender tests use
+    # the kernels built for the Linux zip (tools/prebuild_kernels.py, in two processes of their own):
+    # for a whole run they are built meanwhile, so that the two compiles share the machine's cores
+    # (a run with pytest arguments builds them in the Blender tests, where they are needed)
+    build = [str(python), "-m", "tools.prebuild_kernels"]
+    kernels = None if rest else subprocess.Popen(build, cwd=ROOT, stdout=subprocess.DEVNULL)
+    try:
+        code = run(python, "-m", "pytest", "tests/solver", *rest)
+    finally:
+        built = 0 if kernels is None else kernels.wait()
     if code not in (0,):
         return code
+    if built != 0:
+        _say("building the kernels for the Blender tests failed (python -m tools.prebuild_kernels says why)")
+        return built
     blender = run(python, "-m", "pytest", "tests/blender", *rest)
     return 0 if blender == 5 and rest else blender  # -k filters may select no Blender test
 
