@@ -51,7 +51,7 @@ from .newton import rod_gradient
 from .newton_assembly import constrained_residual, prepare_system, retract
 from .rod_state import RodState
 from .rotations import quat_retract, quat_to_matrix
-from .stability import STABILITY_SHIFT, factor_shifted, negative_curvature_direction
+from .stability import factor_shifted, negative_curvature_direction, stability_shift
 
 MAX_STEPS = 400  # time steps per solve (the harness passes its own budget)
 STEP_ITERATIONS = 60  # projections per step before the step is taken again with half the time step
@@ -427,12 +427,13 @@ def _lowest_mode(model, x, q, inertia=None):
     work = np.empty_like(band)
     Ut, k_c, k_s = np.zeros((0, n_dof)), np.zeros(0), np.zeros(0)
     S, piv, spans = np.empty((0, 0)), np.empty(0, dtype=np.int64), np.empty((0, 4), dtype=np.int64)
-    stable, _p = factor_shifted(band, bw, damping, STABILITY_SHIFT, work, Ut, k_c, k_s, S, piv, spans)
+    shift = stability_shift(model.rest_len)
+    stable, _p = factor_shifted(band, bw, damping, shift, work, Ut, k_c, k_s, S, piv, spans)
     if stable:
         return True, None
     direction = np.zeros(n_dof)
     curvature = negative_curvature_direction(
-        band, bw, damping, model.fixed, Ut, k_c, k_s, work, S, piv, spans, direction
+        band, bw, damping, model.fixed, Ut, k_c, k_s, work, S, piv, spans, shift, direction
     )
     return False, (direction if curvature < 0.0 else None)
 

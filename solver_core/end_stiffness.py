@@ -437,7 +437,7 @@ class Condensation:
         """Whether this condensation shows ``model``'s rod energy to have a strict minimum in the free
         dofs at ``state``, were it balanced there: formed there (formed_at) from the exact Hessian,
         whose free block it factored (positive definite; a stricter test than the solver's own, which
-        allows a shift of stability.STABILITY_SHIFT)."""
+        allows a shift of stability.stability_shift)."""
         return self.geometric == 1.0 and self.formed_at(model, state, self.sides)
 
     def stiffness(self, state) -> np.ndarray:

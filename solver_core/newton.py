@@ -39,7 +39,7 @@ from .pair_geometry import pair_gaps, pair_nodes
 from .pair_search import find_pairs
 from .rod_energy import rod_energy, rod_gradient_hessian, rod_strains, strain_jacobian_transpose
 from .saddle_escape import leave_saddle
-from .stability import STABILITY_SHIFT, factor_shifted, negative_curvature_direction
+from .stability import factor_shifted, negative_curvature_direction, stability_shift
 from .step_limits import (
     approach_fraction,
     evaluate_reachable,
@@ -249,6 +249,7 @@ def minimise_rod_energy(
     piv = np.empty(0, dtype=np.int64)
     spans = np.empty((0, 4), dtype=np.int64)
     panels = (np.zeros(0), np.zeros((0, 5), dtype=np.int64), np.zeros(0, dtype=np.int64))  # Z (low_rank_factor)
+    shift = stability_shift(rest_len)  # of the stability test, for this resolution
     for it in range(max_iterations + 1):
         if use_contact and not (_largest_move(pos, searched_at) <= reach):
             # Candidate pairs within twice the reach, searched again once some node has moved a
@@ -420,7 +421,7 @@ def minimise_rod_energy(
                 if S.shape[0] != Ut.shape[0]:
                     S = np.empty((Ut.shape[0], Ut.shape[0]))
                     piv = np.empty(Ut.shape[0], dtype=np.int64)
-                stable, _panels = factor_shifted(band, bw, damping, STABILITY_SHIFT, work, Ut, k_c, k_s, S, piv, spans)
+                stable, _panels = factor_shifted(band, bw, damping, shift, work, Ut, k_c, k_s, S, piv, spans)
                 if stable or not use_contact:
                     break
             if stable:
@@ -428,7 +429,7 @@ def minimise_rod_energy(
             left = False
             if leave_saddles and it < max_iterations and escapes < MAX_ESCAPES:
                 curvature = negative_curvature_direction(
-                    band, bw, damping, fixed, Ut, k_c, k_s, work, S, piv, spans, delta
+                    band, bw, damping, fixed, Ut, k_c, k_s, work, S, piv, spans, shift, delta
                 )
                 if approach.shape[0] != n_pairs:
                     approach = np.empty(n_pairs)

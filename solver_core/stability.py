@@ -21,13 +21,33 @@ from ._jit import njit
 from .banded import _panel, band_cholesky, low_rank_factor, low_rank_solve
 from .small_dense import dot, positive_eigenvalue_count
 
-# Relative shift of the stability test: an eigenvalue of the pencil (H, D) above -STABILITY_SHIFT
-# counts as non-negative. D is H's diagonal, which the stiff stretch and shear dominate, the more the
-# shorter the segments: a rod 0.5 % past Greenhill's critical twist shows some 1e-3 delta / N^2 (N
-# segments), 1e-10 at 400, where round-off near zero modes is some 1e-14. At 1e-9 a 200-segment rod
-# was called a stable minimum up to 1.8 % past the critical twist (tests/solver/test_stability.py).
-STABILITY_SHIFT = 1e-11
+# Relative shift of the stability test: an eigenvalue of the pencil (H, D) above -shift counts as
+# non-negative. D is H's diagonal, which the stiff stretch and shear dominate, the more the shorter
+# the segments: a rod 0.5 % past Greenhill's critical twist shows some 1e-3 delta / N^2 (N segments),
+# 1e-10 at 400, where round-off near zero modes is some 1e-14. So the shift falls with N^2 from
+# STABILITY_SHIFT at COARSE_SEGMENTS and below to MIN_STABILITY_SHIFT: with 1e-9 throughout a
+# 200-segment rod was called a stable minimum up to 1.8 % past the critical twist, with 1e-11
+# throughout a five-segment cable balanced over a sphere's top kept leaving round-off saddles
+# (tests/solver/test_stability.py, test_intersection_free.py).
+STABILITY_SHIFT = 1e-9
+MIN_STABILITY_SHIFT = 1e-11
+COARSE_SEGMENTS = 25.0
 INVERSE_ITERATIONS = 40
+
+
+@njit
+def stability_shift(rest_len):
+    """The shift for a rod (or rods) of these segment lengths: STABILITY_SHIFT scaled by
+    (COARSE_SEGMENTS / N)^2, N = whole length / shortest segment, and not below MIN_STABILITY_SHIFT."""
+    total = 0.0
+    shortest = np.inf
+    for j in range(rest_len.shape[0]):
+        total += rest_len[j]
+        shortest = min(shortest, rest_len[j])
+    if not (shortest > 0.0) or not math.isfinite(total):
+        return STABILITY_SHIFT
+    scale = min(1.0, COARSE_SEGMENTS * shortest / total)
+    return max(MIN_STABILITY_SHIFT, STABILITY_SHIFT * scale * scale)
 
 
 @njit
@@ -122,7 +142,7 @@ def _start_vector(fixed, out):
 
 
 @njit
-def negative_curvature_direction(band, bw, damping, fixed, Ut, k_c, k_s, work, S, piv, spans, out):
+def negative_curvature_direction(band, bw, damping, fixed, Ut, k_c, k_s, work, S, piv, spans, shift, out):
     """The direction of most negative curvature of H (the pencil (H, D)) into ``out``, normalised
     to |out|_D = 1; returns its Rayleigh quotient out^T H out (< 0 on a saddle; 0.0 if no shift
     up to 1e6 made H + shift D positive definite).
@@ -131,7 +151,7 @@ def negative_curvature_direction(band, bw, damping, fixed, Ut, k_c, k_s, work, S
     logarithm) to within 20 % of the most negative eigenvalue, so that inverse iteration,
     x <- (H + shift D)^-1 D x, converges by a factor of 5 or more per solve."""
     n = band.shape[0]
-    low, high = STABILITY_SHIFT, STABILITY_SHIFT
+    low, high = shift, shift
     ok = False
     for _k in range(40):
         high *= 4.0
