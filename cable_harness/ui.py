@@ -6,7 +6,18 @@ import textwrap
 import bpy
 
 from . import study_runner, warmup
-from .scene_model import CABLE, CLIP, COLLIDER, CONNECTOR, JUNCTION, cable_diameter, is_junction, metres_per_unit
+from .scene_model import (
+    CABLE,
+    CLIP,
+    COLLIDER,
+    CONNECTOR,
+    JUNCTION,
+    attached,
+    cable_diameter,
+    detached_notes,
+    is_junction,
+    metres_per_unit,
+)
 from .variation_study import RELATIVE
 
 # characters per line of the panel's notes at the sidebar's default width
@@ -35,6 +46,8 @@ def _list_with_buttons(layout, list_type, data, prop, active_prop, operators):
 class CABLE_HARNESS_UL_clips(bpy.types.UIList):
     def draw_item(self, context, layout, data, item, icon, active_data, active_propname, index):
         row = layout.row(align=True)
+        # a clip deleted from the scene no longer holds the cable: red until it is removed or undone
+        row.alert = item.clip is not None and attached(context.scene, item.clip) is None
         row.prop(item, "clip", text="")
         row.prop(item, "s", text="s")
         row.prop(item, "reversed", text="", icon="ARROW_LEFTRIGHT")
@@ -127,7 +140,7 @@ class VIEW3D_PT_cable_harness(_SidebarPanel, bpy.types.Panel):
             if s.junction_readout:
                 _wrapped(layout, s.junction_readout, "NONE" if s.junction_readout.startswith("balanced") else "ERROR")
         elif s.role == CABLE:
-            self._draw_cable(layout, s)
+            self._draw_cable(layout, s, detached_notes(context.scene, ob))
 
     @staticmethod
     def _draw_bundle(layout, s):
@@ -148,7 +161,8 @@ class VIEW3D_PT_cable_harness(_SidebarPanel, bpy.types.Panel):
             _wrapped(layout, "Stiffness: the wires' sum, a lower bound for a wrapped bundle", "NONE")
 
     @staticmethod
-    def _draw_cable(layout, s):
+    def _draw_cable(layout, s, detached):
+        """``detached``: notes on the holders the user deleted, which the cable no longer holds to."""
         layout.prop(s, "start")
         if is_junction(s.start):
             layout.prop(s, "start_outlet")
@@ -160,6 +174,8 @@ class VIEW3D_PT_cable_harness(_SidebarPanel, bpy.types.Panel):
         buttons.separator()
         buttons.operator("cable_harness.clip_move", icon="TRIA_UP", text="").direction = "UP"
         buttons.operator("cable_harness.clip_move", icon="TRIA_DOWN", text="").direction = "DOWN"
+        for note in detached:
+            _wrapped(layout, note, "ERROR")
         layout.prop(s, "length")
         layout.prop(s, "is_bundle")
         if s.is_bundle:

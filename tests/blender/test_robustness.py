@@ -214,3 +214,75 @@ def test_a_connector_inside_a_collider_is_reported_not_hidden():
         ob.select_set(False)
     bpy.ops.cable_harness.solve()
     assert "passes through an obstacle" in cable.cable_harness.result_message
+
+
+def _delete_with_x(*objects):
+    """What X (Delete) in the viewport does: the objects leave the scene; a cable's pointer keeps them in
+    the file, so undo can link them back."""
+    bpy.ops.object.select_all(action="DESELECT")
+    for ob in objects:
+        ob.select_set(True)
+    bpy.context.view_layer.objects.active = objects[0]
+    assert bpy.ops.object.delete() == {"FINISHED"}
+
+
+def _distance_to(points, where):
+    return float(np.linalg.norm(points - np.asarray(where), axis=1).min())
+
+
+def test_a_clip_deleted_with_x_lets_the_cable_go_and_undo_brings_it_back(extension):
+    scene_model = sys.modules[f"{extension.__name__}.cable_harness.scene_model"]
+    clip_at = (0.15, 0.02, -0.06)
+    window = bpy.context.window_manager.windows[0]
+    with bpy.context.temp_override(window=window):
+        _start, _end, clip, cable = simple_harness()
+        assert bpy.ops.cable_harness.solve() == {"FINISHED"}
+        assert _distance_to(curve_world_points(cable), clip_at) < 0.006  # a node spacing of the clip
+        bpy.ops.ed.undo_push(message="solved through the clip")
+        _delete_with_x(clip)
+        bpy.ops.ed.undo_push(message="clip deleted")
+        scene = bpy.context.scene
+        cable = bpy.data.objects["Cable"]
+        assert "Clip" in bpy.data.objects and "Clip" not in scene.objects  # kept by the cable's pointer
+        notes = scene_model.detached_notes(scene, cable)
+        assert len(notes) == 1 and "'Clip'" in notes[0] and "deleted" in notes[0]  # the panel says so
+        assert bpy.ops.cable_harness.solve() == {"FINISHED"}
+        s = cable.cable_harness
+        assert s.result_converged and "'Clip'" in s.result_message
+        assert _distance_to(curve_world_points(cable), clip_at) > 0.01  # it hangs free of the deleted clip
+        bpy.ops.ed.undo()  # back to before the delete
+        scene = bpy.context.scene
+        cable = bpy.data.objects["Cable"]
+        assert "Clip" in scene.objects and scene_model.detached_notes(scene, cable) == []
+        assert bpy.ops.cable_harness.solve() == {"FINISHED"}
+        assert _distance_to(curve_world_points(cable), clip_at) < 0.006  # a node spacing of the clip
+
+
+def test_a_connector_deleted_with_x_is_not_held_any_more(extension):
+    scene_model = sys.modules[f"{extension.__name__}.cable_harness.scene_model"]
+    start, end, _clip, cable = simple_harness()
+    assert bpy.ops.cable_harness.solve() == {"FINISHED"}
+    end_name = end.name
+    _delete_with_x(end)  # the end connector: the cable's end hangs free
+    notes = scene_model.detached_notes(bpy.context.scene, cable)
+    assert len(notes) == 1 and repr(end_name) in notes[0]
+    assert bpy.ops.cable_harness.solve() == {"FINISHED"}
+    s = cable.cable_harness
+    assert s.result_converged and repr(end_name) in s.result_message
+    assert np.linalg.norm(curve_world_points(cable)[-1] - (0.3, 0.0, 0.0)) > 0.01
+    start_name = start.name
+    _delete_with_x(start)  # nothing holds the cable any more: refused, naming the deleted start
+    with pytest.raises(RuntimeError, match=f"has no start connector: {start_name!r} was deleted"):
+        bpy.ops.cable_harness.solve()
+    assert not s.result_converged
+
+
+def test_a_clip_deleted_with_x_while_simulating_lets_the_cable_go(extension):
+    _start, _end, clip, cable = simple_harness()
+    simulation = _simulation_module(extension).HarnessSimulation(bpy.context.scene)
+    assert simulation.tick(bpy.context).solved == 1
+    _delete_with_x(clip)
+    report = simulation.tick(bpy.context)
+    assert report.solved == 1, report.failed
+    assert any("'Clip'" in w for w in report.warnings)
+    assert _distance_to(curve_world_points(cable), (0.15, 0.02, -0.06)) > 0.01
