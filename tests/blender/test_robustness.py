@@ -286,3 +286,45 @@ def test_a_clip_deleted_with_x_while_simulating_lets_the_cable_go(extension):
     assert report.solved == 1, report.failed
     assert any("'Clip'" in w for w in report.warnings)
     assert _distance_to(curve_world_points(cable), (0.15, 0.02, -0.06)) > 0.01
+
+
+@pytest.mark.parametrize("model", ["mass_spring", "kirchhoff_cg"])
+def test_a_model_switched_to_during_simulate_that_solve_refuses_ends_simulate_with_the_reason(
+    extension, monkeypatch, model
+):
+    solve_module = sys.modules[f"{extension.__name__}.cable_harness.operators.solve"]
+    status = []
+    monkeypatch.setattr(solve_module, "_status_text", lambda context, text: status.append(text))
+    _start, _end, _clip, cable = simple_harness()
+    scene = bpy.context.scene
+    scene.cable_harness.cable_cable = True  # a contact only the Cosserat rod models
+    op = StandIn(bpy.types.CABLE_HARNESS_OT_simulate)
+    assert op._start(bpy.context)
+    op._timer = bpy.context.window_manager.event_timer_add(10.0, window=bpy.context.window)
+    assert op.modal(bpy.context, _timer_event()) == {"PASS_THROUGH"}
+    assert status[-1].startswith("Cable Harness:")
+    scene.cable_harness.model = model
+    with pytest.raises(RuntimeError) as refused:  # Solve refuses the same setting ...
+        bpy.ops.cable_harness.solve()
+    reason = str(refused.value).strip().splitlines()[-1].removeprefix("Error: ")
+    # ... and Simulate ends with that reason: no traceback, its timer and status text gone
+    assert op.modal(bpy.context, _timer_event()) == {"FINISHED"}
+    assert op._timer is None and op._simulation is None and status[-1] is None
+    assert [level for level, _ in op.reports] == [{"ERROR"}]
+    assert reason in op.reports[0][1] and op.reports[0][1].startswith("Simulate stopped: ")
+    assert not cable.cable_harness.result_converged and cable.cable_harness.result_message
+
+
+def test_simulate_run_from_a_script_ends_with_the_reason_when_a_tick_is_refused(extension, monkeypatch):
+    simulation_module = _simulation_module(extension)
+    *_, cable = simple_harness()
+    original = simulation_module.HarnessSimulation.tick
+
+    def refused_tick(self, context, write=True):
+        bpy.context.scene.cable_harness.model = "mass_spring"
+        bpy.context.scene.cable_harness.cable_cable = True
+        return original(self, context, write)
+
+    monkeypatch.setattr(simulation_module.HarnessSimulation, "tick", refused_tick)
+    with pytest.raises(RuntimeError, match="Simulate stopped: "):
+        bpy.ops.cable_harness.simulate(ticks=2)
