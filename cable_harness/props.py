@@ -480,6 +480,17 @@ class CableHarnessSettings(bpy.types.PropertyGroup):
     # last result of a cable (read-outs)
     result_valid: BoolProperty(default=False, options={"HIDDEN"})  # type: ignore
     result_stale: BoolProperty(default=False, options={"HIDDEN"})  # type: ignore
+    result_inputs: StringProperty(
+        name="Result Inputs",
+        description="Digest of the settings the last result was solved with (the panel compares it with the "
+        "settings now to say the result is out of date)",
+        options={"HIDDEN"},
+    )  # type: ignore
+    result_model: StringProperty(
+        name="Solved With",
+        description="The scene's Model and Motion when the last result was solved",
+        options={"HIDDEN"},
+    )  # type: ignore
     result_converged: BoolProperty(default=False, options={"HIDDEN"})  # type: ignore
     result_length: FloatProperty(
         name="Solved Length", description="Length of the solved centre line", subtype="DISTANCE", unit="LENGTH"

@@ -8,6 +8,7 @@ solved by the CLI give the same nodes. Blender stores lengths in Blender units; 
 metres describe the same physical harness. ``scene.gravity`` is taken in m/s^2.
 """
 
+import hashlib
 import math
 import re
 
@@ -409,6 +410,32 @@ def case_document(scene, cable_objects=None) -> dict:
     if junctions:
         doc["junctions"] = [junction_document(j, scale) for j in junctions.values()]
     return doc
+
+
+def result_inputs(scene, ob) -> str:
+    """A digest of every setting the cable's result follows from: what its case is built from (its own
+    settings, its holders' kinds and settings, which clips it passes which way round), the scene's
+    gravity, contact, Model and Motion, and the bend limit its read-outs are checked against. Where
+    its holders are and the colliders are not settings, and not in it."""
+    settings = scene.cable_harness
+    s = ob.cable_harness
+    key = (
+        build_signature(scene, ob, metres_per_unit(scene)),
+        tuple(ref.reversed for ref in held_clips(scene, s)),
+        s.min_bend_radius_allowed,
+        tuple(scene.gravity) if scene.use_gravity else (0.0, 0.0, 0.0),
+        tuple(sorted(settings.contact_document().items())),
+        settings.model,
+        repr(settings.dynamics_document()),
+    )
+    return hashlib.sha1(repr(key).encode()).hexdigest()
+
+
+def result_is_stale(scene, ob) -> bool:
+    """Whether the cable's last result is of other settings than it has now (the panel says so). A
+    result without a digest (a file saved before it was kept) goes by the settings changed since."""
+    s = ob.cable_harness
+    return s.result_stale or (bool(s.result_inputs) and s.result_inputs != result_inputs(scene, ob))
 
 
 # the solver's field paths in a message, as the panel names them

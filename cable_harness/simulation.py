@@ -44,6 +44,7 @@ from .scene_model import (
     metres_per_unit,
     parse_scene_case,
     plain_message,
+    result_inputs,
     rotation_of,
     with_harness_mates,
     write_cable_result,
@@ -494,6 +495,9 @@ class HarnessSimulation:
             result = report.results.get(name)
             if result is not None:
                 write_cable_result(ob, result, self.scale)
+                if scene is not None:  # what the panel checks the result against
+                    s.result_inputs = result_inputs(scene, ob)
+                    s.result_model = _solved_with(scene)
                 shown = self._show(scene, ob, result, name in report.failed)
                 if settings is not None and settings.point_attributes:
                     converged = name not in report.failed
@@ -526,6 +530,15 @@ class HarnessSimulation:
             shown = overlay_data.mark_failed(shown, targets, 0.5 * cable_diameter(s) * 4.0)
         overlay.update(ob.name, shown)
         return shown
+
+
+def _solved_with(scene) -> str:
+    """The scene's Model and Motion, as the panel names them."""
+    settings = scene.cable_harness
+    names = settings.bl_rna.properties
+    model = names["model"].enum_items[settings.model].name
+    motion = names["motion"].enum_items[settings.motion].name
+    return f"Model: {model}, Motion: {motion}"
 
 
 def _frames_per_second(scene) -> float:

@@ -247,3 +247,63 @@ def test_physics_attributes_reach_a_companion_mesh_in_scene_units(extension):
     place(end, (0.9, 0.0, 0.0), 0.001)  # out of reach: the last good state, marked as not converged
     simulation.tick(bpy.context)
     assert not bpy.data.objects["Cable Physics"]["converged"]
+
+
+def _stale_input_changes(scene, start, clip, cable):
+    """(what, set it, set it back): each an input of the solved cable that the case it is solved from
+    carries, or (the bend limit) that its read-outs follow."""
+    settings, s = scene.cable_harness, cable.cable_harness
+
+    def change(owner, name, value):
+        before = getattr(owner, name)
+        before = tuple(before) if hasattr(before, "__len__") and not isinstance(before, str) else before
+        return (name, lambda: setattr(owner, name, value), lambda: setattr(owner, name, before))
+
+    return [
+        change(settings, "model", "mass_spring"),
+        change(settings, "motion", "DYNAMIC"),
+        change(scene, "gravity", (0.0, 0.0, -5.0)),
+        change(scene, "use_gravity", False),
+        change(settings, "friction_static", 0.4),
+        change(settings, "cable_cable", True),
+        change(clip.cable_harness, "clip_kind", "rotating"),
+        change(clip.cable_harness, "clip_length", 0.02),
+        change(clip.cable_harness, "clip_compliant", True),
+        change(start.cable_harness, "roll_free", True),
+        change(s, "min_bend_radius_allowed", 0.05),
+        change(s.clips[0], "reversed", True),
+    ]
+
+
+def test_every_input_of_a_result_marks_it_stale_and_setting_it_back_does_not(extension):
+    scene_model = sys.modules[f"{extension.__name__}.cable_harness.scene_model"]
+    start, _end, clip, cable = simple_harness()
+    scene = bpy.context.scene
+    assert bpy.ops.cable_harness.solve() == {"FINISHED"}
+    assert not scene_model.result_is_stale(scene, cable)  # what the panel shows
+    for what, change, undo in _stale_input_changes(scene, start, clip, cable):
+        change()
+        assert scene_model.result_is_stale(scene, cable), what
+        undo()
+        assert not scene_model.result_is_stale(scene, cable), what
+    # while Dynamic, the time step and damping are inputs too
+    scene.cable_harness.motion = "DYNAMIC"
+    assert bpy.ops.cable_harness.solve() == {"FINISHED"}
+    assert not scene_model.result_is_stale(scene, cable)
+    scene.cable_harness.damping = 5.0
+    assert scene_model.result_is_stale(scene, cable)
+
+
+def test_the_result_names_the_model_and_motion_it_was_solved_with(extension):
+    ui = sys.modules[f"{extension.__name__}.cable_harness.ui"]
+    *_, cable = simple_harness()
+    scene = bpy.context.scene
+    assert bpy.ops.cable_harness.solve() == {"FINISHED"}
+    assert ui.solved_with(cable.cable_harness) == "Model: Cosserat Rod, Motion: Quasi-static"
+    scene.cable_harness.model = "mass_spring"
+    assert bpy.ops.cable_harness.solve() == {"FINISHED"}
+    assert ui.solved_with(cable.cable_harness) == "Model: Mass-Spring (Lv 2017), Motion: Quasi-static"
+    scene.cable_harness.model = "cosserat"
+    scene.cable_harness.motion = "DYNAMIC"
+    assert bpy.ops.cable_harness.solve() == {"FINISHED"}
+    assert ui.solved_with(cable.cable_harness) == "Model: Cosserat Rod, Motion: Dynamic"
