@@ -558,12 +558,19 @@ class CableHarnessSceneSettings(bpy.types.PropertyGroup):
     )  # type: ignore
     arrow_length_per_newton: FloatProperty(
         name="Arrow Length per N",
-        description="Length of a force arrow per newton of force",
+        description="Length of a force arrow per newton of force, in the scene's length unit per N. Until you "
+        "set it, each solve chooses it from the size of the solved harness (a twentieth of it per newton, rounded)",
         min=0.0,
         soft_max=1.0,
         default=0.02,
         subtype="DISTANCE",
         unit="LENGTH",
+    )  # type: ignore
+    # the arrow length per N a solve last chose (simulation.py): a different value was set by the user and is kept
+    arrow_length_chosen: FloatProperty(
+        name="Chosen Arrow Length per N",
+        description="The arrow length per newton the extension last chose, in Blender units per N (0: none yet)",
+        options={"HIDDEN"},
     )  # type: ignore
 
     # variation study (variation_study.py, study_runner.py)

@@ -16,6 +16,7 @@ connector, a free one's is moved to the solved frame.
 """
 
 import json
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -55,6 +56,10 @@ BROAD_PHASE_ROUNDS = 4
 MAX_TICKS_OWED = 4  # Simulate in a dynamic scene: the longest motion one tick solves, in ticks
 # how far from a cable the clearance read-out looks for collider triangles
 CLEARANCE_SEARCH_M = 0.05
+# a force arrow's length per newton, chosen until the user sets one: this part of the solved harness's
+# size (its cables' bounding-box diagonal), in any unit. In the equipment-bay demo (20 mm per N, loads
+# of 0.7-9 N) the arrows are then 13-180 mm long: the smallest visible, the largest within the bay
+ARROW_PART_OF_SIZE_PER_NEWTON = 0.05
 
 
 @dataclass
@@ -487,6 +492,8 @@ class HarnessSimulation:
         self.write_junctions()
         scene = bpy.data.scenes.get(self.scene_name)
         settings = scene.cable_harness if scene is not None else None
+        if settings is not None:
+            self._choose_arrow_length(settings, report)
         for name in {*report.results, *report.failed}:
             ob = bpy.data.objects.get(name)
             if ob is None or ob.cable_harness.role != CABLE:
@@ -511,6 +518,28 @@ class HarnessSimulation:
             if own:  # shown in the panel next to the result
                 s.result_message = "; ".join(filter(None, [s.result_message, *own]))
 
+    def _choose_arrow_length(self, settings, report: TickReport) -> None:
+        """The scene's arrow length per newton from the size of the cables solved (converged), unless the
+        user set one: a value set in the file that is not the one chosen here last. It moves only when the
+        size calls for three times more or less, so the arrows keep their scale while Simulate runs."""
+        chosen = settings.arrow_length_chosen
+        now = settings.arrow_length_per_newton
+        ours = chosen > 0.0 and math.isclose(now, chosen, rel_tol=1e-6)
+        if settings.is_property_set("arrow_length_per_newton") and not ours:
+            return
+        nodes = [np.asarray(r["nodes"]) for name, r in report.results.items() if name not in report.failed]
+        if not nodes:
+            return
+        points = np.concatenate(nodes)
+        size_m = float(np.linalg.norm(points.max(axis=0) - points.min(axis=0)))
+        if not (math.isfinite(size_m) and size_m > 0.0):
+            return
+        wanted = _round_125(ARROW_PART_OF_SIZE_PER_NEWTON * size_m) / self.scale
+        if ours and 1.0 / 3.0 < wanted / chosen < 3.0:
+            return
+        settings.arrow_length_per_newton = wanted
+        settings.arrow_length_chosen = settings.arrow_length_per_newton  # as stored (single precision)
+
     def _show(self, scene, ob, result: dict, failed: bool) -> dict:
         """What the viewport overlay draws for this cable (overlay.py), returned too; ``scene``: None
         when it is gone."""
@@ -530,6 +559,14 @@ class HarnessSimulation:
             shown = overlay_data.mark_failed(shown, targets, 0.5 * cable_diameter(s) * 4.0)
         overlay.update(ob.name, shown)
         return shown
+
+
+def _round_125(value: float) -> float:
+    """``value`` (positive) to the nearest of 1, 2, 5 times a power of ten (a scale bar's steps)."""
+    exponent = math.floor(math.log10(value))
+    mantissa = value / 10.0**exponent
+    step = min((1.0, 2.0, 5.0, 10.0), key=lambda m: abs(math.log(mantissa / m)))
+    return step * 10.0**exponent
 
 
 def _solved_with(scene) -> str:
