@@ -162,9 +162,11 @@ class VIEW3D_PT_cable_harness(_SidebarPanel, bpy.types.Panel):
             _wrapped(layout, "Stiffness: the wires' sum, a lower bound for a wrapped bundle", "NONE")
 
     @staticmethod
-    def _draw_cable(layout, s, detached, stale):
+    def _draw_cable(layout, s, detached=(), stale=None):
         """``detached``: notes on the holders the user deleted, which the cable no longer holds to;
-        ``stale``: the result is of other settings than the cable and scene have now."""
+        ``stale``: the result is of other settings than the cable and scene have now (None: the
+        settings changed since, as the cable's own flag says)."""
+        stale = s.result_stale if stale is None else stale
         layout.prop(s, "start")
         if is_junction(s.start):
             layout.prop(s, "start_outlet")
