@@ -127,7 +127,8 @@ def legend_lines(per_newton: str) -> list:
     return [
         f"Cable colour: allowed bend radius / bend radius (blue-green-yellow-red at {stops}; red: over the limit)",
         f"Orange arrows: force on each connector and clip, {per_newton} per N",
-        "Magenta dots: contacts. Red cable, dashed line: not converged (held state, and where it should reach)",
+        "Magenta dots: contacts. Red cable, dashed line: not converged (held state, no arrows, and where it "
+        "should reach)",
     ]
 
 

@@ -4,8 +4,8 @@
 Colours: each point of the centre line by how much of the allowed bend it uses, allowed radius over
 actual radius (0 straight, 1 at the limit, red beyond); without an allowed radius, by curvature
 relative to the cable's own tightest bend. Arrows: the force the cable exerts on each connector and
-clip, scaled to a length per newton. A cable whose solve failed is drawn red, with a dashed line
-from where it is held to where its connector is.
+clip, scaled to a length per newton. A cable whose solve failed is drawn red, without arrows, with a
+dashed line from where it is held to where its connector is.
 """
 
 import numpy as np
@@ -125,9 +125,11 @@ def cable_overlay(result: dict, scale: float, allowed_m: float, force_scale_m_pe
 
 def mark_failed(overlay: dict, targets, dash: float) -> dict:
     """The overlay of a cable whose solve failed: drawn red, and dashed from each end it holds to
-    where that end's connector is now (``targets``: [(held point, connector point)], Blender units)."""
+    where that end's connector is now (``targets``: [(held point, connector point)], Blender units).
+    No force arrows: the forces of a state that is no equilibrium are no load on its holders."""
     overlay = dict(overlay)
     overlay["colours"] = np.tile(FAILED, (len(overlay["points"]), 1))
+    overlay["arrows"] = np.zeros((0, 3))
     gaps = [dashes(a, b, dash) for a, b in targets if np.linalg.norm(np.subtract(b, a)) > dash]
     overlay["gap"] = np.concatenate(gaps) if gaps else np.zeros((0, 3))
     overlay["failed"] = True

@@ -480,6 +480,17 @@ class CableHarnessSettings(bpy.types.PropertyGroup):
     # last result of a cable (read-outs)
     result_valid: BoolProperty(default=False, options={"HIDDEN"})  # type: ignore
     result_stale: BoolProperty(default=False, options={"HIDDEN"})  # type: ignore
+    result_inputs: StringProperty(
+        name="Result Inputs",
+        description="Digest of the settings the last result was solved with (the panel compares it with the "
+        "settings now to say the result is out of date)",
+        options={"HIDDEN"},
+    )  # type: ignore
+    result_model: StringProperty(
+        name="Solved With",
+        description="The scene's Model and Motion when the last result was solved",
+        options={"HIDDEN"},
+    )  # type: ignore
     result_converged: BoolProperty(default=False, options={"HIDDEN"})  # type: ignore
     result_length: FloatProperty(
         name="Solved Length", description="Length of the solved centre line", subtype="DISTANCE", unit="LENGTH"
@@ -547,12 +558,19 @@ class CableHarnessSceneSettings(bpy.types.PropertyGroup):
     )  # type: ignore
     arrow_length_per_newton: FloatProperty(
         name="Arrow Length per N",
-        description="Length of a force arrow per newton of force",
+        description="Length of a force arrow per newton of force, in the scene's length unit per N. Until you "
+        "set it, each solve chooses it from the size of the solved harness (a twentieth of it per newton, rounded)",
         min=0.0,
         soft_max=1.0,
         default=0.02,
         subtype="DISTANCE",
         unit="LENGTH",
+    )  # type: ignore
+    # the arrow length per N a solve last chose (simulation.py): a different value was set by the user and is kept
+    arrow_length_chosen: FloatProperty(
+        name="Chosen Arrow Length per N",
+        description="The arrow length per newton the extension last chose, in Blender units per N (0: none yet)",
+        options={"HIDDEN"},
     )  # type: ignore
 
     # variation study (variation_study.py, study_runner.py)

@@ -8,6 +8,7 @@ solved by the CLI give the same nodes. Blender stores lengths in Blender units; 
 metres describe the same physical harness. ``scene.gravity`` is taken in m/s^2.
 """
 
+import hashlib
 import math
 import re
 
@@ -51,6 +52,36 @@ def rotation_of(ob) -> np.ndarray:
     return R
 
 
+def attached(scene, ob):
+    """``ob`` while it is in ``scene``, else None. An object deleted with X leaves the scene but stays
+    in the file as long as a cable points at it (and undo links it back): a cable holds on to what the
+    user sees, never to a holder the user deleted."""
+    return ob if ob is not None and scene.objects.get(ob.name) == ob else None
+
+
+def held_clips(scene, settings) -> list:
+    """The clip list's entries that hold the cable: those of clips deleted from the scene are left out
+    (an empty entry stays, to be refused by name)."""
+    return [ref for ref in settings.clips if ref.clip is None or attached(scene, ref.clip) is not None]
+
+
+def detached_notes(scene, ob) -> list:
+    """What the cable lets go of because the user deleted it (the panel's notes, in its words)."""
+    s = ob.cable_harness
+    notes = []
+    if s.start is not None and attached(scene, s.start) is None:
+        notes.append(f"Start {s.start.name!r} was deleted: undo the delete, or pick another Start")
+    if s.end is not None and attached(scene, s.end) is None:
+        notes.append(f"End {s.end.name!r} was deleted: the cable's end hangs free (undo the delete, or pick an End)")
+    for ref in s.clips:
+        if ref.clip is not None and attached(scene, ref.clip) is None:
+            notes.append(
+                f"Clip {ref.clip.name!r} was deleted: the cable runs free there (undo the delete, or remove it "
+                "from the clip list)"
+            )
+    return notes
+
+
 def is_junction(ob) -> bool:
     return ob is not None and ob.cable_harness.role == JUNCTION and ob.type in ROLE_OBJECT_TYPES[JUNCTION]
 
@@ -81,22 +112,22 @@ def junction_document(junction, scale) -> dict:
     return doc
 
 
-def cable_junctions(ob) -> list:
+def cable_junctions(scene, ob) -> list:
     """The junction objects holding a cable's ends."""
     s = ob.cable_harness
-    return [h for h in (s.start, s.end) if is_junction(h)]
+    return [h for h in (attached(scene, s.start), attached(scene, s.end)) if is_junction(h)]
 
 
 def with_harness_mates(scene, cables) -> list:
     """``cables`` and every cable joined to them through junctions: a branched harness is solved whole."""
     chosen = list(cables)
     names = {ob.name for ob in chosen}
-    junctions = {j.name for ob in chosen for j in cable_junctions(ob)}
+    junctions = {j.name for ob in chosen for j in cable_junctions(scene, ob)}
     grew = bool(junctions)
     while grew:
         grew = False
         for ob in harness_objects(scene, CABLE):
-            mine = {j.name for j in cable_junctions(ob)}
+            mine = {j.name for j in cable_junctions(scene, ob)}
             if ob.name not in names and mine & junctions:
                 chosen.append(ob)
                 names.add(ob.name)
@@ -133,26 +164,28 @@ def object_frame(ob, scale, *, into=False, roll_free=False, flip=False) -> dict:
     return doc
 
 
-def holder_frames(ob, scale) -> CableChange:
+def holder_frames(scene, ob, scale) -> CableChange:
     """Where a cable's connectors and clips are now: the per-tick input of a cable already built."""
     s = ob.cable_harness
-    if s.start is None or any(ref.clip is None for ref in s.clips):
+    first, last, refs = attached(scene, s.start), attached(scene, s.end), held_clips(scene, s)
+    if first is None or any(ref.clip is None for ref in refs):
         raise HarnessInputError(f"cable {ob.name!r} lost a connector or clip")
     # an end held by a junction follows the junction (the solver's), never a frame of its own
-    start = None if is_junction(s.start) else holder_frame(s.start, scale, roll_free=s.start.cable_harness.roll_free)
+    start = None if is_junction(first) else holder_frame(first, scale, roll_free=first.cable_harness.roll_free)
     end = (
         None
-        if s.end is None or is_junction(s.end)
-        else holder_frame(s.end, scale, into=True, roll_free=s.end.cable_harness.roll_free)
+        if last is None or is_junction(last)
+        else holder_frame(last, scale, into=True, roll_free=last.cable_harness.roll_free)
     )
-    clips = {i: holder_frame(ref.clip, scale, flip=ref.reversed) for i, ref in enumerate(s.clips)}
+    clips = {i: holder_frame(ref.clip, scale, flip=ref.reversed) for i, ref in enumerate(refs)}
     return CableChange(start=start, end=end, clips=clips)
 
 
-def build_signature(ob, scale) -> tuple:
+def build_signature(scene, ob, scale) -> tuple:
     """Every setting of a cable that its solver model is built from (all but where its holders are
     and its route): when this changes, the cable is rebuilt; otherwise a tick is a step."""
     s = ob.cable_harness
+    first, last = attached(scene, s.start), attached(scene, s.end)
 
     def holder(h):
         if is_junction(h):
@@ -179,11 +212,11 @@ def build_signature(ob, scale) -> tuple:
         None if s.is_bundle else s.diameter,  # a bundle's follows from its wires, in ``material``
         s.segments,
         material,
-        holder(s.start),
-        holder(s.end),
-        tuple(s.start_outlet) if is_junction(s.start) else None,
-        tuple(s.end_outlet) if is_junction(s.end) else None,
-        tuple(clip(ref) for ref in s.clips),
+        holder(first),
+        holder(last),
+        tuple(s.start_outlet) if is_junction(first) else None,
+        tuple(s.end_outlet) if is_junction(last) else None,
+        tuple(clip(ref) for ref in held_clips(scene, s)),
         _rest_signature(s),
     )
 
@@ -261,25 +294,30 @@ def bundle_document(settings, scale) -> dict:
     }
 
 
-def cable_document(ob, scale, with_route: bool = True) -> dict:
-    """The case-format cable of one cable object (raises HarnessInputError naming what is missing)."""
+def cable_document(scene, ob, scale, with_route: bool = True) -> dict:
+    """The case-format cable of one cable object (raises HarnessInputError naming what is missing);
+    holders deleted from ``scene`` are let go of (detached_notes says which)."""
     s = ob.cable_harness
     name = ob.name
-    if s.start is None:
-        raise HarnessInputError(f"cable {name!r} has no start connector")
-    if s.start.cable_harness.role not in CABLE_ENDS:
-        raise HarnessInputError(f"cable {name!r}: start object {s.start.name!r} is not a connector or junction")
+    first, last = attached(scene, s.start), attached(scene, s.end)
+    if first is None:
+        deleted = f": {s.start.name!r} was deleted (undo the delete, or pick another Start)" if s.start else ""
+        raise HarnessInputError(f"cable {name!r} has no start connector{deleted}")
+    if first.cable_harness.role not in CABLE_ENDS:
+        raise HarnessInputError(f"cable {name!r}: start object {first.name!r} is not a connector or junction")
     end = None
-    if s.end is not None:
-        if s.end.cable_harness.role not in CABLE_ENDS:
-            raise HarnessInputError(f"cable {name!r}: end object {s.end.name!r} is not a connector or junction")
-        if is_junction(s.end):
-            end = junction_end(s.end, s.end_outlet, "end", name)
+    if last is not None:
+        if last.cable_harness.role not in CABLE_ENDS:
+            raise HarnessInputError(f"cable {name!r}: end object {last.name!r} is not a connector or junction")
+        if is_junction(last):
+            end = junction_end(last, s.end_outlet, "end", name)
         else:
-            end = object_frame(s.end, scale, into=True, roll_free=s.end.cable_harness.roll_free)
+            end = object_frame(last, scale, into=True, roll_free=last.cable_harness.roll_free)
     clips = []
     for index, ref in enumerate(s.clips):
         clip = ref.clip
+        if clip is not None and attached(scene, clip) is None:
+            continue  # deleted: let go of (held_clips)
         if clip is None:
             raise HarnessInputError(f"cable {name!r}: clip {index + 1} in its list is missing (deleted?)")
         c = clip.cable_harness
@@ -308,9 +346,9 @@ def cable_document(ob, scale, with_route: bool = True) -> dict:
         **parts,
         "segments": s.segments,
         "start": (
-            junction_end(s.start, s.start_outlet, "start", name)
-            if is_junction(s.start)
-            else object_frame(s.start, scale, roll_free=s.start.cable_harness.roll_free)
+            junction_end(first, s.start_outlet, "start", name)
+            if is_junction(first)
+            else object_frame(first, scale, roll_free=first.cable_harness.roll_free)
         ),
         "end": end,
         "clips": clips,
@@ -358,7 +396,7 @@ def case_document(scene, cable_objects=None) -> dict:
     doc = {
         "format": "cable-harness-case/1",
         "gravity": gravity,
-        "cables": [cable_document(ob, scale) for ob in cables],
+        "cables": [cable_document(scene, ob, scale) for ob in cables],
         "contact": scene.cable_harness.contact_document(),
         "solver": {"model": scene.cable_harness.model},
     }
@@ -367,11 +405,37 @@ def case_document(scene, cable_objects=None) -> dict:
         doc["solver"]["dynamics"] = dynamics
     junctions = {}
     for ob in cables:
-        for j in cable_junctions(ob):
+        for j in cable_junctions(scene, ob):
             junctions.setdefault(j.name, j)
     if junctions:
         doc["junctions"] = [junction_document(j, scale) for j in junctions.values()]
     return doc
+
+
+def result_inputs(scene, ob) -> str:
+    """A digest of every setting the cable's result follows from: what its case is built from (its own
+    settings, its holders' kinds and settings, which clips it passes which way round), the scene's
+    gravity, contact, Model and Motion, and the bend limit its read-outs are checked against. Where
+    its holders are and the colliders are not settings, and not in it."""
+    settings = scene.cable_harness
+    s = ob.cable_harness
+    key = (
+        build_signature(scene, ob, metres_per_unit(scene)),
+        tuple(ref.reversed for ref in held_clips(scene, s)),
+        s.min_bend_radius_allowed,
+        tuple(scene.gravity) if scene.use_gravity else (0.0, 0.0, 0.0),
+        tuple(sorted(settings.contact_document().items())),
+        settings.model,
+        repr(settings.dynamics_document()),
+    )
+    return hashlib.sha1(repr(key).encode()).hexdigest()
+
+
+def result_is_stale(scene, ob) -> bool:
+    """Whether the cable's last result is of other settings than it has now (the panel says so). A
+    result without a digest (a file saved before it was kept) goes by the settings changed since."""
+    s = ob.cable_harness
+    return s.result_stale or (bool(s.result_inputs) and s.result_inputs != result_inputs(scene, ob))
 
 
 # the solver's field paths in a message, as the panel names them

@@ -16,6 +16,7 @@ connector, a free one's is moved to the solved frame.
 """
 
 import json
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -31,17 +32,20 @@ from .scene_model import (
     CABLE,
     COLLIDER,
     HarnessInputError,
+    attached,
     build_signature,
     cable_diameter,
     cable_document,
     cable_junctions,
     case_document,
+    detached_notes,
     harness_objects,
     holder_frames,
     is_junction,
     metres_per_unit,
     parse_scene_case,
     plain_message,
+    result_inputs,
     rotation_of,
     with_harness_mates,
     write_cable_result,
@@ -52,6 +56,10 @@ BROAD_PHASE_ROUNDS = 4
 MAX_TICKS_OWED = 4  # Simulate in a dynamic scene: the longest motion one tick solves, in ticks
 # how far from a cable the clearance read-out looks for collider triangles
 CLEARANCE_SEARCH_M = 0.05
+# a force arrow's length per newton, chosen until the user sets one: this part of the solved harness's
+# size (its cables' bounding-box diagonal), in any unit. In the equipment-bay demo (20 mm per N, loads
+# of 0.7-9 N) the arrows are then 13-180 mm long: the smallest visible, the largest within the bay
+ARROW_PART_OF_SIZE_PER_NEWTON = 0.05
 
 
 @dataclass
@@ -122,12 +130,12 @@ class HarnessSimulation:
         cables = with_harness_mates(scene, cables)  # a branched harness is solved whole
         self.cables = [(ob.name, getattr(ob, "session_uid", None)) for ob in cables]
         # each junction's rotation when the case was built: the case's frame of its outlets
-        self.junction_frames = {j.name: rotation_of(j) for ob in cables for j in cable_junctions(ob)}
+        self.junction_frames = {j.name: rotation_of(j) for ob in cables for j in cable_junctions(scene, ob)}
         doc = case_document(scene, cables)  # raises HarnessInputError naming the first problem
         self.case = parse_scene_case(doc, self.scale)
         self.solver_settings = self._solver_settings(scene)
         self.harness = Harness.from_case(self.case)
-        self.signatures = {ob.name: build_signature(ob, self.scale) for ob in cables}
+        self.signatures = {ob.name: build_signature(scene, ob, self.scale) for ob in cables}
         self.reported_warnings = set()
         self.colliders = ColliderCache()
         self.collider_poses = {}  # collider name -> world matrix (4 x 4 nested tuples) at the last tick
@@ -186,6 +194,7 @@ class HarnessSimulation:
             if name not in report.results and self.harness.has_cable(name) and self.harness.is_solved(name):
                 report.results[name] = self.harness.cable_result(name)
         report.warnings = [w for w in self.harness.warnings if w not in self.reported_warnings]
+        report.warnings += [w for w in self._detached_warnings(scene) if w not in self.reported_warnings]
         self.reported_warnings.update(report.warnings)
         settled = inputs is not None and report.to_follow == 0.0 and reports and set(reports) == set(targets)
         t3 = time.perf_counter()
@@ -218,10 +227,19 @@ class HarnessSimulation:
             s = ob.cable_harness
             holders = (s.start, s.end, *(ref.clip for ref in s.clips))
             matrices = tuple(None if h is None else tuple(map(tuple, h.matrix_world)) for h in holders)
-            parts.append((ob.name, build_signature(ob, self.scale), matrices))
+            parts.append((ob.name, build_signature(scene, ob, self.scale), matrices))
         contact = tuple(sorted(scene.cable_harness.contact_document().items()))
         colliders = tuple(sorted(poses.items())), self.colliders.geometry_changes(sorted(poses))
         return tuple(parts), colliders, contact, self._solver_settings(scene)
+
+    def _detached_warnings(self, scene) -> list:
+        """What the cables let go of because the user deleted it (scene_model.detached_notes)."""
+        found = []
+        for name, uid in self.cables:
+            ob = _find_object(name, uid)
+            if ob is not None and ob.cable_harness.role == CABLE:
+                found += [f"cable {ob.name!r}: {note}" for note in detached_notes(scene, ob)]
+        return found
 
     def harness_solved(self, targets) -> bool:
         return bool(targets) and all(self.harness.is_solved(n) for n in targets)
@@ -389,9 +407,9 @@ class HarnessSimulation:
             if ob.name != name:  # renamed while running: carry its solver session over
                 self._rename(name, ob.name)
             try:
-                signature = build_signature(ob, self.scale)
+                signature = build_signature(scene, ob, self.scale)
                 branch = self.harness.junctions is not None and ob.name in self.harness.junctions.branches
-                if self.signatures.get(ob.name) != signature and (branch or cable_junctions(ob)):
+                if self.signatures.get(ob.name) != signature and (branch or cable_junctions(scene, ob)):
                     rebuild = True
                     continue
                 if self.signatures.get(ob.name) != signature:
@@ -401,7 +419,7 @@ class HarnessSimulation:
                         {
                             "format": "cable-harness-case/1",
                             "gravity": self.case.gravity.tolist(),
-                            "cables": [cable_document(ob, self.scale)],
+                            "cables": [cable_document(scene, ob, self.scale)],
                             "solver": {"model": self.case.solver.model},  # its refusals too
                         },
                         self.scale,
@@ -409,7 +427,7 @@ class HarnessSimulation:
                     self.harness.add_cable(rebuilt.cables[0])
                     self.signatures[ob.name] = signature
                     self.settled_inputs = None  # the rebuilt cable is solved afresh
-                change = holder_frames(ob, self.scale)
+                change = holder_frames(scene, ob, self.scale)
                 self.harness.check_reach(ob.name, change)  # holders out of reach: no equilibrium to seek
                 targets[ob.name] = change
             except HarnessInputError as exc:
@@ -472,7 +490,10 @@ class HarnessSimulation:
 
     def write(self, report: TickReport) -> None:
         self.write_junctions()
-        settings = bpy.data.scenes[self.scene_name].cable_harness if self.scene_name in bpy.data.scenes else None
+        scene = bpy.data.scenes.get(self.scene_name)
+        settings = scene.cable_harness if scene is not None else None
+        if settings is not None:
+            self._choose_arrow_length(settings, report)
         for name in {*report.results, *report.failed}:
             ob = bpy.data.objects.get(name)
             if ob is None or ob.cable_harness.role != CABLE:
@@ -481,7 +502,10 @@ class HarnessSimulation:
             result = report.results.get(name)
             if result is not None:
                 write_cable_result(ob, result, self.scale)
-                shown = self._show(ob, result, name in report.failed, settings)
+                if scene is not None:  # what the panel checks the result against
+                    s.result_inputs = result_inputs(scene, ob)
+                    s.result_model = _solved_with(scene)
+                shown = self._show(scene, ob, result, name in report.failed)
                 if settings is not None and settings.point_attributes:
                     converged = name not in report.failed
                     write_point_attributes(ob, result, self.scale, shown["utilisation"], converged)
@@ -490,13 +514,37 @@ class HarnessSimulation:
                 s.result_converged = False
                 s.result_message = report.failed[name]
             own = [w for w in self.harness.warnings if f"cable {name!r}" in w]
+            own += [] if scene is None else detached_notes(scene, ob)
             if own:  # shown in the panel next to the result
                 s.result_message = "; ".join(filter(None, [s.result_message, *own]))
 
-    def _show(self, ob, result: dict, failed: bool, settings) -> dict:
-        """What the viewport overlay draws for this cable (overlay.py), returned too; ``settings``:
-        the scene's (None when the scene is gone)."""
+    def _choose_arrow_length(self, settings, report: TickReport) -> None:
+        """The scene's arrow length per newton from the size of the cables solved (converged), unless the
+        user set one: a value set in the file that is not the one chosen here last. It moves only when the
+        size calls for three times more or less, so the arrows keep their scale while Simulate runs."""
+        chosen = settings.arrow_length_chosen
+        now = settings.arrow_length_per_newton
+        ours = chosen > 0.0 and math.isclose(now, chosen, rel_tol=1e-6)
+        if settings.is_property_set("arrow_length_per_newton") and not ours:
+            return
+        nodes = [np.asarray(r["nodes"]) for name, r in report.results.items() if name not in report.failed]
+        if not nodes:
+            return
+        points = np.concatenate(nodes)
+        size_m = float(np.linalg.norm(points.max(axis=0) - points.min(axis=0)))
+        if not (math.isfinite(size_m) and size_m > 0.0):
+            return
+        wanted = _round_125(ARROW_PART_OF_SIZE_PER_NEWTON * size_m) / self.scale
+        if ours and 1.0 / 3.0 < wanted / chosen < 3.0:
+            return
+        settings.arrow_length_per_newton = wanted
+        settings.arrow_length_chosen = settings.arrow_length_per_newton  # as stored (single precision)
+
+    def _show(self, scene, ob, result: dict, failed: bool) -> dict:
+        """What the viewport overlay draws for this cable (overlay.py), returned too; ``scene``: None
+        when it is gone."""
         s = ob.cable_harness
+        settings = scene.cable_harness if scene is not None else None
         per_newton = (settings.arrow_length_per_newton if settings else 0.02) * self.scale
         clip_s = [ref.s * self.scale for ref in s.clips]
         shown = overlay_data.cable_overlay(
@@ -504,12 +552,30 @@ class HarnessSimulation:
         )
         if failed:
             points = shown["points"]
-            targets = [(points[0], np.array(s.start.matrix_world.translation))] if s.start else []
-            if s.end is not None:
-                targets.append((points[-1], np.array(s.end.matrix_world.translation)))
+            start, end = (None, None) if scene is None else (attached(scene, s.start), attached(scene, s.end))
+            targets = [(points[0], np.array(start.matrix_world.translation))] if start else []
+            if end is not None:
+                targets.append((points[-1], np.array(end.matrix_world.translation)))
             shown = overlay_data.mark_failed(shown, targets, 0.5 * cable_diameter(s) * 4.0)
         overlay.update(ob.name, shown)
         return shown
+
+
+def _round_125(value: float) -> float:
+    """``value`` (positive) to the nearest of 1, 2, 5 times a power of ten (a scale bar's steps)."""
+    exponent = math.floor(math.log10(value))
+    mantissa = value / 10.0**exponent
+    step = min((1.0, 2.0, 5.0, 10.0), key=lambda m: abs(math.log(mantissa / m)))
+    return step * 10.0**exponent
+
+
+def _solved_with(scene) -> str:
+    """The scene's Model and Motion, as the panel names them."""
+    settings = scene.cable_harness
+    names = settings.bl_rna.properties
+    model = names["model"].enum_items[settings.model].name
+    motion = names["motion"].enum_items[settings.motion].name
+    return f"Model: {model}, Motion: {motion}"
 
 
 def _frames_per_second(scene) -> float:

@@ -6,7 +6,19 @@ import textwrap
 import bpy
 
 from . import study_runner, warmup
-from .scene_model import CABLE, CLIP, COLLIDER, CONNECTOR, JUNCTION, cable_diameter, is_junction, metres_per_unit
+from .scene_model import (
+    CABLE,
+    CLIP,
+    COLLIDER,
+    CONNECTOR,
+    JUNCTION,
+    attached,
+    cable_diameter,
+    detached_notes,
+    is_junction,
+    metres_per_unit,
+    result_is_stale,
+)
 from .variation_study import RELATIVE
 
 # characters per line of the panel's notes at the sidebar's default width
@@ -35,6 +47,8 @@ def _list_with_buttons(layout, list_type, data, prop, active_prop, operators):
 class CABLE_HARNESS_UL_clips(bpy.types.UIList):
     def draw_item(self, context, layout, data, item, icon, active_data, active_propname, index):
         row = layout.row(align=True)
+        # a clip deleted from the scene no longer holds the cable: red until it is removed or undone
+        row.alert = item.clip is not None and attached(context.scene, item.clip) is None
         row.prop(item, "clip", text="")
         row.prop(item, "s", text="s")
         row.prop(item, "reversed", text="", icon="ARROW_LEFTRIGHT")
@@ -127,7 +141,7 @@ class VIEW3D_PT_cable_harness(_SidebarPanel, bpy.types.Panel):
             if s.junction_readout:
                 _wrapped(layout, s.junction_readout, "NONE" if s.junction_readout.startswith("balanced") else "ERROR")
         elif s.role == CABLE:
-            self._draw_cable(layout, s)
+            self._draw_cable(layout, s, detached_notes(context.scene, ob), result_is_stale(context.scene, ob))
 
     @staticmethod
     def _draw_bundle(layout, s):
@@ -148,7 +162,11 @@ class VIEW3D_PT_cable_harness(_SidebarPanel, bpy.types.Panel):
             _wrapped(layout, "Stiffness: the wires' sum, a lower bound for a wrapped bundle", "NONE")
 
     @staticmethod
-    def _draw_cable(layout, s):
+    def _draw_cable(layout, s, detached=(), stale=None):
+        """``detached``: notes on the holders the user deleted, which the cable no longer holds to;
+        ``stale``: the result is of other settings than the cable and scene have now (None: the
+        settings changed since, as the cable's own flag says)."""
+        stale = s.result_stale if stale is None else stale
         layout.prop(s, "start")
         if is_junction(s.start):
             layout.prop(s, "start_outlet")
@@ -160,6 +178,8 @@ class VIEW3D_PT_cable_harness(_SidebarPanel, bpy.types.Panel):
         buttons.separator()
         buttons.operator("cable_harness.clip_move", icon="TRIA_UP", text="").direction = "UP"
         buttons.operator("cable_harness.clip_move", icon="TRIA_DOWN", text="").direction = "DOWN"
+        for note in detached:
+            _wrapped(layout, note, "ERROR")
         layout.prop(s, "length")
         layout.prop(s, "is_bundle")
         if s.is_bundle:
@@ -182,7 +202,6 @@ class VIEW3D_PT_cable_harness(_SidebarPanel, bpy.types.Panel):
         elif s.rest_shape == "CURVE":
             layout.label(text=f"Stored shape: {len(s.rest_route)} points")
         layout.operator("cable_harness.set_rest_shape", icon="CURVE_BEZCURVE")
-        _wrapped(layout, "Model: discrete Cosserat rod, quasi-static")
         box = layout.box()
         if not s.result_valid:
             box.label(text="Not solved yet")
@@ -192,11 +211,13 @@ class VIEW3D_PT_cable_harness(_SidebarPanel, bpy.types.Panel):
         else:
             box.alert = True
             _wrapped(box, "NOT converged: the values below are of the last good state", "ERROR")
-        if s.result_stale:
+        if s.result_model:
+            _wrapped(box, solved_with(s))
+        if stale:
             _wrapped(box, "Settings changed since this result: solve again", "INFO")
         col = box.column()
         col.use_property_split = False  # "Name: value" in full width, not a cut label beside it
-        col.active = s.result_converged and not s.result_stale
+        col.active = s.result_converged and not stale
         col.prop(s, "result_length", emboss=False)
         col.prop(s, "result_min_bend_radius", emboss=False)
         col.prop(s, "result_start_force", emboss=False)
@@ -205,6 +226,11 @@ class VIEW3D_PT_cable_harness(_SidebarPanel, bpy.types.Panel):
         col.prop(s, "result_solve_ms", emboss=False)
         if s.result_message:
             _wrapped(box, s.result_message, "ERROR")
+
+
+def solved_with(settings) -> str:
+    """The Model and Motion the cable's result was solved with (empty: not known, an older file)."""
+    return settings.result_model
 
 
 class VIEW3D_PT_cable_harness_contact(_SidebarPanel, bpy.types.Panel):

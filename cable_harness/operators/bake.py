@@ -10,21 +10,32 @@ import numpy as np
 from .. import follow
 from ..baking import bake_cable, bake_junction, clear_bake
 from ..report import BAKE_LOG_TEXT, LOG_FORMAT
-from ..scene_model import COLLIDER, HarnessInputError, cable_diameter, harness_objects, is_junction, point_tilts
+from ..scene_model import (
+    COLLIDER,
+    HarnessInputError,
+    attached,
+    cable_diameter,
+    harness_objects,
+    held_clips,
+    is_junction,
+    point_tilts,
+)
 from ..simulation import CLEARANCE_SEARCH_M, HarnessSimulation
 from .common import NeedsSolver, cables_in_context
 
 
-def _holders(ob) -> list[dict]:
+def _holders(scene, ob) -> list[dict]:
+    """The holders the cable is solved with (in the order of its result's forces): deleted ones are not."""
     s = ob.cable_harness
+    start, end = attached(scene, s.start), attached(scene, s.end)
 
     def kind(h):
         return "junction" if h is not None and h.cable_harness.role == "JUNCTION" else "connector"
 
-    holders = [{"key": "start", "object": s.start.name if s.start else "", "kind": kind(s.start)}]
-    if s.end is not None:
-        holders.append({"key": "end", "object": s.end.name, "kind": kind(s.end)})
-    for i, ref in enumerate(s.clips):
+    holders = [{"key": "start", "object": start.name if start else "", "kind": kind(start)}]
+    if end is not None:
+        holders.append({"key": "end", "object": end.name, "kind": kind(end)})
+    for i, ref in enumerate(held_clips(scene, s)):
         c = ref.clip.cable_harness if ref.clip else None
         kind = "clip" if c is None else f"{c.clip_kind} clip" + (", compliant" if c.clip_compliant else "")
         holders.append({"key": f"clip {i + 1}", "object": ref.clip.name if ref.clip else "", "kind": kind})
@@ -118,12 +129,12 @@ class _BakeRun:
                     "material": ob.cable_harness.material,
                     "allowed_bend_radius": ob.cable_harness.min_bend_radius_allowed * scale,
                     "clearance_search": CLEARANCE_SEARCH_M,
-                    "holders": _holders(ob),
-                    "from": ob.cable_harness.start.name if ob.cable_harness.start else "",
-                    "to": ob.cable_harness.end.name if ob.cable_harness.end else "",
+                    "holders": _holders(scene, ob),
+                    "from": getattr(attached(scene, ob.cable_harness.start), "name", ""),
+                    "to": getattr(attached(scene, ob.cable_harness.end), "name", ""),
                     # the ends held by junctions: where the bill of materials routes wires on
-                    "from_junction": _junction_name(ob.cable_harness.start),
-                    "to_junction": _junction_name(ob.cable_harness.end),
+                    "from_junction": _junction_name(attached(scene, ob.cable_harness.start)),
+                    "to_junction": _junction_name(attached(scene, ob.cable_harness.end)),
                     "wires": _wires(ob.cable_harness, scale),
                 }
                 for ob in cables

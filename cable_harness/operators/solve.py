@@ -1,12 +1,22 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Solving: one-shot Solve, interactive Simulate (modal, timer driven) and Reset to the drawn route."""
 
+import traceback
+
 import bpy
 import numpy as np
 from bpy.props import IntProperty
 
+from ...solver_core import CaseError
 from .. import overlay
-from ..scene_model import HarnessInputError, ensure_cable_curve, mark_refused_cables, write_curve_points
+from ..scene_model import (
+    HarnessInputError,
+    ensure_cable_curve,
+    mark_refused_cables,
+    metres_per_unit,
+    plain_message,
+    write_curve_points,
+)
 from ..simulation import HarnessSimulation
 from .common import NeedsSolver, cables_in_context, run_solve
 
@@ -67,12 +77,38 @@ class CABLE_HARNESS_OT_simulate(NeedsSolver, bpy.types.Operator):
         _status_text(context, f"Cable Harness: {report.summary()}  (Esc: stop)")
         return report
 
+    def _guarded_step(self, context):
+        """``step``, or the reason Simulate cannot go on (None, reason): a setting changed meanwhile
+        that Solve would refuse (e.g. a Model without cable contact while it is on). Simulate runs
+        until Esc, so whatever a tick raises ends it with the reason instead of a traceback, its timer
+        and status text gone."""
+        try:
+            return self.step(context), None
+        except HarnessInputError as exc:
+            reason = str(exc)
+        except CaseError as exc:
+            reason = plain_message(str(exc), metres_per_unit(context.scene))
+        except Exception as exc:  # a fault of the extension: the console keeps the traceback for a report
+            traceback.print_exc()
+            reason = f"an internal error ({type(exc).__name__}: {exc}); please report it"
+        names = [name for name, _uid in self._simulation.cables] if self._simulation is not None else []
+        cables = [ob for ob in map(bpy.data.objects.get, names) if ob is not None]
+        try:  # the refused cables say why in their read-outs, as after Solve
+            mark_refused_cables(context.scene, cables)
+        except Exception:
+            traceback.print_exc()
+        return None, reason
+
     def execute(self, context):
         if not self._start(context):
             return {"CANCELLED"}
         report = None
         for _ in range(self.ticks):
-            report = self.step(context)
+            report, reason = self._guarded_step(context)
+            if report is None:
+                _status_text(context, None)
+                self.report({"ERROR"}, f"Simulate stopped: {reason}")
+                return {"CANCELLED"}
         self.report({"WARNING" if report.needs_attention else "INFO"}, report.summary())
         return {"FINISHED"}
 
@@ -92,12 +128,14 @@ class CABLE_HARNESS_OT_simulate(NeedsSolver, bpy.types.Operator):
         if event.type == "ESC" and event.value == "PRESS":
             return self._finish(context, None)
         if event.type == "TIMER":  # events do not say which timer fired; every timer event ticks
-            report = self.step(context)
+            report, reason = self._guarded_step(context)
+            if report is None:
+                return self._finish(context, f"stopped: {reason}", "ERROR")
             if not report.results and report.failed:
                 return self._finish(context, "; ".join(f"{k}: {v}" for k, v in report.failed.items()))
         return {"PASS_THROUGH"}
 
-    def _finish(self, context, message):
+    def _finish(self, context, message, level="WARNING"):
         if self._timer is not None:
             context.window_manager.event_timer_remove(self._timer)
             if self._timer in _state["timers"]:
@@ -105,7 +143,7 @@ class CABLE_HARNESS_OT_simulate(NeedsSolver, bpy.types.Operator):
             self._timer = None
         _status_text(context, None)
         if message:
-            self.report({"WARNING"}, f"Simulate {message}")
+            self.report({level}, f"Simulate {message}")
         self._simulation = None
         return {"FINISHED"}
 

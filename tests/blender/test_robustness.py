@@ -214,3 +214,117 @@ def test_a_connector_inside_a_collider_is_reported_not_hidden():
         ob.select_set(False)
     bpy.ops.cable_harness.solve()
     assert "passes through an obstacle" in cable.cable_harness.result_message
+
+
+def _delete_with_x(*objects):
+    """What X (Delete) in the viewport does: the objects leave the scene; a cable's pointer keeps them in
+    the file, so undo can link them back."""
+    bpy.ops.object.select_all(action="DESELECT")
+    for ob in objects:
+        ob.select_set(True)
+    bpy.context.view_layer.objects.active = objects[0]
+    assert bpy.ops.object.delete() == {"FINISHED"}
+
+
+def _distance_to(points, where):
+    return float(np.linalg.norm(points - np.asarray(where), axis=1).min())
+
+
+def test_a_clip_deleted_with_x_lets_the_cable_go_and_undo_brings_it_back(extension):
+    scene_model = sys.modules[f"{extension.__name__}.cable_harness.scene_model"]
+    clip_at = (0.15, 0.02, -0.06)
+    window = bpy.context.window_manager.windows[0]
+    with bpy.context.temp_override(window=window):
+        _start, _end, clip, cable = simple_harness()
+        assert bpy.ops.cable_harness.solve() == {"FINISHED"}
+        assert _distance_to(curve_world_points(cable), clip_at) < 0.006  # a node spacing of the clip
+        bpy.ops.ed.undo_push(message="solved through the clip")
+        _delete_with_x(clip)
+        bpy.ops.ed.undo_push(message="clip deleted")
+        scene = bpy.context.scene
+        cable = bpy.data.objects["Cable"]
+        assert "Clip" in bpy.data.objects and "Clip" not in scene.objects  # kept by the cable's pointer
+        notes = scene_model.detached_notes(scene, cable)
+        assert len(notes) == 1 and "'Clip'" in notes[0] and "deleted" in notes[0]  # the panel says so
+        assert bpy.ops.cable_harness.solve() == {"FINISHED"}
+        s = cable.cable_harness
+        assert s.result_converged and "'Clip'" in s.result_message
+        assert _distance_to(curve_world_points(cable), clip_at) > 0.01  # it hangs free of the deleted clip
+        bpy.ops.ed.undo()  # back to before the delete
+        scene = bpy.context.scene
+        cable = bpy.data.objects["Cable"]
+        assert "Clip" in scene.objects and scene_model.detached_notes(scene, cable) == []
+        assert bpy.ops.cable_harness.solve() == {"FINISHED"}
+        assert _distance_to(curve_world_points(cable), clip_at) < 0.006  # a node spacing of the clip
+
+
+def test_a_connector_deleted_with_x_is_not_held_any_more(extension):
+    scene_model = sys.modules[f"{extension.__name__}.cable_harness.scene_model"]
+    start, end, _clip, cable = simple_harness()
+    assert bpy.ops.cable_harness.solve() == {"FINISHED"}
+    end_name = end.name
+    _delete_with_x(end)  # the end connector: the cable's end hangs free
+    notes = scene_model.detached_notes(bpy.context.scene, cable)
+    assert len(notes) == 1 and repr(end_name) in notes[0]
+    assert bpy.ops.cable_harness.solve() == {"FINISHED"}
+    s = cable.cable_harness
+    assert s.result_converged and repr(end_name) in s.result_message
+    assert np.linalg.norm(curve_world_points(cable)[-1] - (0.3, 0.0, 0.0)) > 0.01
+    start_name = start.name
+    _delete_with_x(start)  # nothing holds the cable any more: refused, naming the deleted start
+    with pytest.raises(RuntimeError, match=f"has no start connector: {start_name!r} was deleted"):
+        bpy.ops.cable_harness.solve()
+    assert not s.result_converged
+
+
+def test_a_clip_deleted_with_x_while_simulating_lets_the_cable_go(extension):
+    _start, _end, clip, cable = simple_harness()
+    simulation = _simulation_module(extension).HarnessSimulation(bpy.context.scene)
+    assert simulation.tick(bpy.context).solved == 1
+    _delete_with_x(clip)
+    report = simulation.tick(bpy.context)
+    assert report.solved == 1, report.failed
+    assert any("'Clip'" in w for w in report.warnings)
+    assert _distance_to(curve_world_points(cable), (0.15, 0.02, -0.06)) > 0.01
+
+
+@pytest.mark.parametrize("model", ["mass_spring", "kirchhoff_cg"])
+def test_a_model_switched_to_during_simulate_that_solve_refuses_ends_simulate_with_the_reason(
+    extension, monkeypatch, model
+):
+    solve_module = sys.modules[f"{extension.__name__}.cable_harness.operators.solve"]
+    status = []
+    monkeypatch.setattr(solve_module, "_status_text", lambda context, text: status.append(text))
+    _start, _end, _clip, cable = simple_harness()
+    scene = bpy.context.scene
+    scene.cable_harness.cable_cable = True  # a contact only the Cosserat rod models
+    op = StandIn(bpy.types.CABLE_HARNESS_OT_simulate)
+    assert op._start(bpy.context)
+    op._timer = bpy.context.window_manager.event_timer_add(10.0, window=bpy.context.window)
+    assert op.modal(bpy.context, _timer_event()) == {"PASS_THROUGH"}
+    assert status[-1].startswith("Cable Harness:")
+    scene.cable_harness.model = model
+    with pytest.raises(RuntimeError) as refused:  # Solve refuses the same setting ...
+        bpy.ops.cable_harness.solve()
+    reason = str(refused.value).strip().splitlines()[-1].removeprefix("Error: ")
+    # ... and Simulate ends with that reason: no traceback, its timer and status text gone
+    assert op.modal(bpy.context, _timer_event()) == {"FINISHED"}
+    assert op._timer is None and op._simulation is None and status[-1] is None
+    assert [level for level, _ in op.reports] == [{"ERROR"}]
+    assert reason in op.reports[0][1] and op.reports[0][1].startswith("Simulate stopped: ")
+    assert not cable.cable_harness.result_converged and cable.cable_harness.result_message
+
+
+def test_simulate_run_from_a_script_ends_with_the_reason_when_a_tick_is_refused(extension, monkeypatch):
+    simulation_module = _simulation_module(extension)
+    *_, cable = simple_harness()
+    original = simulation_module.HarnessSimulation.tick
+
+    def refused_tick(self, context, write=True):
+        bpy.context.scene.cable_harness.model = "mass_spring"
+        bpy.context.scene.cable_harness.cable_cable = True
+        return original(self, context, write)
+
+    monkeypatch.setattr(simulation_module.HarnessSimulation, "tick", refused_tick)
+    with pytest.raises(RuntimeError, match="Simulate stopped: "):
+        bpy.ops.cable_harness.simulate(ticks=2)

@@ -247,3 +247,117 @@ def test_physics_attributes_reach_a_companion_mesh_in_scene_units(extension):
     place(end, (0.9, 0.0, 0.0), 0.001)  # out of reach: the last good state, marked as not converged
     simulation.tick(bpy.context)
     assert not bpy.data.objects["Cable Physics"]["converged"]
+
+
+def _stale_input_changes(scene, start, clip, cable):
+    """(what, set it, set it back): each an input of the solved cable that the case it is solved from
+    carries, or (the bend limit) that its read-outs follow."""
+    settings, s = scene.cable_harness, cable.cable_harness
+
+    def change(owner, name, value):
+        before = getattr(owner, name)
+        before = tuple(before) if hasattr(before, "__len__") and not isinstance(before, str) else before
+        return (name, lambda: setattr(owner, name, value), lambda: setattr(owner, name, before))
+
+    return [
+        change(settings, "model", "mass_spring"),
+        change(settings, "motion", "DYNAMIC"),
+        change(scene, "gravity", (0.0, 0.0, -5.0)),
+        change(scene, "use_gravity", False),
+        change(settings, "friction_static", 0.4),
+        change(settings, "cable_cable", True),
+        change(clip.cable_harness, "clip_kind", "rotating"),
+        change(clip.cable_harness, "clip_length", 0.02),
+        change(clip.cable_harness, "clip_compliant", True),
+        change(start.cable_harness, "roll_free", True),
+        change(s, "min_bend_radius_allowed", 0.05),
+        change(s.clips[0], "reversed", True),
+    ]
+
+
+def test_every_input_of_a_result_marks_it_stale_and_setting_it_back_does_not(extension):
+    scene_model = sys.modules[f"{extension.__name__}.cable_harness.scene_model"]
+    start, _end, clip, cable = simple_harness()
+    scene = bpy.context.scene
+    assert bpy.ops.cable_harness.solve() == {"FINISHED"}
+    assert not scene_model.result_is_stale(scene, cable)  # what the panel shows
+    for what, change, undo in _stale_input_changes(scene, start, clip, cable):
+        change()
+        assert scene_model.result_is_stale(scene, cable), what
+        undo()
+        assert not scene_model.result_is_stale(scene, cable), what
+    # while Dynamic, the time step and damping are inputs too
+    scene.cable_harness.motion = "DYNAMIC"
+    assert bpy.ops.cable_harness.solve() == {"FINISHED"}
+    assert not scene_model.result_is_stale(scene, cable)
+    scene.cable_harness.damping = 5.0
+    assert scene_model.result_is_stale(scene, cable)
+
+
+def test_the_result_names_the_model_and_motion_it_was_solved_with(extension):
+    ui = sys.modules[f"{extension.__name__}.cable_harness.ui"]
+    *_, cable = simple_harness()
+    scene = bpy.context.scene
+    assert bpy.ops.cable_harness.solve() == {"FINISHED"}
+    assert ui.solved_with(cable.cable_harness) == "Model: Cosserat Rod, Motion: Quasi-static"
+    scene.cable_harness.model = "mass_spring"
+    assert bpy.ops.cable_harness.solve() == {"FINISHED"}
+    assert ui.solved_with(cable.cable_harness) == "Model: Mass-Spring (Lv 2017), Motion: Quasi-static"
+    scene.cable_harness.model = "cosserat"
+    scene.cable_harness.motion = "DYNAMIC"
+    assert bpy.ops.cable_harness.solve() == {"FINISHED"}
+    assert ui.solved_with(cable.cable_harness) == "Model: Cosserat Rod, Motion: Dynamic"
+
+
+def _arrow_lengths(shown):
+    arrows = shown["arrows"].reshape(-1, 2, 3)
+    return np.linalg.norm(arrows[:, 1] - arrows[:, 0], axis=1)
+
+
+def _solved_arrows(overlay, unit_scale):
+    """(arrow length per N in m, arrow lengths in m) of the simple harness solved in a new scene."""
+    bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)
+    *_, cable = simple_harness(unit_scale=unit_scale)
+    assert bpy.ops.cable_harness.solve() == {"FINISHED"}
+    per_newton = bpy.context.scene.cable_harness.arrow_length_per_newton * unit_scale
+    return per_newton, _arrow_lengths(overlay.shown(cable.name)) * unit_scale
+
+
+def test_force_arrows_are_visible_by_default_in_millimetre_and_metre_scenes(extension):
+    overlay = sys.modules[f"{extension.__name__}.cable_harness.overlay"]
+    mm_per_newton, mm_arrows = _solved_arrows(overlay, 0.001)
+    m_per_newton, m_arrows = _solved_arrows(overlay, 1.0)
+    # the harness spans 0.3 m: its longest arrow (connectors and clip, 0.1-0.3 N) is a few percent of that
+    # to all of it, in either unit
+    assert 0.006 <= mm_arrows.max() <= 0.3
+    assert mm_per_newton == pytest.approx(m_per_newton, rel=1e-6)
+    assert np.allclose(mm_arrows, m_arrows, rtol=1e-3)
+
+
+def test_an_arrow_length_the_user_set_is_kept(extension):
+    overlay = sys.modules[f"{extension.__name__}.cable_harness.overlay"]
+    *_, cable = simple_harness(unit_scale=0.001)
+    settings = bpy.context.scene.cable_harness
+    settings.arrow_length_per_newton = 7.0  # mm per N
+    assert bpy.ops.cable_harness.solve() == {"FINISHED"}
+    assert settings.arrow_length_per_newton == pytest.approx(7.0)
+    assert _arrow_lengths(overlay.shown("Cable"))[0] == pytest.approx(7.0 * cable.cable_harness.result_start_force)
+    # one set after the extension chose one is the user's too
+    per_newton, _ = _solved_arrows(overlay, 0.001)
+    settings = bpy.context.scene.cable_harness
+    settings.arrow_length_per_newton = 3.0 * per_newton / 0.001
+    assert bpy.ops.cable_harness.solve() == {"FINISHED"}
+    assert settings.arrow_length_per_newton == pytest.approx(3.0 * per_newton / 0.001)
+
+
+def test_a_cable_whose_solve_failed_draws_no_force_arrows(extension):
+    overlay = sys.modules[f"{extension.__name__}.cable_harness.overlay"]
+    simulation_module = sys.modules[f"{extension.__name__}.cable_harness.simulation"]
+    _start, end, _clip, cable = simple_harness()
+    simulation = simulation_module.HarnessSimulation(bpy.context.scene)
+    simulation.tick(bpy.context)
+    assert len(_arrow_lengths(overlay.shown("Cable"))) == 3
+    place(end, (0.9, 0.0, 0.0), 1.0)  # out of reach: the held state's forces are no holder's load
+    simulation.tick(bpy.context)
+    shown = overlay.shown("Cable")
+    assert shown["failed"] and len(shown["arrows"]) == 0

@@ -282,6 +282,7 @@ def test_a_cable_overlay_puts_arrows_at_its_holders_and_a_failed_one_is_red_with
     assert np.allclose(shown["contacts"], [[100.0, 0.0, -52.0]])
     failed = overlay_data.mark_failed(shown, [(shown["points"][-1], np.array([260.0, 0.0, 0.0]))], 8.0)
     assert failed["failed"] and np.allclose(failed["colours"], overlay_data.FAILED)
+    assert len(failed["arrows"]) == 0  # a state that is no equilibrium loads no holder
     gap = failed["gap"].reshape(-1, 2, 3)
     assert len(gap) == 4 and np.allclose(gap[0][0], [200.0, 0, 0]) and gap[-1][1][0] <= 260.0
 
