@@ -242,6 +242,14 @@ def unpack(packed: dict) -> np.ndarray:
     return np.frombuffer(base64.b64decode(packed["base64"]), dtype=packed["dtype"]).reshape(packed["shape"])
 
 
+def _residual_floor(model) -> float | None:
+    """The residual, relative to the force scale, below which round-off in the cable's stiff stretch
+    and shear hides the balance, where that is above the tolerance asked for; None where it is not."""
+    if getattr(model, "strict_tol", None) is None:
+        return None
+    return float(model.dof_tol.min() / model.force_scale)
+
+
 def cable_result(harness, cable_id: str, packed: bool = False) -> dict:
     """The result document of one cable of a harness, from its last good state. ``packed``: the per-node
     arrays as ``pack`` documents, and the bend radii as ``curvatures`` (1/radius, 0 where straight)."""
@@ -313,6 +321,8 @@ def cable_result(harness, cable_id: str, packed: bool = False) -> dict:
         "stable": (None if report.stable is None else bool(report.stable) and converged) if report else False,
         "iterations": report.iterations if report else 0,
         "residual": residual,
+        # where a stiff cable's round-off floor lies above the tolerance (equilibrium._refine_below_floor)
+        "residual_floor": _residual_floor(model),
         "energy": q["energy"],
         "solve_ms": report.solve_ms if report else 0.0,
         "substeps": report.substeps if report else 0,

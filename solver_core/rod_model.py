@@ -60,13 +60,15 @@ class RodModel:
     fixed: np.ndarray
     node_force: np.ndarray
     rot_couple: np.ndarray
-    dof_tol: np.ndarray
+    dof_tol: np.ndarray  # per dof, the residual tolerance: tolerance x scale, or the round-off floor above it
     force_scale: float
     start_frame: int  # rotation index of the start frame
     end_frame: int  # rotation index of the end frame, -1 for a free end
     clip_nodes: tuple  # per clip: node indices it holds
     clip_rots: tuple  # per clip: rotation indices it holds
     clip_rot_mask: tuple  # per clip: which body-frame rotation components are held
+    # per dof, the tolerance without the round-off floor (equilibrium._refine_below_floor); None: as dof_tol
+    strict_tol: np.ndarray | None = None
     # what is derived from the model alone and kept so a step need not again (results.py: packed arc
     # lengths; dynamics.py: the free nodes and their rotations)
     derived: dict = field(default_factory=dict, repr=False, compare=False)
@@ -299,11 +301,15 @@ def build_rod_model(cable: CableSpec, gravity, tolerance: float) -> RodModel:
     stiff = max(sec.stretch_stiffness, sec.shear_stiffness)
     force_floor = 64.0 * eps * stiff * cable.length / rest_len.min()
     moment_floor = 64.0 * eps * (stiff * cable.length + sec.bend_stiffness / rest_len.min())
-    dof_tol = np.empty(n_dof)
+    strict_tol = np.empty(n_dof)
     for k in range(n_nodes):
-        dof_tol[node_dof[k] : node_dof[k] + 3] = max(tolerance * force_scale, force_floor)
+        strict_tol[node_dof[k] : node_dof[k] + 3] = tolerance * force_scale
     for r in range(n_rots):
-        dof_tol[rot_dof[r] : rot_dof[r] + 3] = max(tolerance * force_scale * cable.length, moment_floor)
+        strict_tol[rot_dof[r] : rot_dof[r] + 3] = tolerance * force_scale * cable.length
+    floor = np.empty(n_dof)
+    floor[node_dof[:, None] + np.arange(3)] = force_floor
+    floor[rot_dof[:, None] + np.arange(3)] = moment_floor
+    dof_tol = np.maximum(strict_tol, floor)
 
     return RodModel(
         cable,
@@ -330,4 +336,5 @@ def build_rod_model(cable: CableSpec, gravity, tolerance: float) -> RodModel:
         tuple(clip_nodes),
         tuple(clip_rots),
         tuple(clip_masks),
+        strict_tol=strict_tol if np.any(dof_tol > strict_tol) else None,
     )
