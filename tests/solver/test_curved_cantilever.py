@@ -62,7 +62,8 @@ def references():
     return out
 
 
-def solve_bend(load: float, segments: int = 100) -> np.ndarray:
+def bend_result(load: float, segments: int = 100, stretch: float = 1e7, shear: float = 5e6 * 5.0 / 6.0) -> dict:
+    """The result of the bend under the tip force (0, 0, load), with the section's EA and GA."""
     doc = {
         "format": "cable-harness-case/1",
         "gravity": [0.0, 0.0, 0.0],
@@ -71,7 +72,7 @@ def solve_bend(load: float, segments: int = 100) -> np.ndarray:
                 "id": "bend",
                 "length": LENGTH,
                 "diameter": 1.0,
-                "material": {"EI": EI, "GJ": GJ, "EA": 1e7, "GA": 5e6 * 5.0 / 6.0, "linear_density": 1.0},
+                "material": {"EI": EI, "GJ": GJ, "EA": stretch, "GA": shear, "linear_density": 1.0},
                 "segments": segments,
                 "start": {"position": [0.0, 0.0, 0.0], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 1.0, 0.0]},
                 "end": None,
@@ -80,7 +81,11 @@ def solve_bend(load: float, segments: int = 100) -> np.ndarray:
             }
         ],
     }
-    result = solve_case(doc)["steps"][-1]["cables"]["bend"]
+    return solve_case(doc)["steps"][-1]["cables"]["bend"]
+
+
+def solve_bend(load: float, segments: int = 100) -> np.ndarray:
+    result = bend_result(load, segments)
     assert result["converged"], result.get("message")
     return np.array(result["nodes"])[-1]
 
@@ -106,34 +111,13 @@ def test_the_45_degree_bend_against_the_kirchhoff_solution(references, load):
     assert references[load][2] > 0.4 * LENGTH
 
 
-def _stiff_bend(load: float, segments: int, stretch: float, shear: float) -> dict:
-    doc = {
-        "format": "cable-harness-case/1",
-        "gravity": [0.0, 0.0, 0.0],
-        "cables": [
-            {
-                "id": "bend",
-                "length": LENGTH,
-                "diameter": 1.0,
-                "material": {"EI": EI, "GJ": GJ, "EA": stretch, "GA": shear, "linear_density": 1.0},
-                "segments": segments,
-                "start": {"position": [0.0, 0.0, 0.0], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 1.0, 0.0]},
-                "end": None,
-                "rest": {"curvature": [0.0, 1.0 / RADIUS]},
-                "loads": [{"s": LENGTH, "force": [0.0, 0.0, load]}],
-            }
-        ],
-    }
-    return solve_case(doc)["steps"][-1]["cables"]["bend"]
-
-
 @pytest.mark.parametrize("stretch", [1e9, 1e11])
 @pytest.mark.parametrize("load", [300.0, 600.0])
 def test_a_near_rigid_section_bends_as_the_kirchhoff_rod_at_200_segments(references, load, stretch):
     # EA up to 1e11 N (GA = 0.42 EA): the stretch's round-off floor, 64 eps EA L / l, is some 1e-3 of
     # the load. Stopped there, the bend ended 1.2 % of L from the reference; the residual floor must not
     # stand for the balance of the soft bending directions.
-    result = _stiff_bend(load, 200, stretch, 0.42 * stretch)
+    result = bend_result(load, 200, stretch, 0.42 * stretch)
     assert result["converged"] and result["stable"], result.get("message")
     tip = np.array(result["nodes"])[-1]
     assert np.abs(tip - references[load]).max() <= 1e-3 * LENGTH, (tip, references[load])
@@ -144,6 +128,6 @@ def test_a_near_rigid_section_bends_as_the_kirchhoff_rod_at_200_segments(referen
 
 def test_a_softer_section_reports_no_residual_floor():
     # 64 eps EA L / l = 7e-7 N at EA = 1e6 N and 50 segments, below the tolerance's 3e-6 N
-    result = _stiff_bend(300.0, 50, 1e6, 4.2e5)
+    result = bend_result(300.0, 50, 1e6, 4.2e5)
     assert result["converged"] and result["residual"] <= 1e-8
     assert result["residual_floor"] is None
