@@ -4,7 +4,8 @@ or round a zero-thickness plate, a 2 mm plate, a box up to 1 m, a sphere of 1 cm
 tessellated cylinder, with 0-50 % slack, 4-100 segments, 2-10 mm thick), each solved from its route
 and then moved twice by its end connector; and random piles of 3-10 crossed cables with cable-cable
 contact. Prints, by obstacle, side and slack: converged, refused (a holder move that would overstretch
-the cable), failed (shown as failures, with their reasons), and passed through: the centre line
+the cable), failed (shown as failures, with their reasons), ended on the far side of the obstacle
+(and of those, how many got there by going round it), and passed through: the centre line
 moving through the obstacle between any two states the solve passes (every Newton iterate, measured
 independently of the solver: tests/helpers/swept.py). Also the worst penetration over all iterates
 and the time per solve.
@@ -44,6 +45,33 @@ def _through_on_paths(paths, origin, obstacle, radius) -> bool:
     return False
 
 
+def _extent(obstacle):
+    """(lo, hi) corners of the obstacle's bounding box."""
+    if obstacle["type"] == "sphere":
+        c, r = np.asarray(obstacle["center"], float), obstacle["radius"]
+        return c - r, c + r
+    v = np.asarray(obstacle["vertices"], float)
+    return v.min(axis=0), v.max(axis=0)
+
+
+def far_side(nodes, obstacle, side) -> bool:
+    """Whether the cable ends on the other side of the obstacle than it was drawn: drawn over (under)
+    it, a node below (above) the obstacle within its outline seen from above; drawn round its +y side,
+    a node beyond its -y side within its outline seen from the side. Says nothing of how it got there
+    (passes_through does)."""
+    lo, hi = _extent(obstacle)
+    x, y, z = nodes[:, 0], nodes[:, 1], nodes[:, 2]
+    if side == "round":
+        inside = (x > lo[0]) & (x < hi[0]) & (z > lo[2]) & (z < hi[2])
+        return bool(np.any(inside & (y < lo[1])))
+    inside = (x > lo[0]) & (x < hi[0]) & (y > lo[1]) & (y < hi[1])
+    if obstacle["type"] == "sphere":  # within the sphere's outline, not its bounding box's
+        c = np.asarray(obstacle["center"], float)
+        inside = np.hypot(x - c[0], y - c[1]) < obstacle["radius"]
+    beyond = (z < lo[2]) if side == "over" else (z > hi[2])
+    return bool(np.any(inside & beyond))
+
+
 def _slack_bin(slack):
     return "slack 0-10 %" if slack < 0.1 else "slack 10-30 %" if slack < 0.3 else "slack 30-50 %"
 
@@ -79,16 +107,19 @@ def drapes(n, rng, verbose=False):
                     reason = report.message
                     break
         through = _through_on_paths(recorder.paths, origin, obstacle, radius)
+        final = np.array(h.cable_result("W")["nodes"])
+        far = outcome == "converged" and far_side(final, obstacle, drawn["side"])
         if outcome == "failed":
             failures[reason.split(";")[0][:90]] += 1
         if obstacle["type"] != "mesh" or len(obstacle["triangles"]) <= 64:
             deepest = max(-min_clearance(p + origin, radius, [obstacle]) for p in recorder.states[::5])
             worst_iterate = max(worst_iterate, deepest / radius)
-        rows.append({**drawn, "outcome": outcome, "through": through})
+        rows.append({**drawn, "outcome": outcome, "through": through, "far": far})
         if verbose:
             print(
                 f"{len(rows):4d} {drawn['kind']:10s} {drawn['side']:5s} slack {drawn['slack']:.2f} "
-                f"{drawn['segments']:3d} segments, size {drawn['size']:.3f} m: {outcome}{' THROUGH' if through else ''}"
+                f"{drawn['segments']:3d} segments, size {drawn['size']:.3f} m: {outcome}"
+                f"{' THROUGH' if through else ''}{' FAR SIDE' if far else ''}"
                 f" ({len(recorder.states)} states) {reason[:80]}",
                 flush=True,
             )
@@ -103,9 +134,12 @@ def _table(rows, key):
         g = groups[name]
         count = collections.Counter(r["outcome"] for r in g)
         through = sum(r["through"] for r in g)
+        far = sum(r["far"] for r in g)
+        round_to_it = sum(r["far"] and not r["through"] for r in g)
         print(
             f"  {name:18s} {len(g):5d}: converged {count['converged']:4d}, refused {count['refused']:3d}, "
-            f"failed {count['failed']:3d}, passed through {through:3d}"
+            f"failed {count['failed']:3d}, far side {far:3d} ({round_to_it} by going round), "
+            f"passed through {through:3d}"
         )
 
 
@@ -164,9 +198,12 @@ def main():
     if args.drapes:
         rows, times, worst, failures = drapes(args.drapes, rng, args.verbose)
         through = sum(r["through"] for r in rows)
+        far = sum(r["far"] for r in rows)
+        went_round = far - sum(r["far"] and r["through"] for r in rows)
         print(
             f"drapes (seed {args.seed}): {sum(r['outcome'] == 'converged' for r in rows)}/{len(rows)} converged on "
-            f"all 3 steps, {through} passed through their obstacle (target 0); worst penetration over the "
+            f"all 3 steps, {far} ended on the far side of their obstacle ({went_round} by going "
+            f"round it), {through} passed through it (target 0); worst penetration over the "
             f"iterates {worst * 100:.2f} % R; per solve median {np.median(times) * 1e3:.1f} ms, worst "
             f"{max(times) * 1e3:.0f} ms"
         )
