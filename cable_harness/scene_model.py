@@ -479,6 +479,38 @@ def parse_scene_case(doc, scale: float = 1.0):
         raise HarnessInputError(plain_message(text, scale)) from None
 
 
+def solvable_cables(scene, cable_objects) -> tuple[list, dict]:
+    """The cables that can be solved as they are set, and for each of the others (by name) why not:
+    one cable's bad input (a missing connector, no length) does not hold the others back. A cable is
+    checked with its harness mates, as it is solved. Raises HarnessInputError with the reason the
+    whole case is refused when no cable can be solved."""
+    cables = list(cable_objects)
+    scale = metres_per_unit(scene)
+    try:
+        parse_scene_case(case_document(scene, with_harness_mates(scene, cables)), scale)
+        return cables, {}
+    except HarnessInputError as exc:
+        if len(cables) < 2:
+            raise
+        whole = exc
+    solvable, refused = [], {}
+    for ob in cables:
+        try:
+            parse_scene_case(case_document(scene, with_harness_mates(scene, [ob])), scale)
+        except HarnessInputError as exc:
+            refused[ob.name] = str(exc)
+        else:
+            solvable.append(ob)
+    if not solvable:
+        raise whole
+    return solvable, refused
+
+
+def refused_text(refused: dict) -> str:
+    """``solvable_cables``' refusals as one line, each naming its cable."""
+    return "; ".join(text if repr(name) in text else f"cable {name!r}: {text}" for name, text in refused.items())
+
+
 def mark_refused_cables(scene, cable_objects) -> None:
     """After a solve was refused for bad input: each cable that cannot be solved as set says why in
     its read-outs, which would otherwise still show its last result as this solve's."""

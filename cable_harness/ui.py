@@ -205,6 +205,8 @@ class VIEW3D_PT_cable_harness(_SidebarPanel, bpy.types.Panel):
         box = layout.box()
         if not s.result_valid:
             box.label(text="Not solved yet")
+            if s.result_message:  # why Solve left it out
+                _wrapped(box, s.result_message, "ERROR")
             return
         if s.result_converged:
             box.label(text="Converged", icon="CHECKMARK")

@@ -328,3 +328,62 @@ def test_simulate_run_from_a_script_ends_with_the_reason_when_a_tick_is_refused(
     monkeypatch.setattr(simulation_module.HarnessSimulation, "tick", refused_tick)
     with pytest.raises(RuntimeError, match="Simulate stopped: "):
         bpy.ops.cable_harness.simulate(ticks=2)
+
+
+def _two_good_cables_and_a_bad_one():
+    """Three cables side by side, none selected; the last has no start connector."""
+    *_, first = simple_harness(with_clip=False)
+    for y in (0.2, 0.4):
+        ends = []
+        for x in (0.0, 0.3):
+            bpy.ops.cable_harness.add_connector()
+            ends.append(bpy.context.active_object)
+            place(ends[-1], (x, y, 0.0), 1.0)
+        bpy.ops.object.select_all(action="DESELECT")
+        for ob in ends:
+            ob.select_set(True)
+        bpy.context.view_layer.objects.active = ends[0]
+        assert bpy.ops.cable_harness.make_cable(segments=20, solve=False) == {"FINISHED"}
+    cables = [first, *(o for o in bpy.context.scene.objects if o.cable_harness.role == "CABLE" and o is not first)]
+    assert len(cables) == 3
+    bad = cables[2]
+    bad.cable_harness.start = None
+    bpy.ops.object.select_all(action="DESELECT")
+    return cables[:2], bad
+
+
+def _solved_and_refused(good, bad, reports):
+    for ob in good:
+        s = ob.cable_harness
+        assert s.result_valid and s.result_converged and not s.result_message, (ob.name, s.result_message)
+    assert not bad.cable_harness.result_converged
+    assert "has no start connector" in bad.cable_harness.result_message
+    assert [level for level, _ in reports] == [{"WARNING"}]
+    assert repr(bad.name) in reports[0][1] and "has no start connector" in reports[0][1]
+
+
+def test_solve_with_nothing_selected_solves_the_valid_cables_and_names_the_invalid_one():
+    good, bad = _two_good_cables_and_a_bad_one()
+    op = StandIn(bpy.types.CABLE_HARNESS_OT_solve)
+    assert op.execute(bpy.context) == {"FINISHED"}
+    _solved_and_refused(good, bad, op.reports)
+
+
+def test_simulate_with_nothing_selected_solves_the_valid_cables_and_names_the_invalid_one():
+    good, bad = _two_good_cables_and_a_bad_one()
+    op = StandIn(bpy.types.CABLE_HARNESS_OT_simulate)
+    op.ticks = 1
+    assert op.execute(bpy.context) == {"FINISHED"}
+    _solved_and_refused(good, bad, op.reports)
+
+
+def test_bake_with_nothing_selected_bakes_the_valid_cables_and_names_the_invalid_one():
+    good, bad = _two_good_cables_and_a_bad_one()
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 3
+    op = StandIn(bpy.types.CABLE_HARNESS_OT_bake)
+    assert op.execute(bpy.context) == {"FINISHED"}
+    assert all(ob.cable_harness.bake_action for ob in good)
+    assert not bad.cable_harness.bake_action
+    assert [level for level, _ in op.reports] == [{"WARNING"}]
+    assert repr(bad.name) in op.reports[0][1] and "has no start connector" in op.reports[0][1]
