@@ -92,7 +92,7 @@ class CABLE_HARNESS_OT_simulate(NeedsSolver, bpy.types.Operator):
         except HarnessInputError as exc:
             reason = str(exc)
         except CaseError as exc:
-            reason = plain_message(str(exc), metres_per_unit(context.scene))
+            reason = plain_message(str(exc), metres_per_unit(context.scene), context.scene)
         except Exception as exc:  # a fault of the extension: the console keeps the traceback for a report
             traceback.print_exc()
             reason = f"an internal error ({type(exc).__name__}: {exc}); please report it"

@@ -2,13 +2,14 @@
 """Bad input, objects deleted or renamed while simulating, the modal operator, clean unregister."""
 
 import math
+import re
 import sys
 
 import bpy
 import numpy as np
 import pytest
 from helpers.blender_env import disable_extension, enable_extension
-from helpers.blender_scenes import StandIn, StandInEvent, curve_world_points, place, simple_harness
+from helpers.blender_scenes import StandIn, StandInEvent, curve_world_points, place, simple_harness, y_harness
 
 
 def _simulation_module(extension):
@@ -387,3 +388,69 @@ def test_bake_with_nothing_selected_bakes_the_valid_cables_and_names_the_invalid
     assert not bad.cable_harness.bake_action
     assert [level for level, _ in op.reports] == [{"WARNING"}]
     assert repr(bad.name) in op.reports[0][1] and "has no start connector" in op.reports[0][1]
+
+
+# a case-format field path or model key left in a message (the panel has none of these)
+CASE_WORDS = re.compile(
+    r"\b(solver|contact|cables|junctions|obstacles|material|bundle)\.\w|\[\d+\]|\bsolver\.model\b|\"mass_spring\""
+    r"|\bcosserat\b|\.(s|E|nu)\b"
+)
+
+
+def _dynamic_with_a_junction():
+    junction, *_ = y_harness()
+    bpy.context.scene.cable_harness.motion = "DYNAMIC"
+    return ["Motion", "set Motion to Quasi-static", repr(junction.name)]
+
+
+def _dynamic_mass_spring():
+    simple_harness()
+    bpy.context.scene.cable_harness.model = "mass_spring"
+    bpy.context.scene.cable_harness.motion = "DYNAMIC"
+    return ["Model Mass-Spring (Lv 2017)", "set Motion to Quasi-static"]
+
+
+def _mass_spring_with_cable_contact():
+    simple_harness()
+    bpy.context.scene.cable_harness.model = "mass_spring"
+    bpy.context.scene.cable_harness.cable_cable = True
+    return ["Model Mass-Spring (Lv 2017)", "untick Cable-Cable Contact", "set Model to Cosserat Rod"]
+
+
+def _a_clip_beyond_the_cable():
+    *_, clip, cable = simple_harness()
+    cable.cable_harness.clips[0].s = 1.5 * cable.cable_harness.length
+    return [repr(cable.name), f"clip 1 {clip.name!r}", "Arc Length", "lengthen the cable"]
+
+
+def _no_youngs_modulus():
+    *_, cable = simple_harness()
+    cable.cable_harness.material = "CUSTOM"
+    cable.cable_harness.youngs_modulus = 0.0
+    return [repr(cable.name), "Young's Modulus"]
+
+
+@pytest.mark.parametrize(
+    "provoke",
+    [
+        _dynamic_with_a_junction,
+        _dynamic_mass_spring,
+        _mass_spring_with_cable_contact,
+        _a_clip_beyond_the_cable,
+        _no_youngs_modulus,
+    ],
+)
+def test_a_refused_setting_is_named_in_the_panels_words(provoke):
+    words = provoke()
+    with pytest.raises(RuntimeError) as refused:
+        bpy.ops.cable_harness.solve()
+    message = str(refused.value).strip().splitlines()[-1].removeprefix("Error: ")
+    assert not CASE_WORDS.search(message), message
+    for word in words:
+        assert word in message, message
+
+
+def test_the_messages_name_the_models_as_the_panel_does(extension):
+    scene_model = sys.modules[f"{extension.__name__}.cable_harness.scene_model"]
+    items = bpy.context.scene.cable_harness.bl_rna.properties["model"].enum_items
+    assert scene_model.MODEL_NAMES == {item.identifier: item.name for item in items}
