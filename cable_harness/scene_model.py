@@ -438,6 +438,120 @@ def result_is_stale(scene, ob) -> bool:
     return s.result_stale or (bool(s.result_inputs) and s.result_inputs != result_inputs(scene, ob))
 
 
+# the Model names of the panel (props: the scene's Model), by the case format's solver.model
+MODEL_NAMES = {
+    "cosserat": "Cosserat Rod",
+    "mass_spring": "Mass-Spring (Lv 2017)",
+    "kirchhoff_cg": "Kirchhoff Rod (Linn et al.)",
+    "cosserat_pbd": "Cosserat Rod, PBD (Chen 2023)",
+}
+# a material's fields in the case format, as the panel names them
+_MATERIAL_FIELDS = {"E": "Young's Modulus", "nu": "Poisson's Ratio", "density": "Density"}
+_TO_ROD = "or set Model to Cosserat Rod"
+
+
+def _model(name: str) -> str:
+    return f"Model {MODEL_NAMES.get(name, name)}"
+
+
+def _names(names) -> str:
+    return f" ({', '.join(repr(n) for n in names)})" if names else ""
+
+
+# what the solver refuses of a scene's settings, in the words of the panel and what to change there:
+# (pattern of the whole message, its replacement given the match and a lookup of object names)
+_SETTING_WORDS = [
+    (
+        re.compile(r"solver\.dynamics: solver\.model \W(\w+)\W is quasi-static here;.*"),
+        lambda m, look: (
+            f"Motion Dynamic: {_model(m[1])} is quasi-static only; set Motion to Quasi-static, "
+            "or Model to Cosserat Rod or Cosserat Rod, PBD"
+        ),
+    ),
+    (
+        re.compile(r"solver\.dynamics: junctions \(branched harnesses\).*"),
+        lambda m, look: (
+            "Motion Dynamic: junctions (branched harnesses) are solved quasi-statically only"
+            f"{_names(look.junctions())}; set Motion to Quasi-static"
+        ),
+    ),
+    (
+        re.compile(r"contact\.cable_cable: solver\.model \W(\w+)\W.*"),
+        lambda m, look: (
+            f"{_model(m[1])} has no contact between cables; untick Cable-Cable Contact (Contact panel), {_TO_ROD}"
+        ),
+    ),
+    (
+        re.compile(r"obstacles: solver\.model \W(\w+)\W.*"),
+        lambda m, look: f"{_model(m[1])} has no contact with colliders; take the Collider role off them, {_TO_ROD}",
+    ),
+    (
+        re.compile(r"junctions: solver\.model \W(\w+)\W.*"),
+        lambda m, look: f"{_model(m[1])} does not model junctions{_names(look.junctions())}; {_TO_ROD[3:]}",
+    ),
+    (
+        re.compile(r"cables\.(.+?)\.rest: solver\.model \W(\w+)\W.*"),
+        lambda m, look: f"cable {m[1]!r}: {_model(m[2])} has no rest shape; set its Rest Shape to Straight, {_TO_ROD}",
+    ),
+    (
+        re.compile(r"cables\.(.+?)\.clips\[(\d+)\]: solver\.model \W(\w+)\W.*"),
+        lambda m, look: (
+            f"cable {m[1]!r}: {look.clip(m[1], int(m[2]))}: {_model(m[3])} holds only fixed, "
+            f"rigid clips with a length; set the clip's Kind to fixed, untick Compliant and give it a Length, {_TO_ROD}"
+        ),
+    ),
+    (
+        re.compile(r"cables\.(.+?)\.clips: solver\.model \W(\w+)\W.*"),
+        lambda m, look: (
+            f"cable {m[1]!r}: {_model(m[2])} holds a cable by its two ends only; remove the clips "
+            f"from its Clips list, {_TO_ROD}"
+        ),
+    ),
+    (
+        re.compile(r"cables\.(.+?)\.segments: solver\.model \W(\w+)\W takes at most (\d+) segments.*"),
+        lambda m, look: f"cable {m[1]!r}: {_model(m[2])} takes at most {m[3]} Segments; lower its Segments, {_TO_ROD}",
+    ),
+    (
+        re.compile(
+            r"cable '(.+?)'\.clips\[(\d+)\]\.s = (\S+ m) \(with length (\S+ m)\) lies outside the cable's "
+            r"interior, 0 to (\S+ m)"
+        ),
+        lambda m, look: (
+            f"cable {m[1]!r}: {look.clip(m[1], int(m[2]))} at Arc Length {m[3]} (clip Length "
+            f"{m[4]}) lies outside the cable, 0 to {m[5]}; set its Arc Length in the Clips list within the "
+            "cable, or lengthen the cable"
+        ),
+    ),
+    (
+        re.compile(r"cable '(.+?)'\.material\.(E|nu|density) (.*)"),
+        lambda m, look: f"cable {m[1]!r}: its {_MATERIAL_FIELDS[m[2]]} {m[3]}; change its {_MATERIAL_FIELDS[m[2]]}",
+    ),
+    (
+        re.compile(r"cable '(.+?)'\.bundle\.wires\[(\d+)\]\.material\.(E|nu|density) (.*)"),
+        lambda m, look: (
+            f"cable {m[1]!r}: wire {int(m[2]) + 1}'s {_MATERIAL_FIELDS[m[3]]} {m[4]}; change it in its Wires list"
+        ),
+    ),
+]
+
+
+class _SceneNames:
+    """The names of the objects a message refers to by case-format index (none without a scene)."""
+
+    def __init__(self, scene):
+        self.scene = scene
+
+    def junctions(self) -> list:
+        return [] if self.scene is None else [ob.name for ob in harness_objects(self.scene, JUNCTION)]
+
+    def clip(self, cable_name: str, index: int) -> str:
+        """Clip ``index`` (of the case's clips: those held) of the cable, by number and name."""
+        ob = None if self.scene is None else self.scene.objects.get(cable_name)
+        refs = [] if ob is None else held_clips(self.scene, ob.cable_harness)
+        name = f" {refs[index].clip.name!r}" if index < len(refs) and refs[index].clip is not None else ""
+        return f"clip {index + 1}{name}"
+
+
 # the solver's field paths in a message, as the panel names them
 _FIELD_WORDS = [
     (re.compile(r"\.clips\[(\d+)\]\.s\b"), lambda m: f" clip {int(m.group(1)) + 1}'s arc position"),
@@ -451,15 +565,21 @@ _FIELD_WORDS = [
     (re.compile(r"\.(length|diameter|segments)\b"), lambda m: f" {m.group(1)}"),
     (re.compile(r"\.(start|end)\b(?!\.)"), lambda m: f" {m.group(1)} connector"),
 ]
+_MODEL_KEY = re.compile(r"solver\.model [\"'](\w+)[\"'](?: \([^)]*\))?")
 _LENGTH = re.compile(r"(-?\d+(?:\.\d+)?(?:e[-+]?\d+)?) m\b")
 _UNIT_NAMES = {1.0: "m", 0.01: "cm", 0.001: "mm"}
 
 
-def plain_message(text: str, scale: float = 1.0) -> str:
-    """A solver message in the panel's words: field names instead of paths, lengths in the scene's
-    unit (metres, centimetres or millimetres; other unit scales keep metres)."""
+def plain_message(text: str, scale: float = 1.0, scene=None) -> str:
+    """A solver message in the panel's words: a refused setting named as the panel names it (the
+    objects by name, with ``scene``) with what to change, field names instead of paths, lengths in the
+    scene's unit (metres, centimetres or millimetres; other unit scales keep metres)."""
+    names = _SceneNames(scene)
+    for pattern, words in _SETTING_WORDS:
+        text = pattern.sub(lambda m, words=words: words(m, names), text)
     for pattern, words in _FIELD_WORDS:
         text = pattern.sub(words, text)
+    text = _MODEL_KEY.sub(lambda m: _model(m[1]), text).replace("use the cosserat model", "set Model to Cosserat Rod")
     # (scale_length is single precision: 0.001 arrives as 0.0010000000475)
     unit = next((name for factor, name in _UNIT_NAMES.items() if math.isclose(scale, factor, rel_tol=1e-6)), None)
     if unit is not None and unit != "m":
@@ -467,16 +587,49 @@ def plain_message(text: str, scale: float = 1.0) -> str:
     return text
 
 
-def parse_scene_case(doc, scale: float = 1.0):
+def parse_scene_case(doc, scale: float = 1.0, scene=None):
     """Validate with the solver's own rules; the message names the cable object and its settings as
-    the panel does, lengths in the scene's unit (``scale``: metres per Blender unit)."""
+    the panel does (its clips and junctions by name, with ``scene``), lengths in the scene's unit
+    (``scale``: metres per Blender unit)."""
     try:
         return parse_case(doc)
     except CaseError as exc:
         text = str(exc)
         for i, cable in enumerate(doc["cables"]):
             text = text.replace(f"cables[{i}]", f"cable {cable['id']!r}")
-        raise HarnessInputError(plain_message(text, scale)) from None
+        raise HarnessInputError(plain_message(text, scale, scene)) from None
+
+
+def solvable_cables(scene, cable_objects) -> tuple[list, dict]:
+    """The cables that can be solved as they are set, and for each of the others (by name) why not:
+    one cable's bad input (a missing connector, no length) does not hold the others back. A cable is
+    checked with its harness mates, as it is solved. Raises HarnessInputError with the reason the
+    whole case is refused when no cable can be solved."""
+    cables = list(cable_objects)
+    scale = metres_per_unit(scene)
+    try:
+        parse_scene_case(case_document(scene, with_harness_mates(scene, cables)), scale, scene)
+        return cables, {}
+    except HarnessInputError as exc:
+        if len(cables) < 2:
+            raise
+        whole = exc
+    solvable, refused = [], {}
+    for ob in cables:
+        try:
+            parse_scene_case(case_document(scene, with_harness_mates(scene, [ob])), scale, scene)
+        except HarnessInputError as exc:
+            refused[ob.name] = str(exc)
+        else:
+            solvable.append(ob)
+    if not solvable:
+        raise whole
+    return solvable, refused
+
+
+def refused_text(refused: dict) -> str:
+    """``solvable_cables``' refusals as one line, each naming its cable."""
+    return "; ".join(text if repr(name) in text else f"cable {name!r}: {text}" for name, text in refused.items())
 
 
 def mark_refused_cables(scene, cable_objects) -> None:
@@ -484,7 +637,7 @@ def mark_refused_cables(scene, cable_objects) -> None:
     its read-outs, which would otherwise still show its last result as this solve's."""
     for ob in cable_objects:
         try:
-            parse_scene_case(case_document(scene, with_harness_mates(scene, [ob])), metres_per_unit(scene))
+            parse_scene_case(case_document(scene, with_harness_mates(scene, [ob])), metres_per_unit(scene), scene)
         except HarnessInputError as exc:
             ob.cable_harness.result_converged = False
             ob.cable_harness.result_message = str(exc)

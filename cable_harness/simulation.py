@@ -132,7 +132,7 @@ class HarnessSimulation:
         # each junction's rotation when the case was built: the case's frame of its outlets
         self.junction_frames = {j.name: rotation_of(j) for ob in cables for j in cable_junctions(scene, ob)}
         doc = case_document(scene, cables)  # raises HarnessInputError naming the first problem
-        self.case = parse_scene_case(doc, self.scale)
+        self.case = parse_scene_case(doc, self.scale, scene)
         self.solver_settings = self._solver_settings(scene)
         self.harness = Harness.from_case(self.case)
         self.signatures = {ob.name: build_signature(scene, ob, self.scale) for ob in cables}
@@ -423,6 +423,7 @@ class HarnessSimulation:
                             "solver": {"model": self.case.solver.model},  # its refusals too
                         },
                         self.scale,
+                        scene,
                     )
                     self.harness.add_cable(rebuilt.cables[0])
                     self.signatures[ob.name] = signature
@@ -433,7 +434,7 @@ class HarnessSimulation:
             except HarnessInputError as exc:
                 report.failed[ob.name] = str(exc)
             except CaseError as exc:  # a step out of reach: in the scene's words and units
-                report.failed[ob.name] = plain_message(str(exc), self.scale)
+                report.failed[ob.name] = plain_message(str(exc), self.scale, scene)
         self.cables = live
         if rebuild:
             objects = [_find_object(name, uid) for name, uid in live]
@@ -620,7 +621,7 @@ def export_case(scene, path: str, depsgraph=None) -> dict:
     doc = case_document(scene)
     if depsgraph is not None:
         doc["obstacles"] = collider_obstacles(scene, depsgraph, metres_per_unit(scene))
-    parse_scene_case(doc)  # refuse to write a case the solver would reject
+    parse_scene_case(doc, metres_per_unit(scene), scene)  # refuse to write a case the solver would reject
     with open(path, "w", encoding="utf-8") as fh:
         json.dump(doc, fh, indent=1)
     return doc

@@ -21,15 +21,43 @@ from .scene_model import (
 )
 from .variation_study import RELATIVE
 
-# characters per line of the panel's notes at the sidebar's default width
-NOTE_WIDTH = 30
+# Blender cuts a label at its width and has no wrapping: a note is split into lines by an estimate
+# of the characters that fit. The sidebar's default width (UI_SIDEBAR_PANEL_WIDTH) in pixels at UI
+# scale 1, a label's mean character width there (the interface font, mixed case), and what a
+# label in a box beside an icon does not get of the region's width.
+SIDEBAR_PIXELS = 220
+CHAR_PIXELS = 7.5
+LABEL_MARGIN_PIXELS = 50
+MIN_LINE_CHARS = 12
+
+
+def line_chars(region_width: float | None, ui_scale: float = 1.0) -> int:
+    """How many characters of a note fit on one label in a region ``region_width`` pixels wide (None:
+    the sidebar's default width) at the interface's ``ui_scale``."""
+    scale = ui_scale if ui_scale > 0.0 else 1.0
+    width = region_width if region_width else SIDEBAR_PIXELS * scale
+    return max(MIN_LINE_CHARS, int((width - LABEL_MARGIN_PIXELS * scale) / (CHAR_PIXELS * scale)))
+
+
+def wrap_lines(text: str, chars: int) -> list[str]:
+    """``text`` as lines of at most ``chars`` characters, broken between words (a longer word is split);
+    nothing but the spaces at the breaks is left out."""
+    return textwrap.wrap(text, chars, break_on_hyphens=False) or [""]
+
+
+def _context_line_chars() -> int:
+    """``line_chars`` of the region being drawn (the sidebar's default without one, e.g. headless)."""
+    context = bpy.context
+    region = getattr(context, "region", None)
+    preferences = getattr(context, "preferences", None)
+    scale = preferences.system.ui_scale if preferences is not None else 1.0
+    return line_chars(region.width if region is not None else None, scale)
 
 
 def _wrapped(layout, text: str, icon: str = "NONE") -> None:
-    """``text`` as lines that fit the sidebar (a label is cut at its width, and the default one is
-    narrow), the icon on the first."""
+    """``text`` as lines that fit the region's width, the icon on the first."""
     column = layout.column(align=True)
-    for number, line in enumerate(textwrap.wrap(text, NOTE_WIDTH) or [""]):
+    for number, line in enumerate(wrap_lines(text, _context_line_chars())):
         column.label(text=line, icon=icon if number == 0 else ("NONE" if icon == "NONE" else "BLANK1"))
 
 
@@ -44,24 +72,45 @@ def _list_with_buttons(layout, list_type, data, prop, active_prop, operators):
     return buttons
 
 
+# a list row at the sidebar's default width: the name's part, the values share the rest (their
+# columns are named by a heading above the list)
+NAME_PART = 0.45
+
+
+def _name_and_values(layout, alert=False):
+    """A list row split into the name's column and a row for the values beside it (a split's columns
+    are its items in the order they are made)."""
+    split = layout.split(factor=NAME_PART, align=True)
+    split.alert = alert
+    name = split.column(align=True)
+    return name, split.row(align=True)
+
+
+def _list_heading(layout, *columns) -> None:
+    """The names of a list's columns, above it, as its rows divide the width."""
+    name, values = _name_and_values(layout.row())
+    name.label(text=columns[0])
+    for column in columns[1:]:
+        values.label(text=column)
+
+
 class CABLE_HARNESS_UL_clips(bpy.types.UIList):
     def draw_item(self, context, layout, data, item, icon, active_data, active_propname, index):
-        row = layout.row(align=True)
         # a clip deleted from the scene no longer holds the cable: red until it is removed or undone
-        row.alert = item.clip is not None and attached(context.scene, item.clip) is None
-        row.prop(item, "clip", text="")
-        row.prop(item, "s", text="s")
-        row.prop(item, "reversed", text="", icon="ARROW_LEFTRIGHT")
+        deleted = item.clip is not None and attached(context.scene, item.clip) is None
+        name, values = _name_and_values(layout, deleted)
+        name.prop(item, "clip", text="")
+        values.prop(item, "s", text="")
+        values.prop(item, "reversed", text="", icon="ARROW_LEFTRIGHT")
 
 
 class CABLE_HARNESS_UL_wires(bpy.types.UIList):
     def draw_item(self, context, layout, data, item, icon, active_data, active_propname, index):
-        row = layout.row(align=True)
-        row.prop(item, "wire_id", text="")
-        row.prop(item, "count", text="")
-        row.label(text="x")
-        row.prop(item, "diameter", text="")
-        row.prop(item, "material", text="")
+        # the material has no room beside the numbers: the selected wire's is set below the list
+        name, values = _name_and_values(layout)
+        name.prop(item, "wire_id", text="")
+        values.prop(item, "count", text="")
+        values.prop(item, "diameter", text="")
 
 
 class CABLE_HARNESS_UL_variations(bpy.types.UIList):
@@ -145,10 +194,12 @@ class VIEW3D_PT_cable_harness(_SidebarPanel, bpy.types.Panel):
 
     @staticmethod
     def _draw_bundle(layout, s):
-        layout.label(text="Wires (ID, count x diameter, material)")
+        layout.label(text="Wires")
+        _list_heading(layout, "ID", "Count", "Diameter")
         _list_with_buttons(layout, "CABLE_HARNESS_UL_wires", s, "wires", "active_wire", "wire")
         if len(s.wires):
             wire = s.wires[min(s.active_wire, len(s.wires) - 1)]
+            layout.prop(wire, "material", text="Wire Material")
             if wire.material == "CUSTOM":
                 layout.prop(wire, "youngs_modulus")
                 layout.prop(wire, "poisson_ratio")
@@ -173,7 +224,8 @@ class VIEW3D_PT_cable_harness(_SidebarPanel, bpy.types.Panel):
         layout.prop(s, "end")
         if is_junction(s.end):
             layout.prop(s, "end_outlet")
-        layout.label(text="Clips (in order along the cable)")
+        layout.label(text="Clips, start to end")
+        _list_heading(layout, "Clip", "Arc Length")
         buttons = _list_with_buttons(layout, "CABLE_HARNESS_UL_clips", s, "clips", "active_clip", "clip")
         buttons.separator()
         buttons.operator("cable_harness.clip_move", icon="TRIA_UP", text="").direction = "UP"
@@ -205,6 +257,8 @@ class VIEW3D_PT_cable_harness(_SidebarPanel, bpy.types.Panel):
         box = layout.box()
         if not s.result_valid:
             box.label(text="Not solved yet")
+            if s.result_message:  # why Solve left it out
+                _wrapped(box, s.result_message, "ERROR")
             return
         if s.result_converged:
             box.label(text="Converged", icon="CHECKMARK")

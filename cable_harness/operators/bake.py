@@ -19,9 +19,10 @@ from ..scene_model import (
     held_clips,
     is_junction,
     point_tilts,
+    refused_text,
 )
 from ..simulation import CLEARANCE_SEARCH_M, HarnessSimulation
-from .common import NeedsSolver, cables_in_context
+from .common import NeedsSolver, cables_in_context, solvable_or_report
 
 
 def _holders(scene, ob) -> list[dict]:
@@ -262,10 +263,14 @@ class CABLE_HARNESS_OT_bake(NeedsSolver, bpy.types.Operator):
 
     _run = None
     _timer = None
+    _refused = {}  # cable name -> why it is not baked
 
     def _begin(self, context) -> bool:
+        solvable, self._refused = solvable_or_report(self, context, cables_in_context(context))
+        if solvable is None:
+            return False
         try:
-            self._run = _BakeRun(context, cables_in_context(context))
+            self._run = _BakeRun(context, solvable)
         except HarnessInputError as exc:
             self.report({"ERROR"}, str(exc))
             return False
@@ -275,14 +280,16 @@ class CABLE_HARNESS_OT_bake(NeedsSolver, bpy.types.Operator):
     def _end(self, context):
         context.window_manager.progress_end()
         baked = self._run.finish(context)
+        not_baked = f"; not baked: {refused_text(self._refused)}" if self._refused else ""
         if self._run.failures:
             self.report(
                 {"WARNING"},
                 f"baked {baked} cable(s); {len(self._run.failures)} frame(s) did not converge (not keyed, "
-                f"marked on the timeline), first: {self._run.failures[0]}",
+                f"marked on the timeline), first: {self._run.failures[0]}{not_baked}",
             )
         else:
-            self.report({"INFO"}, f"baked {baked} cable(s) over {len(self._run.frames)} frames")
+            level = {"WARNING"} if self._refused else {"INFO"}
+            self.report(level, f"baked {baked} cable(s) over {len(self._run.frames)} frames{not_baked}")
         return {"FINISHED"}
 
     def execute(self, context):

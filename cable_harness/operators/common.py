@@ -6,7 +6,14 @@ one solve reported to an operator."""
 import numpy as np
 
 from .. import warmup
-from ..scene_model import CABLE, HarnessInputError, harness_objects, mark_refused_cables
+from ..scene_model import (
+    CABLE,
+    HarnessInputError,
+    harness_objects,
+    mark_refused_cables,
+    refused_text,
+    solvable_cables,
+)
 from ..simulation import HarnessSimulation
 
 # the display size of a new connector or clip empty, in metres of the scene
@@ -86,14 +93,31 @@ def run_solve(operator, context, cables=None):
     """Solve the cables once (those of the context by default) and report the outcome on ``operator``;
     returns the tick report, or None when the scene's input was refused."""
     cables = cables or cables_in_context(context)
+    solvable, refused = solvable_or_report(operator, context, cables)
+    if solvable is None:
+        return None
     try:
-        report = HarnessSimulation(context.scene, cables).tick(context)
+        report = HarnessSimulation(context.scene, solvable).tick(context)
     except HarnessInputError as exc:
         operator.report({"ERROR"}, str(exc))
         mark_refused_cables(context.scene, cables)
         return None
-    operator.report({"WARNING"} if report.needs_attention else {"INFO"}, report.summary())
+    text = report.summary() + (f"; not solved: {refused_text(refused)}" if refused else "")
+    operator.report({"WARNING"} if report.needs_attention or refused else {"INFO"}, text)
     return report
+
+
+def solvable_or_report(operator, context, cables) -> tuple:
+    """The cables that can be solved and, by name, why each of the others cannot (they say so in
+    their read-outs); (None, {}) with an error on ``operator`` when none can."""
+    try:
+        solvable, refused = solvable_cables(context.scene, cables)
+    except HarnessInputError as exc:
+        operator.report({"ERROR"}, str(exc))
+        mark_refused_cables(context.scene, cables)
+        return None, {}
+    mark_refused_cables(context.scene, [ob for ob in cables if ob.name in refused])
+    return solvable, refused
 
 
 class NeedsSolver:

@@ -15,10 +15,11 @@ from ..scene_model import (
     mark_refused_cables,
     metres_per_unit,
     plain_message,
+    refused_text,
     write_curve_points,
 )
 from ..simulation import HarnessSimulation
-from .common import NeedsSolver, cables_in_context, run_solve
+from .common import NeedsSolver, cables_in_context, run_solve, solvable_or_report
 
 TICK_SECONDS = 1.0 / 30.0
 
@@ -58,11 +59,15 @@ class CABLE_HARNESS_OT_simulate(NeedsSolver, bpy.types.Operator):
     _timer = None
     _simulation = None
     _generation = 0
+    _refused = {}  # cable name -> why it is left out of this Simulate
 
     def _start(self, context) -> bool:
         cables = cables_in_context(context)
+        solvable, self._refused = solvable_or_report(self, context, cables)
+        if solvable is None:
+            return False
         try:
-            self._simulation = HarnessSimulation(context.scene, cables, seconds_per_tick=TICK_SECONDS)
+            self._simulation = HarnessSimulation(context.scene, solvable, seconds_per_tick=TICK_SECONDS)
         except HarnessInputError as exc:
             self.report({"ERROR"}, str(exc))
             mark_refused_cables(context.scene, cables)
@@ -87,7 +92,7 @@ class CABLE_HARNESS_OT_simulate(NeedsSolver, bpy.types.Operator):
         except HarnessInputError as exc:
             reason = str(exc)
         except CaseError as exc:
-            reason = plain_message(str(exc), metres_per_unit(context.scene))
+            reason = plain_message(str(exc), metres_per_unit(context.scene), context.scene)
         except Exception as exc:  # a fault of the extension: the console keeps the traceback for a report
             traceback.print_exc()
             reason = f"an internal error ({type(exc).__name__}: {exc}); please report it"
@@ -109,12 +114,15 @@ class CABLE_HARNESS_OT_simulate(NeedsSolver, bpy.types.Operator):
                 _status_text(context, None)
                 self.report({"ERROR"}, f"Simulate stopped: {reason}")
                 return {"CANCELLED"}
-        self.report({"WARNING" if report.needs_attention else "INFO"}, report.summary())
+        text = report.summary() + (f"; not solved: {refused_text(self._refused)}" if self._refused else "")
+        self.report({"WARNING" if report.needs_attention or self._refused else "INFO"}, text)
         return {"FINISHED"}
 
     def invoke(self, context, event):
         if not self._start(context):
             return {"CANCELLED"}
+        if self._refused:
+            self.report({"WARNING"}, f"Simulate leaves out: {refused_text(self._refused)}")
         wm = context.window_manager
         self._timer = wm.event_timer_add(TICK_SECONDS, window=context.window)
         _state["timers"].append(self._timer)

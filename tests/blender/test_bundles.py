@@ -149,7 +149,8 @@ class _Layout:
         self.use_property_split = self.use_property_decorate = self.alert = self.active = False
 
     def prop(self, data, name, **kwargs):
-        self.drawn.append(("prop", name))
+        # a wire's settings apart from the cable's own
+        self.drawn.append(("prop", f"wire.{name}" if hasattr(data, "wire_id") else name))
 
     def label(self, text="", **kwargs):
         self.drawn.append(("label", text))
@@ -167,7 +168,7 @@ class _Layout:
     def row(self, **kwargs):
         return self
 
-    column = box = row
+    column = box = split = row
 
 
 @pytest.mark.parametrize("unit_scale", [1.0, 0.001])
@@ -178,7 +179,7 @@ def test_the_panel_draws_a_bundle_with_its_diameter_in_scene_units(unit_scale):
     drawn = []
     bpy.types.VIEW3D_PT_cable_harness._draw_cable(_Layout(drawn), s)
     props = [name for kind, name in drawn if kind == "prop"]
-    assert "wrap" in props and "sheath" in props and "youngs_modulus" in props  # the selected wire is custom
+    assert "wrap" in props and "sheath" in props and "wire.youngs_modulus" in props  # the selected wire is custom
     assert "diameter" not in props and "material" not in props  # the bundle's own, not the cable's
     assert ("list", "CABLE_HARNESS_UL_wires") in drawn
     labels = " ".join(text for kind, text in drawn if kind == "label")

@@ -2,13 +2,14 @@
 """Bad input, objects deleted or renamed while simulating, the modal operator, clean unregister."""
 
 import math
+import re
 import sys
 
 import bpy
 import numpy as np
 import pytest
 from helpers.blender_env import disable_extension, enable_extension
-from helpers.blender_scenes import StandIn, StandInEvent, curve_world_points, place, simple_harness
+from helpers.blender_scenes import StandIn, StandInEvent, curve_world_points, place, simple_harness, y_harness
 
 
 def _simulation_module(extension):
@@ -328,3 +329,128 @@ def test_simulate_run_from_a_script_ends_with_the_reason_when_a_tick_is_refused(
     monkeypatch.setattr(simulation_module.HarnessSimulation, "tick", refused_tick)
     with pytest.raises(RuntimeError, match="Simulate stopped: "):
         bpy.ops.cable_harness.simulate(ticks=2)
+
+
+def _two_good_cables_and_a_bad_one():
+    """Three cables side by side, none selected; the last has no start connector."""
+    *_, first = simple_harness(with_clip=False)
+    for y in (0.2, 0.4):
+        ends = []
+        for x in (0.0, 0.3):
+            bpy.ops.cable_harness.add_connector()
+            ends.append(bpy.context.active_object)
+            place(ends[-1], (x, y, 0.0), 1.0)
+        bpy.ops.object.select_all(action="DESELECT")
+        for ob in ends:
+            ob.select_set(True)
+        bpy.context.view_layer.objects.active = ends[0]
+        assert bpy.ops.cable_harness.make_cable(segments=20, solve=False) == {"FINISHED"}
+    cables = [first, *(o for o in bpy.context.scene.objects if o.cable_harness.role == "CABLE" and o is not first)]
+    assert len(cables) == 3
+    bad = cables[2]
+    bad.cable_harness.start = None
+    bpy.ops.object.select_all(action="DESELECT")
+    return cables[:2], bad
+
+
+def _solved_and_refused(good, bad, reports):
+    for ob in good:
+        s = ob.cable_harness
+        assert s.result_valid and s.result_converged and not s.result_message, (ob.name, s.result_message)
+    assert not bad.cable_harness.result_converged
+    assert "has no start connector" in bad.cable_harness.result_message
+    assert [level for level, _ in reports] == [{"WARNING"}]
+    assert repr(bad.name) in reports[0][1] and "has no start connector" in reports[0][1]
+
+
+def test_solve_with_nothing_selected_solves_the_valid_cables_and_names_the_invalid_one():
+    good, bad = _two_good_cables_and_a_bad_one()
+    op = StandIn(bpy.types.CABLE_HARNESS_OT_solve)
+    assert op.execute(bpy.context) == {"FINISHED"}
+    _solved_and_refused(good, bad, op.reports)
+
+
+def test_simulate_with_nothing_selected_solves_the_valid_cables_and_names_the_invalid_one():
+    good, bad = _two_good_cables_and_a_bad_one()
+    op = StandIn(bpy.types.CABLE_HARNESS_OT_simulate)
+    op.ticks = 1
+    assert op.execute(bpy.context) == {"FINISHED"}
+    _solved_and_refused(good, bad, op.reports)
+
+
+def test_bake_with_nothing_selected_bakes_the_valid_cables_and_names_the_invalid_one():
+    good, bad = _two_good_cables_and_a_bad_one()
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 3
+    op = StandIn(bpy.types.CABLE_HARNESS_OT_bake)
+    assert op.execute(bpy.context) == {"FINISHED"}
+    assert all(ob.cable_harness.bake_action for ob in good)
+    assert not bad.cable_harness.bake_action
+    assert [level for level, _ in op.reports] == [{"WARNING"}]
+    assert repr(bad.name) in op.reports[0][1] and "has no start connector" in op.reports[0][1]
+
+
+# a case-format field path or model key left in a message (the panel has none of these)
+CASE_WORDS = re.compile(
+    r"\b(solver|contact|cables|junctions|obstacles|material|bundle)\.\w|\[\d+\]|\bsolver\.model\b|\"mass_spring\""
+    r"|\bcosserat\b|\.(s|E|nu)\b"
+)
+
+
+def _dynamic_with_a_junction():
+    junction, *_ = y_harness()
+    bpy.context.scene.cable_harness.motion = "DYNAMIC"
+    return ["Motion", "set Motion to Quasi-static", repr(junction.name)]
+
+
+def _dynamic_mass_spring():
+    simple_harness()
+    bpy.context.scene.cable_harness.model = "mass_spring"
+    bpy.context.scene.cable_harness.motion = "DYNAMIC"
+    return ["Model Mass-Spring (Lv 2017)", "set Motion to Quasi-static"]
+
+
+def _mass_spring_with_cable_contact():
+    simple_harness()
+    bpy.context.scene.cable_harness.model = "mass_spring"
+    bpy.context.scene.cable_harness.cable_cable = True
+    return ["Model Mass-Spring (Lv 2017)", "untick Cable-Cable Contact", "set Model to Cosserat Rod"]
+
+
+def _a_clip_beyond_the_cable():
+    *_, clip, cable = simple_harness()
+    cable.cable_harness.clips[0].s = 1.5 * cable.cable_harness.length
+    return [repr(cable.name), f"clip 1 {clip.name!r}", "Arc Length", "lengthen the cable"]
+
+
+def _no_youngs_modulus():
+    *_, cable = simple_harness()
+    cable.cable_harness.material = "CUSTOM"
+    cable.cable_harness.youngs_modulus = 0.0
+    return [repr(cable.name), "Young's Modulus"]
+
+
+@pytest.mark.parametrize(
+    "provoke",
+    [
+        _dynamic_with_a_junction,
+        _dynamic_mass_spring,
+        _mass_spring_with_cable_contact,
+        _a_clip_beyond_the_cable,
+        _no_youngs_modulus,
+    ],
+)
+def test_a_refused_setting_is_named_in_the_panels_words(provoke):
+    words = provoke()
+    with pytest.raises(RuntimeError) as refused:
+        bpy.ops.cable_harness.solve()
+    message = str(refused.value).strip().splitlines()[-1].removeprefix("Error: ")
+    assert not CASE_WORDS.search(message), message
+    for word in words:
+        assert word in message, message
+
+
+def test_the_messages_name_the_models_as_the_panel_does(extension):
+    scene_model = sys.modules[f"{extension.__name__}.cable_harness.scene_model"]
+    items = bpy.context.scene.cable_harness.bl_rna.properties["model"].enum_items
+    assert scene_model.MODEL_NAMES == {item.identifier: item.name for item in items}

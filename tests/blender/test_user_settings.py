@@ -53,7 +53,7 @@ def test_errors_in_a_millimetre_scene_are_in_millimetres_and_name_the_setting():
         bpy.ops.cable_harness.solve()
     cable.cable_harness.length = 400.0
     cable.cable_harness.clips[0].s = 399.0  # mm, with a 10 mm clip: past the end
-    with pytest.raises(RuntimeError, match="cable 'Cable' clip 1's arc position = 399 mm"):
+    with pytest.raises(RuntimeError, match="cable 'Cable': clip 1 'Clip' at Arc Length 399 mm"):
         bpy.ops.cable_harness.solve()
 
 

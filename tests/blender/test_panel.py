@@ -1,0 +1,115 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The sidebar panel at its default width: notes wrapped into labels that fit, list rows with the name
+first and the values in columns (drawn headlessly into a layout that records what is drawn)."""
+
+import sys
+
+import bpy
+import pytest
+from helpers.blender_scenes import simple_harness
+
+LONG_NOTE = (
+    "cable 'Cable': clip 1 'Clip' at Arc Length 0.643358 m (clip Length 0.01 m) lies outside the cable, "
+    "0 to 0.428906 m; set its Arc Length in the Clips list within the cable, or lengthen the cable; "
+    "an_unbroken_word_longer_than_any_line_of_the_sidebar"
+)
+
+
+def _ui(extension):
+    return sys.modules[f"{extension.__name__}.cable_harness.ui"]
+
+
+class _Layout:
+    """Records what is drawn: ("prop", name, text) and ("label", text), and the splits made."""
+
+    def __init__(self, drawn):
+        self.drawn = drawn
+        self.use_property_split = self.use_property_decorate = self.alert = self.active = False
+
+    def prop(self, data, name, text=None, **kwargs):
+        self.drawn.append(("prop", name, text))
+
+    def label(self, text="", **kwargs):
+        self.drawn.append(("label", text))
+
+    def operator(self, name, **kwargs):
+        self.drawn.append(("operator", name))
+        return self
+
+    def template_list(self, list_type, *args, **kwargs):
+        self.drawn.append(("list", list_type))
+
+    def separator(self, **kwargs):
+        pass
+
+    def split(self, factor=0.0, **kwargs):
+        self.drawn.append(("split", factor))
+        return self
+
+    def row(self, **kwargs):
+        return self
+
+    column = box = row
+
+
+@pytest.mark.parametrize("width,scale", [(None, 1.0), (220, 1.0), (440, 2.0), (600, 1.0), (90, 1.0)])
+def test_wrapped_lines_fit_the_width_and_keep_every_character(extension, width, scale):
+    ui = _ui(extension)
+    chars = ui.line_chars(width, scale)
+    assert chars >= ui.MIN_LINE_CHARS
+    if width in (None, 220):  # the default sidebar: "NOT converged: the va..." was where a label was cut
+        assert chars <= 22
+    lines = ui.wrap_lines(LONG_NOTE, chars)
+    assert len(lines) > 1 and all(len(line) <= chars for line in lines)
+    assert "".join(lines).replace(" ", "") == LONG_NOTE.replace(" ", "")
+    assert ui.line_chars(2 * (width or 220), scale) >= chars  # wider: no fewer per line
+
+
+def test_the_panel_wraps_a_long_failure_note_within_the_default_width(extension):
+    *_, cable = simple_harness()
+    s = cable.cable_harness
+    s.result_valid, s.result_converged, s.result_message = True, False, LONG_NOTE
+    drawn = []
+    bpy.types.VIEW3D_PT_cable_harness._draw_cable(_Layout(drawn), s)
+    labels = [entry[1] for entry in drawn if entry[0] == "label"]
+    chars = _ui(extension).line_chars(None)
+    assert all(len(text) <= chars for text in labels), [t for t in labels if len(t) > chars]
+    shown = "".join(labels).replace(" ", "")
+    assert LONG_NOTE.replace(" ", "") in shown
+    assert "NOTconverged:thevaluesbelowareofthelastgoodstate" in shown
+
+
+def _row(list_type, data, item):
+    drawn = []
+    getattr(bpy.types, list_type).draw_item(None, bpy.context, _Layout(drawn), data, item, 0, data, "", 0)
+    return drawn
+
+
+def test_a_clip_row_has_the_clip_first_and_its_arc_length_in_a_column_of_its_own(extension):
+    *_, cable = simple_harness()
+    s = cable.cable_harness
+    drawn = _row("CABLE_HARNESS_UL_clips", s, s.clips[0])
+    assert drawn[0][0] == "split" and 0.3 <= drawn[0][1] <= 0.6
+    props = [entry[1:] for entry in drawn if entry[0] == "prop"]
+    assert props[0] == ("clip", "")
+    assert ("s", "") in props  # the value alone: its column is named above the list
+    labels = []
+    bpy.types.VIEW3D_PT_cable_harness._draw_cable(_Layout(labels), s)
+    assert ("label", "Arc Length") in labels and ("label", "Clip") in labels
+
+
+def test_a_wire_row_has_its_id_first_and_fits_count_and_diameter(extension):
+    *_, cable = simple_harness(with_clip=False)
+    s = cable.cable_harness
+    s.is_bundle = True
+    wire = s.wires.add()
+    wire.wire_id, wire.count, wire.diameter = "W1", 7, 0.0016
+    drawn = _row("CABLE_HARNESS_UL_wires", s, wire)
+    assert drawn[0][0] == "split"
+    props = [entry[1:] for entry in drawn if entry[0] == "prop"]
+    assert props == [("wire_id", ""), ("count", ""), ("diameter", "")]
+    assert not [entry for entry in drawn if entry[0] == "label"]  # no "x" squeezed between the values
+    panel = []
+    bpy.types.VIEW3D_PT_cable_harness._draw_cable(_Layout(panel), s)
+    assert ("prop", "material", "Wire Material") in panel  # the selected wire's, below the list
+    assert {("label", "ID"), ("label", "Count"), ("label", "Diameter")} <= set(panel)
