@@ -35,6 +35,33 @@ def companion(ob, create: bool = False):
     return made
 
 
+def _is_companion(ob) -> bool:
+    """Made by companion(): a mesh marked with its cable's name and named after it. A copy the user
+    made (Shift+D keeps the mark, not the name) or their own "<name> Physics" is not."""
+    mark = ob.get(MARK)
+    return ob.type == "MESH" and isinstance(mark, str) and ob.name == mark + SUFFIX
+
+
+def _remove(made) -> None:
+    mesh = made.data
+    bpy.data.objects.remove(made)
+    if mesh is not None and mesh.users == 0:  # the mesh goes too, unless the user uses it elsewhere
+        bpy.data.meshes.remove(mesh)
+
+
+def remove_companion(ob) -> None:
+    """Remove cable ``ob``'s companion, if it has one: with the option off it would show an old solve."""
+    made = companion(ob)
+    if made is not None:
+        _remove(made)
+
+
+def remove_companions(scene) -> None:
+    """Remove every companion in ``scene``, also those whose cable was renamed or deleted since."""
+    for made in [ob for ob in scene.objects if _is_companion(ob)]:
+        _remove(made)
+
+
 def write_point_attributes(ob, result: dict, scale: float, utilisation, converged: bool) -> None:
     """Write cable ``ob``'s solved centre line and its per-point physics into its companion
     (``utilisation``: the overlay's bend utilisation per node)."""

@@ -20,6 +20,7 @@ from bpy.props import (
 )
 
 from ..solver_core import PRESETS
+from .point_attributes import remove_companions
 from .scene_model import ROLE_OBJECT_TYPES, sync_cable_bevel
 from .variation_study import DISTRIBUTIONS, QUANTITIES
 
@@ -67,6 +68,12 @@ MATERIALS = [(name, name.replace("_", " ").title(), p.description) for name, p i
 def _settings_changed(self, context):
     """A setting the solved cable was built from changed: its read-outs are of the old settings."""
     self.result_stale = True
+
+
+def _point_attributes_changed(self, context):
+    """Off: the "<cable> Physics" meshes the option made go at once, rather than show an old solve."""
+    if not self.point_attributes:
+        remove_companions(self.id_data)
 
 
 def _diameter_changed(self, context):
@@ -555,6 +562,7 @@ class CableHarnessSceneSettings(bpy.types.PropertyGroup):
         description="After each solve, write every cable's centre line with its curvature (1/m), tension (N), "
         "twist rate (rad/m) and bend utilisation per point into a companion mesh '<cable> Physics', "
         "where Geometry Nodes and materials can read them (the last solve only; not baked)",
+        update=_point_attributes_changed,
     )  # type: ignore
     arrow_length_per_newton: FloatProperty(
         name="Arrow Length per N",

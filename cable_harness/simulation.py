@@ -27,7 +27,7 @@ from mathutils import Matrix, Vector
 from ..solver_core import CaseError, Harness, JunctionMove, ObstacleSet
 from . import follow, overlay, overlay_data
 from .colliders import ColliderCache
-from .point_attributes import write_point_attributes
+from .point_attributes import remove_companion, write_point_attributes
 from .scene_model import (
     CABLE,
     COLLIDER,
@@ -510,6 +510,8 @@ class HarnessSimulation:
                 if settings is not None and settings.point_attributes:
                     converged = name not in report.failed
                     write_point_attributes(ob, result, self.scale, shown["utilisation"], converged)
+                elif settings is not None:  # a file saved with it on: turned off without running its update
+                    remove_companion(ob)
             if name in report.failed:
                 # the curve keeps the last good state, but the panel must not call it this solve's result
                 s.result_converged = False

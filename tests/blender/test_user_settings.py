@@ -249,6 +249,28 @@ def test_physics_attributes_reach_a_companion_mesh_in_scene_units(extension):
     assert not bpy.data.objects["Cable Physics"]["converged"]
 
 
+def test_turning_physics_attributes_off_removes_the_companions_it_made_and_nothing_else():
+    # a "<cable> Physics" mesh left behind after the option is off shows an old solve as if current
+    *_, cable = simple_harness()
+    settings = bpy.context.scene.cable_harness
+    settings.point_attributes = True
+    assert bpy.ops.cable_harness.solve() == {"FINISHED"}
+    assert "Cable Physics" in bpy.data.objects and "Cable Physics" in bpy.data.meshes
+    own_mesh = bpy.data.meshes.new("Mine Physics")  # the user's own, named alike but not marked
+    own = bpy.data.objects.new("Mine Physics", own_mesh)
+    bpy.context.scene.collection.objects.link(own)
+    settings.point_attributes = False
+    assert "Cable Physics" not in bpy.data.objects and "Cable Physics" not in bpy.data.meshes
+    assert bpy.data.objects.get("Mine Physics") is own
+    # a companion from a file saved with the option on goes with the next solve
+    settings.point_attributes = True
+    assert bpy.ops.cable_harness.solve() == {"FINISHED"}
+    settings["point_attributes"] = False  # as a file saved before: no update runs
+    assert "Cable Physics" in bpy.data.objects
+    assert bpy.ops.cable_harness.solve() == {"FINISHED"}
+    assert "Cable Physics" not in bpy.data.objects and "Mine Physics" in bpy.data.objects
+
+
 def _stale_input_changes(scene, start, clip, cable):
     """(what, set it, set it back): each an input of the solved cable that the case it is solved from
     carries, or (the bend limit) that its read-outs follow."""
