@@ -6,7 +6,7 @@ import bpy
 import numpy as np
 from bpy.props import EnumProperty
 
-from ..scene_model import CLIP
+from ..scene_model import CLIP, cable_diameter
 from .common import RemoveListItem, active_cable, active_cable_or_report, centre_line
 
 
@@ -23,6 +23,21 @@ def place_on_cable(line: np.ndarray, length: float, point: np.ndarray) -> tuple:
     arc = np.concatenate(([0.0], np.cumsum(seg)))
     s = (arc[k] + t[k] * seg[k]) / arc[-1] * length
     return float(s), d[k] / seg[k]
+
+
+def distance_to_line(line: np.ndarray, point: np.ndarray) -> float:
+    """How far ``point`` is from the nearest point of polyline ``line`` (same units)."""
+    a, d = line[:-1], line[1:] - line[:-1]
+    dd = np.maximum(np.einsum("ij,ij->i", d, d), 1e-300)
+    t = np.clip(np.einsum("ij,ij->i", point - a, d) / dd, 0.0, 1.0)
+    return float(np.linalg.norm(a + t[:, None] * d - point, axis=1).min())
+
+
+def far_off_distance(settings) -> float:
+    """Beyond this (Blender units) a clip is not where the cable passes: its arc position, the nearest
+    point's, means little. The larger of a few diameters and 5 % of the length, so that neither a thin
+    long cable nor a thick short one warns of a clip the route merely misses by a little."""
+    return max(3.0 * cable_diameter(settings), 0.05 * settings.length)
 
 
 class CABLE_HARNESS_OT_clip_add(bpy.types.Operator):
@@ -44,9 +59,13 @@ class CABLE_HARNESS_OT_clip_add(bpy.types.Operator):
             return {"CANCELLED"}
         line = centre_line(cable)
         entries = [(ref.s, ref.clip, ref.reversed) for ref in s.clips]
+        far_off = []
         for clip in new:
             position = np.array(clip.matrix_world.translation)
             arc, tangent = place_on_cable(line, s.length, position)
+            distance = distance_to_line(line, position)
+            if distance > far_off_distance(s):
+                far_off.append((clip.name, distance, arc))
             axis = np.array(clip.matrix_world.to_3x3().col[2])
             entries.append((arc, clip, float(axis @ tangent) < 0.0))
         entries.sort(key=lambda e: e[0])
@@ -55,6 +74,17 @@ class CABLE_HARNESS_OT_clip_add(bpy.types.Operator):
             ref = s.clips.add()
             ref.clip, ref.s, ref.reversed = clip, arc, flipped
         s.result_stale = True
+        unit = context.scene.unit_settings
+
+        def length(value):  # Blender units, shown as the panel shows lengths
+            return bpy.utils.units.to_string(unit.system, "LENGTH", value * unit.scale_length, precision=3)
+
+        for name, distance, arc in far_off:
+            self.report(
+                {"WARNING"},
+                f"clip {name!r} is {length(distance)} from {cable.name!r}: added at the nearest point "
+                f"(s = {length(arc)}); move the clip onto the cable or set its Arc Length in the list",
+            )
         self.report({"INFO"}, f"added {len(new)} clip(s) to {cable.name!r}")
         return {"FINISHED"}
 

@@ -2,12 +2,13 @@
 """What the user owns and sees: curve settings kept, honest read-outs, roles by object type, clips
 that follow the length, and a description on every setting and command."""
 
+import re
 import sys
 
 import bpy
 import numpy as np
 import pytest
-from helpers.blender_scenes import curve_world_points, place, simple_harness
+from helpers.blender_scenes import StandIn, curve_world_points, place, simple_harness
 
 
 def test_solve_keeps_the_users_curve_settings():
@@ -160,6 +161,43 @@ def test_a_clip_removed_and_added_back_returns_where_the_cable_passes_it():
     assert len(s.clips) == 1 and s.clips[0].clip == clip
     assert s.clips[0].s == pytest.approx(drawn, abs=0.01 * s.length)
     assert bpy.ops.cable_harness.solve() == {"FINISHED"} and s.result_converged
+
+
+def _distance_to_line(line, point):
+    a, b = line[:-1], line[1:]
+    t = np.clip(np.einsum("ij,ij->i", point - a, b - a) / np.einsum("ij,ij->i", b - a, b - a), 0.0, 1.0)
+    return float(np.linalg.norm(a + t[:, None] * (b - a) - point, axis=1).min())
+
+
+def test_adding_a_clip_far_from_the_cable_warns_with_its_name_and_distance():
+    # the arc position of a clip far off the route is only the nearest point's (often s = 0): the user
+    # must hear that the clip is not where the cable passes, and how far off it is
+    bpy.ops.cable_harness.add_connector()
+    start = bpy.context.active_object
+    place(start, (0.0, 0.0, 0.0), 1.0)
+    bpy.ops.cable_harness.add_connector()
+    end = bpy.context.active_object
+    place(end, (1.0, 0.0, 0.0), 1.0)
+    _select_only(start, end, active=start)
+    assert bpy.ops.cable_harness.make_cable(solve=False) == {"FINISHED"}
+    cable = next(o for o in bpy.context.scene.objects if o.cable_harness.role == "CABLE")
+    bpy.ops.cable_harness.add_clip()
+    near = bpy.context.active_object
+    place(near, curve_world_points(cable)[1], 1.0)  # on the drawn route: no warning
+    bpy.ops.cable_harness.add_clip()
+    far = bpy.context.active_object
+    far.name = "Far Clip"
+    place(far, (0.5, 0.5, 0.0), 1.0)
+    expected = _distance_to_line(curve_world_points(cable), np.array([0.5, 0.5, 0.0]))
+    assert 0.45 < expected < 0.55
+    _select_only(near, far, cable, active=cable)
+    op = StandIn(bpy.types.CABLE_HARNESS_OT_clip_add)
+    assert op.execute(bpy.context) == {"FINISHED"}
+    assert {ref.clip.name for ref in cable.cable_harness.clips} == {near.name, "Far Clip"}  # still added
+    warnings = [message for level, message in op.reports if "WARNING" in level]
+    assert len(warnings) == 1 and "Far Clip" in warnings[0] and f"'{near.name}'" not in warnings[0], op.reports
+    value, unit = re.search(r"(\d+(?:\.\d+)?) ?(mm|cm|m)\b", warnings[0]).groups()
+    assert float(value) * {"mm": 1e-3, "cm": 1e-2, "m": 1.0}[unit] == pytest.approx(expected, rel=0.02)
 
 
 def test_moving_a_clip_down_the_list_swaps_the_clips_and_keeps_the_positions_in_order():
