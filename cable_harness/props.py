@@ -412,7 +412,7 @@ class CableHarnessSettings(bpy.types.PropertyGroup):
     density: _density_property("the cable's", _settings_changed)  # type: ignore
     min_bend_radius_allowed: FloatProperty(
         name="Allowed Bend Radius",
-        description="Smallest bend radius the cable may have (0: no check)",
+        description="Smallest bend radius the cable may have, in scene length units (0: no check)",
         min=0.0,
         default=0.0,
         subtype="DISTANCE",

@@ -359,6 +359,8 @@ def cable_document(scene, ob, scale, with_route: bool = True) -> dict:
         raise HarnessInputError(f"cable {name!r}: {exc}") from None
     if rest is not None:
         doc["rest"] = rest
+    if s.min_bend_radius_allowed > 0.0:
+        doc["allowed_bend_radius"] = s.min_bend_radius_allowed * scale
     if not with_route:
         return doc
     current = _solved_centre_line(ob, s)

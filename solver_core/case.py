@@ -94,6 +94,9 @@ class CableSpec:
     diameter_given: bool = True  # False: the diameter is the bundle's
     start_junction: JunctionEnd | None = None  # the start is held by a junction (start is its frame as given)
     end_junction: JunctionEnd | None = None
+    # the smallest bend radius the cable's maker allows [m] (None: not given); read-outs and reports
+    # measure the cable against it, the solver does not enforce it
+    allowed_bend_radius: float | None = None
 
     def junction_ends(self) -> tuple:
         """(side, JunctionEnd) of the ends held by junctions."""
@@ -403,6 +406,7 @@ def _parse_cable(obj, where, junctions=None) -> CableSpec:
             "loads",
             "route",
             "rest",
+            "allowed_bend_radius",
         ),
         where,
     )
@@ -463,6 +467,9 @@ def _parse_cable(obj, where, junctions=None) -> CableSpec:
         route = np.array([_vector(p, f"{where}.route[{i}]") for i, p in enumerate(r)])
         if np.linalg.norm(np.diff(route, axis=0), axis=1).sum() <= 0.0:
             raise CaseError(f"{where}.route has zero length")
+    allowed = obj.get("allowed_bend_radius")
+    if allowed is not None:
+        allowed = _number(allowed, f"{where}.allowed_bend_radius", positive=True, bound=MAX_EXTENT)
     rest = None if obj.get("rest") is None else parse_rest(obj["rest"], f"{where}.rest", _number, _vector)
     check_rest_resolution(rest, length, segments, f"{where}.rest")
     check_reachable(cable_id, where, start, end, clips, length)
@@ -485,6 +492,7 @@ def _parse_cable(obj, where, junctions=None) -> CableSpec:
         bundle is None or obj.get("diameter") is not None,
         start_junction,
         end_junction,
+        allowed,
     )
 
 

@@ -50,6 +50,8 @@ def case_to_dict(case: Case) -> dict:
             d["rest"] = rest_to_dict(c.rest)
         if c.bundle is not None:
             d["bundle"] = bundle_to_dict(c.bundle)
+        if c.allowed_bend_radius is not None:
+            d["allowed_bend_radius"] = c.allowed_bend_radius
         cables.append(d)
     steps = []
     for i, step in enumerate(case.steps):

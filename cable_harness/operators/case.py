@@ -286,6 +286,8 @@ def build_scene_from_case(context, case, scene_settings: bool = True) -> list:
             )
         if spec.rest is not None:
             _import_rest(s, spec.rest, scale)
+        if spec.allowed_bend_radius is not None:
+            s.min_bend_radius_allowed = spec.allowed_bend_radius / scale
         if spec.loads:
             notes.append(f"{spec.id}: its {len(spec.loads)} point load(s) are not held in Blender: imported without")
         for index, clip in enumerate(spec.clips):

@@ -221,3 +221,19 @@ def test_operators_that_change_data_can_be_undone():
     ):
         cls = getattr(bpy.types, f"CABLE_HARNESS_OT_{op}")
         assert "UNDO" in cls.bl_options, op
+
+
+@pytest.mark.parametrize("unit_scale", [1.0, 0.001])
+def test_the_bend_limit_goes_out_with_export_case_and_comes_back_with_import(tmp_path, unit_scale):
+    *_, cable_ob = simple_harness(unit_scale=unit_scale, with_clip=False)
+    cable_ob.cable_harness.min_bend_radius_allowed = 0.025 / unit_scale  # 25 mm in scene units
+    out = tmp_path / "limit.json"
+    assert bpy.ops.cable_harness.export_case(filepath=str(out)) == {"FINISHED"}
+    assert json.loads(out.read_text())["cables"][0]["allowed_bend_radius"] == pytest.approx(0.025)
+    bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)
+    bpy.context.scene.unit_settings.scale_length = unit_scale
+    op = StandIn(bpy.types.CABLE_HARNESS_OT_import_case)
+    op.filepath, op.colliders, op.scene_settings = str(out), False, False
+    assert op.execute(bpy.context) == {"FINISHED"}
+    limit = bpy.data.objects["Cable"].cable_harness.min_bend_radius_allowed
+    assert limit * unit_scale == pytest.approx(0.025)

@@ -250,3 +250,17 @@ def test_solver_core_never_imports_blender():
                 assert name.split(".")[0] not in ("bpy", "mathutils", "bmesh", "gpu"), path
             if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 assert not node.module.startswith("solver_core"), f"{path}: use relative imports inside solver_core"
+
+
+def test_an_allowed_bend_radius_is_carried_through_parse_and_write():
+    doc = case(cable(allowed_bend_radius=0.025))
+    spec = parse_case(doc)
+    assert spec.cables[0].allowed_bend_radius == 0.025
+    assert case_to_dict(spec)["cables"][0]["allowed_bend_radius"] == 0.025
+    assert parse_case(case(cable())).cables[0].allowed_bend_radius is None
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, "5", float("nan")])
+def test_a_bad_allowed_bend_radius_is_refused_by_name(bad):
+    with pytest.raises(CaseError, match="allowed_bend_radius"):
+        parse_case(case(cable(allowed_bend_radius=bad)))
