@@ -220,8 +220,8 @@ def test_a_wire_with_an_id_is_billed_once_through_the_junctions_of_its_branches(
 def test_solver_messages_are_put_in_the_panels_words_and_the_scenes_unit():
     text = "cable 'power'.clips[0].s = 0.184066 m (with length 0.01 m) lies outside the cable's interior, 0 to 0.15 m"
     assert scene_model.plain_message(text, 0.001) == (
-        "cable 'power' clip 1's arc position = 184.066 mm (with length 10 mm) lies outside the cable's "
-        "interior, 0 to 150 mm"
+        "cable 'power': clip 1 at Arc Length 184.066 mm (clip Length 10 mm) lies outside the cable, 0 to 150 mm; "
+        "set its Arc Length in the Clips list within the cable, or lengthen the cable"
     )
     reach = "step: start and end of cable 'W' are 0.6 m apart but the cable is only 0.33 m long"
     assert scene_model.plain_message(reach, 0.01) == (
