@@ -9,7 +9,7 @@ import bpy
 import numpy as np
 import pytest
 from helpers.blender_env import MODULE
-from helpers.blender_scenes import StandIn, curve_world_points, simple_harness
+from helpers.blender_scenes import RecordingLayout, StandIn, curve_world_points, simple_harness
 
 
 def make_bundle(cable_ob, wires, wrap="taped", sheath=0.0):
@@ -141,48 +141,18 @@ def test_a_baked_bundle_is_in_the_reports_bill_of_materials(tmp_path):
     assert bill[0]["diameter"] == pytest.approx(0.0016)
 
 
-class _Layout:
-    """Records what a panel draws (a stand-in for UILayout, which only a window's redraw provides)."""
-
-    def __init__(self, drawn):
-        self.drawn = drawn
-        self.use_property_split = self.use_property_decorate = self.alert = self.active = False
-
-    def prop(self, data, name, **kwargs):
-        # a wire's settings apart from the cable's own
-        self.drawn.append(("prop", f"wire.{name}" if hasattr(data, "wire_id") else name))
-
-    def label(self, text="", **kwargs):
-        self.drawn.append(("label", text))
-
-    def operator(self, name, **kwargs):
-        self.drawn.append(("operator", name))
-        return self
-
-    def template_list(self, list_type, *args, **kwargs):
-        self.drawn.append(("list", list_type))
-
-    def separator(self, **kwargs):
-        pass
-
-    def row(self, **kwargs):
-        return self
-
-    column = box = split = row
-
-
 @pytest.mark.parametrize("unit_scale", [1.0, 0.001])
 def test_the_panel_draws_a_bundle_with_its_diameter_in_scene_units(unit_scale):
     *_, cable_ob = simple_harness(unit_scale=unit_scale, with_clip=False)
     s = make_bundle(cable_ob, [(0.0016 / unit_scale, 7, "pvc_wire"), (0.001 / unit_scale, 1, "CUSTOM")])
     s.active_wire = 1
     drawn = []
-    bpy.types.VIEW3D_PT_cable_harness._draw_cable(_Layout(drawn), s)
-    props = [name for kind, name in drawn if kind == "prop"]
+    bpy.types.VIEW3D_PT_cable_harness._draw_cable(RecordingLayout(drawn, wire_prefix=True), s)
+    props = [entry[1] for entry in drawn if entry[0] == "prop"]
     assert "wrap" in props and "sheath" in props and "wire.youngs_modulus" in props  # the selected wire is custom
     assert "diameter" not in props and "material" not in props  # the bundle's own, not the cable's
     assert ("list", "CABLE_HARNESS_UL_wires") in drawn
-    labels = " ".join(text for kind, text in drawn if kind == "label")
+    labels = " ".join(entry[1] for entry in drawn if entry[0] == "label")
     assert "8 wires" in labels and "lower bound" in labels
     # eight wires: the area rule, sqrt((7 x 1.6^2 + 1^2) / 0.82) = 4.80 mm, in the scene's unit system
     assert f"{1e3 * ((7 * 0.0016**2 + 0.001**2) / 0.82) ** 0.5:.2f}" == "4.80"

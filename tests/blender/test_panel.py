@@ -6,7 +6,7 @@ import sys
 
 import bpy
 import pytest
-from helpers.blender_scenes import simple_harness
+from helpers.blender_scenes import RecordingLayout, simple_harness
 
 LONG_NOTE = (
     "cable 'Cable': clip 1 'Clip' at Arc Length 0.643358 m (clip Length 0.01 m) lies outside the cable, "
@@ -17,39 +17,6 @@ LONG_NOTE = (
 
 def _ui(extension):
     return sys.modules[f"{extension.__name__}.cable_harness.ui"]
-
-
-class _Layout:
-    """Records what is drawn: ("prop", name, text) and ("label", text), and the splits made."""
-
-    def __init__(self, drawn):
-        self.drawn = drawn
-        self.use_property_split = self.use_property_decorate = self.alert = self.active = False
-
-    def prop(self, data, name, text=None, **kwargs):
-        self.drawn.append(("prop", name, text))
-
-    def label(self, text="", **kwargs):
-        self.drawn.append(("label", text))
-
-    def operator(self, name, **kwargs):
-        self.drawn.append(("operator", name))
-        return self
-
-    def template_list(self, list_type, *args, **kwargs):
-        self.drawn.append(("list", list_type))
-
-    def separator(self, **kwargs):
-        pass
-
-    def split(self, factor=0.0, **kwargs):
-        self.drawn.append(("split", factor))
-        return self
-
-    def row(self, **kwargs):
-        return self
-
-    column = box = row
 
 
 @pytest.mark.parametrize("width,scale", [(None, 1.0), (220, 1.0), (440, 2.0), (600, 1.0), (90, 1.0)])
@@ -70,7 +37,7 @@ def test_the_panel_wraps_a_long_failure_note_within_the_default_width(extension)
     s = cable.cable_harness
     s.result_valid, s.result_converged, s.result_message = True, False, LONG_NOTE
     drawn = []
-    bpy.types.VIEW3D_PT_cable_harness._draw_cable(_Layout(drawn), s)
+    bpy.types.VIEW3D_PT_cable_harness._draw_cable(RecordingLayout(drawn), s)
     labels = [entry[1] for entry in drawn if entry[0] == "label"]
     chars = _ui(extension).line_chars(None)
     assert all(len(text) <= chars for text in labels), [t for t in labels if len(t) > chars]
@@ -81,7 +48,7 @@ def test_the_panel_wraps_a_long_failure_note_within_the_default_width(extension)
 
 def _row(list_type, data, item):
     drawn = []
-    getattr(bpy.types, list_type).draw_item(None, bpy.context, _Layout(drawn), data, item, 0, data, "", 0)
+    getattr(bpy.types, list_type).draw_item(None, bpy.context, RecordingLayout(drawn), data, item, 0, data, "", 0)
     return drawn
 
 
@@ -94,7 +61,7 @@ def test_a_clip_row_has_the_clip_first_and_its_arc_length_in_a_column_of_its_own
     assert props[0] == ("clip", "")
     assert ("s", "") in props  # the value alone: its column is named above the list
     labels = []
-    bpy.types.VIEW3D_PT_cable_harness._draw_cable(_Layout(labels), s)
+    bpy.types.VIEW3D_PT_cable_harness._draw_cable(RecordingLayout(labels), s)
     assert ("label", "Arc Length") in labels and ("label", "Clip") in labels
 
 
@@ -110,6 +77,6 @@ def test_a_wire_row_has_its_id_first_and_fits_count_and_diameter(extension):
     assert props == [("wire_id", ""), ("count", ""), ("diameter", "")]
     assert not [entry for entry in drawn if entry[0] == "label"]  # no "x" squeezed between the values
     panel = []
-    bpy.types.VIEW3D_PT_cable_harness._draw_cable(_Layout(panel), s)
+    bpy.types.VIEW3D_PT_cable_harness._draw_cable(RecordingLayout(panel), s)
     assert ("prop", "material", "Wire Material") in panel  # the selected wire's, below the list
     assert {("label", "ID"), ("label", "Count"), ("label", "Diameter")} <= set(panel)

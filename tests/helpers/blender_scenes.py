@@ -108,3 +108,39 @@ def y_harness(unit_scale=1.0, fixed=False, junction_z=0.0):
     assert bpy.ops.cable_harness.make_cable(segments=20, slack=8.0, solve=False) == {"FINISHED"}
     branches = [o for o in scene.objects if o.cable_harness.role == "CABLE" and o is not trunk]
     return j, trunk, branches
+
+
+class RecordingLayout:
+    """Records what a panel draws (a stand-in for UILayout, which only a window's redraw provides):
+    ("prop", name, text), ("label", text), ("operator", name), ("list", type), ("split", factor).
+    ``wire_prefix``: a wire's settings recorded as "wire.<name>", apart from the cable's own."""
+
+    def __init__(self, drawn, wire_prefix=False):
+        self.drawn, self.wire_prefix = drawn, wire_prefix
+        self.use_property_split = self.use_property_decorate = self.alert = self.active = False
+
+    def prop(self, data, name, text=None, **kwargs):
+        wire = self.wire_prefix and hasattr(data, "wire_id")
+        self.drawn.append(("prop", f"wire.{name}" if wire else name, text))
+
+    def label(self, text="", **kwargs):
+        self.drawn.append(("label", text))
+
+    def operator(self, name, **kwargs):
+        self.drawn.append(("operator", name))
+        return self
+
+    def template_list(self, list_type, *args, **kwargs):
+        self.drawn.append(("list", list_type))
+
+    def separator(self, **kwargs):
+        pass
+
+    def split(self, factor=0.0, **kwargs):
+        self.drawn.append(("split", factor))
+        return self
+
+    def row(self, **kwargs):
+        return self
+
+    column = box = row
