@@ -31,7 +31,11 @@ def _wrap(start, end, radius, clear):
         return math.atan2(point[1], point[0]) + sign * math.acos(min(1.0, rho / d))
 
     a0, a1 = tangent_angle(start, -1.0), tangent_angle(end, 1.0)
-    a0 = a0 - 2.0 * math.pi if a0 > math.pi else a0  # from the left, over the top (pi/2), to the right
+    # from the left, over the top (pi/2), to the right: the left tangent point's angle in (pi/2, 3 pi/2],
+    # the right one's in (-pi/2, pi/2]; atan2 put a connector below the centre at -pi, and the arc
+    # went from there the long way round, under the circle
+    a0 = (a0 - 0.5 * math.pi) % (2.0 * math.pi) + 0.5 * math.pi
+    a1 = (a1 + 0.5 * math.pi) % (2.0 * math.pi) - 0.5 * math.pi
     step = 2.0 * math.sqrt(clear / rho)  # a chord's sagitta rho (1 - cos(step / 2)) < clear / 4
     n = max(2, int(math.ceil(abs(a0 - a1) / step)) + 1)
     # the chords' ends on a circle a little larger, so that the chords' middles clear rho
@@ -86,8 +90,10 @@ def drape_case(rng, kind=None, side=None, segments=None, slack=None) -> dict:
     route = np.asarray(route, dtype=float)
     length = float(np.linalg.norm(np.diff(route, axis=0), axis=1).sum())
 
-    def held(p, q):
-        t = np.asarray(q) - np.asarray(p)
+    def held(p, t):
+        """A connector at p; t along increasing arc length (into the cable at the start, out of it at
+        the end: the case format's convention)."""
+        t = np.asarray(t, dtype=float)
         return {"position": list(map(float, p)), "tangent": (t / np.linalg.norm(t)).tolist()}
 
     cable = {
@@ -96,8 +102,8 @@ def drape_case(rng, kind=None, side=None, segments=None, slack=None) -> dict:
         "diameter": diameter,
         "material": dict(MATERIAL),
         "segments": segments,
-        "start": held(route[0], route[1]),
-        "end": held(route[-2], route[-1]),
+        "start": held(route[0], route[1] - route[0]),
+        "end": held(route[-1], route[-1] - route[-2]),
         "route": route.tolist(),
     }
     doc = {"format": "cable-harness-case/1", "cables": [cable], "obstacles": [obstacle]}

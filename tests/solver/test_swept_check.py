@@ -64,8 +64,24 @@ def test_drawn_routes_are_clear_of_their_obstacle_and_carry_the_slack(kind, side
         length = np.linalg.norm(np.diff(route, axis=0), axis=1).sum()
         assert cable["length"] == pytest.approx(length * (1.0 + drawn["slack"]))
         assert case.cables[0].segments == drawn["segments"]
-        # the route, as a still state, is not through its obstacle, and does not end inside it
+        # the connectors sit at the route's two ends, their outlets along its first and last legs
+        for held, at, leg in (
+            (cable["start"], route[0], route[1] - route[0]),
+            (cable["end"], route[-1], route[-1] - route[-2]),
+        ):
+            np.testing.assert_allclose(held["position"], at)
+            np.testing.assert_allclose(held["tangent"], leg / np.linalg.norm(leg))
         obstacle = drawn["case"]["obstacles"][0]
+        # within the obstacle's outline the route keeps to the side drawn (an arc round a sphere once
+        # went the long way, under it, from a connector below the sphere's centre)
+        if obstacle["type"] == "sphere":
+            half = obstacle["radius"]
+        else:
+            half = np.abs(np.asarray(obstacle["vertices"], float)[:, 0]).max()
+        within = route[np.abs(route[:, 0]) < 0.99 * half]
+        coordinate = {"over": within[:, 2], "under": -within[:, 2], "round": within[:, 1]}[side]
+        assert (coordinate > 0.0).all()
+        # the route, as a still state, is not through its obstacle, and does not end inside it
         dense = np.concatenate([np.linspace(a, b, 20, endpoint=False) for a, b in zip(route[:-1], route[1:])])
         assert not passes_through(dense, dense + [0.0, 0.0, 1e-9], obstacle, core=0.0)
         if obstacle["type"] == "sphere":
