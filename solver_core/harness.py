@@ -183,6 +183,13 @@ class Harness:
             # nor through, or past, the cables placed before it
             check.obstacles = self.obstacles.with_capsules(*self.capsules_for((cable_id,)))
         route = initial_state(session.model, session.boundary, sag=0.0)
+        corners = False  # whether the segments are laid through the route's corners
+        depth = check.deepest_penetration(route)
+        if depth > 0.0:
+            # a coarse cable's segments cut the corners of a route drawn clear round something
+            laid = initial_state(session.model, session.boundary, sag=0.0, through_corners=True)
+            if check.deepest_penetration(laid) < depth:
+                route, corners = laid, True
         if check.deepest_penetration(route) > 0.0:
             # A route resting on a surface (a solved shape exported as a route) touches it within the
             # penetration tolerance, and one drawn clear of the other cables' routes may still meet
@@ -212,7 +219,7 @@ class Harness:
             return
 
         def sagged(fraction):  # the centre line only: the checks need no frames
-            positions = initial_centerline(session.model, session.boundary, fraction) - session.model.origin
+            positions = initial_centerline(session.model, session.boundary, fraction, corners) - session.model.origin
             return RodState(positions, route.quats)
 
         state, chosen = route, 0.0
@@ -224,7 +231,7 @@ class Harness:
             if check.deepest_penetration(candidate) > 0.0 or check.passes_through(state, candidate):
                 break
             state, chosen = candidate, k / steps
-        session.state = route if chosen == 0.0 else initial_state(session.model, session.boundary, sag=chosen)
+        session.state = route if chosen == 0.0 else initial_state(session.model, session.boundary, chosen, corners)
 
     # ---------------------------------------------------------------- read-outs for a scene layer
 

@@ -62,14 +62,15 @@ def _route_positions(route: np.ndarray, points) -> np.ndarray:
     return out
 
 
-def _route_by_spans(route: np.ndarray, s: np.ndarray, anchors, length: float) -> np.ndarray:
-    """Points along ``route`` at the cable's arc lengths ``s``, span by span: the cable between two
-    holders is laid along the part of the route between them. Resampled in proportion to the whole
-    length instead, a cable made longer than its route put a clip's nodes where the route passes a
-    tenth of a metre from the clip, and the guess started strained by -63 % to +207 %. Where the
-    holders do not lie in order along the route, in proportion to the whole length."""
+def _route_arc_of_nodes(route: np.ndarray, s: np.ndarray, anchors, length: float) -> np.ndarray:
+    """Where along ``route`` (arc length) each node of cable arc length ``s`` is laid, span by span:
+    the cable between two holders is laid along the part of the route between them. Resampled in
+    proportion to the whole length instead, a cable made longer than its route put a clip's nodes
+    where the route passes a tenth of a metre from the clip, and the guess started strained by -63 %
+    to +207 %. Where the holders do not lie in order along the route, in proportion to the whole
+    length."""
     total = float(np.linalg.norm(np.diff(route, axis=0), axis=1).sum())
-    proportional = _resample_polyline(route, s / length)
+    proportional = s / length * total
     if len(anchors) < 2 or total <= 0.0:
         return proportional
     at = _route_positions(route, [p for _, p, _ in anchors])
@@ -81,7 +82,62 @@ def _route_by_spans(route: np.ndarray, s: np.ndarray, anchors, length: float) ->
     r = np.interp(s, held, at)
     r = np.where(s > held[-1], at[-1] + (s - held[-1]), r)
     r = np.where(s < held[0], at[0] - (held[0] - s), r)
-    return _resample_polyline(route, np.clip(r / total, 0.0, 1.0))
+    return np.clip(r, 0.0, total)
+
+
+def _route_by_spans(route: np.ndarray, s: np.ndarray, anchors, length: float) -> np.ndarray:
+    """Points along ``route`` at the cable's arc lengths ``s`` (_route_arc_of_nodes)."""
+    total = float(np.linalg.norm(np.diff(route, axis=0), axis=1).sum())
+    if total <= 0.0:
+        return _resample_polyline(route, s / length)
+    return _resample_polyline(route, _route_arc_of_nodes(route, s, anchors, length) / total)
+
+
+def _through_route_corners(pts: np.ndarray, route: np.ndarray, r: np.ndarray, held: np.ndarray) -> np.ndarray:
+    """The nodes ``pts`` laid along ``route`` (at route arc lengths ``r``), moved so that every segment
+    passes through the route's corners that lie between its nodes.
+
+    A segment between nodes on two legs of the route is a chord that cuts the corner: over a box's
+    edge or round a sphere drawn one diameter clear, a coarse cable's chord passed a radius and more
+    inside the obstacle, and the solver could not tell which side the cable belongs on (a 14-segment
+    cable drawn over a 0.7 m box never converged). Both nodes of such a segment move by the offset of
+    its farthest corner from the chord (a held node stays, its partner moves the offset divided by
+    the corner's place along the chord, at most twice the offset), so that the chord passes through
+    that corner, on the side the route was drawn. ``held``: per node, whether it may not move."""
+    cum = np.concatenate(([0.0], np.cumsum(np.linalg.norm(np.diff(route, axis=0), axis=1))))
+    corners = route[1:-1]
+    corner_at = cum[1:-1]
+    out = pts.copy()
+    for _ in range(3):  # a node moved for one segment moves its neighbours' chords too
+        shift = np.zeros_like(out)
+        for i in range(len(out) - 1):
+            inside = (corner_at > min(r[i], r[i + 1]) + 1e-12) & (corner_at < max(r[i], r[i + 1]) - 1e-12)
+            if not inside.any():
+                continue
+            a, b = out[i], out[i + 1]
+            ab = b - a
+            ab2 = float(ab @ ab)
+            if ab2 <= 0.0:
+                continue
+            t = np.clip((corners[inside] - a) @ ab / ab2, 0.0, 1.0)
+            offsets = corners[inside] - (a + t[:, None] * ab)
+            k = int(np.argmax(np.linalg.norm(offsets, axis=1)))
+            d, tk = offsets[k], float(t[k])
+            if held[i] and held[i + 1]:
+                continue
+            if held[i]:
+                moves = ((i + 1, d / max(tk, 0.5)),)
+            elif held[i + 1]:
+                moves = ((i, d / max(1.0 - tk, 0.5)),)
+            else:
+                moves = ((i, d), (i + 1, d))
+            for node, move in moves:
+                if move @ move > shift[node] @ shift[node]:
+                    shift[node] = move
+        if not shift.any():
+            break
+        out += shift
+    return out
 
 
 def _increasing_root(f, lo: float, hi: float, tolerance: float) -> float:
@@ -210,16 +266,24 @@ def _add_sag(pts: np.ndarray, s: np.ndarray, anchors, direction: np.ndarray, fra
         pts[inside] = _resample_polyline(sagged, u[1:-1])
 
 
-def initial_centerline(model: RodModel, boundary: Boundary, sag: float = 1.0) -> np.ndarray:
+def initial_centerline(model: RodModel, boundary: Boundary, sag: float = 1.0, through_corners: bool = False):
     """The first centre line: the route (or smooth curves through the holders) given the cable's
     length by sagging along the loads. ``sag`` is the part of the missing length the sag makes up
     (1: all of it, 0: none); the solver pays out the rest (for routes whose full sag would pass
-    through an obstacle)."""
+    through an obstacle). ``through_corners``: segments pass through the route's corners rather than
+    cut them (_through_route_corners; for a coarse cable whose chords would cut into what the route
+    was drawn round)."""
     cable = model.cable
     s = model.node_s
     if cable.route is not None:
         anchors = _anchors(model, boundary)
-        pts = _route_by_spans(np.asarray(cable.route, dtype=np.float64), s, anchors, cable.length)
+        route = np.asarray(cable.route, dtype=np.float64)
+        pts = _route_by_spans(route, s, anchors, cable.length)
+        if through_corners and len(route) > 2:
+            held = np.zeros(len(s), dtype=bool)
+            for a, _, _ in anchors:
+                held |= np.abs(s - a) <= 1e-12 * max(cable.length, 1.0)
+            pts = _through_route_corners(pts, route, _route_arc_of_nodes(route, s, anchors, cable.length), held)
         if sag > 0.0:
             _add_sag(pts, s, anchors, _sag_direction(model), sag)
         return pts
@@ -235,9 +299,10 @@ def initial_centerline(model: RodModel, boundary: Boundary, sag: float = 1.0) ->
     return pts
 
 
-def initial_state(model: RodModel, boundary: Boundary, sag: float = 1.0) -> RodState:
+def initial_state(model: RodModel, boundary: Boundary, sag: float = 1.0, through_corners: bool = False) -> RodState:
     """Centre line guess plus parallel-transported frames, with the boundary applied."""
-    return framed_state(model, boundary, initial_centerline(model, boundary, sag) - model.origin)[0]
+    x = initial_centerline(model, boundary, sag, through_corners) - model.origin
+    return framed_state(model, boundary, x)[0]
 
 
 def framed_state(model: RodModel, boundary: Boundary, x: np.ndarray, twist: float | None = None) -> tuple:

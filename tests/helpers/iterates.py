@@ -16,7 +16,10 @@ class IterateRecorder:
         self.real = equilibrium_module.minimise_rod_energy
         self.max_iterations = minimise_argument("max_iterations")
         self.searched_from = minimise_argument("searched_from")
+        self.extra = minimise_argument("extra")
         self.paths = []
+        self.interactions = []  # per path: the kernel's InteractionArrays (obstacles in the path's frame)
+        self.cables = []  # per path: an array of the cable's model (its node_dof), the same object per cable
 
     def __enter__(self):
         self.module.minimise_rod_energy = self
@@ -37,6 +40,8 @@ class IterateRecorder:
         limit = args[self.max_iterations]
         path = [pos.copy()]
         self.paths.append(path)
+        self.interactions.append(args[self.extra])
+        self.cables.append(args[0])
         if limit == 0:
             return self.real(pos, quat, *args)
         total = 0
