@@ -282,6 +282,39 @@ def test_a_coarse_cable_drawn_tight_round_corners_starts_clear_and_rests_on_its_
         assert (nodes[inside, 2] > v[:, 2].max()).all()
 
 
+def test_a_cable_drawn_over_a_frictionless_sphere_leaves_its_plane_to_hang_below(monkeypatch):
+    # An outside run's route_over_sphere case: 0.5 m of cable drawn over a 5 cm sphere between
+    # connectors level with its middle, frictionless. It ends hanging 74 mm below the sphere with
+    # every node at y = 0, which in that plane no curve reaches from above without passing through.
+    # The over-the-top drape is a saddle; the solve slides the cable off sideways (out of the plane
+    # by more than the sphere's radius) and it swings back under into the connectors' plane. Where
+    # each kernel call ends is recorded without changing its iterations.
+    real = equilibrium.minimise_rod_energy
+    ends = []
+
+    def recorded(pos, quat, *args):
+        out = real(pos, quat, *args)
+        ends.append(pos.copy())
+        return out
+
+    monkeypatch.setattr(equilibrium, "minimise_rod_energy", recorded)
+    sphere = {"type": "sphere", "center": [0.0, 0.0, 0.05], "radius": 0.05}
+    rod = cable(
+        length=0.5,
+        segments=40,
+        material={"E": 126e6, "nu": 0.3, "density": 7957.747154594767},
+        start={"position": [-0.2, 0.0, 0.06], "tangent": [1.0, 0.0, 0.0]},
+        end={"position": [0.2, 0.0, 0.06], "tangent": [1.0, 0.0, 0.0]},
+        route=[[-0.2, 0, 0.06], [-0.05, 0, 0.11], [0, 0, 0.11], [0.05, 0, 0.11], [0.2, 0, 0.06]],
+    )
+    doc = case(rod, obstacles=[sphere], contact={"friction_static": 0.0, "friction_dynamic": 0.0})
+    result = first(solve(doc))
+    assert result["converged"] and result["stable"]
+    nodes = np.array(result["nodes"])
+    assert nodes[:, 2].min() < 0.0 and np.abs(nodes[:, 1]).max() < 1e-6  # below it, in the plane
+    assert max(np.abs(p[:, 1]).max() for p in ends) > sphere["radius"]  # went round, not through
+
+
 def test_a_solve_that_finds_no_equilibrium_ends_within_its_iteration_budget():
     # The cable over the top of a frictionless sphere must slide off it; where Newton and the
     # pseudo-time descent do not get it there, the solve fails after SOLVE_BUDGET x max_iterations
