@@ -230,6 +230,8 @@ def _run(args) -> int:
         if args.command == "check":
             case = load_case(args.case)
             print(f"{args.case}: valid ({len(case.cables)} cables, {len(case.steps)} steps)")
+            for w in case.warnings:
+                print(f"warning: {w}")
             return 0
         if args.command == "sweep":
             from .sweep import run_sweep_command
