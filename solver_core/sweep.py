@@ -712,7 +712,9 @@ def run_sweep(
         else:
             # distributed logs a lost connection as tracebacks on stderr (from its loggers, which have
             # levels of their own): the one line below says it
-            quiet = [logging.getLogger(n) for n in list(logging.root.manager.loggerDict) if n.startswith("distributed")]
+            names = [n for n in list(logging.root.manager.loggerDict) if n.startswith("distributed")]
+            # and asyncio, which reports the gathers of a closed client's lost results when collected
+            quiet = [logging.getLogger(n) for n in [*names, "asyncio"]]
             levels = [logger.level for logger in quiet]
             for logger in quiet:
                 logger.setLevel(logging.CRITICAL)
@@ -725,6 +727,7 @@ def run_sweep(
                 ) from None
             finally:
                 _close(client, cluster, cluster_timeout)
+                gc.collect()
                 for logger, level in zip(quiet, levels):
                     logger.setLevel(level)
     ordered = [rows[i] for i in range(len(variants))]
@@ -840,8 +843,10 @@ def _solve_on(client, sweep, todo, sink, chunk_size, where="the local Dask clust
     def workers() -> dict:
         try:
             return client.nthreads(callback_timeout=timeout)
-        except (OSError, TimeoutError, RuntimeError, asyncio.CancelledError):
-            raise ClusterLost(f"{where}: the scheduler does not answer") from None
+        except TimeoutError:
+            raise ClusterLost(f"{where}: the scheduler does not answer (within {timeout:g} s)") from None
+        except (OSError, RuntimeError, asyncio.CancelledError):  # a closed connection, or a closed client
+            raise ClusterLost(f"{where}: the connection to the scheduler was lost") from None
 
     try:
         n_workers = max(1, len(workers()))
@@ -860,13 +865,20 @@ def _solve_on(client, sweep, todo, sink, chunk_size, where="the local Dask clust
             except TimeoutError:
                 done = set()
             for future in done:
-                if future.status != "finished":  # cancelled with a lost scheduler, or failed with its worker
-                    raise ClusterLost(
-                        f"{where}: the connection to the scheduler was lost"
-                        if client.status != "running"
-                        else f"{where}: a task was lost ({future.status})"
-                    )
-                sink.take(future.result())
+                if future.status == "cancelled" or client.status != "running":  # the scheduler is gone
+                    raise ClusterLost(f"{where}: the connection to the scheduler was lost")
+                if future.status == "error":  # e.g. distributed's KilledWorker: its workers kept dying
+                    exc = future.exception(timeout=timeout)
+                    what = f"{type(exc).__name__}: {' '.join(str(exc).split())[:120]}"
+                    raise ClusterLost(f"{where}: a task failed: {what}")
+                try:
+                    rows = future.result(timeout=timeout)
+                except (TimeoutError, OSError):
+                    # its rows went with their worker: the scheduler solves the task again elsewhere (or,
+                    # with no worker left, the check below ends the sweep)
+                    pending.add(future)
+                    continue
+                sink.take(rows)
             if not pending:
                 break
             if client.status != "running":
