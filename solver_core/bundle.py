@@ -22,7 +22,7 @@ mass is not known from the format and is left out). An explicit ``diameter`` on 
 import math
 from dataclasses import dataclass
 
-from .errors import CaseError
+from .errors import CaseError, check_id
 from .materials import section_stiffness
 
 WRAPS = ("loose", "taped", "sleeved", "conduit")
@@ -123,6 +123,8 @@ def parse_bundle(obj, where: str, number, as_int) -> Bundle:
         wire_id = w.get("id")
         if wire_id is not None and (not isinstance(wire_id, str) or not wire_id.strip() or len(wire_id) > MAX_WIRE_ID):
             raise CaseError(f"{at}.id must be a non-empty text of at most {MAX_WIRE_ID} characters")
+        if wire_id is not None:
+            check_id(wire_id, f"{at}.id")
         if wire_id is not None and any(v.id == wire_id for v in wires):
             first = next(k for k, v in enumerate(wires) if v.id == wire_id)
             raise CaseError(f"{at}.id {wire_id!r} is given twice in this bundle (also wires[{first}])")

@@ -11,12 +11,14 @@ to a few digits) and are then normalised; a normal must be perpendicular to its 
 import json
 import math
 import numbers
+import os
+import stat
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .bundle import Bundle, parse_bundle
-from .errors import CaseError, name, show
+from .errors import CaseError, check_id, name, show
 from .junction_spec import (
     JunctionEnd,
     JunctionMove,
@@ -141,6 +143,7 @@ class Case:
     junction_steps: tuple = ()  # per step: junction id -> junction_spec.JunctionMove (fixed junctions)
     wires: tuple = ()  # wire_routes.WireRoute of every bundle wire with an id
     step_durations: tuple = ()  # per step, its duration [s] (solver.dynamics only; default DEFAULT_DURATION)
+    warnings: tuple = ()  # what the case gives that is valid but likely a mistake (the solve reports them)
 
     def cable(self, cable_id: str) -> CableSpec:
         for c in self.cables:
@@ -382,6 +385,18 @@ def check_reachable(cable_id, where, start, end, clips, length):
 BUNDLE_OVERRIDES = ("EA", "EI", "GJ", "GA", "linear_density")
 
 
+def _under_bundle(exc: CaseError, where: str, given: dict) -> CaseError:
+    """A section value the bundle derived (not one the case's material gives) is named under the
+    bundle, the field the case has: ``cables[0].bundle (its derived GJ)``, not ``material.GJ``."""
+    text = str(exc)
+    for key in BUNDLE_OVERRIDES:
+        if key not in given and text.startswith(f"{where}.material.{key} "):
+            return CaseError(f"{where}.bundle (its derived {key}) " + text[len(f"{where}.material.{key} ") :])
+    if text.startswith(f"{where}.material gives") and not given:
+        return CaseError(f"{where}.bundle gives" + text[len(f"{where}.material gives") :])
+    return exc
+
+
 def _parse_end(obj, where, junctions):
     """A cable's start or end: a frame, or a junction end (then (frame as given, JunctionEnd))."""
     if isinstance(obj, dict) and "junction" in obj:
@@ -414,9 +429,7 @@ def _parse_cable(obj, where, junctions=None) -> CableSpec:
     for key in ("id", "length", "start") if bundle else ("id", "length", "diameter", "material", "start"):
         if key not in obj:
             raise CaseError(f"{where}.{key} is missing")
-    cable_id = obj["id"]
-    if not isinstance(cable_id, str) or not cable_id:
-        raise CaseError(f"{where}.id must be a non-empty string")
+    cable_id = check_id(obj["id"], f"{where}.id")
     length = _number(obj["length"], f"{where}.length", positive=True, bound=MAX_EXTENT)
     if obj.get("diameter") is None and bundle is not None:
         diameter, place = bundle.diameter, f"{where}.bundle (its diameter)"
@@ -438,7 +451,10 @@ def _parse_cable(obj, where, junctions=None) -> CableSpec:
                 f"{where}.material.{odd[0]}: with a bundle, material may only give measured "
                 f"{', '.join(BUNDLE_OVERRIDES)} (they override the bundle's)"
             )
-        section = section_stiffness({**bundle.section, **given}, diameter, f"{where}.material")
+        try:
+            section = section_stiffness({**bundle.section, **given}, diameter, f"{where}.material")
+        except CaseError as exc:
+            raise _under_bundle(exc, where, given) from None
     segments = as_int(obj.get("segments", 50), f"{where}.segments", 2, 200000)
     junctions = junctions or {}
     start, start_junction = _parse_end(obj["start"], f"{where}.start", junctions)
@@ -593,12 +609,54 @@ def _parse_step(obj, where, cables_by_id):
     return changes
 
 
-def check_step_request(case: Case, changes, cable_ids=None, junction_moves=None) -> None:
-    """What Harness.solve_step is asked must name the case's cables and fixed junctions, and leave
-    the ends held by junctions to them: CaseError otherwise."""
+ROTATION_TOLERANCE = 1e-6  # of R^T R from the identity: rotations built in float64 are far closer
+
+
+def api_frame(frame, where) -> Frame:
+    """A Frame given to the Python API, checked as a case file's frame is (3 finite numbers within
+    range, unit tangent and normal within UNIT_TOLERANCE, perpendicular) and returned as float arrays,
+    normalised: lists and tuples are taken as well as arrays."""
+    if not isinstance(frame, Frame):
+        raise CaseError(f"{where} must be a Frame, got {type(frame).__name__}")
+    fields = {"position": frame.position, "tangent": frame.tangent}
+    if frame.normal is not None:
+        fields["normal"] = frame.normal
+    checked = parse_frame(fields, where)
+    # a frame that is already what the check makes of it is passed on as given, bit for bit (the
+    # case's own frames, and those of callers that normalise): the same input, the same solve
+    given = [frame.position, frame.tangent] + ([frame.normal] if frame.normal is not None else [])
+    if all(isinstance(a, np.ndarray) and a.dtype == np.float64 and a.shape == (3,) for a in given):
+        made = [checked.position, checked.tangent] + ([checked.normal] if checked.normal is not None else [])
+        if all(np.allclose(a, b, rtol=0.0, atol=1e-12) for a, b in zip(given, made)):
+            return frame
+    return checked
+
+
+def api_rotation(value, where) -> np.ndarray:
+    """A 3x3 proper rotation (orthonormal, determinant +1) given to the Python API, as a float array:
+    a scaled matrix or a reflection would move the junction's cables to frames no rotation reaches."""
+    try:
+        r = np.array(value, dtype=float)
+    except (TypeError, ValueError):
+        raise CaseError(f"{where} must be a 3x3 rotation matrix, got {show(value)}") from None
+    if r.shape != (3, 3) or not np.isfinite(r).all():
+        raise CaseError(f"{where} must be a 3x3 rotation matrix of finite numbers, got {show(value)}")
+    off = float(np.abs(r.T @ r - np.eye(3)).max())
+    if off > ROTATION_TOLERANCE:
+        raise CaseError(f"{where} is not a rotation: its columns are not orthonormal (R^T R - I is {off:.3g})")
+    if np.linalg.det(r) < 0.0:
+        raise CaseError(f"{where} is a reflection (determinant -1), not a rotation")
+    return r
+
+
+def check_step_request(case: Case, changes, cable_ids=None, junction_moves=None) -> tuple:
+    """What Harness.solve_step is asked must name the case's cables and fixed junctions, leave the ends
+    held by junctions to them, and give frames, positions and rotations the case format would accept:
+    CaseError otherwise. Returns (changes, junction_moves) with their frames as checked float arrays."""
     known = {c.id: c for c in case.cables}
     if not isinstance(changes, dict):
         raise CaseError(f"changes must be a dict of cable id -> CableChange, got {type(changes).__name__}")
+    checked = {}
     for cid, change in changes.items():
         if not isinstance(cid, str) or cid not in known:
             raise CaseError(f"changes.{name(cid)}: there is no cable with id {show(cid)}")
@@ -610,24 +668,47 @@ def check_step_request(case: Case, changes, cable_ids=None, junction_moves=None)
                     f"changes.{name(cid)}.{side}: the {side} of cable {show(cid)} is held by junction "
                     f"{show(held.junction)}; move the junction instead"
                 )
+        if change.end is not None and known[cid].end is None:
+            raise CaseError(f"changes.{name(cid)}.end: cable {show(cid)} has a free end, a step cannot move it")
+        if not isinstance(change.clips, dict):
+            raise CaseError(f"changes.{name(cid)}.clips must be a dict of clip index -> Frame")
         for k in change.clips:
             if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 0 <= k < len(known[cid].clips):
                 raise CaseError(
                     f"changes.{name(cid)}.clips.{name(k)}: cable {show(cid)} has {len(known[cid].clips)} clips"
                 )
+        w = f"changes.{name(cid)}"
+        checked[cid] = CableChange(
+            None if change.start is None else api_frame(change.start, f"{w}.start"),
+            None if change.end is None else api_frame(change.end, f"{w}.end"),
+            {int(k): api_frame(f, f"{w}.clips.{k}") for k, f in change.clips.items()},
+        )
+    if junction_moves is not None and not isinstance(junction_moves, dict):
+        raise CaseError(f"junction_moves must be a dict of junction id -> JunctionMove, got {show(junction_moves)}")
+    moves = {}
     for jid, move in (junction_moves or {}).items():
-        if jid not in case.junctions:
+        if not isinstance(jid, str) or jid not in case.junctions:
             raise CaseError(f"junction_moves.{name(jid)}: there is no junction with id {show(jid)}")
         if not case.junctions[jid].fixed:
             raise CaseError(f"junction_moves.{name(jid)}: junction {show(jid)} is free; its place is solved for")
         if not isinstance(move, JunctionMove):
             raise CaseError(f"junction_moves.{name(jid)} must be a JunctionMove, got {type(move).__name__}")
+        w = f"junction_moves.{name(jid)}"
+        moves[jid] = JunctionMove(
+            None if move.position is None else _vector(move.position, f"{w}.position"),
+            None if move.rotation is None else api_rotation(move.rotation, f"{w}.rotation"),
+        )
     if cable_ids is not None:
         if isinstance(cable_ids, str):
             raise CaseError("cable_ids must be a list of cable ids, not one string")
-        for cid in cable_ids:
+        try:
+            ids = list(cable_ids)
+        except TypeError:
+            raise CaseError(f"cable_ids must be a list of cable ids, got {show(cable_ids)}") from None
+        for cid in ids:
             if not isinstance(cid, str) or cid not in known:
                 raise CaseError(f"cable_ids: there is no cable with id {show(cid)}")
+    return checked, moves
 
 
 def parse_case(doc) -> Case:
@@ -723,7 +804,20 @@ def parse_case(doc) -> Case:
         junction_steps if any(junction_steps) else (),
         wires,
         durations if dynamics is not None else (),
+        _case_warnings(cables),
     )
+
+
+def _case_warnings(cables) -> tuple:
+    out = []
+    for i, c in enumerate(cables):
+        if c.bundle is not None and c.diameter_given and c.diameter < c.bundle.diameter * (1.0 - 1e-9):
+            out.append(
+                f"cables[{i}].diameter = {c.diameter * 1e3:.3g} mm is less than its bundle's "
+                f"{c.bundle.diameter * 1e3:.3g} mm (its wires packed, with the sheath): the contact radius "
+                f"lets the wires pass into what they touch"
+            )
+    return tuple(out)
 
 
 def check_dynamics(case: Case, duration: float) -> None:
@@ -779,25 +873,86 @@ def _parse_duration(step, where, dynamics) -> float:
     return duration
 
 
+MAX_INPUT_BYTES = 64 * 1024 * 1024  # a case or sweep file; the largest meshes of real harnesses take a few MB
+
+
+class _Duplicated(dict):
+    """A decoded JSON object in which ``key`` was given twice."""
+
+    key = None
+
+
+def _note_duplicate_keys(pairs, found: list):
+    out = {}
+    for key, value in pairs:
+        if key in out:
+            marked = _Duplicated(pairs)
+            marked.key = key
+            found.append(key)
+            return marked
+        out[key] = value
+    return out
+
+
+def _duplicate_key_place(doc) -> tuple | None:
+    """(field path, key) of the first object (in document order) whose key was given twice."""
+    stack = [(doc, "")]
+    while stack:
+        value, where = stack.pop()
+        if isinstance(value, _Duplicated):
+            return where or "the top-level object", value.key
+        if isinstance(value, dict):
+            items = [(v, f"{where}.{name(k)}" if where else name(k)) for k, v in value.items()]
+        elif isinstance(value, list):
+            items = [(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        else:
+            continue
+        stack.extend(reversed(items))
+    return None
+
+
 def read_json(path, what="case file"):
-    """A JSON document from a file; CaseError (naming the file) for anything that is not one."""
+    """A JSON document from a file; CaseError (naming the file) for anything that is not one: a file
+    larger than MAX_INPUT_BYTES, a folder, a device or a pipe (refused before reading, which could
+    block or never end), text that is not JSON, a key given twice in an object."""
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        info = os.stat(path)
     except OSError as exc:
         raise CaseError(f"cannot read {what} {path}: {exc.strerror}") from None
+    if not stat.S_ISREG(info.st_mode):
+        kind = "a folder" if stat.S_ISDIR(info.st_mode) else "not a regular file (a device, pipe or socket)"
+        raise CaseError(f"cannot read {what} {path}: it is {kind}")
+    if info.st_size > MAX_INPUT_BYTES:
+        raise CaseError(
+            f"{what} {path} is {info.st_size / 2**20:.0f} MB, more than the {MAX_INPUT_BYTES // 2**20} MB a "
+            f"{what} may have"
+        )
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_INPUT_BYTES + 1)  # the file may have grown since
+    except OSError as exc:
+        raise CaseError(f"cannot read {what} {path}: {exc.strerror}") from None
+    if len(data) > MAX_INPUT_BYTES:
+        raise CaseError(f"{what} {path} is more than the {MAX_INPUT_BYTES // 2**20} MB a {what} may have")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise CaseError(f"{path} is not UTF-8 text (byte {exc.start})") from None
     try:
-        return json.loads(text)
+        found = []
+        doc = json.loads(text, object_pairs_hook=lambda pairs: _note_duplicate_keys(pairs, found))
     except json.JSONDecodeError as exc:
         raise CaseError(f"{path} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
     except RecursionError:
         raise CaseError(f"{path} nests lists or objects too deeply to be a {what}") from None
     except ValueError as exc:  # e.g. an integer beyond Python's digit limit
         raise CaseError(f"{path} is not valid JSON: {str(exc).splitlines()[0][:80]}") from None
+    # JSON leaves a key given twice open and Python's decoder keeps the last silently: which value
+    # the user meant cannot be known, so it is refused
+    place = _duplicate_key_place(doc) if found else None
+    if place is not None:
+        raise CaseError(f"{path}: {place[0]} gives the key {show(place[1])} twice; give each key once")
+    return doc
 
 
 def load_case(path) -> Case:

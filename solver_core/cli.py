@@ -4,16 +4,17 @@
 
 import argparse
 import gc
-import os
 import sys
-import tempfile
+import time
 
 import numpy as np
 
+from . import signals
 from .bundle import RULES as BUNDLE_RULES
-from .case import load_case
+from .case import load_case, step_duration
 from .errors import CaseError
 from .materials import PRESETS
+from .output_files import AtomicOutput  # noqa: F401  (the command line's output, also used by benchmarks)
 
 DESCRIPTION = """\
 Solve the quasi-static equilibrium of the cables of a harness case (JSON, format
@@ -26,57 +27,10 @@ Lines (cable-harness-result-stream/1): a header line, one line per step, an end 
 
 Exit status: 0 when every cable converged, 1 when some cable did not (the result is still
 written, with converged: false and the last good state), 2 for an invalid case or output
-(one line on stderr naming the offending field or file), 3 for an internal error.
+(one line on stderr naming the offending field or file), 3 for an internal error, and 128 plus
+the signal's number when stopped by SIGINT (Ctrl-C: 130), SIGTERM (143) or SIGHUP (129): one line
+on stderr, no temporary file left, a previous result file as it was.
 """
-
-
-class AtomicOutput:
-    """An output file written through a temporary file in the same folder and renamed over it when
-    complete (os.replace is atomic within a file system): a failure midway leaves any previous file as
-    it was. Opening it checks the target before any work is done."""
-
-    def __init__(self, path: str, option: str = "-o"):
-        self.path = path
-        if not path:
-            raise CaseError(f"{option}: the output path is empty")
-        if os.path.isdir(path):
-            raise CaseError(f"{option} {path}: is a folder, not a file")
-        folder = os.path.dirname(os.path.abspath(path))
-        if not os.path.isdir(folder):
-            raise CaseError(f"{option} {path}: the folder {folder} does not exist")
-        if os.path.exists(path) and not os.access(path, os.W_OK):
-            raise CaseError(f"{option} {path}: the file is not writable")
-        try:
-            fd, self.temp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
-        except OSError as exc:
-            raise CaseError(f"{option} {path}: cannot write in {folder}: {exc.strerror}") from None
-        self.file = os.fdopen(fd, "w", encoding="utf-8")
-        self.option = option
-
-    def write(self, text: str) -> None:
-        try:
-            self.file.write(text)
-        except OSError as exc:
-            self.discard()
-            raise CaseError(f"{self.option} {self.path}: writing failed: {exc.strerror}") from None
-
-    def commit(self) -> None:
-        try:
-            self.file.flush()
-            os.fsync(self.file.fileno())
-            self.file.close()
-            os.replace(self.temp, self.path)
-        except OSError as exc:
-            self.discard()
-            raise CaseError(f"{self.option} {self.path}: writing failed: {exc.strerror}") from None
-
-    def discard(self) -> None:
-        try:
-            self.file.close()
-        except OSError:
-            pass
-        if os.path.exists(self.temp):
-            os.unlink(self.temp)
 
 
 def _summary_lines(index: int, step: dict):
@@ -90,6 +44,54 @@ def _summary_lines(index: int, step: dict):
             f"length {c['length']:.4f} m, min bend radius {radius_text}, "
             f"start force {[round(v, 4) for v in c['end_forces']['start']['force']]} N"
         )
+
+
+PROGRESS_INTERVAL = 5.0  # [s] between progress lines of a long dynamic step (stderr)
+
+
+class _Progress:
+    """A line on stderr every PROGRESS_INTERVAL while a step of a dynamic case has been solving that
+    long (a step of 100 s at 1 ms runs for minutes): which step, which time step of how many, how long
+    so far. The integrator calls the harness's solve_boundaries once per stage (two per time step of
+    the cosserat model): counting the calls gives the progress without a callback in the solver."""
+
+    def __init__(self, case, harness, write):
+        import threading
+
+        from .dynamics import time_steps
+
+        self.write, self.total = write, 1 + len(case.steps)
+        self.index, self.stages, self.started = 0, 0, time.monotonic()
+        self.stages_of = {}
+        if case.solver.model != "cosserat_pbd":  # its integrator has stages of its own
+            for i in range(len(case.steps)):
+                self.stages_of[i + 1] = 2 * time_steps(step_duration(case, i), case.solver.dynamics.time_step)
+        solve = harness.solve_boundaries
+
+        def counted(ids, targets):
+            self.stages += 1
+            return solve(ids, targets)
+
+        harness.solve_boundaries = counted
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="progress", daemon=True)
+        self.thread.start()
+
+    def begin(self, index) -> None:
+        self.index, self.stages, self.started = index, 0, time.monotonic()
+
+    def _run(self) -> None:
+        while not self.stop.wait(PROGRESS_INTERVAL):
+            elapsed = time.monotonic() - self.started
+            if elapsed < PROGRESS_INTERVAL or self.index >= self.total:
+                continue
+            stages = self.stages_of.get(self.index)
+            where = f"time step {max(1, self.stages // 2)} of {stages // 2}" if stages else "solving"
+            self.write(f"step {self.index} of {self.total - 1}: {where} ({elapsed:.0f} s so far)")
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(1.0)
 
 
 def solve_to(case, output, lines: bool, echo) -> tuple:
@@ -107,6 +109,9 @@ def solve_to(case, output, lines: bool, echo) -> tuple:
     # collections doubled the mean cost of building a step's result).
     gc.collect()
     gc.freeze()
+    progress = None
+    if case.solver.dynamics is not None:
+        progress = _Progress(case, harness, lambda line: print(line, file=sys.stderr, flush=True))
     try:
         ok = True
         if output is not None:
@@ -127,6 +132,8 @@ def solve_to(case, output, lines: bool, echo) -> tuple:
                 head = dumps({"format": RESULT_FORMAT, **wires})[:-1]  # the object left open for the steps
                 output.write(f'{head},"steps":[')
         for index, step in enumerate(iter_steps(case, harness, packed=lines)):
+            if progress is not None:
+                progress.begin(index + 1)
             ok = ok and all(c["converged"] for c in step["cables"].values())
             if output is not None:
                 if lines:
@@ -143,6 +150,8 @@ def solve_to(case, output, lines: bool, echo) -> tuple:
             else:
                 output.write("]" + (f',"warnings":{dumps(warnings)}' if warnings else "") + "}\n")
     finally:
+        if progress is not None:
+            progress.close()
         gc.unfreeze()  # the caller's objects are its own again
     return ok, warnings
 
@@ -209,23 +218,43 @@ def main(argv=None) -> int:
             print(f"{p.name}: {p.description}\n    values: {p.values}\n    source: {p.source}")
         print(BUNDLE_RULES)
         return 0
+    previous = signals.install()
+    try:
+        return _run(args)
+    finally:
+        signals.restore(previous)
+
+
+def _run(args) -> int:
     try:
         if args.command == "check":
             case = load_case(args.case)
             print(f"{args.case}: valid ({len(case.cables)} cables, {len(case.steps)} steps)")
+            for w in case.warnings:
+                print(f"warning: {w}")
             return 0
         if args.command == "sweep":
             from .sweep import run_sweep_command
 
             return run_sweep_command(args)
         return _solve(args)
-    except CaseError as exc:
-        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    except Exception as exc:  # a bug, said in one line rather than a traceback
+    except BaseException as exc:
+        stop = signals.as_interruption(exc)
+        if stop is not None:
+            # what stopped the run, then what is kept: a sweep's rows so far; a solve's previous result
+            kept = (
+                f"; the rows solved so far are kept in {args.output}, run the sweep again to resume"
+                if args.command == "sweep"
+                else ""
+            )
+            print(f"interrupted by {stop.name}{kept}", file=sys.stderr)
+            return stop.exit_code
+        if isinstance(exc, CaseError):
+            print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
+            return 2
+        if not isinstance(exc, Exception):
+            raise
+        # a bug, said in one line rather than a traceback
         print(
             f"internal error: {type(exc).__name__}: {' '.join(str(exc).split())[:200]} (please report it with "
             f"the case)",

@@ -26,3 +26,17 @@ def name(key) -> str:
     if isinstance(key, str) and key.isprintable() and 0 < len(key) <= 40 and "." not in key:
         return key
     return show(key)
+
+
+def check_id(value, where: str) -> str:
+    """An id (cable, junction, wire): a non-empty string without control characters, which would
+    forge or break the lines that name it (summaries, logs, CSV), and without lone surrogates, which
+    no UTF-8 output can hold (JSON's \\ud800 escape decodes to one)."""
+    if not isinstance(value, str) or not value:
+        raise CaseError(f"{where} must be a non-empty string, got {show(value)}")
+    for c in value:
+        if 0xD800 <= ord(c) <= 0xDFFF:
+            raise CaseError(f"{where} holds a lone surrogate (U+{ord(c):04X}), which is not a character")
+        if ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 or c in "\u2028\u2029":
+            raise CaseError(f"{where} holds a control character (U+{ord(c):04X}); ids are one line of text")
+    return value

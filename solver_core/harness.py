@@ -142,6 +142,7 @@ class Harness:
         if extra_triangles is not None and len(extra_triangles):
             obstacles = obstacles.with_triangles(extra_triangles, len(case.obstacles))
         harness = cls(case, obstacles=obstacles, junctions=JunctionSystem.from_case(case))
+        harness.warnings.extend(case.warnings)
         for cable in case.cables:
             harness.add_cable(cable)
         return harness
@@ -330,7 +331,7 @@ class Harness:
     def check_reach(self, cable_id: str, change: CableChange) -> None:
         """CaseError when ``change`` holds the cable further apart than its length allows (its ends, or
         two holders along it, further apart than the cable between them): no equilibrium exists."""
-        check_step_request(self.case, {cable_id: change})
+        change = check_step_request(self.case, {cable_id: change})[0][cable_id]
         spec = self.cables[cable_id].model.cable
         b = self.changed_boundary(cable_id, change)
         clips = [replace(c, frame=frame) for c, frame in zip(spec.clips, b.clips)]
@@ -465,9 +466,9 @@ class Harness:
         In a dynamic case (``solver.dynamics``) a step after the cables' first solve (which finds them at
         rest) is a motion of ``duration`` seconds (default DEFAULT_DURATION) while the holders move
         uniformly to their new frames (dynamics.py); ``self.time`` is its end time."""
-        changes = changes or {}
-        moves = junction_moves or {}
-        check_step_request(self.case, changes, cable_ids, moves)
+        changes, moves = check_step_request(
+            self.case, {} if changes is None else changes, cable_ids, {} if junction_moves is None else junction_moves
+        )
         dynamics = self.case.solver.dynamics
         if duration is not None:
             if dynamics is None:
@@ -475,10 +476,13 @@ class Harness:
             duration = as_float(duration, "duration")
             if not 0.0 < duration <= 1e6:
                 raise CaseError(f"duration must be a positive number of seconds, got {duration!r}")
-        if dynamics is not None:
-            check_dynamics(self.case, DEFAULT_DURATION if duration is None else duration)
         self._junction_moves = moves
         ids = list(self.cables) if cable_ids is None else [cid for cid in self.cables if cid in set(cable_ids)]
+        if dynamics is not None:
+            # the first solve finds the cables at rest and integrates no time: only a motion's duration
+            # is bounded by the time steps it takes (as the case parser bounds the steps' durations)
+            moving = bool(ids) and all(self.cables[cid].solved for cid in ids)
+            check_dynamics(self.case, (DEFAULT_DURATION if duration is None else duration) if moving else 0.0)
         targets = {cid: (self.changed_boundary(cid, changes[cid]) if cid in changes else None) for cid in ids}
         # The solver is deterministic: a step that failed and left everything as it was fails again
         # from the same input, and an interactive session asks for the same step on every tick while

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .errors import CaseError
+from .errors import CaseError, check_id
 from .rotations import frame_from_tangent
 
 UNIT_TOLERANCE = 1e-3
@@ -79,9 +79,7 @@ def parse_junctions(raw, number, vector, unit, show) -> dict:
         for key in ("id", "position"):
             if key not in obj:
                 raise CaseError(f"{where}.{key} is missing")
-        jid = obj["id"]
-        if not isinstance(jid, str) or not jid:
-            raise CaseError(f"{where}.id must be a non-empty string")
+        jid = check_id(obj["id"], f"{where}.id")
         if jid in out:
             raise CaseError(f"{where}.id {show(jid)} is used twice")
         position = vector(obj["position"], f"{where}.position")

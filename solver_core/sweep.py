@@ -212,6 +212,8 @@ def parse_sweep(doc, folder=".") -> Sweep:
             a, b = (as_float(x, f"{where}.{kind}[{k}]") for k, x in enumerate(params))
             if kind == "uniform" and not a <= b:
                 raise CaseError(f"{where}.uniform must be [low, high] with low <= high")
+            if kind == "uniform" and not math.isfinite(b - a):  # numpy's draw overflows on such a range
+                raise CaseError(f"{where}.uniform [{a:g}, {b:g}] is wider than a double can hold (high - low)")
             if kind == "normal" and b < 0:
                 raise CaseError(f"{where}.normal standard deviation must not be negative")
             entry["params"] = [a, b]
@@ -281,10 +283,78 @@ def _cable_outputs(case, cid, steps) -> dict:
     }
 
 
-def solve_variant(case_doc: dict, index: int, assignment: dict, keep_shapes: bool = False) -> dict:
+class VariantTimeout(BaseException):
+    """A variant ran past ``--variant-timeout``. A BaseException, as KeyboardInterrupt is, so that no
+    ``except Exception`` on the way out of the solver takes it for a failure of its own."""
+
+
+def _stop_at(harness, deadline) -> None:
+    """Make every solve of ``harness`` (each quasi-static step, each stage of a dynamic one) first check
+    ``deadline``: the harness has no callback, and solve_boundaries is where every step passes."""
+    solve = harness.solve_boundaries
+
+    def checked(ids, targets):
+        if time.monotonic() > deadline:
+            raise VariantTimeout
+        return solve(ids, targets)
+
+    harness.solve_boundaries = checked
+
+
+class _Alarm:
+    """SIGALRM after ``seconds`` raising VariantTimeout, where this is the main thread (a forked worker,
+    or the sweep's own process): it also ends a long solve between two of its compiled kernels. A Dask
+    worker's tasks run in other threads: there the checks between solves (_stop_at) stop the variant."""
+
+    def __init__(self, seconds):
+        import signal
+        import threading
+
+        self.seconds, self.previous = seconds, None
+        self.usable = (
+            seconds is not None
+            and hasattr(signal, "setitimer")
+            and threading.current_thread() is threading.main_thread()
+        )
+
+    def __enter__(self):
+        import signal
+
+        if self.usable:
+            self.previous = signal.signal(signal.SIGALRM, self._raise)
+            signal.setitimer(signal.ITIMER_REAL, self.seconds)
+        return self
+
+    def __exit__(self, *exc):
+        import signal
+
+        if self.usable:
+            signal.setitimer(signal.ITIMER_REAL, 0.0)
+            signal.signal(signal.SIGALRM, self.previous)
+        return False
+
+    @staticmethod
+    def _raise(signum, frame):
+        raise VariantTimeout
+
+
+def _timed_out(exc) -> bool:
+    """VariantTimeout itself, or numba's SystemError around one raised while its kernel ran."""
+    for _ in range(20):
+        if exc is None:
+            return False
+        if isinstance(exc, VariantTimeout):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def solve_variant(case_doc: dict, index: int, assignment: dict, keep_shapes: bool = False, timeout=None) -> dict:
     """The row of one variant: its values, then per cable the outputs (METRICS), never an exception;
-    with ``keep_shapes`` also ``row["shapes"]``: each cable's last centre line, (nodes, 3) in metres."""
+    with ``keep_shapes`` also ``row["shapes"]``: each cable's last centre line, (nodes, 3) in metres.
+    A variant still solving after ``timeout`` seconds is stopped: a row that says it timed out."""
     from .case import parse_case
+    from .harness import Harness
     from .results import unpack
     from .run_case import iter_steps
 
@@ -294,8 +364,11 @@ def solve_variant(case_doc: dict, index: int, assignment: dict, keep_shapes: boo
         for path, value in assignment.items():
             set_path(doc, parse_path(path, "vary.path"), value, f"variant {index}")
         case = parse_case(doc)
-        with np.errstate(all="ignore"):
-            steps = list(iter_steps(case, packed=True))  # the per-node arrays stay arrays
+        with _Alarm(timeout), np.errstate(all="ignore"):
+            harness = Harness.from_case(case)
+            if timeout is not None:
+                _stop_at(harness, time.monotonic() + timeout)
+            steps = list(iter_steps(case, harness, packed=True))  # the per-node arrays stay arrays
         ok = True
         for c in case.cables:
             outputs = _cable_outputs(case, c.id, steps)
@@ -308,16 +381,21 @@ def solve_variant(case_doc: dict, index: int, assignment: dict, keep_shapes: boo
             row["message"] = "; ".join(
                 f"{cid}: {d['message']}" for step in steps for cid, d in step["cables"].items() if "message" in d
             )[:500]
+    except VariantTimeout:
+        row["message"] = f"timed out: still solving after {timeout:g} s (--variant-timeout)"
     except CaseError as exc:
         row["message"] = f"invalid variant: {exc}"
     except Exception as exc:  # a bug: the row says so, the study goes on
-        row["message"] = f"internal error: {type(exc).__name__}: {exc}"
+        if _timed_out(exc):
+            row["message"] = f"timed out: still solving after {timeout:g} s (--variant-timeout)"
+        else:
+            row["message"] = f"internal error: {type(exc).__name__}: {exc}"
     row["message"] = " ".join(row["message"].split())
     return row
 
 
-def solve_chunk(case_doc, chunk, keep_shapes=False) -> list:
-    return [solve_variant(case_doc, index, assignment, keep_shapes) for index, assignment in chunk]
+def solve_chunk(case_doc, chunk, keep_shapes=False, timeout=None) -> list:
+    return [solve_variant(case_doc, index, assignment, keep_shapes, timeout) for index, assignment in chunk]
 
 
 # ---------------------------------------------------------------- the table
@@ -374,13 +452,33 @@ def _csv_line(columns, row) -> str:
     return buf.getvalue()
 
 
+class OutputFailed(CaseError):
+    """A file of the output folder could not be written (read-only, full, removed): the rows written
+    before are kept."""
+
+
+def _output_failed(path, exc: OSError) -> OutputFailed:
+    reason = exc.strerror or type(exc).__name__
+    return OutputFailed(
+        f"-o {os.path.dirname(path)}: writing {os.path.basename(path)} failed: {reason} (the rows written "
+        f"before are kept: run the sweep again to resume)"
+    )
+
+
 def _write_atomic(path, text):
     tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise _output_failed(path, exc) from None
 
 
 def summarise(sweep: Sweep, rows: list) -> dict:
@@ -460,7 +558,15 @@ def plot(sweep: Sweep, rows: list, folder: str) -> list:
 # ---------------------------------------------------------------- running it
 
 
-def _client(scheduler, workers):
+CLUSTER_TIMEOUT = 30.0  # [s] default wait for a scheduler's answer, or for a worker when none is left
+WATCH_INTERVAL = 1.0  # [s] between checks of the cluster while waiting for rows
+
+
+class ClusterLost(CaseError):
+    """The scheduler or every worker went away during a sweep: the rows so far are kept."""
+
+
+def _client(scheduler, workers, timeout=CLUSTER_TIMEOUT):
     """(Dask client, its local cluster or None); (None, None) where ``distributed`` is missing and no
     scheduler is named: the variants then run in processes of the standard library."""
     try:
@@ -472,15 +578,44 @@ def _client(scheduler, workers):
             ) from None
         return None, None
     if scheduler:
-        try:
-            return Client(scheduler, timeout=10), None
-        except (OSError, TimeoutError, ValueError) as exc:
-            raise CaseError(f"--scheduler {scheduler}: cannot connect: {' '.join(str(exc).split())[:120]}") from None
+        return _connect(Client, scheduler, timeout), None
     n = workers or os.cpu_count() or 1
     cluster = LocalCluster(
         n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=logging.ERROR
     )
     return Client(cluster), cluster
+
+
+def _connect(Client, scheduler, timeout):
+    """A client of the scheduler at ``scheduler``, or CaseError within ``timeout`` seconds. Client's own
+    timeout covers the TCP connect but not distributed's handshake after it, which waits for good on
+    a port that accepts connections and never answers: the client is made in a thread given a deadline
+    (left behind as a daemon when it passes; the command then ends)."""
+    import threading
+
+    box = {}
+
+    def make():
+        try:
+            # the timeout also bounds the reconnection after a lost connection, before the client closes
+            box["client"] = Client(scheduler, timeout=timeout)
+        except BaseException as exc:  # said in the main thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=make, name="dask-connect", daemon=True)
+    thread.start()
+    thread.join(timeout + 1.0)
+    if thread.is_alive():
+        raise CaseError(
+            f"--scheduler {scheduler}: no Dask scheduler answered within {timeout:g} s (the address "
+            f"accepts connections but does not speak to a Dask client)"
+        )
+    if "error" in box:
+        exc = box["error"]
+        if isinstance(exc, (OSError, TimeoutError, ValueError)):
+            raise CaseError(f"--scheduler {scheduler}: cannot connect: {' '.join(str(exc).split())[:120]}") from None
+        raise exc
+    return box["client"]
 
 
 def _warm_up():
@@ -521,6 +656,8 @@ def run_sweep(
     chunk_size=None,
     shapes=False,
     executor="dask",
+    cluster_timeout=CLUSTER_TIMEOUT,
+    variant_timeout=None,
 ) -> dict:
     """Solve the variants missing from ``outdir``/results.csv on Dask; write results.csv (all rows, in
     variant order), summary.json, plots/ and with ``shapes`` shapes/<variant>.npz. Returns the summary.
@@ -535,7 +672,10 @@ def run_sweep(
     parent = os.path.dirname(os.path.abspath(outdir))
     if not os.path.isdir(parent):
         raise CaseError(f"-o {outdir}: the folder {parent} does not exist")
-    os.makedirs(outdir, exist_ok=True)
+    try:
+        os.makedirs(outdir, exist_ok=True)
+    except OSError as exc:
+        raise CaseError(f"-o {outdir}: cannot make the folder: {exc.strerror}") from None
     if not os.access(outdir, os.W_OK):
         raise CaseError(f"-o {outdir}: the folder is not writable")
     columns = columns_of(sweep)
@@ -565,16 +705,31 @@ def run_sweep(
         progress(f"{len(variants)} variants, {len(rows)} already in {table}, {len(todo)} to solve")
     if todo:
         sink = _Sink(columns, table, rows, progress, len(todo), os.path.join(outdir, "shapes") if shapes else None)
-        client, cluster = _client(scheduler, workers) if executor == "dask" else (None, None)
+        sink.timeout = variant_timeout
+        client, cluster = _client(scheduler, workers, cluster_timeout) if executor == "dask" else (None, None)
         if client is None:
             _solve_locally(sweep, todo, sink, workers or os.cpu_count() or 1, chunk_size)
         else:
+            # distributed logs a lost connection as tracebacks on stderr (from its loggers, which have
+            # levels of their own): the one line below says it
+            names = [n for n in list(logging.root.manager.loggerDict) if n.startswith("distributed")]
+            # and asyncio, which reports the gathers of a closed client's lost results when collected
+            quiet = [logging.getLogger(n) for n in [*names, "asyncio"]]
+            levels = [logger.level for logger in quiet]
+            for logger in quiet:
+                logger.setLevel(logging.CRITICAL)
             try:
-                _solve_on(client, sweep, todo, sink, chunk_size)
+                where = f"--scheduler {scheduler}" if scheduler else "the local Dask cluster"
+                _solve_on(client, sweep, todo, sink, chunk_size, where, cluster_timeout)
+            except ClusterLost as exc:
+                raise ClusterLost(
+                    f"{exc}; the rows solved so far are kept in {table}, run the sweep again to resume"
+                ) from None
             finally:
-                client.close()
-                if cluster is not None:
-                    cluster.close()
+                _close(client, cluster, cluster_timeout)
+                gc.collect()
+                for logger, level in zip(quiet, levels):
+                    logger.setLevel(level)
     ordered = [rows[i] for i in range(len(variants))]
     _write_atomic(
         table, "".join([_csv_line(columns, dict(zip(columns, columns)))] + [_csv_line(columns, r) for r in ordered])
@@ -583,6 +738,8 @@ def run_sweep(
     if plots:
         try:
             written = plot(sweep, ordered, os.path.join(outdir, "plots"))
+        except OSError as exc:
+            raise _output_failed(str(exc.filename or os.path.join(outdir, "plots")), exc) from None
         except ImportError:  # matplotlib is not installed (Blender's Python): the table and summary stand
             written = []
             summary["plots_skipped"] = "matplotlib is not installed"
@@ -599,22 +756,43 @@ class _Sink:
         self.columns, self.table, self.rows, self.progress = columns, table, rows, progress
         self.total, self.shape_dir = total, shape_dir
         self.done, self.started, self.last = 0, time.perf_counter(), 0.0
+        self.timeout = None  # --variant-timeout, for the workers
         if shape_dir:
-            os.makedirs(shape_dir, exist_ok=True)
+            try:
+                os.makedirs(shape_dir, exist_ok=True)
+            except OSError as exc:
+                raise _output_failed(shape_dir, exc) from None
 
     def take(self, chunk_rows) -> None:
-        with open(self.table, "a", encoding="utf-8") as fh:
+        try:
+            fh = open(self.table, "a", encoding="utf-8")
+        except OSError as exc:
+            raise _output_failed(self.table, exc) from None
+        with fh:
             for row in chunk_rows:
                 shapes = row.pop("shapes", None)
                 if self.shape_dir and shapes is not None:
                     path = os.path.join(self.shape_dir, f"{row['variant']}.npz")
                     tmp = f"{path}.tmp{os.getpid()}.npz"
-                    np.savez(tmp, **{f"c{k}": nodes for k, nodes in enumerate(shapes)})
-                    os.replace(tmp, path)
+                    # made in memory, then written: numpy's zip writer meeting a full disk also fails
+                    # again when collected, printing a traceback beside the one-line message
+                    packed = io.BytesIO()
+                    np.savez(packed, **{f"c{k}": nodes for k, nodes in enumerate(shapes)})
+                    try:
+                        with open(tmp, "wb") as shape_file:
+                            shape_file.write(packed.getbuffer())
+                        os.replace(tmp, path)
+                    except OSError as exc:
+                        if os.path.exists(tmp):
+                            os.unlink(tmp)
+                        raise _output_failed(path, exc) from None
+                try:
+                    fh.write(_csv_line(self.columns, row))
+                    fh.flush()  # a row in the table is a row a rerun need not solve again
+                except OSError as exc:
+                    raise _output_failed(self.table, exc) from None
                 self.rows[row["variant"]] = row
-                fh.write(_csv_line(self.columns, row))
                 self.done += 1
-            fh.flush()
         now = time.perf_counter()
         if self.progress and (now - self.last > 2.0 or self.done == self.total):
             self.last = now
@@ -626,16 +804,96 @@ def _chunks(todo, n_workers, chunk_size) -> list:
     return [todo[k : k + size] for k in range(0, len(todo), size)]
 
 
-def _solve_on(client, sweep, todo, sink, chunk_size):
-    from distributed import as_completed
+def _close(client, cluster, timeout) -> None:
+    """Close a client (and its local cluster), bounded in time: the scheduler may be gone."""
+    try:
+        client.close(timeout=timeout)
+    except Exception:  # nothing is left to say to a scheduler that is gone
+        pass
+    if cluster is not None:
+        try:
+            cluster.close(timeout=timeout)
+        except Exception:
+            pass
 
-    n_workers = max(1, len(client.scheduler_info().get("workers", {})) or 1)
-    client.run(_warm_up)
-    base = client.scatter(sweep.case_doc, broadcast=True)
-    keep = sink.shape_dir is not None
-    futures = [client.submit(solve_chunk, base, c, keep, pure=False) for c in _chunks(todo, n_workers, chunk_size)]
-    for future in as_completed(futures):
-        sink.take(future.result())
+
+class _Call:
+    """A call of a solver function, pickled by reference: unpickling it makes the call (pickle's
+    REDUCE). Submitted as ``pickle.loads(bytes)``, the task is a standard-library function and opaque
+    bytes, which the scheduler can deserialise without importing solver_core; only the workers run
+    (and so import) the solver."""
+
+    def __init__(self, function, *args):
+        self.function, self.args = function, args
+
+    def __reduce__(self):
+        return self.function, self.args
+
+
+def _solve_on(client, sweep, todo, sink, chunk_size, where="the local Dask cluster", timeout=CLUSTER_TIMEOUT):
+    """Solve the variants on a Dask cluster, checking it every WATCH_INTERVAL: a scheduler that is lost
+    or does not answer within ``timeout``, or a cluster without workers for ``timeout``, is
+    ClusterLost, never a wait for good."""
+    import asyncio
+    import concurrent.futures
+    import pickle
+
+    from distributed import wait
+
+    def workers() -> dict:
+        try:
+            return client.nthreads(callback_timeout=timeout)
+        except TimeoutError:
+            raise ClusterLost(f"{where}: the scheduler does not answer (within {timeout:g} s)") from None
+        except (OSError, RuntimeError, asyncio.CancelledError):  # a closed connection, or a closed client
+            raise ClusterLost(f"{where}: the connection to the scheduler was lost") from None
+
+    try:
+        n_workers = max(1, len(workers()))
+        client.run(_warm_up)
+        keep = sink.shape_dir is not None
+        futures = [
+            client.submit(
+                pickle.loads, pickle.dumps(_Call(solve_chunk, sweep.case_doc, c, keep, sink.timeout)), pure=False
+            )
+            for c in _chunks(todo, n_workers, chunk_size)
+        ]
+        pending, workerless_since = set(futures), None
+        while pending:
+            try:
+                done, pending = wait(pending, timeout=WATCH_INTERVAL, return_when="FIRST_COMPLETED")
+            except TimeoutError:
+                done = set()
+            for future in done:
+                if future.status == "cancelled" or client.status != "running":  # the scheduler is gone
+                    raise ClusterLost(f"{where}: the connection to the scheduler was lost")
+                if future.status == "error":  # e.g. distributed's KilledWorker: its workers kept dying
+                    exc = future.exception(timeout=timeout)
+                    what = f"{type(exc).__name__}: {' '.join(str(exc).split())[:120]}"
+                    raise ClusterLost(f"{where}: a task failed: {what}")
+                try:
+                    rows = future.result(timeout=timeout)
+                except (TimeoutError, OSError):
+                    # its rows went with their worker: the scheduler solves the task again elsewhere (or,
+                    # with no worker left, the check below ends the sweep)
+                    pending.add(future)
+                    continue
+                sink.take(rows)
+            if not pending:
+                break
+            if client.status != "running":
+                raise ClusterLost(f"{where}: the connection to the scheduler was lost")
+            if workers():
+                workerless_since = None
+            elif workerless_since is None:
+                workerless_since = time.monotonic()
+            elif time.monotonic() - workerless_since > timeout:
+                raise ClusterLost(f"{where}: every worker was lost (none for {timeout:g} s)")
+    except (OSError, asyncio.CancelledError, concurrent.futures.CancelledError) as exc:
+        # distributed's CommClosedError is an OSError; its futures cancelled with a lost scheduler raise
+        # (Futures)CancelledError from wait()
+        lost = "the connection to the scheduler was lost" if client.status != "running" else "a worker was lost"
+        raise ClusterLost(f"{where}: {lost} ({type(exc).__name__})") from None
 
 
 def _solve_locally(sweep, todo, sink, n_workers, chunk_size):
@@ -647,14 +905,49 @@ def _solve_locally(sweep, todo, sink, n_workers, chunk_size):
     keep = sink.shape_dir is not None
     chunks = _chunks(todo, n_workers, chunk_size)
     if n_workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        _warm_up()  # as a worker does: loading the kernels is not the first variant's time (nor limit)
         for c in chunks:
-            sink.take(solve_chunk(sweep.case_doc, c, keep))
+            sink.take(solve_chunk(sweep.case_doc, c, keep, sink.timeout))
         return
     context = multiprocessing.get_context("fork")
-    with concurrent.futures.ProcessPoolExecutor(n_workers, mp_context=context, initializer=_warm_up) as pool:
-        futures = [pool.submit(solve_chunk, sweep.case_doc, c, keep) for c in chunks]
+    pool = concurrent.futures.ProcessPoolExecutor(
+        n_workers, mp_context=context, initializer=_start_worker, initargs=(os.getpid(),)
+    )
+    try:
+        futures = [pool.submit(solve_chunk, sweep.case_doc, c, keep, sink.timeout) for c in chunks]
         for future in concurrent.futures.as_completed(futures):
             sink.take(future.result())
+    except BaseException:
+        # interrupted (Cancel in Blender sends SIGTERM), or the output failed: the workers would
+        # otherwise finish their queue (minutes) holding the caller's pipes, or outlive it for good
+        stop_pool(pool)
+        raise
+    pool.shutdown(wait=True)
+
+
+def _start_worker(parent: int):
+    from .signals import for_worker
+
+    for_worker(parent)
+    return _warm_up()
+
+
+def stop_pool(pool, timeout: float = 5.0) -> None:
+    """Kill a ProcessPoolExecutor's worker processes and wait (bounded) until they are gone."""
+    # the executor has no public way to stop running work; its processes are in ``_processes``
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    for p in processes:
+        try:
+            p.kill()
+        except (OSError, ValueError, AttributeError):
+            pass
+    deadline = time.monotonic() + timeout
+    for p in processes:
+        try:
+            p.join(max(0.0, deadline - time.monotonic()))
+        except (OSError, ValueError, AssertionError):
+            pass
+    pool.shutdown(wait=False, cancel_futures=True)
 
 
 def add_sweep_parser(sub) -> None:
@@ -683,6 +976,21 @@ def add_sweep_parser(sub) -> None:
         help="dask (default; forked processes where it is not installed) or processes: forked processes of "
         "the standard library on this machine, without Dask",
     )
+    sweep.add_argument(
+        "--cluster-timeout",
+        type=float,
+        default=CLUSTER_TIMEOUT,
+        metavar="SECONDS",
+        help=f"how long to wait for a Dask scheduler's answer, or for a worker when none is left, before the "
+        f"sweep ends (the rows so far kept; default {CLUSTER_TIMEOUT:g})",
+    )
+    sweep.add_argument(
+        "--variant-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="stop a variant still solving after this long: its row says it timed out (converged false) and "
+        "the sweep goes on (default: no limit)",
+    )
     sweep.add_argument("--no-plots", action="store_true", help="write no plots")
     sweep.add_argument(
         "--shapes",
@@ -697,6 +1005,10 @@ def run_sweep_command(args) -> int:
     sweep = load_sweep(args.sweep)
     if args.workers is not None and args.workers < 1:
         raise CaseError(f"--workers must be at least 1, got {args.workers}")
+    if args.variant_timeout is not None and not 0.01 <= args.variant_timeout <= 1e7:  # also NaN
+        raise CaseError(f"--variant-timeout must be from 0.01 to 1e7 seconds, got {args.variant_timeout:g}")
+    if not 0.1 <= args.cluster_timeout <= 1e6:  # also NaN
+        raise CaseError(f"--cluster-timeout must be from 0.1 to 1e6 seconds, got {args.cluster_timeout:g}")
     echo = None if args.quiet else print
     summary = run_sweep(
         sweep,
@@ -707,6 +1019,8 @@ def run_sweep_command(args) -> int:
         plots=not args.no_plots,
         shapes=args.shapes,
         executor=args.executor,
+        cluster_timeout=args.cluster_timeout,
+        variant_timeout=args.variant_timeout,
     )
     if echo:
         print(

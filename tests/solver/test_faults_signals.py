@@ -1,0 +1,203 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Signals sent to the command line while it works (issue 55, items 1 and 4): Blender's Cancel Study
+sends SIGTERM to a sweep, a terminal Ctrl-C sends SIGINT to the whole process group, a closed terminal
+SIGHUP. Each must end the run within seconds with one line on stderr and 128 + the signal's number,
+leave no worker process behind, no temporary file beside the output, and what was written before
+(a sweep's rows, a previous result) intact. Real processes and real signals, every wait bounded."""
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from helpers.cases import cable, case
+
+from solver_core import cli
+from solver_core.sweep import read_rows
+
+ROOT = Path(__file__).resolve().parents[2]
+ENV = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+SMALL = cable(segments=8, end={"position": [0.2, 0, 0], "tangent": [1, 0, 0], "normal": [0, 0, 1]})
+
+
+def start(*args, **kwargs):
+    return subprocess.Popen(
+        [sys.executable, "-m", "solver_core", *args],
+        cwd=ROOT,
+        env=ENV,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kwargs,
+    )
+
+
+def wait_for(predicate, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def children(pid) -> list:
+    """The pids whose parent is ``pid`` (from /proc)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    fields = fh.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                out.append(int(entry))
+    return out
+
+
+def running(pid) -> bool:
+    """Alive and not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def finish(process, timeout=30):
+    """(exit status, stdout, stderr) once the process has ended and its pipes are closed: a child
+    that outlives it and holds the pipes fails the test rather than hanging it."""
+    try:
+        out, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        ended = process.poll() is not None
+        for pid in [process.pid, *children(process.pid)]:
+            with contextlib.suppress(OSError):
+                os.killpg(pid, signal.SIGKILL) if pid == process.pid else os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.communicate(timeout=5)
+        what = "its pipes stayed open (held by its workers)" if ended else "it did not end"
+        raise AssertionError(f"{timeout} s after the signal {what}") from None
+    return process.returncode, out, err
+
+
+pytestmark = pytest.mark.skipif(not os.path.isdir("/proc"), reason="the process checks read /proc")
+
+
+# ---------------------------------------------------------------- item 1: a sweep's forked workers
+
+
+@pytest.mark.parametrize("how", ["SIGTERM to the parent", "SIGINT to the process group"])
+def test_a_signalled_sweep_stops_its_workers_and_keeps_its_rows(tmp_path, how):
+    doc = {
+        "format": "cable-harness-sweep/1",
+        "case": case(SMALL),
+        "samples": 5000,  # far more than are solved before the signal
+        "vary": [{"path": "cables[0].length", "uniform": [0.25, 0.3]}],
+    }
+    (tmp_path / "sweep.json").write_text(json.dumps(doc))
+    out = tmp_path / "out"
+    args = ["sweep", str(tmp_path / "sweep.json"), "-o", str(out), "--executor", "processes", "--workers", "2"]
+    process = start(*args, "--no-plots", start_new_session=True)
+    workers = []
+    try:
+        table = out / "results.csv"
+        wait_for(lambda: table.exists() and table.read_text().count("\n") >= 4, 120, "the first rows")
+        workers = children(process.pid)
+        assert len(workers) >= 2, workers
+        if how.startswith("SIGTERM"):
+            process.send_signal(signal.SIGTERM)
+            code = 128 + signal.SIGTERM
+        else:
+            os.killpg(process.pid, signal.SIGINT)
+            code = 130
+        returncode, _, err = finish(process)
+        # the workers are gone within seconds of the parent's exit
+        wait_for(lambda: not any(running(w) for w in workers), 10, "the workers to end")
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        for w in workers:  # a failed test must not leave its processes behind either
+            if running(w):
+                os.kill(w, signal.SIGKILL)
+    assert returncode == code, err
+    assert err.count("\n") == 1 and "interrupted by" in err and "run the sweep again to resume" in err, err
+    columns = table.read_text().splitlines()[0].split(",")
+    kept = read_rows(str(table), columns)
+    assert len(kept) >= 3 and all(r["converged"] for r in kept.values())
+
+
+# ---------------------------------------------------------------- item 4: a solve
+
+
+def steps_case(n_steps):
+    """A small cable whose end moves back and forth for ``n_steps`` steps: long enough to be signalled."""
+    steps = [
+        {"cables": {"W1": {"end": {"position": [0.2 - 0.05 * (k % 2), 0, 0], "tangent": [1, 0, 0]}}}}
+        for k in range(n_steps)
+    ]
+    return case(SMALL, steps=steps)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
+def test_a_signalled_solve_exits_cleanly_and_leaves_no_temporary(tmp_path, signum):
+    (tmp_path / "case.json").write_text(json.dumps(steps_case(2000)))
+    result = tmp_path / "r.jsonl"
+    result.write_text("the previous result\n")
+    process = start("solve", str(tmp_path / "case.json"), "-o", str(result))
+    try:
+        lines = []
+        wait_for(lambda: lines.append(process.stdout.readline()) or "step 3 " in lines[-1], 120, "step 3")
+        process.send_signal(signum)
+        returncode, _, err = finish(process)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert returncode == 128 + signum, err
+    assert err == f"interrupted by {signum.name}\n"
+    assert result.read_text() == "the previous result\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["case.json", "r.jsonl"]
+
+
+def test_an_interruption_inside_a_compiled_kernel_is_an_interruption(tmp_path, monkeypatch, capsys):
+    from solver_core import signals
+
+    # numba's dispatcher turns a KeyboardInterrupt raised while its kernel ran into a SystemError
+    def interrupted_in_a_kernel(*args, **kwargs):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as exc:
+            raise SystemError("CPUDispatcher(<function x>) returned a result with an exception set") from exc
+
+    (tmp_path / "case.json").write_text(json.dumps(case(SMALL)))
+    monkeypatch.setattr(cli, "solve_to", interrupted_in_a_kernel)
+    assert cli.main(["solve", str(tmp_path / "case.json"), "-o", str(tmp_path / "r.json")]) == 130
+    assert capsys.readouterr().err == "interrupted by SIGINT\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["case.json"]
+    assert signal.getsignal(signal.SIGTERM) is not signals._raise  # the handlers are given back
+
+
+def test_stale_temporaries_of_dead_processes_are_removed(tmp_path):
+    from solver_core.output_files import AtomicOutput, remove_stale_temporaries
+
+    target = tmp_path / "r.json"
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid = int(dead.stdout)
+    stale = tmp_path / f".r.json.{dead_pid}.k2j4h1.tmp"
+    live = tmp_path / f".r.json.{os.getppid()}.a8b7c6.tmp"  # a running process (our parent) is writing it
+    other = tmp_path / f".q.json.{dead_pid}.zzzzzz.tmp"  # another output's
+    for p in (stale, live, other):
+        p.write_text("partial")
+    out = AtomicOutput(str(target))
+    out.write("{}\n")
+    out.commit()
+    assert not stale.exists() and live.exists() and other.exists()
+    assert target.read_text() == "{}\n"
+    assert remove_stale_temporaries(str(tmp_path), "q.json") == [other.name]
