@@ -14,7 +14,16 @@ import re
 
 import numpy as np
 
-from ..solver_core import PRESETS, CableChange, CaseError, Frame, bundle_diameter, parse_case
+from ..solver_core import (
+    PRESETS,
+    CableChange,
+    CaseError,
+    Frame,
+    bundle_diameter,
+    mount_radius,
+    parse_case,
+    points_into,
+)
 
 CONNECTOR, CLIP, CABLE, COLLIDER, JUNCTION = "CONNECTOR", "CLIP", "CABLE", "COLLIDER", "JUNCTION"
 CABLE_ENDS = (CONNECTOR, JUNCTION)  # what may hold a cable's end
@@ -153,6 +162,37 @@ def holder_frame(ob, scale, *, into=False, roll_free=False, flip=False) -> Frame
     tangent = -z if (into or flip) else z
     normal = x / norm_x if not roll_free and norm_x > 1e-12 else None
     return Frame(M[:3, 3] * scale, tangent, normal)
+
+
+def end_mounts(scene, ob, colliders, cache, depsgraph) -> dict:
+    """{side: (connector, colliders.Mount, outlet)} of the cable's connectors that sit on a collider:
+    their Mounted On if set, else the nearest collider within reach (ColliderCache.mount). Raises
+    HarnessInputError for a connector whose outlet points into the collider it sits on."""
+    s = ob.cable_harness
+    radius = 0.5 * cable_diameter(s)
+    found = {}
+    for side, holder in (("start", attached(scene, s.start)), ("end", attached(scene, s.end))):
+        if holder is None or holder.cable_harness.role != CONNECTOR:
+            continue
+        chosen = attached(scene, holder.cable_harness.mounted_on)
+        pool = [chosen] if chosen is not None and chosen.cable_harness.role == COLLIDER else colliders
+        mount = cache.mount(pool, depsgraph, _matrix(holder)[:3, 3], radius)
+        if mount is None:
+            continue
+        outlet = rotation_of(holder)[:, 2]
+        if points_into(outlet, mount.normal):
+            raise HarnessInputError(
+                f"connector {holder.name!r} points its outlet into {mount.collider!r}, which it is mounted on: "
+                f"turn the outlet away from {mount.collider!r} (Snap to Face sets it along the face's normal)"
+            )
+        found[side] = (holder, mount, outlet)
+    return found
+
+
+def mount_zone_radius(ob, mount, outlet) -> float:
+    """The radius (Blender units) about a mounted connector within which its collider is no obstacle
+    to the cable ``ob`` (solver_core.mount_radius, from the connector's point)."""
+    return mount.distance + mount_radius(0.5 * cable_diameter(ob.cable_harness), outlet, mount.normal)
 
 
 def object_frame(ob, scale, *, into=False, roll_free=False, flip=False) -> dict:
@@ -430,6 +470,9 @@ def result_inputs(scene, ob) -> str:
         settings.model,
         repr(settings.dynamics_document()),
     )
+    mounts = tuple(getattr(h.cable_harness.mounted_on, "name", None) for h in (s.start, s.end) if h is not None)
+    if any(mounts):  # (only then: results solved before connectors had Mounted On stay current)
+        key += (mounts,)
     return hashlib.sha1(repr(key).encode()).hexdigest()
 
 

@@ -173,7 +173,10 @@ class VIEW3D_PT_cable_harness(_SidebarPanel, bpy.types.Panel):
         layout.prop(s, "role")
         if s.role == CONNECTOR:
             layout.prop(s, "roll_free")
+            layout.prop(s, "mounted_on")
+            layout.operator("cable_harness.snap_to_face", icon="SNAP_FACE")
         elif s.role == CLIP:
+            layout.operator("cable_harness.snap_to_face", icon="SNAP_FACE")
             layout.prop(s, "clip_kind")
             layout.prop(s, "clip_length")
             layout.prop(s, "clip_compliant")
@@ -416,6 +419,7 @@ class VIEW3D_MT_cable_harness_add(bpy.types.Menu):
         layout.operator("cable_harness.add_clip", icon="MESH_CIRCLE")
         layout.operator("cable_harness.add_junction", icon="EMPTY_ARROWS")
         layout.operator("cable_harness.make_cable", icon="CURVE_PATH")
+        layout.operator("cable_harness.snap_to_face", icon="SNAP_FACE")
 
 
 def _add_menu(self, context):
