@@ -287,6 +287,9 @@ class CableHarnessSettings(bpy.types.PropertyGroup):
         "a few cable radii, that collider is no obstacle to the cable leaving it. Empty: the collider whose "
         "surface lies within 1.25 cable radii of the connector, if any. Snap to Face sets it",
     )  # type: ignore
+    # the rotation the extension gave a new connector (Add Connector, Cable Between Selected): while the
+    # connector still has it, Cable Between Selected may roll it about its outlet for an untwisted cable
+    rotation_chosen: FloatVectorProperty(size=4, options={"HIDDEN"})  # type: ignore
 
     # junction
     junction_fixed: BoolProperty(

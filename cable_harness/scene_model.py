@@ -204,12 +204,26 @@ def object_frame(ob, scale, *, into=False, roll_free=False, flip=False) -> dict:
     return doc
 
 
+def check_apart(ob, first, last) -> None:
+    """Two holders of a cable's ends closer than its diameter are one place, where no cable can run
+    from one to the other (the solver found only a stretch past the ultimate strain): refused by name."""
+    if first is None or last is None or first == last:
+        return
+    gap = float(np.linalg.norm(_matrix(first)[:3, 3] - _matrix(last)[:3, 3]))
+    if gap < cable_diameter(ob.cable_harness):
+        raise HarnessInputError(
+            f"cable {ob.name!r}: its connectors {first.name!r} and {last.name!r} coincide (closer than the "
+            "cable's diameter); move one of them away from the other"
+        )
+
+
 def holder_frames(scene, ob, scale) -> CableChange:
     """Where a cable's connectors and clips are now: the per-tick input of a cable already built."""
     s = ob.cable_harness
     first, last, refs = attached(scene, s.start), attached(scene, s.end), held_clips(scene, s)
     if first is None or any(ref.clip is None for ref in refs):
         raise HarnessInputError(f"cable {ob.name!r} lost a connector or clip")
+    check_apart(ob, first, last)
     # an end held by a junction follows the junction (the solver's), never a frame of its own
     start = None if is_junction(first) else holder_frame(first, scale, roll_free=first.cable_harness.roll_free)
     end = (
@@ -353,6 +367,7 @@ def cable_document(scene, ob, scale, with_route: bool = True) -> dict:
             end = junction_end(last, s.end_outlet, "end", name)
         else:
             end = object_frame(last, scale, into=True, roll_free=last.cable_harness.roll_free)
+        check_apart(ob, first, last)
     clips = []
     for index, ref in enumerate(s.clips):
         clip = ref.clip

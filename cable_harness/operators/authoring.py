@@ -7,7 +7,7 @@ import math
 import bpy
 import numpy as np
 from bpy.props import EnumProperty, FloatProperty, IntProperty
-from mathutils import Matrix, Vector
+from mathutils import Matrix, Quaternion, Vector
 
 from ..props import ROLES
 from ..scene_model import (
@@ -53,8 +53,63 @@ class CABLE_HARNESS_OT_add_connector(bpy.types.Operator):
 
     def execute(self, context):
         # outlet pointing down, so that a cable between two new connectors hangs
-        _add_marker(context, "Connector", "SINGLE_ARROW", (math.pi, 0.0, 0.0), CONNECTOR)
+        ob = _add_marker(context, "Connector", "SINGLE_ARROW", (math.pi, 0.0, 0.0), CONNECTOR)
+        _choose_rotation(ob)
         return {"FINISHED"}
+
+
+def _choose_rotation(ob) -> None:
+    """Remember the rotation the extension gave the connector (until the user turns it)."""
+    ob.cable_harness.rotation_chosen = ob.matrix_basis.to_quaternion()
+
+
+def _rotation_is_chosen(ob) -> bool:
+    """Whether the connector still has the rotation the extension gave it."""
+    chosen = Quaternion(ob.cable_harness.rotation_chosen)
+    return chosen.magnitude > 0.5 and abs(chosen.dot(ob.matrix_basis.to_quaternion())) > 1.0 - 1e-9
+
+
+def _transported(vector, route) -> np.ndarray:
+    """``vector`` carried along the polyline ``route`` without twist: at each corner turned by the
+    smallest rotation taking one segment's direction to the next."""
+    v = np.asarray(vector, dtype=np.float64)
+    steps = np.diff(np.asarray(route, dtype=np.float64), axis=0)
+    steps = [d / n for d, n in zip(steps, np.linalg.norm(steps, axis=1)) if n > 1e-12]
+    for a, b in zip(steps, steps[1:]):
+        axis = np.cross(a, b)
+        c = float(np.dot(a, b))
+        # Rodrigues form of the minimal rotation a -> b (a half turn has no unique one: left as is)
+        if c > -1.0 + 1e-9:
+            v = v + np.cross(axis, v) + np.cross(axis, np.cross(axis, v)) / (1.0 + c)
+    return v
+
+
+def _roll_to(ob, wanted_x) -> None:
+    """Turn a connector about its outlet (local Z) so that its local X lies along ``wanted_x`` (world)."""
+    M = np.array(ob.matrix_world)
+    z = M[:3, 2] / max(float(np.linalg.norm(M[:3, 2])), 1e-300)
+    x = np.asarray(wanted_x, dtype=np.float64) - z * float(np.dot(wanted_x, z))
+    if not np.linalg.norm(x) > 1e-9:
+        return
+    x /= np.linalg.norm(x)
+    R = Matrix(np.column_stack((x, np.cross(z, x), z)).tolist())
+    world = ob.matrix_world
+    ob.matrix_world = Matrix.LocRotScale(world.translation, R, world.to_scale())
+
+
+def untwist_new_connectors(start, end, route) -> None:
+    """Two connectors' default rolls would twist the cable drawn between them (two new ones with a
+    U between them: half a turn). A connector that still has the rotation Add Connector gave it is
+    rolled about its outlet to where the route carries the other's local X (the end, else the start)."""
+    if end is None or CONNECTOR != start.cable_harness.role or CONNECTOR != end.cable_harness.role:
+        return
+    for moved, fixed, path in ((end, start, route), (start, end, route[::-1])):
+        if moved.cable_harness.roll_free or fixed.cable_harness.roll_free or not _rotation_is_chosen(moved):
+            continue
+        _roll_to(moved, _transported(np.array(fixed.matrix_world)[:3, 0], path))
+        bpy.context.view_layer.update()
+        _choose_rotation(moved)
+        return
 
 
 class CABLE_HARNESS_OT_add_clip(bpy.types.Operator):
@@ -179,6 +234,7 @@ def plan_route(start, end, clips, scale):
 def make_cable(context, start, end, clips, slack_percent, diameter_units, segments):
     scale = metres_per_unit(context.scene)
     route, ordered, centres, flags = plan_route(start, end, clips, scale)
+    untwist_new_connectors(start, end, route)
     seg_len = np.linalg.norm(np.diff(route, axis=0), axis=1)
     arc = np.concatenate(([0.0], np.cumsum(seg_len)))
     length = arc[-1] * (1.0 + slack_percent / 100.0)
