@@ -72,6 +72,7 @@ class TickReport:
     write_ms: float = 0.0
     solved: int = 0
     failed: dict = field(default_factory=dict)  # cable name -> message
+    refused: set = field(default_factory=set)  # of ``failed``, those refused before any solve (bad input)
     results: dict = field(default_factory=dict)  # cable name -> result document entry
     warnings: list = field(default_factory=list)  # solver warnings new in this tick (e.g. a route inside a collider)
     candidate_triangles: int = 0
@@ -161,6 +162,7 @@ class HarnessSimulation:
         self.settled_inputs = None
         targets = self._read(scene, report)
         self.mounts = self._mount_zones(scene, context, targets, report)
+        report.refused = set(report.failed)
         t1 = time.perf_counter()
         solve_ms = 0.0
         *substeps, (reached, tick_targets, tick_poses) = self._substeps(scene, context, targets, poses)
