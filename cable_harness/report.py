@@ -53,7 +53,7 @@ def cable_summary(name: str, info: dict, records: list[dict]) -> dict:
         series = [(f, frame) for f, frame in series if _finite(f)]
         if not series:
             continue
-        peak, frame = max(series)
+        peak, frame = max(series, key=lambda pair: pair[0])  # ties: the first frame it happens
         holders.append(
             {
                 "holder": holder["key"],
