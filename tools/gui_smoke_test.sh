@@ -9,6 +9,9 @@
 #            docs/viewport.png (the equipment bay with the viewport's physics drawing)
 #     bash tools/gui_smoke_test.sh study
 #         -> docs/study.png (a Variation Study of the equipment bay and the envelope of its shapes)
+#     bash tools/gui_smoke_test.sh panel
+#         -> docs/panel.png (a solved bundle in a millimetre scene: the panel at its default width with
+#            the clip and wire lists, the viewport with the force arrows)
 #
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -20,6 +23,8 @@ if [ "${1:-}" = "screenshots" ]; then
   rm -rf "$CACHE"  # an empty cache: the first start compiles, and the panel shows it
 elif [ "${1:-}" = "study" ]; then
   SCRIPT="$ROOT/tests/gui/study_gui.py"; LIMIT=1200
+elif [ "${1:-}" = "panel" ]; then
+  SCRIPT="$ROOT/tests/gui/panel_gui.py"; LIMIT=1800
 fi
 need=()
 for cmd in blender Xvfb xdotool; do command -v "$cmd" >/dev/null || need+=("$cmd"); done
