@@ -142,3 +142,13 @@ def test_an_exported_case_says_mounted_on_and_solves_in_the_cli(extension, tmp_p
     solver = sys.modules[f"{extension.__name__}.solver_core"]
     result = solver.solve_case(solver.parse_case(doc))
     assert result["steps"][0]["cables"][cable.name]["converged"]
+
+
+def test_import_case_gives_a_mounted_connector_its_mounted_on(extension, tmp_path):
+    _mounted_harness()
+    path = tmp_path / "case.json"
+    assert bpy.ops.cable_harness.export_case(filepath=str(path)) == {"FINISHED"}
+    bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)
+    assert bpy.ops.cable_harness.import_case(filepath=str(path), colliders=True) == {"FINISHED"}
+    connector = bpy.data.objects["Cable start"]
+    assert connector.cable_harness.mounted_on == bpy.data.objects["Device"]
