@@ -55,6 +55,11 @@ DISPLAY="$DISPLAY_NUM" xdotool key Escape 2>/dev/null || true   # close the spla
 for _ in $(seq 60); do [ -f "$OUT/gui_smoke.ready" ] && break; sleep 0.5; done
 # open the sidebar's Harness tab (fixed place on this 1280x800 screen) so the panel is drawn too
 DISPLAY="$DISPLAY_NUM" xdotool mousemove 1043 248 click 1 2>/dev/null || true
+if [ "${1:-}" = "panel" ]; then  # the scene is built later: its tab is clicked again once it is there
+  for _ in $(seq 3600); do [ -f "$OUT/gui_smoke.click" ] && break; sleep 0.5; done
+  sleep 1; DISPLAY="$DISPLAY_NUM" xdotool mousemove 1043 248 click 1 2>/dev/null || true
+  rm -f "$OUT/gui_smoke.click"
+fi
 wait $BLENDER_PID || true
 if [ ! -f "$OUT/gui_smoke.json" ]; then
   echo "[gui smoke] FAILED: Blender ended without a result; see out/gui_smoke.log"; tail -20 "$OUT/gui_smoke.log"; exit 1
