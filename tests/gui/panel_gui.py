@@ -91,6 +91,7 @@ def build_and_solve():
             ob.select_set(ob == cable)
         bpy.ops.view3d.view_selected()
     bpy.context.view_layer.objects.active = cable  # the panel shows its clip and wire lists
+    cable.select_set(False)  # no orange outline next to the orange arrows
     # the shell clicks the sidebar's Harness tab (Blender 3.4 cannot choose it from Python)
     open(os.path.join(os.environ["CABLE_HARNESS_GUI_OUT"], "gui_smoke.click"), "w").close()
     bpy.app.timers.register(shoot, first_interval=4.0)
