@@ -15,7 +15,7 @@ import numpy as np
 from mathutils import Vector
 from mathutils.bvhtree import BVHTree
 
-from ..solver_core import counted_folds, edge_neighbours, sharp_edges
+from ..solver_core import DETECT_RADII, counted_folds, cut_zone, edge_neighbours, sharp_edges
 
 _dirty_geometry: set = set()  # objects whose trees must be built again
 # how often each object's geometry has changed (never reset while registered): a Simulate tick whose
@@ -60,10 +60,21 @@ class ColliderTree:
     fold: np.ndarray  # per triangle edge, tan(fold / 2) there (inf where sharp)
 
 
+@dataclass
+class Mount:
+    """Where a connector sits on a collider (world, Blender units)."""
+
+    collider: str
+    point: np.ndarray  # the nearest point of the collider's surface
+    normal: np.ndarray  # the surface's unit normal there (the triangle's winding: outward when closed)
+    distance: float  # from the connector to that point
+
+
 class ColliderCache:
     def __init__(self):
         self._trees: dict = {}
         self.builds = 0
+        self._cuts: dict = {}  # collider name -> (key, cut triangles): the last mount zones cut out
 
     @staticmethod
     def geometry_changes(names) -> tuple:
@@ -101,11 +112,40 @@ class ColliderCache:
         self.builds += 1
         return entry
 
-    def nearby_triangles(self, colliders, depsgraph, points_units: np.ndarray, reach_units: float, poses=None):
+    def mount(self, colliders, depsgraph, point_units, cable_radius_units: float) -> Mount | None:
+        """The collider (of ``colliders``) whose surface is nearest to a connector at ``point_units``
+        (world) and within DETECT_RADII cable radii of it, or None."""
+        best = None
+        p = Vector(point_units)
+        for ob in colliders:
+            entry = self.tree(ob, depsgraph)
+            if entry is None:
+                continue
+            M = ob.matrix_world
+            inverse = M.inverted_safe()
+            scale_min = min(v.length for v in M.to_3x3().col)
+            reach = DETECT_RADII * cable_radius_units / max(scale_min, 1e-12) * 1.01
+            co, normal, _index, _dist = entry.tree.find_nearest(inverse @ p, reach)
+            if co is None:
+                continue
+            world = np.array(M @ co)
+            distance = float(np.linalg.norm(world - np.asarray(point_units)))
+            if distance > DETECT_RADII * cable_radius_units or (best is not None and distance >= best.distance):
+                continue
+            n = np.array(inverse.to_3x3().transposed() @ normal)
+            n /= max(float(np.linalg.norm(n)), 1e-300)
+            best = Mount(ob.name, world, n, distance)
+        return best
+
+    def nearby_triangles(
+        self, colliders, depsgraph, points_units: np.ndarray, reach_units: float, poses=None, mounts=None
+    ):
         """World-space triangles (n, 3, 3) in Blender units within reach of any of the points, their
         sharp-edge bits and edge folds (solver_core.edge_folds; both from the mesh's edges, grouped once
         per mesh: grouping the fetched part's edges on every Simulate tick cost 3-4 ms). ``poses`` may
-        place colliders (by name) elsewhere than their world matrix (part-way through a move)."""
+        place colliders (by name) elsewhere than their world matrix (part-way through a move).
+        ``mounts``: {collider name: [(centre, radius), ...]} (world, Blender units), the mount zones of
+        the connectors sitting on it, cut out (solver_core.cut_zone; the last cut is kept per collider)."""
         found = []
         flags = []
         folds = []
@@ -135,12 +175,28 @@ class ColliderCache:
                     n = np.cross(tri_world[:, 1] - tri_world[:, 0], tri_world[:, 2] - tri_world[:, 0])
                     n /= np.maximum(np.linalg.norm(n, axis=1), 1e-300)[:, None]
                     tri_world = tri_world + margin * n[:, None, :]
+                sharp, fold = entry.sharp[idx], counted_folds(entry.neighbour, entry.fold, idx)
+                zones = (mounts or {}).get(ob.name)
+                if zones:
+                    tri_world, sharp, fold = self._cut(ob.name, tri_world, sharp, fold, zones)
                 found.append(tri_world)
-                flags.append(entry.sharp[idx])
-                folds.append(counted_folds(entry.neighbour, entry.fold, idx))
+                flags.append(sharp)
+                folds.append(fold)
         if not found:
             return np.zeros((0, 3, 3)), np.zeros(0, dtype=np.uint8), np.zeros((0, 3))
         return np.concatenate(found), np.concatenate(flags), np.concatenate(folds)
+
+    def _cut(self, name, triangles, sharp, fold, zones):
+        """``triangles`` with the mount zones cut out; the same fetch and zones as last time (Simulate
+        idling over a connector that stays put) reuse the last cut."""
+        key = (triangles.tobytes(), tuple((tuple(np.round(c, 12)), round(r, 12)) for c, r in zones))
+        last = self._cuts.get(name)
+        if last is not None and last[0] == key:
+            return last[1]
+        for centre, radius in zones:
+            triangles, sharp, fold = cut_zone(triangles, sharp, fold, np.asarray(centre, dtype=np.float64), radius)
+        self._cuts[name] = (key, (triangles, sharp, fold))
+        return triangles, sharp, fold
 
 
 _HANDLERS = (("depsgraph_update_post", _on_depsgraph_update), ("frame_change_post", _on_frame_change))

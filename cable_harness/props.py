@@ -153,6 +153,10 @@ def _is_clip(self, obj):
     return obj.cable_harness.role == "CLIP"
 
 
+def _is_collider(self, obj):
+    return obj.cable_harness.role == "COLLIDER" and obj.type == "MESH"
+
+
 def _is_cable(self, obj):
     return obj.cable_harness.role == "CABLE" and obj.type == "CURVE"
 
@@ -275,6 +279,17 @@ class CableHarnessSettings(bpy.types.PropertyGroup):
         default=False,
         description="The cable may turn about the outlet axis here (a swivel: no twisting moment)",
     )  # type: ignore
+    mounted_on: PointerProperty(
+        name="Mounted On",
+        type=bpy.types.Object,
+        poll=_is_collider,
+        description="The collider the connector sits on (its device or bracket): around the connector, within "
+        "a few cable radii, that collider is no obstacle to the cable leaving it. Empty: the collider whose "
+        "surface lies within 1.25 cable radii of the connector, if any. Snap to Face sets it",
+    )  # type: ignore
+    # the rotation the extension gave a new connector (Add Connector, Cable Between Selected): while the
+    # connector still has it, Cable Between Selected may roll it about its outlet for an untwisted cable
+    rotation_chosen: FloatVectorProperty(size=4, options={"HIDDEN"})  # type: ignore
 
     # junction
     junction_fixed: BoolProperty(

@@ -4,7 +4,9 @@ clearance to the scene, and peak forces at every connector and clip over the mot
 materials of the wires (each wire from its connector to its connector, cut to the cable's length).
 
 Pure Python (no bpy): the bake writes the log (one record per cable per frame, SI units), this
-module summarises it and writes report.json, report.csv and the plots.
+module summarises it and writes report.json, report.csv and the plots. Everything it writes is in SI
+units (metres, newtons) whatever the scene's unit, and says so: report.json's "units", report.csv's
+unit column, the plots' axes and the summary text.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ LOG_FORMAT = "cable-harness-bake-log/1"
 # the measurements of the last bake (read by Export Report), a text saved with the .blend
 BAKE_LOG_TEXT = "cable_harness_bake_log.json"
 REPORT_FORMAT = "cable-harness-report/1"
+PLOT_LENGTH_LABEL = "m"  # the plots' lengths are in SI, as the files' values
 
 
 def _finite(x):
@@ -50,7 +53,7 @@ def cable_summary(name: str, info: dict, records: list[dict]) -> dict:
         series = [(f, frame) for f, frame in series if _finite(f)]
         if not series:
             continue
-        peak, frame = max(series)
+        peak, frame = max(series, key=lambda pair: pair[0])  # ties: the first frame it happens
         holders.append(
             {
                 "holder": holder["key"],
@@ -195,7 +198,7 @@ def harness_report(log: dict) -> dict:
         "format": REPORT_FORMAT,
         "scene": log.get("scene"),
         "frames": log.get("frame_range"),
-        "units": "SI (m, N)",
+        "units": {"length": "m", "force": "N"},
         "cables": cables,
         "junctions": [junction_summary(name, records) for name, records in sorted(log.get("junctions", {}).items())],
         "bill_of_materials": bill_of_materials(log),
@@ -336,15 +339,15 @@ def write_plots(log: dict, report: dict, folder: Path) -> list[Path]:
             continue
         frame = c["min_bend_radius_frame"]
         record = next((r for r in solved if r["frame"] == frame), solved[-1])
-        s = [1e3 * x for x, r in zip(record["bend_radius_s"], record["bend_radii"]) if r is not None]
-        radius = [1e3 * r for r in record["bend_radii"] if r is not None]
+        s = [x for x, r in zip(record["bend_radius_s"], record["bend_radii"]) if r is not None]
+        radius = [r for r in record["bend_radii"] if r is not None]
         ax.semilogy(s, radius, lw=1.4, label=f"frame {record['frame']}")
         if c["allowed_bend_radius"]:
-            ax.axhline(1e3 * c["allowed_bend_radius"], color="tab:red", ls="--", lw=1.0, label="allowed")
-        ax.set_ylim(top=max(1e3, 2e3 * (c["allowed_bend_radius"] or 0.0)))
+            ax.axhline(c["allowed_bend_radius"], color="tab:red", ls="--", lw=1.0, label="allowed")
+        ax.set_ylim(top=max(1.0, 2.0 * (c["allowed_bend_radius"] or 0.0)))
         ax.set_title(f"{c['cable']}: bend radius along the cable")
-        ax.set_xlabel("arc length s (mm)")
-        ax.set_ylabel("radius (mm)")
+        ax.set_xlabel(f"arc length s ({PLOT_LENGTH_LABEL})")
+        ax.set_ylabel(f"radius ({PLOT_LENGTH_LABEL})")
         ax.legend(loc="lower right", fontsize=8)
         ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
@@ -381,8 +384,8 @@ def write_plots(log: dict, report: dict, folder: Path) -> list[Path]:
     return written
 
 
-def _mm(x):
-    return "-" if x is None else f"{1e3 * x:.1f} mm"
+def _m(x):
+    return "-" if x is None else f"{x:.4g} m"
 
 
 def summary_text(report: dict) -> str:
@@ -391,9 +394,9 @@ def summary_text(report: dict) -> str:
     for c in report["cables"]:
         verdict = {True: "ok", False: "TOO TIGHT", None: "no limit set"}[c["bend_radius_ok"]]
         lines.append(
-            f"{c['cable']}: length {_mm(c['rest_length'])}, min bend radius {_mm(c['min_bend_radius'])} "
-            f"(frame {c['min_bend_radius_frame']}; allowed {_mm(c['allowed_bend_radius'])}: {verdict}), "
-            f"min clearance {_mm(c['min_clearance'])} (frame {c['min_clearance_frame']})"
+            f"{c['cable']}: length {_m(c['rest_length'])}, min bend radius {_m(c['min_bend_radius'])} "
+            f"(frame {c['min_bend_radius_frame']}; allowed {_m(c['allowed_bend_radius'])}: {verdict}), "
+            f"min clearance {_m(c['min_clearance'])} (frame {c['min_clearance_frame']})"
         )
         for h in c["peak_forces"]:
             lines.append(f"    peak {h['peak_force']:.3f} N at {h['object']} ({h['kind']}), frame {h['frame']}")
@@ -403,10 +406,10 @@ def summary_text(report: dict) -> str:
         if j["position"] is None:
             lines.append(f"junction {j['junction']}: NOT CONVERGED at any frame")
             continue
-        where = ", ".join(f"{1e3 * v:.1f}" for v in j["position"])
+        where = ", ".join(f"{v:.4f}" for v in j["position"])
         lines.append(
-            f"junction {j['junction']}{' (fixed)' if j['fixed'] else ''}: at ({where}) mm, travelled "
-            f"{_mm(j['travel'])}; peak pull {j['peak_pull']:.3f} N by {j['peak_pull_branch']}, frame "
+            f"junction {j['junction']}{' (fixed)' if j['fixed'] else ''}: at ({where}) m, travelled "
+            f"{_m(j['travel'])}; peak pull {j['peak_pull']:.3f} N by {j['peak_pull_branch']}, frame "
             f"{j['peak_pull_frame']}"
             + (
                 f"; rests on an obstacle, peak push {j['peak_push']:.3f} N, frame {j['peak_push_frame']}"

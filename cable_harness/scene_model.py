@@ -14,7 +14,16 @@ import re
 
 import numpy as np
 
-from ..solver_core import PRESETS, CableChange, CaseError, Frame, bundle_diameter, parse_case
+from ..solver_core import (
+    PRESETS,
+    CableChange,
+    CaseError,
+    Frame,
+    bundle_diameter,
+    mount_radius,
+    parse_case,
+    points_into,
+)
 
 CONNECTOR, CLIP, CABLE, COLLIDER, JUNCTION = "CONNECTOR", "CLIP", "CABLE", "COLLIDER", "JUNCTION"
 CABLE_ENDS = (CONNECTOR, JUNCTION)  # what may hold a cable's end
@@ -155,6 +164,37 @@ def holder_frame(ob, scale, *, into=False, roll_free=False, flip=False) -> Frame
     return Frame(M[:3, 3] * scale, tangent, normal)
 
 
+def end_mounts(scene, ob, colliders, cache, depsgraph) -> dict:
+    """{side: (connector, colliders.Mount, outlet)} of the cable's connectors that sit on a collider:
+    their Mounted On if set, else the nearest collider within reach (ColliderCache.mount). Raises
+    HarnessInputError for a connector whose outlet points into the collider it sits on."""
+    s = ob.cable_harness
+    radius = 0.5 * cable_diameter(s)
+    found = {}
+    for side, holder in (("start", attached(scene, s.start)), ("end", attached(scene, s.end))):
+        if holder is None or holder.cable_harness.role != CONNECTOR:
+            continue
+        chosen = attached(scene, holder.cable_harness.mounted_on)
+        pool = [chosen] if chosen is not None and chosen.cable_harness.role == COLLIDER else colliders
+        mount = cache.mount(pool, depsgraph, _matrix(holder)[:3, 3], radius)
+        if mount is None:
+            continue
+        outlet = rotation_of(holder)[:, 2]
+        if points_into(outlet, mount.normal):
+            raise HarnessInputError(
+                f"connector {holder.name!r} points its outlet into {mount.collider!r}, which it is mounted on: "
+                f"turn the outlet away from {mount.collider!r} (Snap to Face sets it along the face's normal)"
+            )
+        found[side] = (holder, mount, outlet)
+    return found
+
+
+def mount_zone_radius(ob, mount, outlet) -> float:
+    """The radius (Blender units) about a mounted connector within which its collider is no obstacle
+    to the cable ``ob`` (solver_core.mount_radius, from the connector's point)."""
+    return mount.distance + mount_radius(0.5 * cable_diameter(ob.cable_harness), outlet, mount.normal)
+
+
 def object_frame(ob, scale, *, into=False, roll_free=False, flip=False) -> dict:
     """``holder_frame`` as a case-format frame."""
     frame = holder_frame(ob, scale, into=into, roll_free=roll_free, flip=flip)
@@ -164,12 +204,26 @@ def object_frame(ob, scale, *, into=False, roll_free=False, flip=False) -> dict:
     return doc
 
 
+def check_apart(ob, first, last) -> None:
+    """Two holders of a cable's ends closer than its diameter are one place, where no cable can run
+    from one to the other (the solver found only a stretch past the ultimate strain): refused by name."""
+    if first is None or last is None or first == last:
+        return
+    gap = float(np.linalg.norm(_matrix(first)[:3, 3] - _matrix(last)[:3, 3]))
+    if gap < cable_diameter(ob.cable_harness):
+        raise HarnessInputError(
+            f"cable {ob.name!r}: its connectors {first.name!r} and {last.name!r} coincide (closer than the "
+            "cable's diameter); move one of them away from the other"
+        )
+
+
 def holder_frames(scene, ob, scale) -> CableChange:
     """Where a cable's connectors and clips are now: the per-tick input of a cable already built."""
     s = ob.cable_harness
     first, last, refs = attached(scene, s.start), attached(scene, s.end), held_clips(scene, s)
     if first is None or any(ref.clip is None for ref in refs):
         raise HarnessInputError(f"cable {ob.name!r} lost a connector or clip")
+    check_apart(ob, first, last)
     # an end held by a junction follows the junction (the solver's), never a frame of its own
     start = None if is_junction(first) else holder_frame(first, scale, roll_free=first.cable_harness.roll_free)
     end = (
@@ -313,6 +367,7 @@ def cable_document(scene, ob, scale, with_route: bool = True) -> dict:
             end = junction_end(last, s.end_outlet, "end", name)
         else:
             end = object_frame(last, scale, into=True, roll_free=last.cable_harness.roll_free)
+        check_apart(ob, first, last)
     clips = []
     for index, ref in enumerate(s.clips):
         clip = ref.clip
@@ -430,6 +485,9 @@ def result_inputs(scene, ob) -> str:
         settings.model,
         repr(settings.dynamics_document()),
     )
+    mounts = tuple(getattr(h.cable_harness.mounted_on, "name", None) for h in (s.start, s.end) if h is not None)
+    if any(mounts):  # (only then: results solved before connectors had Mounted On stay current)
+        key += (mounts,)
     return hashlib.sha1(repr(key).encode()).hexdigest()
 
 

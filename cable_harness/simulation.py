@@ -39,10 +39,12 @@ from .scene_model import (
     cable_junctions,
     case_document,
     detached_notes,
+    end_mounts,
     harness_objects,
     holder_frames,
     is_junction,
     metres_per_unit,
+    mount_zone_radius,
     parse_scene_case,
     plain_message,
     result_inputs,
@@ -70,6 +72,7 @@ class TickReport:
     write_ms: float = 0.0
     solved: int = 0
     failed: dict = field(default_factory=dict)  # cable name -> message
+    refused: set = field(default_factory=set)  # of ``failed``, those refused before any solve (bad input)
     results: dict = field(default_factory=dict)  # cable name -> result document entry
     warnings: list = field(default_factory=list)  # solver warnings new in this tick (e.g. a route inside a collider)
     candidate_triangles: int = 0
@@ -118,6 +121,7 @@ class HarnessSimulation:
         slower, never unstably, when it does not); None: the scene's time from one tick to the next
         (Bake: frames and sub-frames at the scene's frame rate)."""
         self.scene_name = scene.name
+        self.mounts = {}  # the mount zones of the last tick: {collider name: [(centre, radius)]}, units
         self.seconds_per_tick = seconds_per_tick
         # dynamic scenes: the scene time [s] the cables' motion has reached (Bake), or the time a fixed
         # tick still owes them (Simulate: a tick that followed a drag only part of the way)
@@ -157,6 +161,8 @@ class HarnessSimulation:
             return report
         self.settled_inputs = None
         targets = self._read(scene, report)
+        self.mounts = self._mount_zones(scene, context, targets, report)
+        report.refused = set(report.failed)
         t1 = time.perf_counter()
         solve_ms = 0.0
         *substeps, (reached, tick_targets, tick_poses) = self._substeps(scene, context, targets, poses)
@@ -231,6 +237,42 @@ class HarnessSimulation:
         contact = tuple(sorted(scene.cable_harness.contact_document().items()))
         colliders = tuple(sorted(poses.items())), self.colliders.geometry_changes(sorted(poses))
         return tuple(parts), colliders, contact, self._solver_settings(scene)
+
+    def _mount_zones(self, scene, context, targets, report) -> dict:
+        """The zones about the connectors that sit on colliders (scene_model.end_mounts) where those
+        colliders are no obstacle to their cables: {collider name: [(centre, radius)]}, world, Blender
+        units. A connector moved since its cable's last solve gets zones along its way there (the
+        solver moves it there in sub-steps against the same obstacles). A cable whose connector points
+        into its collider is not solved: ``targets`` loses it, ``report`` says why."""
+        colliders = harness_objects(scene, COLLIDER)
+        zones = {}
+        if not colliders:
+            return zones
+        depsgraph = context.evaluated_depsgraph_get()
+        for name in list(targets):
+            ob = bpy.data.objects.get(name)
+            try:
+                mounts = end_mounts(scene, ob, colliders, self.colliders, depsgraph)
+            except HarnessInputError as exc:
+                report.failed[name] = str(exc)
+                del targets[name]
+                continue
+            for side, (holder, mount, outlet) in mounts.items():
+                radius = mount_zone_radius(ob, mount, outlet)
+                here = np.array(holder.matrix_world.translation)
+                before = self._solved_end(name, side)
+                steps = 0 if before is None else int(min(32, np.ceil(np.linalg.norm(here - before) / (0.5 * radius))))
+                for k in range(steps + 1):
+                    centre = here if steps == 0 else before + (here - before) * (k / steps)
+                    zones.setdefault(mount.collider, []).append((centre, radius))
+        return zones
+
+    def _solved_end(self, name, side):
+        """Where the solver holds a cable's end now (world, Blender units), or None."""
+        if not self.harness.has_cable(name) or not self.harness.is_solved(name):
+            return None
+        frame = getattr(self.harness.cables[name].boundary, side)
+        return None if frame is None else np.asarray(frame.position) / self.scale
 
     def _detached_warnings(self, scene) -> list:
         """What the cables let go of because the user deleted it (scene_model.detached_notes)."""
@@ -468,7 +510,7 @@ class HarnessSimulation:
         depsgraph = context.evaluated_depsgraph_get()
         points_units = np.concatenate([p for n in targets for p in points[n]]) / self.scale
         triangles, sharp, folds = self.colliders.nearby_triangles(
-            colliders, depsgraph, points_units, reach / self.scale, poses
+            colliders, depsgraph, points_units, reach / self.scale, poses, self.mounts
         )
         report.candidate_triangles = len(triangles)
         self.harness.set_obstacles(ObstacleSet().with_triangles(triangles * self.scale, 0, sharp, folds))
@@ -486,6 +528,7 @@ class HarnessSimulation:
             context.evaluated_depsgraph_get(),
             self.harness.world_nodes(name) / self.scale,
             search_m / self.scale,
+            mounts=self.mounts,  # a connector's own face is no clearance to it
         )
         return self.harness.clearance(name, triangles * self.scale, search_m)
 
@@ -623,6 +666,14 @@ def export_case(scene, path: str, depsgraph=None) -> dict:
     doc = case_document(scene)
     if depsgraph is not None:
         doc["obstacles"] = collider_obstacles(scene, depsgraph, metres_per_unit(scene))
+        # connectors sitting on colliders say so, so that the CLI cuts out the same mount zones
+        colliders, cache = harness_objects(scene, COLLIDER), ColliderCache()
+        for cable in doc["cables"]:
+            ob = scene.objects.get(cable["id"])
+            if ob is None or not colliders:
+                continue
+            for side, (_holder, mount, _outlet) in end_mounts(scene, ob, colliders, cache, depsgraph).items():
+                cable[side]["mounted_on"] = mount.collider
     parse_scene_case(doc, metres_per_unit(scene), scene)  # refuse to write a case the solver would reject
     with open(path, "w", encoding="utf-8") as fh:
         json.dump(doc, fh, indent=1)

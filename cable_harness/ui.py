@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Sidebar panel (3D View > Harness) and the Add > Cable Harness menu."""
 
+import re
 import textwrap
 
 import bpy
@@ -173,7 +174,10 @@ class VIEW3D_PT_cable_harness(_SidebarPanel, bpy.types.Panel):
         layout.prop(s, "role")
         if s.role == CONNECTOR:
             layout.prop(s, "roll_free")
+            layout.prop(s, "mounted_on")
+            layout.operator("cable_harness.snap_to_face", icon="SNAP_FACE")
         elif s.role == CLIP:
+            layout.operator("cable_harness.snap_to_face", icon="SNAP_FACE")
             layout.prop(s, "clip_kind")
             layout.prop(s, "clip_length")
             layout.prop(s, "clip_compliant")
@@ -312,12 +316,25 @@ class VIEW3D_PT_cable_harness_files(_SidebarPanel, bpy.types.Panel):
         self.layout.operator("cable_harness.import_step", icon="IMPORT")
 
 
-def _length_text(scene, metres) -> str:
-    # a resting contact's clearance is a rounding error from zero either way: not "-0 m"
+def _length_text(scene, metres, precision=3) -> str:
     metres = 0.0 if abs(metres) < 1e-9 else metres
-    return bpy.utils.units.to_string(
-        scene.unit_settings.system, "LENGTH", metres / metres_per_unit(scene) * scene.unit_settings.scale_length
+    text = bpy.utils.units.to_string(
+        scene.unit_settings.system,
+        "LENGTH",
+        metres / metres_per_unit(scene) * scene.unit_settings.scale_length,
+        precision=precision,
     )
+    # a value that rounds to zero is zero whatever its sign (a resting contact's clearance): not "-0 m"
+    return text[1:] if text.startswith("-") and not re.search(r"[1-9]", text) else text
+
+
+def _range_text(scene, low, high) -> str:
+    """``low`` to ``high`` with as many digits as tell them apart (up to 7): not "66 cm to 66 cm"."""
+    for precision in range(3, 8):
+        a, b = _length_text(scene, low, precision), _length_text(scene, high, precision)
+        if a != b or low == high:
+            break
+    return f"{a} to {b}"
 
 
 # (output, label, how the panel shows its spread over the variants)
@@ -347,7 +364,7 @@ def study_lines(scene, study) -> list:
             if key == "max_tension" or key == "peak_force":
                 lines.append(f"  {label} {o['max']:.3g} N (mean {o['mean']:.3g} N)")
             elif kind == "range":
-                lines.append(f"  {label} {_length_text(scene, o['min'])} to {_length_text(scene, o['max'])}")
+                lines.append(f"  {label} {_range_text(scene, o['min'], o['max'])}")
             else:
                 lines.append(f"  {label} {_length_text(scene, o['min'])} (mean {_length_text(scene, o['mean'])})")
         if "envelope" in outputs:
@@ -416,6 +433,7 @@ class VIEW3D_MT_cable_harness_add(bpy.types.Menu):
         layout.operator("cable_harness.add_clip", icon="MESH_CIRCLE")
         layout.operator("cable_harness.add_junction", icon="EMPTY_ARROWS")
         layout.operator("cable_harness.make_cable", icon="CURVE_PATH")
+        layout.operator("cable_harness.snap_to_face", icon="SNAP_FACE")
 
 
 def _add_menu(self, context):

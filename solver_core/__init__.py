@@ -29,6 +29,7 @@ from .errors import CaseError
 from .harness import Harness
 from .junction_spec import JunctionMove
 from .materials import PRESETS, SectionStiffness, section_stiffness
+from .mounting import DETECT_RADII, cut_zone, mount_radius, points_into
 from .obstacles import ObstacleSet, counted_folds, edge_neighbours, sharp_edges
 from .results import RESULT_FORMAT
 from .rod_model import Boundary, RodModel, build_rod_model
@@ -46,6 +47,7 @@ __all__ = [
     "CableSpec",
     "Case",
     "CaseError",
+    "DETECT_RADII",
     "Clip",
     "Dynamics",
     "Frame",
@@ -82,6 +84,9 @@ __all__ = [
     "sharp_edges",
     "edge_neighbours",
     "counted_folds",
+    "cut_zone",
+    "mount_radius",
+    "points_into",
     "solve_case",
     "solve_equilibrium",
     "trace_wire",

@@ -30,6 +30,7 @@ from .junction_spec import (
 )
 from .materials import SectionStiffness, section_stiffness
 from .model_features import check_dynamics_features, check_model_features
+from .mounting import DETECT_RADII, closest_on_triangles, mount_radius, points_into
 from .rest_shape import RestShape, check_rest_resolution, parse_rest
 from .wire_routes import route_wires
 
@@ -99,6 +100,9 @@ class CableSpec:
     # the smallest bend radius the cable's maker allows [m] (None: not given); read-outs and reports
     # measure the cable against it, the solver does not enforce it
     allowed_bend_radius: float | None = None
+    # the name of the mesh obstacle a connector is mounted on (None: not given): see mounting.py
+    start_mount: str | None = None
+    end_mount: str | None = None
 
     def junction_ends(self) -> tuple:
         """(side, JunctionEnd) of the ends held by junctions."""
@@ -398,11 +402,50 @@ def _under_bundle(exc: CaseError, where: str, given: dict) -> CaseError:
 
 
 def _parse_end(obj, where, junctions):
-    """A cable's start or end: a frame, or a junction end (then (frame as given, JunctionEnd))."""
+    """A cable's start or end: (frame, JunctionEnd or None, the obstacle it is mounted on or None); a
+    junction end's frame is the junction's as given."""
     if isinstance(obj, dict) and "junction" in obj:
         end = parse_junction_end(obj, where, junctions, _unit, show)
-        return Frame(junctions[end.junction].position.copy(), end.outlet, end.normal), end
-    return parse_frame(obj, where), None
+        return Frame(junctions[end.junction].position.copy(), end.outlet, end.normal), end, None
+    mount = None
+    if isinstance(obj, dict) and obj.get("mounted_on") is not None:
+        mount = obj["mounted_on"]
+        if not isinstance(mount, str) or not mount:
+            raise CaseError(f"{where}.mounted_on must be the name of a mesh obstacle, got {show(mount)}")
+        obj = {key: value for key, value in obj.items() if key != "mounted_on"}
+    return parse_frame(obj, where), None, mount
+
+
+def _mount_zones(cables, obstacles) -> tuple:
+    """The obstacles, each mesh a connector is mounted on with its mount zones ("mount_zones": [[x, y,
+    z, radius], ...], not a field of the format) where the connector is within DETECT_RADII cable radii
+    of it (farther, it is not on it: no zone). CaseError for an outlet pointing into its mounting mesh."""
+    named = {o["name"]: k for k, o in enumerate(obstacles) if o["type"] == "mesh" and "name" in o}
+    zones = {}
+    for i, cable in enumerate(cables):
+        for side, frame, mount in (("start", cable.start, cable.start_mount), ("end", cable.end, cable.end_mount)):
+            if mount is None:
+                continue
+            if mount not in named:
+                raise CaseError(
+                    f"cables[{i}].{side}.mounted_on {show(mount)} names no mesh obstacle (mesh obstacles are "
+                    "named by their name)"
+                )
+            k = named[mount]
+            verts = np.asarray(obstacles[k]["vertices"], dtype=np.float64)
+            tris = verts[np.asarray(obstacles[k]["triangles"], dtype=np.int64)]
+            distance, _point, normal, _index = closest_on_triangles(frame.position, tris)
+            radius = 0.5 * cable.diameter
+            if not distance <= DETECT_RADII * radius:
+                continue
+            outlet = frame.tangent if side == "start" else -frame.tangent  # out of the connector
+            if points_into(outlet, normal):
+                raise CaseError(
+                    f"cables[{i}].{side}: its outlet points into obstacle {show(mount)}, which it is mounted on; "
+                    f"turn the outlet away from {show(mount)}"
+                )
+            zones.setdefault(k, []).append([*frame.position.tolist(), distance + mount_radius(radius, outlet, normal)])
+    return tuple({**o, "mount_zones": zones[k]} if k in zones else o for k, o in enumerate(obstacles))
 
 
 def _parse_cable(obj, where, junctions=None) -> CableSpec:
@@ -457,8 +500,10 @@ def _parse_cable(obj, where, junctions=None) -> CableSpec:
             raise _under_bundle(exc, where, given) from None
     segments = as_int(obj.get("segments", 50), f"{where}.segments", 2, 200000)
     junctions = junctions or {}
-    start, start_junction = _parse_end(obj["start"], f"{where}.start", junctions)
-    end, end_junction = (None, None) if obj.get("end") is None else _parse_end(obj["end"], f"{where}.end", junctions)
+    start, start_junction, start_mount = _parse_end(obj["start"], f"{where}.start", junctions)
+    end, end_junction, end_mount = (
+        (None, None, None) if obj.get("end") is None else _parse_end(obj["end"], f"{where}.end", junctions)
+    )
     if start_junction is not None and end is not None:
         start_junction = untwisted_normal(start_junction, end.normal)
         start = Frame(start.position, start.tangent, start_junction.normal)
@@ -509,6 +554,8 @@ def _parse_cable(obj, where, junctions=None) -> CableSpec:
         start_junction,
         end_junction,
         allowed,
+        start_mount,
+        end_mount,
     )
 
 
@@ -738,7 +785,7 @@ def parse_case(doc) -> Case:
     raw_obstacles = doc.get("obstacles", [])
     if not isinstance(raw_obstacles, list):
         raise CaseError("obstacles must be a list")
-    obstacles = tuple(_parse_obstacle(o, f"obstacles[{i}]") for i, o in enumerate(raw_obstacles))
+    obstacles = _mount_zones(cables, tuple(_parse_obstacle(o, f"obstacles[{i}]") for i, o in enumerate(raw_obstacles)))
     contact = doc.get("contact", {})
     _check_keys(contact, ("friction_static", "friction_dynamic", "cable_cable"), "contact")
     for key in ("friction_static", "friction_dynamic"):

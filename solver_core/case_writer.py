@@ -14,6 +14,13 @@ def frame_to_dict(frame: Frame) -> dict:
     return out
 
 
+def _end_to_dict(frame: Frame, mount) -> dict:
+    out = frame_to_dict(frame)
+    if mount is not None:
+        out["mounted_on"] = mount
+    return out
+
+
 def case_to_dict(case: Case) -> dict:
     """The case as a JSON-ready document (parse_case(case_to_dict(c)) reproduces c)."""
     cables = []
@@ -24,13 +31,15 @@ def case_to_dict(case: Case) -> dict:
             **({"diameter": c.diameter} if c.diameter_given else {}),
             **({"material": dict(c.material)} if c.bundle is None or c.material else {}),
             "segments": c.segments,
-            "start": junction_end_to_dict(c.start_junction) if c.start_junction else frame_to_dict(c.start),
+            "start": junction_end_to_dict(c.start_junction)
+            if c.start_junction
+            else _end_to_dict(c.start, c.start_mount),
             "end": (
                 None
                 if c.end is None
                 else junction_end_to_dict(c.end_junction)
                 if c.end_junction
-                else frame_to_dict(c.end)
+                else _end_to_dict(c.end, c.end_mount)
             ),
             "clips": [
                 {
@@ -76,7 +85,8 @@ def case_to_dict(case: Case) -> dict:
         "format": CASE_FORMAT,
         "gravity": case.gravity.tolist(),
         "cables": cables,
-        "obstacles": list(case.obstacles),
+        # (mount zones are worked out from the cables' mounted_on, not written)
+        "obstacles": [{k: v for k, v in o.items() if k != "mount_zones"} for o in case.obstacles],
         "contact": dict(case.contact),
         "solver": {
             "model": case.solver.model,

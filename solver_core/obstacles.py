@@ -9,6 +9,7 @@ import numpy as np
 
 from .bvh import build_triangle_tree
 from .kernel_arrays import ObstacleArrays
+from .mounting import cut_zone
 
 
 @dataclass
@@ -246,17 +247,28 @@ def edge_folds(triangles: np.ndarray, sharp: np.ndarray, groups=None) -> np.ndar
 
 
 def obstacles_from_case(obstacles) -> ObstacleSet:
-    """The obstacles of a case document (already validated) as one ObstacleSet."""
+    """The obstacles of a case document (already validated) as one ObstacleSet; the mount zones of
+    meshes connectors are mounted on (parse_case's "mount_zones") cut out (mounting.cut_zone)."""
     planes = [o for o in obstacles if o["type"] == "plane"]
     spheres = [o for o in obstacles if o["type"] == "sphere"]
     tris, owners = [], []
+    mounted = any(o.get("mount_zones") for o in obstacles)
+    flags, folds = [], []
     for index, o in enumerate(obstacles):
         if o["type"] == "mesh":
             v = np.asarray(o["vertices"], dtype=np.float64)
-            t = np.asarray(o["triangles"], dtype=np.int64)
-            tris.append(v[t])
+            t = v[np.asarray(o["triangles"], dtype=np.int64)]
+            if mounted:
+                # each mesh's edges from its own whole mesh, so that the cut pieces keep them
+                sharp = sharp_edges(t)
+                fold = edge_folds(t, sharp)
+                for *centre, radius in o.get("mount_zones", ()):
+                    t, sharp, fold = cut_zone(t, sharp, fold, np.array(centre), radius)
+                flags.append(sharp)
+                folds.append(fold)
+            tris.append(t)
             owners.append(np.full(len(t), index, dtype=np.int64))
-    return ObstacleSet(
+    found = ObstacleSet(
         np.array([p["point"] for p in planes], dtype=np.float64).reshape(-1, 3),
         np.array([p["normal"] for p in planes], dtype=np.float64).reshape(-1, 3),
         np.array([s["center"] for s in spheres], dtype=np.float64).reshape(-1, 3),
@@ -264,3 +276,7 @@ def obstacles_from_case(obstacles) -> ObstacleSet:
         np.concatenate(tris) if tris else np.zeros((0, 3, 3)),
         np.concatenate(owners) if owners else np.zeros(0, dtype=np.int64),
     )
+    if mounted:
+        found.triangle_sharp = np.concatenate(flags)
+        found.triangle_fold = np.concatenate(folds)
+    return found

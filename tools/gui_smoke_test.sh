@@ -9,6 +9,9 @@
 #            docs/viewport.png (the equipment bay with the viewport's physics drawing)
 #     bash tools/gui_smoke_test.sh study
 #         -> docs/study.png (a Variation Study of the equipment bay and the envelope of its shapes)
+#     bash tools/gui_smoke_test.sh panel
+#         -> docs/panel.png (a solved bundle in a millimetre scene: the panel at its default width with
+#            the clip and wire lists, the viewport with the force arrows)
 #
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -20,6 +23,8 @@ if [ "${1:-}" = "screenshots" ]; then
   rm -rf "$CACHE"  # an empty cache: the first start compiles, and the panel shows it
 elif [ "${1:-}" = "study" ]; then
   SCRIPT="$ROOT/tests/gui/study_gui.py"; LIMIT=1200
+elif [ "${1:-}" = "panel" ]; then
+  SCRIPT="$ROOT/tests/gui/panel_gui.py"; LIMIT=1800
 fi
 need=()
 for cmd in blender Xvfb xdotool; do command -v "$cmd" >/dev/null || need+=("$cmd"); done
@@ -50,6 +55,11 @@ DISPLAY="$DISPLAY_NUM" xdotool key Escape 2>/dev/null || true   # close the spla
 for _ in $(seq 60); do [ -f "$OUT/gui_smoke.ready" ] && break; sleep 0.5; done
 # open the sidebar's Harness tab (fixed place on this 1280x800 screen) so the panel is drawn too
 DISPLAY="$DISPLAY_NUM" xdotool mousemove 1043 248 click 1 2>/dev/null || true
+if [ "${1:-}" = "panel" ]; then  # the scene is built later: its tab is clicked again once it is there
+  for _ in $(seq 3600); do [ -f "$OUT/gui_smoke.click" ] && break; sleep 0.5; done
+  sleep 1; DISPLAY="$DISPLAY_NUM" xdotool mousemove 1043 248 click 1 2>/dev/null || true
+  rm -f "$OUT/gui_smoke.click"
+fi
 wait $BLENDER_PID || true
 if [ ! -f "$OUT/gui_smoke.json" ]; then
   echo "[gui smoke] FAILED: Blender ended without a result; see out/gui_smoke.log"; tail -20 "$OUT/gui_smoke.log"; exit 1

@@ -7,14 +7,19 @@ import math
 import bpy
 import numpy as np
 from bpy.props import EnumProperty, FloatProperty, IntProperty
+from mathutils import Matrix, Quaternion, Vector
 
 from ..props import ROLES
 from ..scene_model import (
     CABLE,
     CLIP,
+    COLLIDER,
     CONNECTOR,
     JUNCTION,
+    attached,
+    cable_diameter,
     ensure_cable_curve,
+    harness_objects,
     metres_per_unit,
     object_frame,
     rotation_of,
@@ -48,8 +53,63 @@ class CABLE_HARNESS_OT_add_connector(bpy.types.Operator):
 
     def execute(self, context):
         # outlet pointing down, so that a cable between two new connectors hangs
-        _add_marker(context, "Connector", "SINGLE_ARROW", (math.pi, 0.0, 0.0), CONNECTOR)
+        ob = _add_marker(context, "Connector", "SINGLE_ARROW", (math.pi, 0.0, 0.0), CONNECTOR)
+        _choose_rotation(ob)
         return {"FINISHED"}
+
+
+def _choose_rotation(ob) -> None:
+    """Remember the rotation the extension gave the connector (until the user turns it)."""
+    ob.cable_harness.rotation_chosen = ob.matrix_basis.to_quaternion()
+
+
+def _rotation_is_chosen(ob) -> bool:
+    """Whether the connector still has the rotation the extension gave it."""
+    chosen = Quaternion(ob.cable_harness.rotation_chosen)
+    return chosen.magnitude > 0.5 and abs(chosen.dot(ob.matrix_basis.to_quaternion())) > 1.0 - 1e-9
+
+
+def _transported(vector, route) -> np.ndarray:
+    """``vector`` carried along the polyline ``route`` without twist: at each corner turned by the
+    smallest rotation taking one segment's direction to the next."""
+    v = np.asarray(vector, dtype=np.float64)
+    steps = np.diff(np.asarray(route, dtype=np.float64), axis=0)
+    steps = [d / n for d, n in zip(steps, np.linalg.norm(steps, axis=1)) if n > 1e-12]
+    for a, b in zip(steps, steps[1:]):
+        axis = np.cross(a, b)
+        c = float(np.dot(a, b))
+        # Rodrigues form of the minimal rotation a -> b (a half turn has no unique one: left as is)
+        if c > -1.0 + 1e-9:
+            v = v + np.cross(axis, v) + np.cross(axis, np.cross(axis, v)) / (1.0 + c)
+    return v
+
+
+def _roll_to(ob, wanted_x) -> None:
+    """Turn a connector about its outlet (local Z) so that its local X lies along ``wanted_x`` (world)."""
+    M = np.array(ob.matrix_world)
+    z = M[:3, 2] / max(float(np.linalg.norm(M[:3, 2])), 1e-300)
+    x = np.asarray(wanted_x, dtype=np.float64) - z * float(np.dot(wanted_x, z))
+    if not np.linalg.norm(x) > 1e-9:
+        return
+    x /= np.linalg.norm(x)
+    R = Matrix(np.column_stack((x, np.cross(z, x), z)).tolist())
+    world = ob.matrix_world
+    ob.matrix_world = Matrix.LocRotScale(world.translation, R, world.to_scale())
+
+
+def untwist_new_connectors(start, end, route) -> None:
+    """Two connectors' default rolls would twist the cable drawn between them (two new ones with a
+    U between them: half a turn). A connector that still has the rotation Add Connector gave it is
+    rolled about its outlet to where the route carries the other's local X (the end, else the start)."""
+    if end is None or CONNECTOR != start.cable_harness.role or CONNECTOR != end.cable_harness.role:
+        return
+    for moved, fixed, path in ((end, start, route), (start, end, route[::-1])):
+        if moved.cable_harness.roll_free or fixed.cable_harness.roll_free or not _rotation_is_chosen(moved):
+            continue
+        _roll_to(moved, _transported(np.array(fixed.matrix_world)[:3, 0], path))
+        bpy.context.view_layer.update()
+        _choose_rotation(moved)
+        return
 
 
 class CABLE_HARNESS_OT_add_clip(bpy.types.Operator):
@@ -174,6 +234,7 @@ def plan_route(start, end, clips, scale):
 def make_cable(context, start, end, clips, slack_percent, diameter_units, segments):
     scale = metres_per_unit(context.scene)
     route, ordered, centres, flags = plan_route(start, end, clips, scale)
+    untwist_new_connectors(start, end, route)
     seg_len = np.linalg.norm(np.diff(route, axis=0), axis=1)
     arc = np.concatenate(([0.0], np.cumsum(seg_len)))
     length = arc[-1] * (1.0 + slack_percent / 100.0)
@@ -317,6 +378,95 @@ class CABLE_HARNESS_OT_set_rest_shape(bpy.types.Operator):
         return {"FINISHED"}
 
 
+def _nearest_face(colliders, depsgraph, point):
+    """(collider, world point, world unit normal) of the collider surface nearest to ``point`` (world),
+    or None: Object.closest_point_on_mesh of each evaluated collider, in its local space."""
+    best, best_distance = None, math.inf
+    for ob in colliders:
+        evaluated = ob.evaluated_get(depsgraph)
+        M = evaluated.matrix_world
+        inverse = M.inverted_safe()
+        found, co, normal, _index = evaluated.closest_point_on_mesh(inverse @ Vector(point))
+        if not found:
+            continue
+        world = M @ co
+        distance = (world - Vector(point)).length
+        if distance < best_distance:
+            n = (inverse.to_3x3().transposed() @ normal).normalized()
+            best, best_distance = (ob, world, n), distance
+    return best
+
+
+def _clip_radius(scene, clip) -> float:
+    """The largest radius of the cables passing a clip (Blender units; a new cable's with none)."""
+    radii = [
+        0.5 * cable_diameter(ob.cable_harness)
+        for ob in harness_objects(scene, CABLE)
+        if any(ref.clip == clip for ref in ob.cable_harness.clips)
+    ]
+    return max(radii, default=0.5 * DEFAULT_DIAMETER_M / metres_per_unit(scene))
+
+
+def _perpendicular(v, n) -> np.ndarray | None:
+    """``v`` made perpendicular to the unit ``n`` and unit (None where it is along ``n``)."""
+    w = np.asarray(v, dtype=np.float64) - n * float(np.dot(v, n))
+    length = float(np.linalg.norm(w))
+    return w / length if length > 1e-6 else None
+
+
+class CABLE_HARNESS_OT_snap_to_face(bpy.types.Operator):
+    """Move the selected connectors and clips onto the nearest face of a collider (the active object if it
+    is a collider, else the nearest collider): a connector with its outlet along the face's normal, Mounted
+    On that collider; a clip with its axis along the face, lifted by its cable's radius to lie on it"""
+
+    bl_idname = "cable_harness.snap_to_face"
+    bl_label = "Snap to Face"
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context):
+        return any(ob.cable_harness.role in (CONNECTOR, CLIP) for ob in context.selected_objects)
+
+    def execute(self, context):
+        scene = context.scene
+        active = context.active_object
+        if active is not None and active.cable_harness.role == COLLIDER and active.type == "MESH":
+            colliders = [active]
+        else:
+            colliders = [ob for ob in harness_objects(scene, COLLIDER) if attached(scene, ob) is not None]
+        holders = [ob for ob in context.selected_objects if ob.cable_harness.role in (CONNECTOR, CLIP)]
+        if not colliders:
+            self.report({"ERROR"}, "no collider to snap to: give the device's mesh the Collider role")
+            return {"CANCELLED"}
+        depsgraph = context.evaluated_depsgraph_get()
+        done = []
+        for ob in holders:
+            hit = _nearest_face(colliders, depsgraph, ob.matrix_world.translation)
+            if hit is None:
+                continue
+            collider, point, normal = hit
+            n = np.array(normal)
+            axes = np.array(ob.matrix_world.to_3x3().normalized())
+            if ob.cable_harness.role == CONNECTOR:
+                z = n
+                x = _perpendicular(axes[:, 0], z)
+                x = x if x is not None else _perpendicular(axes[:, 1], z)
+                ob.cable_harness.mounted_on = collider
+            else:
+                z = _perpendicular(axes[:, 2], n)
+                z = z if z is not None else _perpendicular(axes[:, 0], n)
+                x = n
+                point = point + normal * _clip_radius(scene, ob)
+            R = Matrix(np.column_stack((x, np.cross(z, x), z)).tolist())
+            ob.matrix_world = Matrix.LocRotScale(point, R, ob.matrix_world.to_scale())
+            done.append(f"{ob.name!r} onto {collider.name!r}")
+        if not done:
+            self.report({"WARNING"}, "no collider surface found to snap to")
+            return {"CANCELLED"}
+        self.report({"INFO"}, f"snapped {', '.join(done)}")
+        return {"FINISHED"}
+
+
 classes = (
     CABLE_HARNESS_OT_add_connector,
     CABLE_HARNESS_OT_add_clip,
@@ -324,6 +474,7 @@ classes = (
     CABLE_HARNESS_OT_assign_role,
     CABLE_HARNESS_OT_make_cable,
     CABLE_HARNESS_OT_set_rest_shape,
+    CABLE_HARNESS_OT_snap_to_face,
 )
 
 

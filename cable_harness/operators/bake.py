@@ -86,7 +86,9 @@ def _frame_record(frame: int, result: dict, gap, gap_s) -> dict:
 
 
 # A frame whose solve fails is tried again from the last frame in this many sub-frames (a smaller
-# change per solve) before it is given up as not converged.
+# change per solve) before it is given up as not converged: only for a cable that converged at the
+# last frame and whose solve failed (refused input, or a cable that has not converged since, fails
+# the same way in sub-frames: each retry cost a second or more per sub-frame for nothing).
 RETRY_SUBFRAMES = 4
 # timeline markers of frames where a cable did not converge: "<prefix><cable name>"
 FAILED_MARKER = "not converged: "
@@ -118,6 +120,7 @@ class _BakeRun:
         clear_failure_markers(scene, self.samples)
         self.corners = None
         self.failures = []
+        self.failed_last = set()  # the cables that did not converge at the last frame
         scale = self.simulation.scale
         self.log = {
             "format": LOG_FORMAT,
@@ -169,6 +172,11 @@ class _BakeRun:
             report = self.simulation.tick(context)
         return report
 
+    def _worth_retrying(self, report) -> bool:
+        """Whether smaller steps may mend this frame: a solve failed of a cable that converged at the
+        last frame (not one refused before solving, nor one failing since an earlier frame)."""
+        return self.index > 0 and bool(set(report.failed) - report.refused - self.failed_last)
+
     def _retry_in_subframes(self, context, previous: int, frame: int, report):
         """Solve the failed cables again from their last converged state in smaller steps: sub-frames
         between ``previous`` and ``frame``; the last one is the frame itself."""
@@ -189,8 +197,9 @@ class _BakeRun:
             self._follow_colliders(context, self.frames[self.index - 1], frame, self.corners, corners)
         self.corners = corners  # where the colliders were at the last solved frame
         report = self._solve_frame(context)
-        if report.failed and self.index > 0:
+        if self._worth_retrying(report):
             report = self._retry_in_subframes(context, self.frames[self.index - 1], frame, report)
+        self.failed_last = set(report.failed)
         for name, result in report.results.items():
             ob = bpy.data.objects.get(name)
             if ob is None or name not in self.samples or name in report.failed:

@@ -324,6 +324,16 @@ def build_scene_from_case(context, case, scene_settings: bool = True) -> list:
     return cables, notes
 
 
+def _mount_connectors(case, cables, colliders) -> None:
+    """Give the imported connectors with mounted_on the collider built from that mesh as Mounted On."""
+    named = {o["name"]: ob for o, ob in zip(case.obstacles, colliders) if o.get("name")}
+    for spec, ob in zip(case.cables, cables):
+        s = ob.cable_harness
+        for mount, holder in ((spec.start_mount, s.start), (spec.end_mount, s.end)):
+            if mount in named and holder is not None and holder.cable_harness.role == CONNECTOR:
+                holder.cable_harness.mounted_on = named[mount]
+
+
 class CABLE_HARNESS_OT_import_case(bpy.types.Operator, ImportHelper):
     """Build connectors, clips and cables from a harness case file (JSON)"""
 
@@ -354,6 +364,7 @@ class CABLE_HARNESS_OT_import_case(bpy.types.Operator, ImportHelper):
         colliders, notes = build_colliders_from_case(context, case) if self.colliders else ([], [])
         cables, cable_notes = build_scene_from_case(context, case, self.scene_settings)
         notes += cable_notes
+        _mount_connectors(case, cables, colliders)
         if not self.scene_settings and self._differs(context.scene, case):
             notes.append("the case's gravity or contact settings differ from the scene's, which were kept")
         for note in notes:

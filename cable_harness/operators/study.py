@@ -36,6 +36,9 @@ def show_study(scene) -> None:
             overlay.show_envelope(name, envelope_segments(outputs["envelope"], scale))
 
 
+DEFAULT_TOLERANCE_M = 0.002
+
+
 class CABLE_HARNESS_OT_study_add(bpy.types.Operator):
     """Add a variation to the study (for the active cable, when one is active)"""
 
@@ -46,6 +49,8 @@ class CABLE_HARNESS_OT_study_add(bpy.types.Operator):
     def execute(self, context):
         settings = context.scene.cable_harness
         variation = settings.variations.add()
+        # 2 mm whatever the scene's unit (the property's default is in Blender units: 2 um in mm scenes)
+        variation.tolerance = DEFAULT_TOLERANCE_M / metres_per_unit(context.scene)
         ob = context.active_object
         if ob is not None and ob.cable_harness.role == CABLE and ob.type == "CURVE":
             variation.cable = ob

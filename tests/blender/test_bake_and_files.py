@@ -237,3 +237,28 @@ def test_the_bend_limit_goes_out_with_export_case_and_comes_back_with_import(tmp
     assert op.execute(bpy.context) == {"FINISHED"}
     limit = bpy.data.objects["Cable"].cable_harness.min_bend_radius_allowed
     assert limit * unit_scale == pytest.approx(0.025)
+
+
+def test_a_failed_frame_is_retried_only_where_smaller_steps_may_mend_it(extension, monkeypatch):
+    # A frame that fails is solved again from the last frame in sub-frames, which costs as much as
+    # RETRY_SUBFRAMES frames: only where that may help. Input refused before solving (the connector out
+    # of reach) fails as well in sub-frames, and so does a cable that failed at the frame before: a run
+    # of failed frames retries at most its first.
+    bake_module = sys.modules[f"{extension.__name__}.cable_harness.operators.bake"]
+    simulation_class = sys.modules[f"{extension.__name__}.cable_harness.simulation"].HarnessSimulation
+    _start, end, _clip, _cable = simple_harness()
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 13
+    for frame, x in ((1, 0.3), (7, 0.9), (13, 0.3)):
+        place(end, (x, 0.0, 0.0), 1.0)
+        end.keyframe_insert("location", frame=frame)
+    scene.frame_set(1)
+    ticks = []
+    tick = simulation_class.tick
+    monkeypatch.setattr(simulation_class, "tick", lambda self, *a, **k: ticks.append(1) or tick(self, *a, **k))
+    assert bpy.ops.cable_harness.bake() == {"FINISHED"}
+    records = json.loads(bpy.data.texts["cable_harness_bake_log.json"].as_string())["frames"]["Cable"]
+    failed = [r["frame"] for r in records if not r["converged"]]
+    runs = sum(1 for f in failed if f - 1 not in failed)
+    assert len(failed) > runs  # a run of several failed frames
+    assert len(ticks) <= 13 + bake_module.RETRY_SUBFRAMES * runs, (len(ticks), failed)

@@ -317,3 +317,25 @@ def test_a_missing_or_old_numba_is_said_in_one_sentence_with_the_version_needed(
     assert "has numba 0.55.2" in old and "Blender 4.2 or newer" in old
     for fine in ("0.56.4", "0.68.1", "1.0.0rc1", "0.60.0+dfsg"):
         assert dependencies.numba_problem(fine) is None, fine
+
+
+def test_the_report_is_in_si_everywhere_and_says_so():
+    # report.json and report.csv carry metres and newtons whatever the scene's unit: so do its text and
+    # plots (they showed millimetres), and the files name their units
+    info = {"rest_length": 0.45, "diameter": 0.004, "allowed_bend_radius": 0.02, "holders": []}
+    record = {
+        "frame": 1,
+        "converged": True,
+        "length": 0.45,
+        "min_bend_radius": 0.0123,
+        "clearance": 0.0031,
+        "forces": {},
+    }
+    summary = report.cable_summary("W1", info, [record])
+    text = report.summary_text({"cables": [summary]})
+    assert "length 0.45 m, min bend radius 0.0123 m" in text and "min clearance 0.0031 m" in text
+    assert " mm" not in text
+    log = {"format": report.LOG_FORMAT, "cables": {"W1": info}, "frames": {"W1": [record]}}
+    out = report.harness_report(log)
+    assert out["units"] == {"length": "m", "force": "N"}
+    assert report.PLOT_LENGTH_LABEL == "m"

@@ -10,8 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from helpers.cases import cable, case
+from helpers.obstacles import box
 
-from solver_core import PRESETS, CaseError, case_to_dict, parse_case, section_stiffness
+from solver_core import PRESETS, CaseError, case_to_dict, parse_case, section_stiffness, solve_case
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -264,3 +265,33 @@ def test_an_allowed_bend_radius_is_carried_through_parse_and_write():
 def test_a_bad_allowed_bend_radius_is_refused_by_name(bad):
     with pytest.raises(CaseError, match="allowed_bend_radius"):
         parse_case(case(cable(allowed_bend_radius=bad)))
+
+
+def _mounted_case(tangent=(0.0, 0.0, 1.0), height=0.0, mount="Device"):
+    """A cable leaving a connector on the top face (z = 0) of a named box obstacle."""
+    device = {**box((-0.1, -0.1, -0.1), (0.1, 0.1, 0.0)), "name": "Device"}
+    normal = [1.0, 0.0, 0.0] if abs(tangent[0]) < 0.9 else [0.0, 1.0, 0.0]
+    start = {"position": [0.0, 0.0, height], "tangent": list(tangent), "normal": normal, "mounted_on": mount}
+    end = {"position": [0.3, 0.0, 0.15], "tangent": [0.0, 0.0, -1.0], "normal": [1.0, 0.0, 0.0]}
+    return case(cable(length=0.45, start=start, end=end), obstacles=[device])
+
+
+def test_a_connector_mounted_on_a_mesh_round_trips_and_leaves_its_face():
+    parsed = parse_case(_mounted_case())
+    assert parsed.cables[0].start_mount == "Device"
+    written = case_to_dict(parsed)
+    assert written["cables"][0]["start"]["mounted_on"] == "Device"
+    assert set(written["obstacles"][0]) == {"type", "vertices", "triangles", "name"}
+    assert parse_case(written).cables[0].start_mount == "Device"
+    result = solve_case(parsed)["steps"][0]["cables"]["W1"]
+    assert result["converged"], result.get("message")
+
+
+def test_mounted_on_is_checked():
+    with pytest.raises(CaseError, match=r"cables\[0\]\.start\.mounted_on 'Bracket' names no mesh obstacle"):
+        parse_case(_mounted_case(mount="Bracket"))
+    with pytest.raises(CaseError, match=r"cables\[0\]\.start: its outlet points into obstacle 'Device'.*turn"):
+        parse_case(_mounted_case(tangent=(0.0, 0.0, -1.0)))
+    # farther from the mesh than it could sit on it: no zone, nothing refused
+    far = parse_case(_mounted_case(tangent=(0.0, 0.0, -1.0), height=0.05))
+    assert "mount_zones" not in far.obstacles[0]
