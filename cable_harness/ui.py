@@ -76,6 +76,7 @@ def _list_with_buttons(layout, list_type, data, prop, active_prop, operators):
 # a list row at the sidebar's default width: the name's part, the values share the rest (their
 # columns are named by a heading above the list)
 NAME_PART = 0.45
+WIRE_COUNT_PART = 0.35  # of a wire row's values: the count's column; the diameter has the rest
 
 
 def _name_and_values(layout, alert=False):
@@ -100,7 +101,12 @@ class CABLE_HARNESS_UL_clips(bpy.types.UIList):
         # a clip deleted from the scene no longer holds the cable: red until it is removed or undone
         deleted = item.clip is not None and attached(context.scene, item.clip) is None
         name, values = _name_and_values(layout, deleted)
-        name.prop(item, "clip", text="")
+        # the name as text: a picker's icon and clear button left no room for it at the default width
+        # (the selected row's clip is chosen below the list)
+        if item.clip is not None:
+            name.label(text=item.clip.name, icon="EMPTY_ARROWS")
+        else:
+            name.label(text="(no clip)", icon="ERROR")
         values.prop(item, "s", text="")
         values.prop(item, "reversed", text="", icon="ARROW_LEFTRIGHT")
 
@@ -110,6 +116,8 @@ class CABLE_HARNESS_UL_wires(bpy.types.UIList):
         # the material has no room beside the numbers: the selected wire's is set below the list
         name, values = _name_and_values(layout)
         name.prop(item, "wire_id", text="")
+        # a count needs two digits, a diameter five characters: split the width so, not evenly
+        values = values.split(factor=WIRE_COUNT_PART, align=True)
         values.prop(item, "count", text="")
         values.prop(item, "diameter", text="")
 
@@ -217,6 +225,20 @@ class VIEW3D_PT_cable_harness(_SidebarPanel, bpy.types.Panel):
             _wrapped(layout, "Stiffness: the wires' sum, a lower bound for a wrapped bundle", "NONE")
 
     @staticmethod
+    def _draw_clips(layout, s, detached=()):
+        """The cable's clips in order, the selected one's object below them, and notes on deleted ones."""
+        layout.label(text="Clips, start to end")
+        _list_heading(layout, "Clip", "Arc Length")
+        buttons = _list_with_buttons(layout, "CABLE_HARNESS_UL_clips", s, "clips", "active_clip", "clip")
+        buttons.separator()
+        buttons.operator("cable_harness.clip_move", icon="TRIA_UP", text="").direction = "UP"
+        buttons.operator("cable_harness.clip_move", icon="TRIA_DOWN", text="").direction = "DOWN"
+        if len(s.clips):
+            layout.prop(s.clips[min(s.active_clip, len(s.clips) - 1)], "clip", text="Selected Clip")
+        for note in detached:
+            _wrapped(layout, note, "ERROR")
+
+    @staticmethod
     def _draw_cable(layout, s, detached=(), stale=None):
         """``detached``: notes on the holders the user deleted, which the cable no longer holds to;
         ``stale``: the result is of other settings than the cable and scene have now (None: the
@@ -228,14 +250,7 @@ class VIEW3D_PT_cable_harness(_SidebarPanel, bpy.types.Panel):
         layout.prop(s, "end")
         if is_junction(s.end):
             layout.prop(s, "end_outlet")
-        layout.label(text="Clips, start to end")
-        _list_heading(layout, "Clip", "Arc Length")
-        buttons = _list_with_buttons(layout, "CABLE_HARNESS_UL_clips", s, "clips", "active_clip", "clip")
-        buttons.separator()
-        buttons.operator("cable_harness.clip_move", icon="TRIA_UP", text="").direction = "UP"
-        buttons.operator("cable_harness.clip_move", icon="TRIA_DOWN", text="").direction = "DOWN"
-        for note in detached:
-            _wrapped(layout, note, "ERROR")
+        VIEW3D_PT_cable_harness._draw_clips(layout, s, detached)
         layout.prop(s, "length")
         layout.prop(s, "is_bundle")
         if s.is_bundle:

@@ -57,12 +57,15 @@ def test_a_clip_row_has_the_clip_first_and_its_arc_length_in_a_column_of_its_own
     s = cable.cable_harness
     drawn = _row("CABLE_HARNESS_UL_clips", s, s.clips[0])
     assert drawn[0][0] == "split" and 0.3 <= drawn[0][1] <= 0.6
+    # the clip's name as text first: as a picker, its icon and clear button took the whole column
+    # at the default sidebar width and no name showed (docs/panel.png)
+    assert [entry for entry in drawn if entry[0] in ("prop", "label")][0] == ("label", s.clips[0].clip.name)
     props = [entry[1:] for entry in drawn if entry[0] == "prop"]
-    assert props[0] == ("clip", "")
-    assert ("s", "") in props  # the value alone: its column is named above the list
+    assert ("s", "") in props and ("clip", "") not in props  # the value alone: named above the list
     labels = []
     bpy.types.VIEW3D_PT_cable_harness._draw_cable(RecordingLayout(labels), s)
     assert ("label", "Arc Length") in labels and ("label", "Clip") in labels
+    assert ("prop", "clip", "Selected Clip") in labels  # the selected row's clip is chosen below
 
 
 def test_a_wire_row_has_its_id_first_and_fits_count_and_diameter(extension):
@@ -73,6 +76,8 @@ def test_a_wire_row_has_its_id_first_and_fits_count_and_diameter(extension):
     wire.wire_id, wire.count, wire.diameter = "W1", 7, 0.0016
     drawn = _row("CABLE_HARNESS_UL_wires", s, wire)
     assert drawn[0][0] == "split"
+    # the count's column narrower than the diameter's, which was cut to "1." at the default width
+    assert [entry for entry in drawn if entry[0] == "split"][1][1] < 0.5
     props = [entry[1:] for entry in drawn if entry[0] == "prop"]
     assert props == [("wire_id", ""), ("count", ""), ("diameter", "")]
     assert not [entry for entry in drawn if entry[0] == "label"]  # no "x" squeezed between the values
