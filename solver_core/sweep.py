@@ -242,6 +242,7 @@ def _min_clearance(nodes, radius, obstacles) -> float | None:
     """Smallest gap between the cable's surface and the obstacles: exact for planes and spheres (over
     the segments), segment-triangle distances for meshes (clearance.py); None without obstacles."""
     from .clearance import clearance_to_triangles
+    from .mounting import cut_zone
 
     best = math.inf
     a, b = nodes[:-1], nodes[1:]
@@ -256,8 +257,13 @@ def _min_clearance(nodes, radius, obstacles) -> float | None:
             gap = np.linalg.norm(a + t[:, None] * d - c, axis=1).min() - o["radius"] - radius
             best = min(best, float(gap))
         else:
-            tris = np.asarray(o["vertices"])[np.asarray(o["triangles"])]
-            best = min(best, clearance_to_triangles(nodes, radius, tris)[0])
+            tris = np.asarray(o["vertices"], dtype=np.float64)[np.asarray(o["triangles"])]
+            # where a connector is mounted on the mesh, the cable leaves its face: the mount zones
+            # are no obstacle to the solve (obstacles_from_case), nor to the clearance
+            for *centre, zone in o.get("mount_zones", ()):
+                tris = cut_zone(tris, np.zeros(len(tris)), np.zeros((len(tris), 3)), np.array(centre), zone)[0]
+            if len(tris):
+                best = min(best, clearance_to_triangles(nodes, radius, tris)[0])
     return best if math.isfinite(best) else None
 
 

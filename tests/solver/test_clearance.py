@@ -112,3 +112,22 @@ def test_clearance_is_the_exact_surface_gap_to_the_nearest_triangle():
     assert clearance(line, r, np.zeros((0, 3, 3))) == (float("inf"), -1.0)
     with pytest.raises(ValueError, match="positions"):
         clearance(np.zeros((1, 3)), r, tri)
+
+
+def test_a_sweeps_clearance_leaves_out_the_mount_zone_of_a_connector_on_a_face():
+    # A connector mounted on a face (case format "mounted_on") starts its cable on that face: the
+    # solve cuts the face's mount zone out of the obstacle, and a Variation Study's min clearance
+    # reported about zero at every such connector before it did the same.
+    from helpers.obstacles import box
+
+    from solver_core.sweep import _min_clearance
+
+    block = box((-0.1, -0.1, -0.1), (0.1, 0.1, 0.0))
+    radius = 0.002
+    nodes = np.array([[0.0, 0.0, 0.0], [0.0, 0.0, 0.01], [0.0, 0.0, 0.02]])  # up from the top's middle
+    assert _min_clearance(nodes, radius, [block]) == pytest.approx(-radius)
+    zone = 0.006
+    mounted = {**block, "mount_zones": [[0.0, 0.0, 0.0, zone]]}
+    # the nearest of the face left is the zone's rim, a zone radius from the centre line (the rim is
+    # cut in pieces, so somewhat nearer)
+    assert 0.5 * zone - radius < _min_clearance(nodes, radius, [mounted]) <= zone - radius + 1e-12
