@@ -120,7 +120,9 @@ def _finish() -> None:
         return
     lines = [line for line in _log_lines() if line.strip()]
     reason = lines[-1] if lines else f"exit status {code}"
-    if code < 0:  # ended by a signal: Cancel (or the system)
+    # ended by a signal (Cancel, or the system): killed outright (negative), or the sweep's own exit
+    # for SIGHUP, SIGINT and SIGTERM (128 + the signal), after keeping the rows solved so far
+    if code < 0 or code in (128 + 1, 128 + 2, 128 + 15):
         reason = "cancelled"
     _state["message"] = f"the study stopped: {reason}"
 
