@@ -3,7 +3,7 @@
 """Developer entry point: makes the virtual environment, then runs the main job or the tests.
 
     python3 tools/dev.py demo      # the main job (see README)
-    python3 tools/dev.py test      # all tests: solver tests first, then Blender tests
+    python3 tools/dev.py test      # all tests: solver and Blender tests, on two cores
     python3 tools/dev.py test -k cantilever          # extra arguments go to pytest
     python3 tools/dev.py lint      # ruff: lint and format check
     python3 tools/dev.py bench     # the benchmarks (print figures)
@@ -21,6 +21,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import venv
 from pathlib import Path
 
@@ -29,6 +30,7 @@ VENV = ROOT / ".venv"
 REQUIREMENTS = ROOT / "requirements" / "dev.txt"
 DEMOS_VENV = ROOT / ".venv-blender4.2"
 DEMOS_REQUIREMENTS = ROOT / "requirements" / "blender42.txt"
+SHARD = "CABLE_HARNESS_TEST_SHARD"  # read by tests/solver/conftest.py
 
 
 def _say(text: str) -> None:
@@ -97,25 +99,48 @@ def main(argv: list[str]) -> int:
             _say(f"running {script.name}")
             code |= run(python, "-m", f"benchmarks.{script.stem}", *rest)
         return code
-    # Solver tests first (no bpy), then the Blender tests in their own process. The Blender tests use
-    # the kernels built for the Linux zip (tools/prebuild_kernels.py): for a whole run they are built
-    # meanwhile, at the lowest priority, on the core the serial solver tests leave idle (at normal
-    # priority the build's two processes slowed the solver tests from 12.8 to 15.2 min on 2 cores);
-    # a run with pytest arguments builds them in the Blender tests, where they are needed.
-    build = [str(python), "-m", "tools.prebuild_kernels"]
-    nice = {"preexec_fn": lambda: os.nice(19)} if hasattr(os, "nice") else {}
-    kernels = None if rest else subprocess.Popen(build, cwd=ROOT, stdout=subprocess.DEVNULL, **nice)
-    try:
+    if rest:  # a selection: the solver tests, then the Blender tests (which build their kernels if needed)
         code = run(python, "-m", "pytest", "tests/solver", *rest)
-    finally:
-        built = 0 if kernels is None else kernels.wait()
-    if code not in (0,):
-        return code
-    if built != 0:
-        _say("building the kernels for the Blender tests failed (python -m tools.prebuild_kernels says why)")
-        return built
-    blender = run(python, "-m", "pytest", "tests/blender", *rest)
-    return 0 if blender == 5 and rest else blender  # -k filters may select no Blender test
+        if code not in (0, 5):
+            return code
+        blender = run(python, "-m", "pytest", "tests/blender", *rest)
+        return 0 if blender == 5 or (blender == 0 and code in (0, 5)) else blender
+    return _test_everything(python)
+
+
+def _test_everything(python: Path) -> int:
+    """All tests on two cores. Compiling the kernels comes first, as two builds side by side: the
+    solver tests' (solver_core.warmup) and the Blender tests' (tools/prebuild_kernels.py: the Linux
+    zip's, under the installed extension's module name, so numba caches them apart). Then the solver
+    tests run as two shards side by side (tests/solver/conftest.py), the Blender tests after the
+    first. One serial run with the Blender kernels built at low priority beside it took 20.4 min; the
+    docs/performance.md table has this layout's figures."""
+    started = time.monotonic()
+    builds = [
+        subprocess.Popen([str(python), "-m", "solver_core.warmup"], cwd=ROOT, stdout=subprocess.DEVNULL),
+        subprocess.Popen([str(python), "-m", "tools.prebuild_kernels"], cwd=ROOT, stdout=subprocess.DEVNULL),
+    ]
+    warmed, built = (build.wait() for build in builds)
+    _say(f"kernels compiled in {time.monotonic() - started:.0f} s")
+    if warmed or built:
+        _say("compiling the kernels failed (python -m solver_core.warmup or -m tools.prebuild_kernels says why)")
+        return warmed or built
+    log = ROOT / ".pytest_cache" / "solver-shard-2.log"
+    log.parent.mkdir(exist_ok=True)
+    pytest = [str(python), "-m", "pytest", "tests/solver"]
+    with open(log, "w") as out:
+        second = subprocess.Popen(
+            pytest, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, SHARD: "1/2"}
+        )
+        try:
+            first = subprocess.run(pytest, cwd=ROOT, env={**os.environ, SHARD: "0/2"}).returncode
+            blender = run(python, "-m", "pytest", "tests/blender")
+        finally:
+            other = second.wait()
+    _say("the solver tests' second shard:")
+    print(log.read_text(), flush=True)
+    _say(f"all tests in {time.monotonic() - started:.0f} s")
+    return first or other or blender
 
 
 if __name__ == "__main__":
