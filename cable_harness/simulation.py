@@ -271,7 +271,7 @@ class HarnessSimulation:
         """Where the solver holds a cable's end now (world, Blender units), or None."""
         if not self.harness.has_cable(name) or not self.harness.is_solved(name):
             return None
-        frame = getattr(self.harness.cables[name].boundary, side)
+        frame = self.harness.held_end(name, side)
         return None if frame is None else np.asarray(frame.position) / self.scale
 
     def _detached_warnings(self, scene) -> list:
@@ -400,36 +400,30 @@ class HarnessSimulation:
     def junction_moves(self, scene) -> dict:
         """Where the fixed junctions are now: {name: JunctionMove} (position and turn from the case's frame)."""
         moves = {}
-        junctions = self.harness.junctions
-        for spec in () if junctions is None else junctions.specs:
-            ob = bpy.data.objects.get(spec.id)
-            if spec.fixed and is_junction(ob) and spec.id in self.junction_frames:
+        for jid, doc in self.harness.junction_documents().items():
+            ob = bpy.data.objects.get(jid)
+            if doc["fixed"] and is_junction(ob) and jid in self.junction_frames:
                 position = np.array(ob.matrix_world.translation) * self.scale
-                moves[spec.id] = JunctionMove(position, rotation_of(ob) @ self.junction_frames[spec.id].T)
+                moves[jid] = JunctionMove(position, rotation_of(ob) @ self.junction_frames[jid].T)
         return moves
 
     def write_junctions(self) -> None:
         """Move the free junctions' empties to their solved frames (their scale kept); every junction's
         read-out says what its branches pull it with."""
-        junctions = self.harness.junctions
-        documents = {} if junctions is None else junctions.junction_documents()
-        for k, spec in enumerate(() if junctions is None else junctions.specs):
-            ob = bpy.data.objects.get(spec.id)
+        for jid, doc in self.harness.junction_documents().items():
+            ob = bpy.data.objects.get(jid)
             if not is_junction(ob):
                 continue
-            last = junctions.last
-            pulls = ", ".join(
-                f"{b['cable']} {float(np.linalg.norm(b['force'])):.3g} N" for b in documents[spec.id]["branches"]
-            )
-            state = "balanced" if last is not None and last.converged else "NOT balanced (last good state)"
-            push = sum((np.asarray(c["force"]) for c in documents[spec.id]["contacts"]), np.zeros(3))
-            if documents[spec.id]["contacts"]:
+            pulls = ", ".join(f"{b['cable']} {float(np.linalg.norm(b['force'])):.3g} N" for b in doc["branches"])
+            state = "balanced" if doc["converged"] else "NOT balanced (last good state)"
+            push = sum((np.asarray(c["force"]) for c in doc["contacts"]), np.zeros(3))
+            if doc["contacts"]:
                 state += f", resting on an obstacle ({float(np.linalg.norm(push)):.3g} N)"
             ob.cable_harness.junction_readout = f"{state}; branch pulls: {pulls}" if pulls else state
-            if spec.fixed or spec.id not in self.junction_frames:
+            if doc["fixed"] or jid not in self.junction_frames:
                 continue
-            R = junctions.frames.rotation[k] @ self.junction_frames[spec.id]
-            location = Vector((junctions.frames.position[k] / self.scale).tolist())
+            R = np.asarray(doc["rotation"]) @ self.junction_frames[jid]
+            location = Vector((np.asarray(doc["position"]) / self.scale).tolist())
             ob.matrix_world = Matrix.LocRotScale(location, Matrix(R.tolist()), ob.matrix_world.to_scale())
 
     def _read(self, scene, report) -> dict:
@@ -450,7 +444,7 @@ class HarnessSimulation:
                 self._rename(name, ob.name)
             try:
                 signature = build_signature(scene, ob, self.scale)
-                branch = self.harness.junctions is not None and ob.name in self.harness.junctions.branches
+                branch = self.harness.is_branch(ob.name)
                 if self.signatures.get(ob.name) != signature and (branch or cable_junctions(scene, ob)):
                     rebuild = True
                     continue

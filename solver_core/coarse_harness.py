@@ -40,7 +40,7 @@ class CoarseStart:
     routes should the fine solve fail from there."""
 
     report: JunctionReport | None
-    kept: dict | None = None
+    kept: object = None  # harness.HarnessCheckpoint
 
 
 def applies(harness, targets: dict, moves: dict) -> bool:

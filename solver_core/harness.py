@@ -16,6 +16,7 @@ from .case import (
     CableChange,
     CableSpec,
     Case,
+    Frame,
     as_float,
     check_dynamics,
     check_reachable,
@@ -87,6 +88,16 @@ class CableSession:
                 return self.group_push
             state = self.state
         return self.interactions.contact_gradient_at(state)
+
+
+@dataclass(frozen=True)
+class HarnessCheckpoint:
+    """Harness.checkpoint: cables' sessions (sessions.SessionCheckpoint by id), the junctions'
+    (junctions.JunctionCheckpoint or None) and the harness's time."""
+
+    sessions: dict
+    junctions: object
+    time: float
 
 
 def held_vector(session: CableSession, boundary: Boundary, length: float) -> np.ndarray:
@@ -281,6 +292,27 @@ class Harness:
         segment = min(int(where), model.n_segments - 1)
         return gap, float(model.node_s[segment] + (where - segment) * model.rest_len[segment])
 
+    def held_end(self, cable_id: str, side: str) -> Frame | None:
+        """The frame the solver holds the cable's ``side`` ("start" or "end") at now (metres), or None
+        (a free end)."""
+        return getattr(self.cables[cable_id].boundary, side)
+
+    def is_branch(self, cable_id: str) -> bool:
+        """Whether an end of the cable is held by a junction."""
+        return self.junctions is not None and cable_id in self.junctions.branches
+
+    def junction_documents(self) -> dict:
+        """The result's ``junctions`` block ({} without junctions; case order): per junction its
+        frame, whether it is fixed and balanced, and what each branch pulls it with."""
+        return {} if self.junctions is None else self.junctions.junction_documents()
+
+    def branches_at(self, junction_id: str) -> list:
+        """The cables with an end held by the junction."""
+        if self.junctions is None:
+            return []
+        branches = self.junctions.branches.items()
+        return [cid for cid, ends in branches if any(end.junction == junction_id for _side, end in ends)]
+
     def rename_cable(self, old: str, new: str) -> None:
         """Give a cable a new id (its object was renamed), keeping its state and results."""
         if old not in self.cables or new in self.cables:
@@ -314,19 +346,17 @@ class Harness:
             if not session.solved:
                 self._choose_initial_state(cable_id, session)
 
-    def checkpoint(self, cable_ids) -> dict:
-        """What solving these cables changes, to undo a solve (e.g. one made with too few obstacles):
-        their sessions (motion included) and, under the key None, the junctions' and the time."""
-        out = snapshot_sessions(self, cable_ids)
-        out[None] = (self.junctions.checkpoint() if self.junctions is not None else None, self.time)
-        return out
+    def checkpoint(self, cable_ids) -> "HarnessCheckpoint":
+        """What solving these cables changes, copied, to undo a solve (e.g. one made with too few
+        obstacles): their sessions (motion included), the junctions' and the time."""
+        junctions = self.junctions.checkpoint() if self.junctions is not None else None
+        return HarnessCheckpoint(snapshot_sessions(self, cable_ids), junctions, self.time)
 
-    def restore(self, checkpoint: dict) -> None:
-        checkpoint = dict(checkpoint)
-        junctions, self.time = checkpoint.pop(None)
-        if junctions is not None:
-            self.junctions.restore(junctions)
-        restore_sessions(self, checkpoint)
+    def restore(self, checkpoint: "HarnessCheckpoint") -> None:
+        self.time = checkpoint.time
+        if checkpoint.junctions is not None:
+            self.junctions.restore(checkpoint.junctions)
+        restore_sessions(self, checkpoint.sessions)
 
     def check_reach(self, cable_id: str, change: CableChange) -> None:
         """CaseError when ``change`` holds the cable further apart than its length allows (its ends, or
@@ -617,7 +647,7 @@ class Harness:
                     return b, c
         return None
 
-    def _refuse_step(self, kept: dict, reports: dict, touching: tuple) -> dict:
+    def _refuse_step(self, kept: HarnessCheckpoint, reports: dict, touching: tuple) -> dict:
         """The cables and junctions of the step put back as before it, every report a failure."""
         self.restore(kept)
         message = (

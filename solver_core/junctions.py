@@ -89,6 +89,22 @@ class JunctionFrames:
         return JunctionFrames(self.position.copy(), self.rotation.copy())
 
 
+@dataclass(frozen=True)
+class JunctionCheckpoint:
+    """What a solve changes in a JunctionSystem, copied (JunctionSystem.checkpoint)."""
+
+    frames: JunctionFrames
+    stiffness: np.ndarray | None  # the junctions' condensed stiffness, as formed or updated
+    broyden_updates: int
+    residual: object
+    loads: dict
+    last: object  # the last converged step, for the predictor
+    last_motion: object
+    formed_at: object  # the state the stiffness was formed at
+    curvature: object
+    contact: list | None  # per junction contact: (stiffness, stiffenings, contacts)
+
+
 @dataclass
 class JunctionReport:
     converged: bool
@@ -149,26 +165,27 @@ class JunctionSystem(JunctionStiffness, JunctionChecks):
         free = tuple(k for k, s in enumerate(specs) if not s.fixed)
         return cls(specs, branches, frames, free)
 
-    def checkpoint(self) -> tuple:
-        """What a solve changes here, to undo it (Harness.checkpoint)."""
-        stiffness = None if self.stiffness is None else self.stiffness.copy()
-        kept = (
-            self.broyden_updates,
-            self.residual,
-            dict(self.loads),
-            self.last,
-            self.last_motion,
-            self.formed_at,
-            self.curvature,
+    def checkpoint(self) -> "JunctionCheckpoint":
+        """What a solve changes here, copied, to undo it (Harness.checkpoint)."""
+        return JunctionCheckpoint(
+            frames=self.frames.copy(),
+            stiffness=None if self.stiffness is None else self.stiffness.copy(),
+            broyden_updates=self.broyden_updates,
+            residual=self.residual,
+            loads=dict(self.loads),
+            last=self.last,
+            last_motion=self.last_motion,
+            formed_at=self.formed_at,
+            curvature=self.curvature,
+            contact=self._contact_state(),
         )
-        return self.frames.copy(), stiffness, kept, self._contact_state()
 
-    def restore(self, kept: tuple) -> None:
-        frames, stiffness, inner, contact = kept
-        self.broyden_updates, self.residual, loads, self.last, self.last_motion, self.formed_at, self.curvature = inner
-        self.frames, self.loads = frames.copy(), dict(loads)
-        self.stiffness = None if stiffness is None else stiffness.copy()
-        self._restore_contact(contact)
+    def restore(self, kept: "JunctionCheckpoint") -> None:
+        self.broyden_updates, self.residual, self.last = kept.broyden_updates, kept.residual, kept.last
+        self.last_motion, self.formed_at, self.curvature = kept.last_motion, kept.formed_at, kept.curvature
+        self.frames, self.loads = kept.frames.copy(), dict(kept.loads)
+        self.stiffness = None if kept.stiffness is None else kept.stiffness.copy()
+        self._restore_contact(kept.contact)
 
     def _contact_state(self):
         if self.contact is None:

@@ -223,8 +223,8 @@ class _BakeRun:
         self.index += 1
 
     def _sample_junctions(self, frame: int, report) -> None:
-        junctions = self.simulation.harness.junctions
-        documents = {} if junctions is None else junctions.junction_documents()
+        harness = self.simulation.harness
+        documents = harness.junction_documents()
         for jid, doc in documents.items():
             branches = [b["cable"] for b in doc["branches"]]
             converged = not any(cid in report.failed for cid in branches)
@@ -237,13 +237,12 @@ class _BakeRun:
                 # what the obstacles push the junction itself with (N; 0 when clear)
                 record["push"] = float(np.linalg.norm(np.sum([c["force"] for c in doc["contacts"]], axis=0)))
             self.log["junctions"].setdefault(jid, []).append(record)
-        for spec in () if junctions is None else junctions.specs:
-            ob = bpy.data.objects.get(spec.id)
-            if spec.fixed or ob is None:
+        for jid, doc in documents.items():
+            ob = bpy.data.objects.get(jid)
+            if doc["fixed"] or ob is None:
                 continue
-            branches = [cid for cid, ends in junctions.branches.items() if any(e.junction == spec.id for _s, e in ends)]
-            if not any(cid in report.failed for cid in branches):
-                self.junction_samples.setdefault(spec.id, []).append((frame, ob.matrix_world.copy()))
+            if not any(cid in report.failed for cid in harness.branches_at(jid)):
+                self.junction_samples.setdefault(jid, []).append((frame, ob.matrix_world.copy()))
 
     def finish(self, context) -> int:
         baked = 0

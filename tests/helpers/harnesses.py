@@ -107,3 +107,14 @@ def v_weight(result):
     for cid, c in result["cables"].items():
         total += node_masses(c, diameter=2 * V_RADIUS if cid == "trunk" else 0.004).sum() * G
     return total
+
+
+def asymmetric_harness(segments=20):
+    """A trunk to a free junction carrying two branches of different length at different angles, one
+    rising, under gravity: no symmetry for the condensed stiffness to hide an error in."""
+    return case(
+        branch("trunk", 0.27, AT_ORIGIN, at("J", [1, 0, 0]), segments),
+        branch("left", 0.22, at("J", [1, 1, 0.3]), connector([0.38, 0.14, 0.05], [1, 1, 0]), segments),
+        branch("right", 0.3, at("J", [1, -0.6, 0]), connector([0.5, -0.12, 0.0], [1, -0.5, 0]), segments, 0.006),
+        junctions=[{"id": "J", "position": [0.25, 0.0, 0.0], "mass": 0.02}],
+    )

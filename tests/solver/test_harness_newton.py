@@ -8,7 +8,7 @@ would reach an obstacle."""
 import numpy as np
 import pytest
 from helpers.cases import cable, case, harness
-from helpers.harnesses import AT_ORIGIN, STIFF, at, branch, connector
+from helpers.harnesses import AT_ORIGIN, STIFF, asymmetric_harness, at, branch, connector
 
 from solver_core import CableChange, Frame
 from solver_core.end_stiffness import Condensation, condensed_end_stiffness
@@ -117,17 +117,6 @@ def _between_junctions(h):
     other = build(two)
     assert all(r.converged for r in other.solve_step().values())
     return other.cables["right"]
-
-
-def asymmetric_harness(segments=20):
-    """A trunk to a free junction carrying two branches of different length at different angles, one
-    rising, under gravity: no symmetry for the condensed stiffness to hide an error in."""
-    return case(
-        branch("trunk", 0.27, AT_ORIGIN, at("J", [1, 0, 0]), segments),
-        branch("left", 0.22, at("J", [1, 1, 0.3]), connector([0.38, 0.14, 0.05], [1, 1, 0]), segments),
-        branch("right", 0.3, at("J", [1, -0.6, 0]), connector([0.5, -0.12, 0.0], [1, -0.5, 0]), segments, 0.006),
-        junctions=[{"id": "J", "position": [0.25, 0.0, 0.0], "mass": 0.02}],
-    )
 
 
 def test_the_junctions_energy_does_not_grow_with_where_the_scene_lies():
