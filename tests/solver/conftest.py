@@ -20,13 +20,15 @@ def rng():
 
 
 def pytest_collection_modifyitems(config, items):
-    """CABLE_HARNESS_TEST_SHARD="k/n" keeps every n-th test from the k-th (tools/dev.py test runs the
-    solver tests as two such shards side by side on a 2-core machine). The collection order is the
-    same in every shard, so the shards together run each test exactly once."""
+    """CABLE_HARNESS_TEST_SHARD="a:b/n" keeps the tests whose place in the collection, modulo n, lies in
+    [a, b) (tools/dev.py test runs the solver tests as two such shards side by side on a 2-core
+    machine, the one followed by the Blender tests smaller). The collection order is the same in
+    every shard, so shards that cover [0, n) together run each test exactly once."""
     shard = os.environ.get("CABLE_HARNESS_TEST_SHARD")
     if not shard:
         return
-    k, n = (int(part) for part in shard.split("/"))
-    kept = [item for i, item in enumerate(items) if i % n == k]
-    config.hook.pytest_deselected(items=[item for i, item in enumerate(items) if i % n != k])
-    items[:] = kept
+    places, n = shard.split("/")
+    first, stop = (int(part) for part in places.split(":"))
+    keep = [first <= i % int(n) < stop for i in range(len(items))]
+    config.hook.pytest_deselected(items=[item for item, kept in zip(items, keep) if not kept])
+    items[:] = [item for item, kept in zip(items, keep) if kept]
