@@ -11,7 +11,7 @@ independently of the solver: tests/helpers/swept.py). Also the worst penetration
 Newton step, that of the first guesses (the route given the cable's length; deep only where the
 route itself is drawn through), and the time per solve.
 
-    .venv/bin/python -m benchmarks.bench_robustness [--drapes N] [--piles N] [--seed S]
+    .venv/bin/python -m benchmarks.bench_robustness [--drapes N] [--piles N] [--seed S] [--friction MU]
 
 Targets: none passed through; every failure shown as one, with its reason; no penetration beyond 1 %
 of the radius at any iterate.
@@ -19,6 +19,7 @@ of the radius at any iterate.
 
 import argparse
 import collections
+import copy
 import time
 
 import numpy as np
@@ -73,6 +74,31 @@ def far_side(nodes, obstacle, side) -> bool:
     return bool(np.any(inside & beyond))
 
 
+def beyond_the_edge(drawn) -> float | None:
+    """For a drape that ended on the far side of a plate, box or cylinder: where the same first solve
+    leaves it when there is nothing to slide off sideways (the obstacle made 20 times as wide across
+    the route): how far (m) its cable then lies beyond the real obstacle's edge across the route. > 0:
+    its slack goes sideways further than the real obstacle reaches (on a 0.76 m wide plate, frictionless,
+    a converged and stable 0.45 m to the side), so on the real one it slides off and hangs under, the
+    physics rather than a way round the solver chose. None where that solve does not end on the drawn
+    side, or for a sphere (not examined)."""
+    doc = copy.deepcopy(drawn["case"])
+    obstacle = doc["obstacles"][0]
+    if obstacle["type"] != "mesh":
+        return None
+    vertices = np.asarray(obstacle["vertices"], float)
+    edge = float(np.abs(vertices[:, 1]).max())
+    vertices[:, 1] *= 20.0
+    obstacle["vertices"] = vertices.tolist()
+    h = Harness.from_case(parse_case(doc))
+    if not h.solve_step()["W"].converged:
+        return None
+    nodes = np.array(h.cable_result("W")["nodes"])
+    if far_side(nodes, obstacle, drawn["side"]):
+        return None
+    return float(np.abs(nodes[:, 1]).max()) - edge
+
+
 def _slack_bin(slack):
     return "slack 0-10 %" if slack < 0.1 else "slack 10-30 %" if slack < 0.3 else "slack 30-50 %"
 
@@ -81,7 +107,7 @@ def _segments_bin(segments):
     return "4-15 segments" if segments < 16 else "16-50 segments" if segments < 51 else "51-100 segments"
 
 
-def drapes(n, rng, verbose=False):
+def drapes(n, rng, verbose=False, friction=0.0):
     rows = []
     times = []
     worst_iterate = 0.0
@@ -90,6 +116,8 @@ def drapes(n, rng, verbose=False):
     for _ in range(n):
         drawn = drape_case(rng)
         doc, obstacle = drawn["case"], drawn["case"]["obstacles"][0]
+        if friction:  # the case format's example: dynamic friction two thirds of static
+            doc["contact"] = {"friction_static": friction, "friction_dynamic": 2.0 * friction / 3.0}
         radius = 0.5 * doc["cables"][0]["diameter"]
         outcome, reason = "converged", ""
         with IterateRecorder(equilibrium) as recorder:
@@ -120,12 +148,14 @@ def drapes(n, rng, verbose=False):
             worst_iterate = max(worst_iterate, deepest / radius)
             first = -min_clearance(recorder.paths[0][0] + origin, radius, [obstacle]) if recorder.paths else 0.0
             worst_guess = max(worst_guess, first / radius)
-        rows.append({**drawn, "outcome": outcome, "through": through, "far": far})
+        beyond = beyond_the_edge(drawn) if far else None
+        rows.append({**drawn, "outcome": outcome, "through": through, "far": far, "beyond": beyond})
         if verbose:
             print(
                 f"{len(rows):4d} {drawn['kind']:10s} {drawn['side']:5s} slack {drawn['slack']:.2f} "
                 f"{drawn['segments']:3d} segments, size {drawn['size']:.3f} m: {outcome}"
                 f"{' THROUGH' if through else ''}{' FAR SIDE' if far else ''}"
+                f"{f' (drawn side {beyond * 1e3:.0f} mm beyond the edge)' if far and beyond is not None else ''}"
                 f" ({len(recorder.states)} states) {reason[:80]}",
                 flush=True,
             )
@@ -199,20 +229,27 @@ def main():
     parser.add_argument("--piles", type=int, default=50)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--verbose", action="store_true", help="a line per drape")
+    parser.add_argument("--friction", type=float, default=0.0, help="static friction of the drapes (default none)")
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
     if args.drapes:
-        rows, times, (worst, guess), failures = drapes(args.drapes, rng, args.verbose)
+        rows, times, (worst, guess), failures = drapes(args.drapes, rng, args.verbose, args.friction)
         through = sum(r["through"] for r in rows)
         far = sum(r["far"] for r in rows)
         went_round = far - sum(r["far"] and r["through"] for r in rows)
         print(
-            f"drapes (seed {args.seed}): {sum(r['outcome'] == 'converged' for r in rows)}/{len(rows)} converged on "
+            f"drapes (seed {args.seed}, friction {args.friction:g}): "
+            f"{sum(r['outcome'] == 'converged' for r in rows)}/{len(rows)} converged on "
             f"all 3 steps, {far} ended on the far side of their obstacle ({went_round} by going "
             f"round it), {through} passed through it (target 0); worst penetration reached by a "
             f"step {worst * 100:.2f} % R, of a first guess {guess * 100:.2f} % R; "
             f"per solve median {np.median(times) * 1e3:.1f} ms, worst "
             f"{max(times) * 1e3:.0f} ms"
+        )
+        physics = sum(r["far"] and r["beyond"] is not None and r["beyond"] > 0.0 for r in rows)
+        print(
+            f"  of the {far} on the far side, {physics} have their drawn side's equilibrium beyond the obstacle's "
+            f"edge (the obstacle made 20x as wide across the route: no equilibrium on the drawn side; physics)"
         )
         for title, key in (
             ("by obstacle", lambda r: r["kind"]),
