@@ -23,7 +23,9 @@ def step_crosses_triangles(pos0, pos1, node_part, obstacles):
     tris = obstacles.triangles
     if tris.shape[0] == 0:
         return False
-    t_min, t_max, t_left, t_right, t_start, t_count, t_order = obstacles[6:13]
+    # the triangle tree by name (kernel_arrays.ObstacleArrays)
+    t_min, t_max, t_left, t_right = obstacles.tree_min, obstacles.tree_max, obstacles.tree_left, obstacles.tree_right
+    t_start, t_count, t_order = obstacles.tree_start, obstacles.tree_count, obstacles.tree_order
     hits = np.empty(64, dtype=np.int64)
     lo = np.empty(3)
     hi = np.empty(3)

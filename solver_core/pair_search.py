@@ -105,26 +105,24 @@ def find_pairs(pos, node_radius, node_part, reach, obstacles, self_gap):
     (it meets nothing), and segments of different cables always meet, but for two numbered from
     APART_PARTS on (branches of a harness, which meet at their junctions). ``node_radius`` is each
     node's cable radius."""
-    (
-        plane_p,
-        plane_n,
-        sph_c,
-        sph_r,
-        tris,
-        _owner,
-        t_min,
-        t_max,
-        t_left,
-        t_right,
-        t_start,
-        t_count,
-        t_order,
-        cap_a,
-        cap_b,
-        cap_r,
-        tri_sharp,
-        tri_fold,
-    ) = obstacles
+    # the obstacles' arrays by name (kernel_arrays.ObstacleArrays)
+    plane_p = obstacles.plane_point
+    plane_n = obstacles.plane_normal
+    sph_c = obstacles.sphere_centre
+    sph_r = obstacles.sphere_radius
+    tris = obstacles.triangles
+    t_min = obstacles.tree_min
+    t_max = obstacles.tree_max
+    t_left = obstacles.tree_left
+    t_right = obstacles.tree_right
+    t_start = obstacles.tree_start
+    t_count = obstacles.tree_count
+    t_order = obstacles.tree_order
+    cap_a = obstacles.capsule_a
+    cap_b = obstacles.capsule_b
+    cap_r = obstacles.capsule_radius
+    tri_sharp = obstacles.triangle_sharp
+    tri_fold = obstacles.triangle_fold
     n_nodes = pos.shape[0]
     n_seg = n_nodes - 1
     cap = 64 + 8 * n_nodes
@@ -328,26 +326,19 @@ def segment_penetration(pos, node_radius, node_part, obstacles):
     """Deepest penetration of any segment (not only node) into planes, spheres and triangles, in
     metres (0 when clear): catches a whole segment passing through a face between two nodes that
     are each far from it, which node-based contact pairs cannot see."""
-    (
-        plane_p,
-        plane_n,
-        sph_c,
-        sph_r,
-        tris,
-        _owner,
-        t_min,
-        t_max,
-        t_left,
-        t_right,
-        t_start,
-        t_count,
-        t_order,
-        _cap_a,
-        _cap_b,
-        _cap_r,
-        _sharp,
-        _fold,
-    ) = obstacles
+    # the obstacles' arrays by name (kernel_arrays.ObstacleArrays)
+    plane_p = obstacles.plane_point
+    plane_n = obstacles.plane_normal
+    sph_c = obstacles.sphere_centre
+    sph_r = obstacles.sphere_radius
+    tris = obstacles.triangles
+    t_min = obstacles.tree_min
+    t_max = obstacles.tree_max
+    t_left = obstacles.tree_left
+    t_right = obstacles.tree_right
+    t_start = obstacles.tree_start
+    t_count = obstacles.tree_count
+    t_order = obstacles.tree_order
     deepest = 0.0
     hits = np.empty(256, dtype=np.int64)
     lo = np.empty(3)
