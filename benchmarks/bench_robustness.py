@@ -31,7 +31,7 @@ R = 0.002
 MATERIAL = {"E": 126e6, "nu": 0.3, "density": 7958.0}
 # benchmark code shares the test helpers' independent measurements
 from tests.helpers.cases import min_clearance  # noqa: E402
-from tests.helpers.drapes import drape_case  # noqa: E402
+from tests.helpers.drapes import drape_case, far_side  # noqa: E402
 from tests.helpers.iterates import IterateRecorder  # noqa: E402
 from tests.helpers.swept import passes_through  # noqa: E402
 
@@ -45,33 +45,6 @@ def _through_on_paths(paths, origin, obstacle, radius) -> bool:
             if passes_through(a + origin, b + origin, obstacle, core=0.5 * radius):
                 return True
     return False
-
-
-def _extent(obstacle):
-    """(lo, hi) corners of the obstacle's bounding box."""
-    if obstacle["type"] == "sphere":
-        c, r = np.asarray(obstacle["center"], float), obstacle["radius"]
-        return c - r, c + r
-    v = np.asarray(obstacle["vertices"], float)
-    return v.min(axis=0), v.max(axis=0)
-
-
-def far_side(nodes, obstacle, side) -> bool:
-    """Whether the cable ends on the other side of the obstacle than it was drawn: drawn over (under)
-    it, a node below (above) the obstacle within its outline seen from above; drawn round its +y side,
-    a node beyond its -y side within its outline seen from the side. Says nothing of how it got there
-    (passes_through does)."""
-    lo, hi = _extent(obstacle)
-    x, y, z = nodes[:, 0], nodes[:, 1], nodes[:, 2]
-    if side == "round":
-        inside = (x > lo[0]) & (x < hi[0]) & (z > lo[2]) & (z < hi[2])
-        return bool(np.any(inside & (y < lo[1])))
-    inside = (x > lo[0]) & (x < hi[0]) & (y > lo[1]) & (y < hi[1])
-    if obstacle["type"] == "sphere":  # within the sphere's outline, not its bounding box's
-        c = np.asarray(obstacle["center"], float)
-        inside = np.hypot(x - c[0], y - c[1]) < obstacle["radius"]
-    beyond = (z < lo[2]) if side == "over" else (z > hi[2])
-    return bool(np.any(inside & beyond))
 
 
 def beyond_the_edge(drawn) -> float | None:

@@ -5,8 +5,8 @@ A user clicks a route that hugs the part it passes (a few millimetres clear of i
 cable its length: the route's plus 0 to 50 % slack. ``drape_case(rng)`` draws one such case: a
 zero-thickness plate, a 2 mm plate, a closed box (up to 1 m), a sphere (1 cm to 1 m) or a
 tessellated cylinder lying across the route; the route over, under or round it; 4 to 100 segments;
-cables 2 to 10 mm thick. Used by benchmarks/bench_robustness.py and tests/solver/test_drawn_routes.py
-(no solver code here).
+cables 2 to 10 mm thick; and ``far_side``, whether a cable ended on the other side than drawn. Used by
+benchmarks/bench_robustness.py and the tests (no solver code here).
 """
 
 import math
@@ -108,3 +108,30 @@ def drape_case(rng, kind=None, side=None, segments=None, slack=None) -> dict:
     }
     doc = {"format": "cable-harness-case/1", "cables": [cable], "obstacles": [obstacle]}
     return {"case": doc, "kind": kind, "side": side, "slack": slack, "segments": segments, "size": size}
+
+
+def extent(obstacle):
+    """(lo, hi) corners of the obstacle's bounding box."""
+    if obstacle["type"] == "sphere":
+        c, r = np.asarray(obstacle["center"], float), obstacle["radius"]
+        return c - r, c + r
+    v = np.asarray(obstacle["vertices"], float)
+    return v.min(axis=0), v.max(axis=0)
+
+
+def far_side(nodes, obstacle, side) -> bool:
+    """Whether the cable ends on the other side of the obstacle than it was drawn: drawn over (under)
+    it, a node below (above) the obstacle within its outline seen from above; drawn round its +y side,
+    a node beyond its -y side within its outline seen from the side. Says nothing of how it got there
+    (passes_through does)."""
+    lo, hi = extent(obstacle)
+    x, y, z = nodes[:, 0], nodes[:, 1], nodes[:, 2]
+    if side == "round":
+        inside = (x > lo[0]) & (x < hi[0]) & (z > lo[2]) & (z < hi[2])
+        return bool(np.any(inside & (y < lo[1])))
+    inside = (x > lo[0]) & (x < hi[0]) & (y > lo[1]) & (y < hi[1])
+    if obstacle["type"] == "sphere":  # within the sphere's outline, not its bounding box's
+        c = np.asarray(obstacle["center"], float)
+        inside = np.hypot(x - c[0], y - c[1]) < obstacle["radius"]
+    beyond = (z < lo[2]) if side == "over" else (z > hi[2])
+    return bool(np.any(inside & beyond))
