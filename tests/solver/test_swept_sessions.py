@@ -15,9 +15,8 @@ import pytest
 from helpers.cases import cable, case
 from helpers.drapes import drape_case
 from helpers.harnesses import at
-from helpers.iterates import IterateRecorder
+from helpers.iterates import IterateRecorder, passes_through_count
 from helpers.obstacles import box
-from helpers.swept import passes_through
 
 import solver_core.equilibrium as equilibrium
 from solver_core import CableChange, Frame, Harness, JunctionMove, parse_case
@@ -28,40 +27,6 @@ def every_iterate(monkeypatch):
     recorder = IterateRecorder(equilibrium)
     monkeypatch.setattr(equilibrium, "minimise_rod_energy", recorder)
     return recorder
-
-
-def _origin(interactions, obstacle) -> np.ndarray:
-    """The world position of a kernel call's frame: the kernel holds nodes and obstacles relative to
-    the model's origin (interactions._shifted_obstacles), so the shift of the obstacle gives it."""
-    arrays = interactions.obstacles
-    if obstacle["type"] == "sphere":
-        return np.asarray(obstacle["center"], float) - arrays.sphere_centre[0]
-    world = np.asarray(obstacle["vertices"], float)[np.asarray(obstacle["triangles"])]
-    origin = world[0, 0] - arrays.triangles[0, 0]
-    np.testing.assert_allclose(arrays.triangles + origin, world, atol=1e-12)
-    return origin
-
-
-def _motions(recorder, obstacle):
-    """(before, after) in world coordinates for every motion: within each kernel call, and into each
-    call's start from the nearest state of the same cable recorded before it."""
-    seen = {}  # per cable (its model's node_dof array, by identity): its states so far, stacked
-    for path, interactions, model_array in zip(recorder.paths, recorder.interactions, recorder.cables):
-        origin = _origin(interactions, obstacle)
-        path = np.array(path) + origin
-        key = id(model_array)  # the recorder keeps every cable's array alive, so no id is reused
-        before = seen.get(key)
-        if before is not None:
-            nearest = before[int(np.abs(before - path[0]).max(axis=(1, 2)).argmin())]
-            yield nearest, path[0]
-        yield from zip(path[:-1], path[1:])
-        seen[key] = path if before is None else np.concatenate((before, path))
-
-
-def _through(recorder, obstacle, radius) -> int:
-    """How many motions pass the centre line through the obstacle (half a radius under a sphere's
-    surface, as bench_robustness counts)."""
-    return sum(passes_through(a, b, obstacle, core=0.5 * radius) for a, b in _motions(recorder, obstacle))
 
 
 def _moved_end(h, cable_id, move):
@@ -84,7 +49,7 @@ def test_a_connector_dragged_tick_by_tick_never_pulls_the_cable_through(kind, ev
     for move in ticks:
         converged += h.solve_step(_moved_end(h, "W", move))["W"].converged
     assert converged >= len(ticks) - 1
-    assert _through(every_iterate, obstacle, radius) == 0
+    assert passes_through_count(every_iterate, obstacle, radius) == 0
 
 
 @pytest.mark.parametrize("kind", ["sphere"])
@@ -98,7 +63,7 @@ def test_a_fast_drag_split_by_the_solver_never_pulls_the_cable_through(kind, eve
     assert h.solve_step()["W"].converged
     report = h.solve_step(_moved_end(h, "W", np.array([0.0, 0.3, -0.25]) * drawn["size"]))["W"]
     assert report.converged or report.message  # a failure says why
-    assert _through(every_iterate, obstacle, radius) == 0
+    assert passes_through_count(every_iterate, obstacle, radius) == 0
 
 
 def _y_over_a_box():
@@ -141,4 +106,4 @@ def test_a_fixed_junction_moved_tick_by_tick_keeps_its_branches_on_the_box(every
         reports = h.solve_step(junction_moves={"J": JunctionMove(where.copy())})
         converged += all(r.converged for r in reports.values())
     assert converged >= 8
-    assert _through(every_iterate, block, radius) == 0
+    assert passes_through_count(every_iterate, block, radius) == 0
