@@ -29,6 +29,16 @@ def every_iterate(monkeypatch):
     return recorder
 
 
+def _solved_drape(seed, kind, segments, slack):
+    """A drape drawn over ``kind`` (helpers.drapes), solved: (what was drawn, its obstacle, the cable's
+    radius, the harness)."""
+    drawn = drape_case(np.random.default_rng(seed), kind=kind, side="over", segments=segments, slack=slack)
+    doc = drawn["case"]
+    h = Harness.from_case(parse_case(doc))
+    assert h.solve_step()["W"].converged
+    return drawn, doc["obstacles"][0], 0.5 * doc["cables"][0]["diameter"], h
+
+
 def _moved_end(h, cable_id, move):
     end = h.cables[cable_id].boundary.end
     return {cable_id: CableChange(end=Frame(end.position + move, end.tangent, end.normal))}
@@ -36,11 +46,7 @@ def _moved_end(h, cable_id, move):
 
 @pytest.mark.parametrize("kind", ["box"])
 def test_a_connector_dragged_tick_by_tick_never_pulls_the_cable_through(kind, every_iterate):
-    drawn = drape_case(np.random.default_rng(7), kind=kind, side="over", segments=14, slack=0.25)
-    doc, obstacle = drawn["case"], drawn["case"]["obstacles"][0]
-    radius = 0.5 * doc["cables"][0]["diameter"]
-    h = Harness.from_case(parse_case(doc))
-    assert h.solve_step()["W"].converged
+    drawn, obstacle, radius, h = _solved_drape(7, kind, segments=14, slack=0.25)
     # Simulate: the plug dragged across the route and down past the obstacle's top, 4 % of its size
     # per tick, then back up (a tick solves in some 300 iterations: 8 ticks keep the test short)
     size = drawn["size"]
@@ -56,11 +62,7 @@ def test_a_connector_dragged_tick_by_tick_never_pulls_the_cable_through(kind, ev
 def test_a_fast_drag_split_by_the_solver_never_pulls_the_cable_through(kind, every_iterate):
     # one step of 40 % of the obstacle's size: the solver continues along it in pieces (what Bake's
     # sub-frames and Simulate's follow steps hand it are the same kind of step)
-    drawn = drape_case(np.random.default_rng(11), kind=kind, side="over", segments=12, slack=0.15)
-    doc, obstacle = drawn["case"], drawn["case"]["obstacles"][0]
-    radius = 0.5 * doc["cables"][0]["diameter"]
-    h = Harness.from_case(parse_case(doc))
-    assert h.solve_step()["W"].converged
+    drawn, obstacle, radius, h = _solved_drape(11, kind, segments=12, slack=0.15)
     report = h.solve_step(_moved_end(h, "W", np.array([0.0, 0.3, -0.25]) * drawn["size"]))["W"]
     assert report.converged or report.message  # a failure says why
     assert passes_through_count(every_iterate, obstacle, radius) == 0
