@@ -846,13 +846,21 @@ def _solve_on(client, sweep, todo, sink, chunk_size, where="the local Dask clust
 
     from distributed import wait
 
+    answered = False
+
     def workers() -> dict:
+        nonlocal answered
         try:
-            return client.nthreads(callback_timeout=timeout)
+            threads = client.nthreads(callback_timeout=timeout)
         except TimeoutError:
-            raise ClusterLost(f"{where}: the scheduler does not answer (within {timeout:g} s)") from None
+            # silence from a scheduler that answered before is a lost connection (a killed scheduler
+            # on a loaded machine times out before the client sees its socket close)
+            what = "the connection to the scheduler was lost" if answered else "the scheduler does not answer"
+            raise ClusterLost(f"{where}: {what} (no answer within {timeout:g} s)") from None
         except (OSError, RuntimeError, asyncio.CancelledError):  # a closed connection, or a closed client
             raise ClusterLost(f"{where}: the connection to the scheduler was lost") from None
+        answered = True
+        return threads
 
     try:
         n_workers = max(1, len(workers()))
