@@ -56,6 +56,9 @@ def install() -> dict:
 
 
 def restore(previous: dict) -> None:
+    """Give the handlers back; the run that installed them has dealt with any signal received."""
+    global received
+    received = None
     for s, handler in previous.items():
         try:
             signal.signal(s, handler)

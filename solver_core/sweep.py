@@ -48,6 +48,7 @@ import numpy as np
 from .case import as_float, as_int, read_json
 from .errors import CaseError, show
 from .materials import MATERIAL_KEYS
+from .signals import as_interruption
 
 SWEEP_FORMAT = "cable-harness-sweep/1"
 METRICS = ("converged", "length", "min_bend_radius", "max_tension", "peak_force", "min_clearance", "solve_ms")
@@ -392,6 +393,11 @@ def solve_variant(case_doc: dict, index: int, assignment: dict, keep_shapes: boo
     except CaseError as exc:
         row["message"] = f"invalid variant: {exc}"
     except Exception as exc:  # a bug: the row says so, the study goes on
+        stop = as_interruption(exc)
+        if stop is not None:
+            # Cancel (SIGTERM) or Ctrl-C while a kernel ran, which numba's dispatcher reports as a
+            # SystemError: the run stops, and the variant gets no row (a rerun solves it)
+            raise stop from None
         if _timed_out(exc):
             row["message"] = f"timed out: still solving after {timeout:g} s (--variant-timeout)"
         else:
