@@ -31,6 +31,17 @@ from solver_core import CableChange, Harness, equilibrium, parse_case
 R = 0.002
 
 
+def _argument(name: str) -> int:
+    """Where ``name`` sits among the Newton kernel's arguments after pos and quat."""
+    import inspect
+
+    from solver_core.newton import minimise_rod_energy
+
+    return (
+        list(inspect.signature(getattr(minimise_rod_energy, "py_func", minimise_rod_energy)).parameters).index(name) - 2
+    )
+
+
 class IterateRecorder:
     """Wraps the Newton kernel, one iteration per call, keeping each (before, after) pair."""
 
@@ -42,22 +53,23 @@ class IterateRecorder:
 
     def __call__(self, pos, quat, *args):
         args = list(args)
-        limit, total = args[14], 0
+        limit_at, handed_at = _argument("max_iterations"), _argument("handed")
+        limit, total = args[limit_at], 0
         if limit == 0:
             return self.real(pos, quat, *args)
         while True:
             before = pos.copy()
-            args[14] = 1
+            args[limit_at] = 1
             t = time.perf_counter()
             out = self.real(pos, quat, *args)
             self.seconds += time.perf_counter() - t
-            self.iterations += out[1]
-            if out[1]:
+            self.iterations += out.iterations
+            if out.iterations:
                 self.steps.append((before, pos.copy()))
-            total += out[1]
-            args[16:22] = [out[5], out[6], out[7], out[8], out[9], pos.copy()]
-            if out[0] != 1 or total >= limit or out[1] == 0:
-                return (out[0], total, *out[2:])
+            total += out.iterations
+            args[handed_at] = out.pairs
+            if out.status != 1 or total >= limit or out.iterations == 0:
+                return out._replace(iterations=total)
 
 
 def record_iterates():

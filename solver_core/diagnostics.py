@@ -68,21 +68,7 @@ def twist_rates(model: RodModel, state: RodState) -> np.ndarray:
 
 
 def elastic_and_load_energy(model: RodModel, state: RodState) -> float:
-    return float(
-        rod_energy(
-            state.positions,
-            state.quats,
-            model.rest_len,
-            model.stretch_stiff,
-            model.joint_a,
-            model.joint_b,
-            model.joint_len,
-            model.bend_stiff,
-            model.bend_rest,
-            model.node_force,
-            1.0,
-        )
-    )
+    return float(rod_energy(state.positions, state.quats, model.arrays(), 1.0))
 
 
 def reactions(model: RodModel, state: RodState):

@@ -42,44 +42,15 @@ def hessian_band(model, state, geometric: float = 1.0) -> tuple:
     n, bw = model.n_dof, model.bw
     band = np.zeros((n, bw + 1))
     grad = np.zeros(n)
-    rod_gradient_hessian(
-        state.positions, state.quats, *_rod_terms(model), 1.0, grad, band, bw, np.bool_(True), geometric
-    )
+    rod_gradient_hessian(state.positions, state.quats, model.arrays(), 1.0, grad, band, bw, np.bool_(True), geometric)
     return grad, band
-
-
-def _rod_terms(model) -> tuple:
-    """The model's arrays rod_gradient_hessian reads after the state, in its order."""
-    return (
-        model.node_dof,
-        model.rot_dof,
-        model.rest_len,
-        model.stretch_stiff,
-        model.joint_a,
-        model.joint_b,
-        model.joint_len,
-        model.bend_stiff,
-        model.bend_rest,
-        model.node_force,
-        model.rot_couple,
-    )
 
 
 @njit
 def _condense_hessian(
     pos,
     quat,
-    node_dof,
-    rot_dof,
-    rest_len,
-    stretch_stiff,
-    joint_a,
-    joint_b,
-    joint_len,
-    bend_stiff,
-    bend_rest,
-    node_force,
-    rot_couple,
+    rod,
     geometric,
     bw,
     reverse,
@@ -98,27 +69,7 @@ def _condense_hessian(
     three and their Python (docs/performance.md)."""
     grad = np.zeros(band.shape[0])
     band[:, :] = 0.0
-    rod_gradient_hessian(
-        pos,
-        quat,
-        node_dof,
-        rot_dof,
-        rest_len,
-        stretch_stiff,
-        joint_a,
-        joint_b,
-        joint_len,
-        bend_stiff,
-        bend_rest,
-        node_force,
-        rot_couple,
-        1.0,
-        grad,
-        band,
-        bw,
-        np.bool_(True),
-        geometric,
-    )
+    rod_gradient_hessian(pos, quat, rod, 1.0, grad, band, bw, np.bool_(True), geometric)
     if not reverse:
         return condense(band, bw, fixed, held, S, factor, Y, first)
     n = band.shape[0]
@@ -404,7 +355,7 @@ class Condensation:
         if not _condense_hessian(
             state.positions,
             state.quats,
-            *_rod_terms(model),
+            model.arrays(),
             geometric,
             bw,
             reverse,

@@ -14,6 +14,7 @@ import numpy as np
 
 from .contact import ITERATE_PENETRATION, MIN_SEPARATION, PENETRATION_TOLERANCE
 from .interactions import Interactions, PairCandidates
+from .kernel_arrays import CandidatePairs
 from .newton import (
     CONVERGED,
     MAX_ITERATIONS,
@@ -99,45 +100,19 @@ def _minimise(
         and not interactions.pairs_depend_on_search(state, 3.0 * interactions.reach)
     ):
         _, searched_at, kind, elem, prim, gap_from, gaps_at = kept
-    status, iterations, ratio, energy, depth, searched_at, kind, elem, prim, gap_from = minimise_rod_energy(
-        state.positions,
-        state.quats,
-        model.node_dof,
-        model.rot_dof,
-        model.fixed,
-        dof_tol,
-        model.bw,
-        rest_len,
-        model.stretch_stiff,
-        model.joint_a,
-        model.joint_b,
-        model.joint_len,
-        model.bend_stiff,
-        model.bend_rest,
-        model.node_force,
-        model.rot_couple,
-        load_factor,
-        max_iterations,
-        extra,
-        searched_at,
-        kind,
-        elem,
-        prim,
-        gap_from,
-        gaps_at,
-        leave_saddles,
+    rod = model.arrays(rest_len)
+    handed = CandidatePairs(searched_at, kind, elem, prim, gap_from, gaps_at)
+    result = minimise_rod_energy(
+        state.positions, state.quats, rod, dof_tol, load_factor, max_iterations, extra, handed, leave_saddles
     )
+    status, iterations, ratio, energy, depth, handed = result
     if status == CONVERGED:
-        pairs = (searched_at, kind, elem, prim)
-        refined = _refine_below_floor(model, state, load_factor, rest_len, extra, dof_tol, *pairs)
+        refined = _refine_below_floor(model, state, load_factor, rod, extra, dof_tol, handed)
         if refined is not None:
-            status, more, ratio, searched_at, kind, elem, prim = refined
+            status, more, ratio, handed = refined
             iterations += more
-            gap_from, gaps_at = np.zeros(0), np.zeros((0, 3))
     if interactions is not None:
-        interactions.keep_candidates(
-            PairCandidates(extra.obstacles, searched_at, kind, elem, prim, gap_from, state.positions.copy())
-        )
+        interactions.keep_candidates(PairCandidates(extra.obstacles, *handed))
     return status, iterations, ratio, energy, depth
 
 
@@ -146,7 +121,7 @@ def _minimise(
 FLOOR_REFINEMENTS = 6
 
 
-def _refine_below_floor(model, state, load_factor, rest_len, extra, dof_tol, searched_at, kind, elem, prim):
+def _refine_below_floor(model, state, load_factor, rod, extra, dof_tol, handed):
     """A residual that meets the round-off floor of a stiff cable's stretch and shear, 64 eps EA L / l
     (rod_model.build_rod_model), and not the tolerance asked for, says nothing of the soft bending
     directions: a 45-degree bend with EA = 1e11 N at 200 segments stopped there 1.2 % of its length
@@ -154,8 +129,8 @@ def _refine_below_floor(model, state, load_factor, rest_len, extra, dof_tol, sea
     the floor, until its correction moves no node by more than tolerance x length and turns no
     rotation by more than the tolerance (the residual is then the floor's noise, 2.6e-6 of the force
     scale in that bend, 8e-6 L from the reference). Returns None where nothing was to do, else
-    (status, iterations, ratio against dof_tol, pair search): MAX_ITERATIONS if the corrections stay
-    larger, which says the floor hid a state short of equilibrium."""
+    (status, iterations, ratio against dof_tol, the candidate pairs without gap bounds): MAX_ITERATIONS
+    if the corrections stay larger, which says the floor hid a state short of equilibrium."""
     strict = getattr(model, "strict_tol", None)
     if strict is None or strict.shape != dof_tol.shape:
         return None
@@ -165,23 +140,22 @@ def _refine_below_floor(model, state, load_factor, rest_len, extra, dof_tol, sea
         return None
     tolerance = float(strict.min() / model.force_scale)
     step_limit = tolerance * float(model.rest_len.sum())
-    gap_from, gaps_at = np.zeros(0), np.zeros((0, 3))
+    no_gaps = {"gap_from": np.zeros(0), "gaps_at": np.zeros((0, 3))}
+    handed = handed._replace(**no_gaps)
     total = 0
     for _round in range(FLOOR_REFINEMENTS):
         before_pos, before_quat = state.positions.copy(), state.quats.copy()
-        status, iterations, ratio, _energy, _depth, searched_at, kind, elem, prim, _gaps = minimise_rod_energy(
-            state.positions, state.quats, model.node_dof, model.rot_dof, model.fixed, strict, model.bw, rest_len,
-            model.stretch_stiff, model.joint_a, model.joint_b, model.joint_len, model.bend_stiff, model.bend_rest,
-            model.node_force, model.rot_couple, load_factor, 1, extra, searched_at, kind, elem, prim, gap_from,
-            gaps_at, False,
-        )  # fmt: skip
+        status, iterations, ratio, _energy, _depth, handed = minimise_rod_energy(
+            state.positions, state.quats, rod, strict, load_factor, 1, extra, handed, False
+        )
+        handed = handed._replace(**no_gaps)
         total += iterations
         floor_ratio = ratio * float(strict.min() / dof_tol.min())
         if status == CONVERGED:  # the tolerance itself is met (and the state is stable)
-            return CONVERGED, total, floor_ratio, searched_at, kind, elem, prim
+            return CONVERGED, total, floor_ratio, handed
         if status != MAX_ITERATIONS or not state.is_finite():
             state.positions[:], state.quats[:] = before_pos, before_quat
-            return CONVERGED, total, 1.0, searched_at, kind, elem, prim  # as the floor had it
+            return CONVERGED, total, 1.0, handed  # as the floor had it
         move = float(np.abs(state.positions - before_pos).max())
         # the angle turned, 2 |q - q'| for small turns (an arccos of the dot product loses half the digits)
         chord = np.minimum(
@@ -189,8 +163,8 @@ def _refine_below_floor(model, state, load_factor, rest_len, extra, dof_tol, sea
         )
         turn = 2.0 * float(chord.max(initial=0.0))
         if move <= step_limit and turn <= tolerance:
-            return CONVERGED, total, floor_ratio, searched_at, kind, elem, prim
-    return MAX_ITERATIONS, total, np.inf, searched_at, kind, elem, prim
+            return CONVERGED, total, floor_ratio, handed
+    return MAX_ITERATIONS, total, np.inf, handed
 
 
 def rotations_next_to_nodes(model) -> np.ndarray:

@@ -514,6 +514,7 @@ class Interactions:
             kept is None
             or kept.obstacles is not obstacles
             or not np.array_equal(kept.gaps_at, state.positions)
+            or kept.gap_from.shape != kept.kind.shape  # no gap bounds (a solve refined below the floor)
             or self.pairs_depend_on_search(state, 0.0)
         ):
             return None

@@ -1,22 +1,95 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The arrays the compiled kernels take, as named tuples: the obstacles (ObstacleArrays, built by
-obstacles.ObstacleSet), the contact settings (ContactParameters) and everything besides the rod in a
-cable's energy (InteractionArrays, built by interactions.Interactions and rod_group).
+"""The arrays the compiled kernels take, as named tuples: a rod's model (RodArrays, built by
+rod_model.RodModel.arrays), the obstacles (ObstacleArrays, built by obstacles.ObstacleSet), the contact
+settings (ContactParameters), everything besides the rod in a cable's energy (InteractionArrays, built
+by interactions.Interactions and rod_group), a Newton solve's candidate contact pairs with their
+per-pair buffers (PairBuffers), the pairs one solve hands the next (CandidatePairs) and what a
+solve returns (NewtonResult).
 
 numba's on-disk cache names a named tuple's class by its module when it stores a kernel's signature.
 The solver is imported as ``solver_core`` on the command line and as ``bl_ext.<repository>.cable_harness.
 solver_core`` inside Blender, and a process may hold both (the Blender tests compare the two); a
 signature stored by one must be readable by the other. So the classes belong to one module of a fixed
-name, SHARED_MODULE, registered by whichever copy is imported first and reused by the other.
+name, SHARED_MODULE, registered by whichever copy is imported first and reused by the other. The name
+carries a digest of the classes' fields: a copy of another version in the same process (an extension
+updated without restarting Blender) registers its own module rather than finding classes of other
+fields under the same names.
 """
 
+import hashlib
 import sys
 import types
 from typing import NamedTuple
 
 import numpy as np
 
-SHARED_MODULE = "cable_harness_kernel_arrays"
+
+class RodArrays(NamedTuple):
+    """A rod's degrees of freedom, rest shape, stiffness and loads, as the energy kernels read them
+    (rod_energy.py; the fields of rod_model.RodModel of the same names)."""
+
+    node_dof: np.ndarray  # (nodes,) int64: the first of each node's three position dofs
+    rot_dof: np.ndarray  # (segments,) int64: the first of each segment frame's three rotation dofs
+    fixed: np.ndarray  # (dofs,) bool: held by a connector, clip or junction
+    bw: int  # half bandwidth of the Hessian in this numbering
+    rest_len: np.ndarray  # (segments,) [m]
+    stretch_stiff: np.ndarray  # (segments, 3) GA, GA, EA [N]
+    joint_a: np.ndarray  # (joints,) int64: the segments each joint bends between
+    joint_b: np.ndarray
+    joint_len: np.ndarray  # (joints,) [m]
+    bend_stiff: np.ndarray  # (joints, 3) EI, EI, GJ [N m^2]
+    bend_rest: np.ndarray  # (joints, 3) the unstressed relative rotation
+    node_force: np.ndarray  # (nodes, 3) weight and loads [N]
+    rot_couple: np.ndarray  # (segments, 3) dead couples, world frame [N m]
+
+
+class PairBuffers(NamedTuple):
+    """A Newton solve's candidate contact pairs (pair_search.find_pairs) and, per pair, what its
+    iterations keep: the gap (or a lower bound of it, step_limits.lower_gaps), the closest points'
+    parameters t (on the cable) and u (on the other side), normal and point, force, whether the gap
+    was evaluated at the current positions (fresh), how far a step moves it (moves), how far a step
+    carries it towards its primitive (approach), and the gradient of a crossing's ends (end_grad)."""
+
+    kind: np.ndarray  # (pairs,) int64: pair_geometry's PLANE, TRI_NODE, ... SELF_SEG
+    elem: np.ndarray  # (pairs,) int64: the cable's node or segment
+    prim: np.ndarray  # (pairs,) int64: the primitive (or the cable's other segment)
+    nodes: np.ndarray  # (pairs, 4) int64: the nodes each gap depends on (pair_geometry.pair_nodes)
+    gap: np.ndarray  # (pairs,) [m]
+    t: np.ndarray
+    normal: np.ndarray  # (pairs, 3)
+    point: np.ndarray  # (pairs, 3)
+    u: np.ndarray
+    force: np.ndarray  # (pairs, 3)
+    fresh: np.ndarray  # (pairs,) bool
+    moves: np.ndarray
+    approach: np.ndarray
+    end_grad: np.ndarray  # (pairs, 12)
+
+
+class CandidatePairs(NamedTuple):
+    """Candidate contact pairs handed from one Newton solve to the next against the same obstacles:
+    where they were searched (inf: nowhere, search at once), the pairs, and lower bounds of their
+    gaps (gap_from, empty: none) at the positions ``gaps_at``."""
+
+    searched_at: np.ndarray  # (nodes, 3)
+    kind: np.ndarray  # (pairs,) int64
+    elem: np.ndarray
+    prim: np.ndarray
+    gap_from: np.ndarray  # (pairs,) or (0,)
+    gaps_at: np.ndarray  # (nodes, 3) or (0, 3)
+
+
+class NewtonResult(NamedTuple):
+    """What newton.minimise_rod_energy returns: how it ended (newton.CONVERGED ...), after how many
+    iterations, the residual over its tolerance, the energy at the last iterate, the deepest
+    penetration of a candidate pair, and the candidate pairs for the next solve."""
+
+    status: int
+    iterations: int
+    ratio: float
+    energy: float
+    depth: float
+    pairs: CandidatePairs
 
 
 class ObstacleArrays(NamedTuple):
@@ -74,13 +147,21 @@ class InteractionArrays(NamedTuple):
     node_part: np.ndarray  # (nodes,) the cable of a group each node belongs to
 
 
+_CLASSES = (RodArrays, PairBuffers, CandidatePairs, NewtonResult, ObstacleArrays, ContactParameters, InteractionArrays)
+_LAYOUT = ";".join(f"{c.__name__}:{','.join(c._fields)}" for c in _CLASSES)
+SHARED_MODULE = "cable_harness_kernel_arrays_" + hashlib.sha256(_LAYOUT.encode()).hexdigest()[:12]
+
 _shared = sys.modules.get(SHARED_MODULE)
 if _shared is None:
     _shared = types.ModuleType(SHARED_MODULE, __doc__)
-    for _cls in (ObstacleArrays, ContactParameters, InteractionArrays):
+    for _cls in _CLASSES:
         _cls.__module__ = SHARED_MODULE
         setattr(_shared, _cls.__name__, _cls)
     sys.modules[SHARED_MODULE] = _shared
+RodArrays = _shared.RodArrays
+PairBuffers = _shared.PairBuffers
+CandidatePairs = _shared.CandidatePairs
+NewtonResult = _shared.NewtonResult
 ObstacleArrays = _shared.ObstacleArrays
 ContactParameters = _shared.ContactParameters
 InteractionArrays = _shared.InteractionArrays

@@ -17,26 +17,7 @@ def _acting_self_pair(kind, pair_force, p):
 
 
 @njit
-def self_coupling(
-    kind,
-    elem,
-    prim,
-    pair_t,
-    pair_u,
-    pair_normal,
-    pair_force,
-    pair_end_grad,
-    node_dof,
-    fixed,
-    stiffness,
-    node_len,
-    seg_len,
-    pos,
-    pair_gap,
-    exact,
-    store,
-    last_spans,
-):
+def self_coupling(pos, rod, pairs, extra, exact, store, last_spans):
     """Self-contact couples the two touching legs of a cable (or two cables solved together), far
     apart in the band. Per acting self pair, the Gauss-Newton Hessian k J J^T with J = (a on this
     side, b on the other) has its blocks k a a^T and k b b^T inside the band (contact_energy adds
@@ -51,7 +32,14 @@ def self_coupling(
 
     U^T is dense (n_dof columns per row) for the band solves, and allocating and clearing ~100 rows
     of ten cables' dofs per iteration costs page faults: it lives in ``store`` (grown when too small)
-    from call to call, and only what the last call wrote (``last_spans``) is cleared."""
+    from call to call, and only what the last call wrote (``last_spans``) is cleared.
+
+    ``rod``: kernel_arrays.RodArrays; ``pairs``: kernel_arrays.PairBuffers; ``extra``:
+    kernel_arrays.InteractionArrays."""
+    kind, elem, prim, pair_gap = pairs.kind, pairs.elem, pairs.prim, pairs.gap
+    pair_t, pair_u, pair_normal, pair_force, pair_end_grad = pairs.t, pairs.u, pairs.normal, pairs.force, pairs.end_grad
+    node_dof, fixed = rod.node_dof, rod.fixed
+    stiffness, node_len, seg_len = extra.contact.stiffness, extra.node_len, extra.seg_len
     acting = np.empty(kind.shape[0], dtype=np.int64)
     n_act = 0
     for p in range(kind.shape[0]):

@@ -21,21 +21,22 @@ import numpy as np
 from ._jit import njit
 from .banded import band_cholesky, low_rank_factor, low_rank_solve
 from .crossing import step_crosses_triangles
+from .kernel_arrays import CandidatePairs, NewtonResult
 from .low_rank_coupling import self_coupling
 from .mounts import sliding_crossings
 from .newton_assembly import (
     MAX_ROTATION_STEP,
     assemble,
     constrained_residual,
-    couple_work,
+    energy_after_step,
     extra_terms,
     node_distances,
     node_moves,
+    pair_buffers,
     prepare_system,
     retract,
-    trial_extra,
 )
-from .pair_geometry import pair_gaps, pair_nodes
+from .pair_geometry import pair_gaps
 from .pair_search import find_pairs
 from .rod_energy import rod_energy, rod_gradient_hessian, rod_strains, strain_jacobian_transpose
 from .saddle_escape import leave_saddle
@@ -96,23 +97,30 @@ def _largest_move(pos, searched_at):
 
 
 @njit
-def _pair_arrays(n_pairs):
-    """Per candidate pair: gap (or a lower bound of it), t, normal, point, u, force, whether it is
-    evaluated at the current positions, a work array and the gradient of a crossing's ends
-    (contact_energy_of's ``pair_end_grad``). Pairs handed on with a gap bound are
-    evaluated once they may touch or a step could reach them; until then the step filter sees a
-    zero normal (no approach), which is all it may conclude."""
-    return (
-        np.zeros(n_pairs),
-        np.zeros(n_pairs),
-        np.zeros((n_pairs, 3)),
-        np.zeros((n_pairs, 3)),
-        np.zeros(n_pairs),
-        np.zeros((n_pairs, 3)),
-        np.ones(n_pairs, dtype=np.bool_),
-        np.zeros(n_pairs),
-        np.zeros((n_pairs, 12)),
+def _evaluate(indices, pos, pairs, extra):
+    """The gaps, closest points and normals of the pairs ``indices`` at ``pos``."""
+    pair_gaps(
+        indices,
+        pos,
+        pairs.kind,
+        pairs.elem,
+        pairs.prim,
+        extra.obstacles,
+        extra.node_radius,
+        pairs.gap,
+        pairs.t,
+        pairs.normal,
+        pairs.point,
+        pairs.u,
     )
+
+
+@njit
+def _result(status, iterations, ratio, energy, depth, searched_at, pairs, pos):
+    """The fields of a NewtonResult, as plain tuples (newton_iterations), handing on the pairs with
+    lower bounds of their gaps at the positions now."""
+    handed = (searched_at, pairs.kind, pairs.elem, pairs.prim, pairs.gap, pos.copy())
+    return status, iterations, ratio, energy, depth, handed
 
 
 @njit
@@ -124,43 +132,36 @@ def _deepest(pair_gap, live):
     return depth
 
 
-@njit
-def minimise_rod_energy(
-    pos,
-    quat,
-    node_dof,
-    rot_dof,
-    fixed,
-    dof_tol,
-    bw,
-    rest_len,
-    stretch_stiff,
-    joint_a,
-    joint_b,
-    joint_len,
-    bend_stiff,
-    bend_rest,
-    node_force,
-    rot_couple,
-    load_factor,
-    max_iterations,
-    extra,
-    searched_from,
-    kind,
-    elem,
-    prim,
-    gap_from,
-    gaps_at,
-    leave_saddles,
-):
-    """Newton-minimise in place. Returns (status, iterations, residual / tolerance, energy, deepest
-    penetration of a candidate contact pair, and the candidate pairs with where they were searched
-    and lower bounds of their gaps at the final positions).
+def minimise_rod_energy(pos, quat, rod, dof_tol, load_factor, max_iterations, extra, handed, leave_saddles):
+    """Newton-minimise the energy of the rod ``rod`` (kernel_arrays.RodArrays) and ``extra``
+    (InteractionArrays) in place, to the residual ``dof_tol`` per dof (newton_iterations). Returns a
+    NewtonResult."""
+    return as_newton_result(
+        newton_iterations(pos, quat, rod, dof_tol, load_factor, max_iterations, extra, handed, leave_saddles)
+    )
 
-    ``searched_from``, ``kind``, ``elem``, ``prim``: candidate pairs from an earlier call with the same
-    obstacles (find_pairs within twice the reach at ``searched_from``), used until a node has moved a
-    reach from there; searched_from = inf searches at once. ``gap_from``: lower bounds of their gaps
-    at the positions ``gaps_at`` (empty: none), carried to the start as along the steps.
+
+def as_newton_result(out: tuple) -> NewtonResult:
+    """newton_iterations' plain tuples as a NewtonResult. The kernel returns no named tuple: numba boxes
+    one by calling its class, Python code in which a signal handler can raise (Blender's Cancel sends
+    SIGTERM), and the process then crashed (a segfault, measured with numba 0.68); a plain tuple is
+    built in C."""
+    status, iterations, ratio, energy, depth, handed = out
+    return NewtonResult(status, iterations, ratio, energy, depth, CandidatePairs(*handed))
+
+
+@njit
+def newton_iterations(pos, quat, rod, dof_tol, load_factor, max_iterations, extra, handed, leave_saddles):
+    """Newton-minimise the energy of the rod ``rod`` (kernel_arrays.RodArrays) and ``extra``
+    (InteractionArrays) in place, to the residual ``dof_tol`` per dof. Returns the fields of a
+    NewtonResult (as_newton_result): status,
+    iterations, residual / tolerance, energy, deepest penetration of a candidate contact pair, and the
+    candidate pairs with where they were searched and lower bounds of their gaps at the final positions.
+
+    ``handed`` (CandidatePairs): candidate pairs from an earlier call with the same obstacles
+    (find_pairs within twice the reach at ``searched_at``), used until a node has moved a reach from
+    there; searched_at = inf searches at once. ``gap_from``: lower bounds of their gaps at the
+    positions ``gaps_at`` (empty: none), carried to the start as along the steps.
 
     The candidates are searched again once a node has moved a reach. Between searches every pair
     within reach of a node or a plain face is among them (also every pair of two cables' segments),
@@ -172,6 +173,8 @@ def minimise_rod_energy(
     the call with UNSTABLE, or with ``leave_saddles`` is left along its direction of most negative
     curvature and the minimisation goes on. A dead couple is not conservative in three dimensions
     (Ziegler): with one, the energy's Hessian says nothing about stability and is not tested."""
+    node_dof, rot_dof, fixed, bw = rod.node_dof, rod.rot_dof, rod.fixed, rod.bw
+    rest_len, joint_a, rot_couple = rod.rest_len, rod.joint_a, rod.rot_couple
     n_dof = fixed.shape[0]
     test_stability = True
     for r in range(rot_couple.shape[0]):
@@ -187,7 +190,6 @@ def minimise_rod_energy(
     damping = np.empty(n_dof)
     trial_pos = np.empty_like(pos)
     trial_quat = np.empty_like(quat)
-    R = np.empty((3, 3))
     rhs_trial = np.empty(n_dof)
     correction = np.empty(n_dof)
     corrected_pos = np.empty_like(pos)
@@ -203,34 +205,21 @@ def minimise_rod_energy(
     use_contact = contact.uses_contact
     reach, self_gap = contact.reach, contact.self_gap
     sl_part, node_radius, node_part = extra.sl_part, extra.node_radius, extra.node_part
-    searched_at = searched_from.copy()
-    n_pairs = kind.shape[0]
-    pair_gap, pair_t, pair_normal, pair_point, pair_u, pair_force, fresh, moves, end_grad = _pair_arrays(n_pairs)
+    searched_at = handed.searched_at.copy()
+    pairs = pair_buffers(handed.kind, handed.elem, handed.prim)
+    n_pairs = pairs.kind.shape[0]
     live = np.zeros(0, dtype=np.int64)
-    nodes = pair_nodes(kind, elem, prim)
     node_move = np.empty(pos.shape[0])
     if use_contact and _largest_move(pos, searched_at) <= reach:
+        gap_from, gaps_at = handed.gap_from, handed.gaps_at
         if gap_from.shape[0] == n_pairs and gaps_at.shape[0] == pos.shape[0]:
             node_distances(pos, gaps_at, node_move)
-            pair_moves(nodes, node_move, moves)
+            pair_moves(pairs.nodes, node_move, pairs.moves)
             for p in range(n_pairs):
-                pair_gap[p] = gap_from[p] - moves[p]
-                fresh[p] = False
+                pairs.gap[p] = gap_from[p] - pairs.moves[p]
+                pairs.fresh[p] = False
         else:
-            pair_gaps(
-                np.arange(n_pairs),
-                pos,
-                kind,
-                elem,
-                prim,
-                obstacles,
-                node_radius,
-                pair_gap,
-                pair_t,
-                pair_normal,
-                pair_point,
-                pair_u,
-            )
+            _evaluate(np.arange(n_pairs), pos, pairs, extra)
     sl_point, sl_axis = extra.sl_point, extra.sl_axis
     sl_seg = np.full(sl_point.shape[0], -1, dtype=np.int64)
     sl_t = np.zeros(sl_point.shape[0])
@@ -241,7 +230,6 @@ def minimise_rod_energy(
     energy = np.inf
     ut_store = np.zeros((0, n_dof))
     Ut = ut_store[:0]
-    approach = np.empty(n_pairs)  # per pair, how far a step carries it towards its primitive
     fraction = 1.0
     k_c = np.zeros(0)
     k_s = np.zeros(0)
@@ -257,90 +245,29 @@ def minimise_rod_energy(
             # and no step may carry a contact point through its gap, so nothing is missed or tunnelled.
             kind, elem, prim = find_pairs(pos, node_radius, node_part, 2.0 * reach, obstacles, self_gap)
             searched_at[:, :] = pos
+            pairs = pair_buffers(kind, elem, prim)
             n_pairs = kind.shape[0]
-            (pair_gap, pair_t, pair_normal, pair_point, pair_u, pair_force, fresh, moves, end_grad) = _pair_arrays(
-                n_pairs
-            )
-            pair_gaps(
-                np.arange(n_pairs),
-                pos,
-                kind,
-                elem,
-                prim,
-                obstacles,
-                node_radius,
-                pair_gap,
-                pair_t,
-                pair_normal,
-                pair_point,
-                pair_u,
-            )
-            nodes = pair_nodes(kind, elem, prim)
+            _evaluate(np.arange(n_pairs), pos, pairs, extra)
         # Only pairs that may touch are evaluated: every other gap is known to be positive, from a
         # lower bound carried along the steps since it was last evaluated (a gap shrinks at most as
         # fast as its nodes move). A cable resting on a fine mesh has some 50 triangles within the
         # search reach of a node, and a handful touching it.
-        live = pairs_that_may_touch(pair_gap)
+        live = pairs_that_may_touch(pairs.gap)
         for idx in range(live.shape[0]):
-            fresh[live[idx]] = True
+            pairs.fresh[live[idx]] = True
         if sl_point.shape[0] > 0:
             # held fixed within this iteration
             sliding_crossings(pos, node_part, sl_point, sl_axis, sl_part, sl_seg, sl_t)
-        energy = rod_energy(
-            pos,
-            quat,
-            rest_len,
-            stretch_stiff,
-            joint_a,
-            joint_b,
-            joint_len,
-            bend_stiff,
-            bend_rest,
-            node_force,
-            load_factor,
-        )
-        extra_energy = assemble(
-            pos,
-            quat,
-            node_dof,
-            rot_dof,
-            rest_len,
-            stretch_stiff,
-            joint_a,
-            joint_b,
-            joint_len,
-            bend_stiff,
-            bend_rest,
-            node_force,
-            rot_couple,
-            load_factor,
-            grad,
-            band,
-            bw,
-            1.0,
-            extra,
-            kind,
-            elem,
-            prim,
-            live,
-            sl_seg,
-            sl_t,
-            pair_gap,
-            pair_t,
-            pair_normal,
-            pair_point,
-            pair_u,
-            pair_force,
-            end_grad,
-        )
+        energy = rod_energy(pos, quat, rod, load_factor)
+        extra_energy = assemble(pos, quat, rod, load_factor, grad, band, 1.0, extra, pairs, live, sl_seg, sl_t)
         energy += extra_energy
         if not math.isfinite(energy):
-            return NOT_FINITE, it, ratio, energy, _deepest(pair_gap, live), searched_at, kind, elem, prim, pair_gap
+            return _result(NOT_FINITE, it, ratio, energy, _deepest(pairs.gap, live), searched_at, pairs, pos)
         ratio = constrained_residual(grad, fixed, dof_tol)
         if not math.isfinite(ratio):
-            return NOT_FINITE, it, ratio, energy, _deepest(pair_gap, live), searched_at, kind, elem, prim, pair_gap
+            return _result(NOT_FINITE, it, ratio, energy, _deepest(pairs.gap, live), searched_at, pairs, pos)
         if ratio <= 1.0 and not test_stability:
-            return CONVERGED, it, ratio, energy, _deepest(pair_gap, live), searched_at, kind, elem, prim, pair_gap
+            return _result(CONVERGED, it, ratio, energy, _deepest(pairs.gap, live), searched_at, pairs, pos)
         if ratio <= 1.0:
             # The exact Hessian (as assembled) decides first. Where it is indefinite, the test is made
             # again with contact's Gauss-Newton part k n n^T instead of the penalty's exact terms,
@@ -351,72 +278,12 @@ def minimise_rod_energy(
             stable = False
             for contact_model in range(2):
                 if contact_model == 1:
-                    rod_gradient_hessian(
-                        pos,
-                        quat,
-                        node_dof,
-                        rot_dof,
-                        rest_len,
-                        stretch_stiff,
-                        joint_a,
-                        joint_b,
-                        joint_len,
-                        bend_stiff,
-                        bend_rest,
-                        node_force,
-                        rot_couple,
-                        load_factor,
-                        grad_stability,
-                        band,
-                        bw,
-                        np.bool_(True),
-                        1.0,
-                    )
-                    extra_terms(
-                        pos,
-                        quat,
-                        node_dof,
-                        rot_dof,
-                        extra,
-                        kind,
-                        elem,
-                        prim,
-                        live,
-                        sl_seg,
-                        sl_t,
-                        grad_stability,
-                        band,
-                        bw,
-                        np.int64(3),
-                        pair_gap,
-                        pair_t,
-                        pair_normal,
-                        pair_point,
-                        pair_u,
-                        pair_force,
-                        end_grad,
-                    )
+                    rod_gradient_hessian(pos, quat, rod, load_factor, grad_stability, band, bw, np.bool_(True), 1.0)
+                    extra_terms(pos, quat, rod, extra, pairs, live, sl_seg, sl_t, grad_stability, band, bw, np.int64(3))
                 prepare_system(band, bw, fixed, damping)
                 if self_gap > 0:
                     Ut, k_c, k_s, spans, ut_store = self_coupling(
-                        kind,
-                        elem,
-                        prim,
-                        pair_t,
-                        pair_u,
-                        pair_normal,
-                        pair_force,
-                        end_grad,
-                        node_dof,
-                        fixed,
-                        contact.stiffness,
-                        extra.node_len,
-                        extra.seg_len,
-                        pos,
-                        pair_gap,
-                        contact_model == 0,
-                        ut_store,
-                        spans,
+                        pos, rod, pairs, extra, contact_model == 0, ut_store, spans
                     )
                 if S.shape[0] != Ut.shape[0]:
                     S = np.empty((Ut.shape[0], Ut.shape[0]))
@@ -425,53 +292,16 @@ def minimise_rod_energy(
                 if stable or not use_contact:
                     break
             if stable:
-                return CONVERGED, it, ratio, energy, _deepest(pair_gap, live), searched_at, kind, elem, prim, pair_gap
+                return _result(CONVERGED, it, ratio, energy, _deepest(pairs.gap, live), searched_at, pairs, pos)
             left = False
             if leave_saddles and it < max_iterations and escapes < MAX_ESCAPES:
                 curvature = negative_curvature_direction(
                     band, bw, damping, fixed, Ut, k_c, k_s, work, S, piv, spans, shift, delta
                 )
-                if approach.shape[0] != n_pairs:
-                    approach = np.empty(n_pairs)
                 if curvature < 0.0:
-                    left = leave_saddle(
-                        pos,
-                        quat,
-                        node_dof,
-                        rot_dof,
-                        rest_len,
-                        stretch_stiff,
-                        joint_a,
-                        joint_b,
-                        joint_len,
-                        bend_stiff,
-                        bend_rest,
-                        node_force,
-                        rot_couple,
-                        load_factor,
-                        extra,
-                        kind,
-                        elem,
-                        prim,
-                        nodes,
-                        sl_seg,
-                        sl_t,
-                        pair_gap,
-                        pair_t,
-                        pair_normal,
-                        pair_point,
-                        pair_u,
-                        fresh,
-                        moves,
-                        approach,
-                        grad,
-                        delta,
-                        energy,
-                        use_contact,
-                        reach,
-                    )
+                    left = leave_saddle(pos, quat, rod, load_factor, extra, pairs, sl_seg, sl_t, grad, delta, energy)
             if not left:
-                return UNSTABLE, it, ratio, energy, _deepest(pair_gap, live), searched_at, kind, elem, prim, pair_gap
+                return _result(UNSTABLE, it, ratio, energy, _deepest(pairs.gap, live), searched_at, pairs, pos)
             escapes += 1
             lam = 0.0
             continue
@@ -481,27 +311,8 @@ def minimise_rod_energy(
         for i in range(n_dof):
             rhs[i] = -grad[i]
         if self_gap > 0:
-            Ut, k_c, k_s, spans, ut_store = self_coupling(
-                kind,
-                elem,
-                prim,
-                pair_t,
-                pair_u,
-                pair_normal,
-                pair_force,
-                end_grad,
-                node_dof,
-                fixed,
-                contact.stiffness,
-                extra.node_len,
-                extra.seg_len,
-                pos,
-                pair_gap,
-                np.bool_(True),
-                ut_store,
-                spans,
-            )
-        rod_strains(pos, quat, rest_len, joint_a, joint_b, s_zero, b_zero)
+            Ut, k_c, k_s, spans, ut_store = self_coupling(pos, rod, pairs, extra, np.bool_(True), ut_store, spans)
+        rod_strains(pos, quat, rod, s_zero, b_zero)
         exact = True
         accepted = False
         rebuild = False
@@ -509,64 +320,14 @@ def minimise_rod_energy(
             if rebuild:
                 # the Gauss-Newton matrix
                 geometric = 1.0 if exact else 0.0
-                assemble(
-                    pos,
-                    quat,
-                    node_dof,
-                    rot_dof,
-                    rest_len,
-                    stretch_stiff,
-                    joint_a,
-                    joint_b,
-                    joint_len,
-                    bend_stiff,
-                    bend_rest,
-                    node_force,
-                    rot_couple,
-                    load_factor,
-                    grad,
-                    band,
-                    bw,
-                    geometric,
-                    extra,
-                    kind,
-                    elem,
-                    prim,
-                    live,
-                    sl_seg,
-                    sl_t,
-                    pair_gap,
-                    pair_t,
-                    pair_normal,
-                    pair_point,
-                    pair_u,
-                    pair_force,
-                    end_grad,
-                )
+                assemble(pos, quat, rod, load_factor, grad, band, geometric, extra, pairs, live, sl_seg, sl_t)
                 prepare_system(band, bw, fixed, damping)
                 for i in range(n_dof):
                     if fixed[i]:
                         grad[i] = 0.0
                 if self_gap > 0:
                     Ut, k_c, k_s, spans, ut_store = self_coupling(
-                        kind,
-                        elem,
-                        prim,
-                        pair_t,
-                        pair_u,
-                        pair_normal,
-                        pair_force,
-                        end_grad,
-                        node_dof,
-                        fixed,
-                        contact.stiffness,
-                        extra.node_len,
-                        extra.seg_len,
-                        pos,
-                        pair_gap,
-                        np.bool_(exact),
-                        ut_store,
-                        spans,
+                        pos, rod, pairs, extra, np.bool_(exact), ut_store, spans
                     )
                 rebuild = False
             m_c = Ut.shape[0]
@@ -613,38 +374,9 @@ def minimise_rod_energy(
                     break
             if use_contact and not too_far:
                 # the pairs this step could reach must have their true normal for the filter
-                pair_moves(nodes, node_moves(delta, node_dof), moves)
-                evaluate_reachable(
-                    pos,
-                    kind,
-                    elem,
-                    prim,
-                    obstacles,
-                    node_radius,
-                    moves,
-                    pair_gap,
-                    pair_t,
-                    pair_normal,
-                    pair_point,
-                    pair_u,
-                    fresh,
-                )
-                if approach.shape[0] != n_pairs:
-                    approach = np.empty(n_pairs)
-                fraction = approach_fraction(
-                    delta,
-                    node_dof,
-                    kind,
-                    elem,
-                    prim,
-                    pair_gap,
-                    pair_t,
-                    pair_u,
-                    pair_normal,
-                    node_radius,
-                    reach,
-                    approach,
-                )
+                pair_moves(pairs.nodes, node_moves(delta, node_dof), pairs.moves)
+                evaluate_reachable(pos, pairs, extra)
+                fraction = approach_fraction(delta, node_dof, pairs, extra)
                 if fraction < MIN_STEP_FRACTION:
                     too_far = True
                 elif fraction < 1.0:
@@ -667,36 +399,9 @@ def minimise_rod_energy(
             scale = 1.0  # of the step the model was built for
             halvings = 0
             while True:
-                retract(pos, quat, node_dof, rot_dof, delta, 1.0, trial_pos, trial_quat, rot_step)
-                trial_extra_energy, too_deep_by = trial_extra(
-                    trial_pos,
-                    trial_quat,
-                    node_dof,
-                    rot_dof,
-                    extra,
-                    kind,
-                    elem,
-                    prim,
-                    nodes,
-                    sl_seg,
-                    sl_t,
-                    pair_gap,
-                    delta,
+                trial_energy, couple, trial_extra_energy, too_deep_by = energy_after_step(
+                    pos, quat, rod, load_factor, extra, pairs, sl_seg, sl_t, delta, trial_pos, trial_quat
                 )
-                trial_energy = trial_extra_energy + rod_energy(
-                    trial_pos,
-                    trial_quat,
-                    rest_len,
-                    stretch_stiff,
-                    joint_a,
-                    joint_b,
-                    joint_len,
-                    bend_stiff,
-                    bend_rest,
-                    node_force,
-                    load_factor,
-                )
-                couple = couple_work(quat, rot_dof, rot_couple, load_factor, delta, R)
                 actual = energy - (trial_energy - couple)
                 # In the last digits the energy difference is noise; a step whose predicted gain is
                 # within that noise is a pure Newton refinement and is taken (the residual decides).
@@ -726,19 +431,7 @@ def minimise_rod_energy(
                 # ... and instead of damping and factorising again (several times per iteration on a
                 # faceted mesh), the step is shortened to where the facet (or other cables') pairs
                 # it closes balance the model (step_limits.plunge_step_length)
-                alpha, penalty = plunge_step_length(
-                    approach,
-                    fraction,
-                    kind,
-                    elem,
-                    pair_gap,
-                    fresh,
-                    contact.stiffness,
-                    extra.node_len,
-                    extra.seg_len,
-                    slope,
-                    curvature,
-                )
+                alpha, penalty = plunge_step_length(pairs, fraction, extra, slope, curvature)
                 if not (alpha < 1.0):
                     break
                 for i in range(n_dof):
@@ -762,30 +455,16 @@ def minimise_rod_energy(
                     h = 0.1 if sgn == 0 else -0.1
                     retract(pos, quat, node_dof, rot_dof, delta, h, corrected_pos, corrected_quat, rot_step)
                     if sgn == 0:
-                        rod_strains(corrected_pos, corrected_quat, rest_len, joint_a, joint_b, s_plus, b_plus)
+                        rod_strains(corrected_pos, corrected_quat, rod, s_plus, b_plus)
                     else:
-                        rod_strains(corrected_pos, corrected_quat, rest_len, joint_a, joint_b, s_minus, b_minus)
+                        rod_strains(corrected_pos, corrected_quat, rod, s_minus, b_minus)
                 for i in range(rest_len.shape[0]):
                     for k in range(3):
                         s_plus[i, k] = (s_plus[i, k] - 2.0 * s_zero[i, k] + s_minus[i, k]) / 0.01
                 for j in range(joint_a.shape[0]):
                     for k in range(3):
                         b_plus[j, k] = (b_plus[j, k] - 2.0 * b_zero[j, k] + b_minus[j, k]) / 0.01
-                strain_jacobian_transpose(
-                    pos,
-                    quat,
-                    node_dof,
-                    rot_dof,
-                    rest_len,
-                    stretch_stiff,
-                    joint_a,
-                    joint_b,
-                    joint_len,
-                    bend_stiff,
-                    s_plus,
-                    b_plus,
-                    rhs_trial,
-                )
+                strain_jacobian_transpose(pos, quat, rod, s_plus, b_plus, rhs_trial)
                 for i in range(n_dof):
                     rhs_trial[i] = 0.0 if fixed[i] else -rhs_trial[i]
                 low_rank_solve(work, bw, rhs_trial, correction, S, piv, panels)
@@ -793,71 +472,23 @@ def minimise_rod_energy(
                     correction[i] = delta[i] + 0.5 * correction[i]
                 within = True
                 if use_contact:
-                    pair_moves(nodes, node_moves(correction, node_dof), moves)
-                    evaluate_reachable(
-                        pos,
-                        kind,
-                        elem,
-                        prim,
-                        obstacles,
-                        node_radius,
-                        moves,
-                        pair_gap,
-                        pair_t,
-                        pair_normal,
-                        pair_point,
-                        pair_u,
-                        fresh,
-                    )
-                    within = (
-                        approach_fraction(
-                            correction,
-                            node_dof,
-                            kind,
-                            elem,
-                            prim,
-                            pair_gap,
-                            pair_t,
-                            pair_u,
-                            pair_normal,
-                            node_radius,
-                            reach,
-                            approach,
-                        )
-                        >= 1.0
-                    )
+                    pair_moves(pairs.nodes, node_moves(correction, node_dof), pairs.moves)
+                    evaluate_reachable(pos, pairs, extra)
+                    within = approach_fraction(correction, node_dof, pairs, extra) >= 1.0
                 if within:
-                    retract(pos, quat, node_dof, rot_dof, correction, 1.0, corrected_pos, corrected_quat, rot_step)
-                    corrected_energy = rod_energy(
-                        corrected_pos,
-                        corrected_quat,
-                        rest_len,
-                        stretch_stiff,
-                        joint_a,
-                        joint_b,
-                        joint_len,
-                        bend_stiff,
-                        bend_rest,
-                        node_force,
+                    corrected_energy, corrected_couple, _extra, corrected_too_deep = energy_after_step(
+                        pos,
+                        quat,
+                        rod,
                         load_factor,
-                    )
-                    corrected_extra, corrected_too_deep = trial_extra(
-                        corrected_pos,
-                        corrected_quat,
-                        node_dof,
-                        rot_dof,
                         extra,
-                        kind,
-                        elem,
-                        prim,
-                        nodes,
+                        pairs,
                         sl_seg,
                         sl_t,
-                        pair_gap,
                         correction,
+                        corrected_pos,
+                        corrected_quat,
                     )
-                    corrected_energy += corrected_extra
-                    corrected_couple = couple_work(quat, rot_dof, rot_couple, load_factor, correction, R)
                     corrected_rho = (energy - (corrected_energy - corrected_couple)) / predicted
                     if math.isfinite(corrected_energy) and corrected_rho > rho and not corrected_too_deep > 0.0:
                         trial_pos[:, :] = corrected_pos
@@ -888,91 +519,28 @@ def minimise_rod_energy(
                     lam = max(3.0 * lam, 1e-8)
                 if use_contact:
                     node_distances(trial_pos, pos, node_move)
-                    pair_moves(nodes, node_move, moves)
-                    lower_gaps(moves, pair_gap, fresh)
+                    pair_moves(pairs.nodes, node_move, pairs.moves)
+                    lower_gaps(pairs.moves, pairs.gap, pairs.fresh)
                 pos[:, :] = trial_pos
                 quat[:, :] = trial_quat
                 accepted = True
                 break
             lam = max(4.0 * lam, 1e-8)
         if not accepted:
-            return STALLED, it, ratio, energy, _deepest(pair_gap, live), searched_at, kind, elem, prim, pair_gap
-    return (
-        MAX_ITERATIONS,
-        max_iterations,
-        ratio,
-        energy,
-        _deepest(pair_gap, live),
-        searched_at,
-        kind,
-        elem,
-        prim,
-        pair_gap,
-    )
+            return _result(STALLED, it, ratio, energy, _deepest(pairs.gap, live), searched_at, pairs, pos)
+    return _result(MAX_ITERATIONS, max_iterations, ratio, energy, _deepest(pairs.gap, live), searched_at, pairs, pos)
 
 
 @njit
-def gradient_at(
-    pos,
-    quat,
-    node_dof,
-    rot_dof,
-    n_dof,
-    rest_len,
-    stretch_stiff,
-    joint_a,
-    joint_b,
-    joint_len,
-    bend_stiff,
-    bend_rest,
-    node_force,
-    rot_couple,
-    load_factor,
-):
+def gradient_at(pos, quat, rod, n_dof, load_factor):
     """Energy gradient including the fixed degrees of freedom (they hold the reactions)."""
     grad = np.zeros(n_dof)
     band = np.zeros((1, 1))
-    rod_gradient_hessian(
-        pos,
-        quat,
-        node_dof,
-        rot_dof,
-        rest_len,
-        stretch_stiff,
-        joint_a,
-        joint_b,
-        joint_len,
-        bend_stiff,
-        bend_rest,
-        node_force,
-        rot_couple,
-        load_factor,
-        grad,
-        band,
-        np.int64(0),
-        np.bool_(False),
-        1.0,
-    )
+    rod_gradient_hessian(pos, quat, rod, load_factor, grad, band, np.int64(0), np.bool_(False), 1.0)
     return grad
 
 
 def rod_gradient(model, positions: np.ndarray, quats: np.ndarray) -> np.ndarray:
     """The rod's energy gradient at (positions, quats) over every dof, the fixed ones included (there:
     what the holders supply)."""
-    return gradient_at(
-        positions,
-        quats,
-        model.node_dof,
-        model.rot_dof,
-        model.n_dof,
-        model.rest_len,
-        model.stretch_stiff,
-        model.joint_a,
-        model.joint_b,
-        model.joint_len,
-        model.bend_stiff,
-        model.bend_rest,
-        model.node_force,
-        model.rot_couple,
-        1.0,
-    )
+    return gradient_at(positions, quats, model.arrays(), model.n_dof, 1.0)

@@ -9,8 +9,10 @@ import numpy as np
 
 from ._jit import njit
 from .contact_energy import contact_energy_of, friction_energy
+from .kernel_arrays import PairBuffers
 from .mounts import compliant_energy, sliding_energy
-from .rod_energy import rod_gradient_hessian
+from .pair_geometry import pair_nodes
+from .rod_energy import rod_energy, rod_gradient_hessian
 from .rotations import quat_retract, quat_to_matrix
 from .step_limits import allowed_depth, depth_limit, is_depth_limited, pair_moves
 
@@ -91,64 +93,30 @@ def retract(pos, quat, node_dof, rot_dof, delta, scale, out_pos, out_quat, rot_s
 
 
 @njit
-def extra_terms(
-    pos,
-    quat,
-    node_dof,
-    rot_dof,
-    extra,
-    kind,
-    elem,
-    prim,
-    live,
-    sl_seg,
-    sl_t,
-    grad,
-    band,
-    bw,
-    mode,
-    pair_gap,
-    pair_t,
-    pair_normal,
-    pair_point,
-    pair_u,
-    pair_force,
-    pair_end_grad,
-):
-    """Energy (and in mode 1/2 gradient and Gauss-Newton Hessian) of contact (the pairs ``live``),
-    friction and mounts."""
-    (
-        obstacles,
-        contact,
-        node_len,
-        seg_len,
-        fr_active,
-        fr_normal,
-        fr_force,
-        fr_anchor,
-        fr_mu,
-        sl_point,
-        sl_axis,
-        sl_stiff,
-        cc_node,
-        cc_rot,
-        cc_centre,
-        cc_quat,
-        cc_K,
-        _sl_part,
-        node_radius,
-        _node_part,
-    ) = extra
+def extra_terms(pos, quat, rod, extra, pairs, live, sl_seg, sl_t, grad, band, bw, mode):
+    """Energy (and in mode 1/2 gradient and Gauss-Newton Hessian, in a band of ``bw``) of contact (the
+    pairs ``live`` of ``pairs``, kernel_arrays.PairBuffers), friction and mounts."""
+    node_dof, rot_dof = rod.node_dof, rod.rot_dof
+    obstacles, contact, node_len, seg_len = extra.obstacles, extra.contact, extra.node_len, extra.seg_len
+    fr_active, fr_normal, fr_force, fr_anchor, fr_mu = (
+        extra.fr_active,
+        extra.fr_normal,
+        extra.fr_force,
+        extra.fr_anchor,
+        extra.fr_mu,
+    )
+    sl_point, sl_axis, sl_stiff = extra.sl_point, extra.sl_axis, extra.sl_stiff
+    cc_node, cc_rot, cc_centre, cc_quat, cc_K = extra.cc_node, extra.cc_rot, extra.cc_centre, extra.cc_quat, extra.cc_K
     energy = 0.0
     if live.shape[0] > 0:
         energy += contact_energy_of(
             live,
             pos,
-            kind,
-            elem,
-            prim,
+            pairs.kind,
+            pairs.elem,
+            pairs.prim,
             obstacles,
-            node_radius,
+            extra.node_radius,
             contact.stiffness,
             node_len,
             seg_len,
@@ -157,13 +125,13 @@ def extra_terms(
             band,
             bw,
             mode,
-            pair_gap,
-            pair_t,
-            pair_normal,
-            pair_point,
-            pair_u,
-            pair_force,
-            pair_end_grad,
+            pairs.gap,
+            pairs.t,
+            pairs.normal,
+            pairs.point,
+            pairs.u,
+            pairs.force,
+            pairs.end_grad,
         )
     if fr_active.shape[0] > 0:
         energy += friction_energy(
@@ -181,87 +149,11 @@ def extra_terms(
 
 
 @njit
-def assemble(
-    pos,
-    quat,
-    node_dof,
-    rot_dof,
-    rest_len,
-    stretch_stiff,
-    joint_a,
-    joint_b,
-    joint_len,
-    bend_stiff,
-    bend_rest,
-    node_force,
-    rot_couple,
-    load_factor,
-    grad,
-    band,
-    bw,
-    geometric,
-    extra,
-    kind,
-    elem,
-    prim,
-    live,
-    sl_seg,
-    sl_t,
-    pair_gap,
-    pair_t,
-    pair_normal,
-    pair_point,
-    pair_u,
-    pair_force,
-    pair_end_grad,
-):
+def assemble(pos, quat, rod, load_factor, grad, band, geometric, extra, pairs, live, sl_seg, sl_t):
     """Gradient and Hessian of everything; returns the energy of the terms beyond the rod's own."""
-    rod_gradient_hessian(
-        pos,
-        quat,
-        node_dof,
-        rot_dof,
-        rest_len,
-        stretch_stiff,
-        joint_a,
-        joint_b,
-        joint_len,
-        bend_stiff,
-        bend_rest,
-        node_force,
-        rot_couple,
-        load_factor,
-        grad,
-        band,
-        bw,
-        np.bool_(True),
-        geometric,
-    )
-    mode = 2 if geometric > 0.0 else 3  # (a conditional among 30 arguments is more than numba can compile)
-    return extra_terms(
-        pos,
-        quat,
-        node_dof,
-        rot_dof,
-        extra,
-        kind,
-        elem,
-        prim,
-        live,
-        sl_seg,
-        sl_t,
-        grad,
-        band,
-        bw,
-        mode,
-        pair_gap,
-        pair_t,
-        pair_normal,
-        pair_point,
-        pair_u,
-        pair_force,
-        pair_end_grad,
-    )
+    rod_gradient_hessian(pos, quat, rod, load_factor, grad, band, rod.bw, np.bool_(True), geometric)
+    mode = 2 if geometric > 0.0 else 3
+    return extra_terms(pos, quat, rod, extra, pairs, live, sl_seg, sl_t, grad, band, rod.bw, mode)
 
 
 @njit
@@ -274,7 +166,32 @@ def node_moves(delta, node_dof):
 
 
 @njit
-def trial_extra(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, nodes, sl_seg, sl_t, pair_gap, delta):
+def pair_buffers(kind, elem, prim):
+    """The candidate pairs (kind, elem, prim) with zeroed buffers (kernel_arrays.PairBuffers), every
+    pair fresh. Pairs handed on with a gap bound are evaluated once they may touch or a step could
+    reach them; until then the step filter sees a zero normal (no approach), which is all it may
+    conclude."""
+    n_pairs = kind.shape[0]
+    return PairBuffers(
+        kind,
+        elem,
+        prim,
+        pair_nodes(kind, elem, prim),
+        np.zeros(n_pairs),
+        np.zeros(n_pairs),
+        np.zeros((n_pairs, 3)),
+        np.zeros((n_pairs, 3)),
+        np.zeros(n_pairs),
+        np.zeros((n_pairs, 3)),
+        np.ones(n_pairs, dtype=np.bool_),
+        np.zeros(n_pairs),
+        np.zeros(n_pairs),
+        np.zeros((n_pairs, 12)),
+    )
+
+
+@njit
+def trial_extra(pos, quat, rod, extra, pairs, sl_seg, sl_t, delta):
     """(energy beyond the rod's, how far the deepest obstacle pair sinks beyond what a step may
     (step_limits.depth_limit) [m], 0 if none does)
     at a trial state pos = current + delta, over the pairs that can act there.
@@ -282,11 +199,12 @@ def trial_extra(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, nodes, sl
     A pair whose gap at the current state exceeds the move of its nodes in the step (of both sides'
     nodes for self-contact) is still open at the trial state and adds nothing, so only the others
     are evaluated: near convergence the step is tiny and that is a few pairs per node instead of
-    every triangle within the search reach. (``pair_gap`` may hold lower bounds of gaps: see
+    every triangle within the search reach. (``pairs.gap`` may hold lower bounds of gaps: see
     minimise_rod_energy.)
     """
+    kind, elem, prim, pair_gap = pairs.kind, pairs.elem, pairs.prim, pairs.gap
     moves = np.empty(kind.shape[0])
-    pair_moves(nodes, node_moves(delta, node_dof), moves)
+    pair_moves(pairs.nodes, node_moves(delta, rod.node_dof), moves)
     acts = np.zeros(kind.shape[0], dtype=np.bool_)
     n_live = 0
     for p in range(kind.shape[0]):
@@ -301,16 +219,30 @@ def trial_extra(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, nodes, sl
         if acts[p]:
             kind_l[j], elem_l[j], prim_l[j] = kind[p], elem[p], prim[p]
             j += 1
-    gap = np.empty(n_live)
-    energy = extra_terms(
-        pos,
-        quat,
-        node_dof,
-        rot_dof,
-        extra,
+    # what extra_terms reads of the acting pairs, with buffers of their own; a trial needs neither
+    # their nodes nor the step filter's per-pair arrays (left empty)
+    acting = PairBuffers(
         kind_l,
         elem_l,
         prim_l,
+        np.empty((0, 4), dtype=np.int64),
+        np.empty(n_live),
+        np.empty(n_live),
+        np.empty((n_live, 3)),
+        np.empty((n_live, 3)),
+        np.empty(n_live),
+        np.empty((n_live, 3)),
+        np.empty(0, dtype=np.bool_),
+        np.empty(0),
+        np.empty(0),
+        np.empty((0, 12)),
+    )
+    energy = extra_terms(
+        pos,
+        quat,
+        rod,
+        extra,
+        acting,
         np.arange(n_live),
         sl_seg,
         sl_t,
@@ -318,13 +250,6 @@ def trial_extra(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, nodes, sl
         np.zeros((1, 1)),
         np.int64(0),
         np.int64(0),
-        gap,
-        np.empty(n_live),
-        np.empty((n_live, 3)),
-        np.empty((n_live, 3)),
-        np.empty(n_live),
-        np.empty((n_live, 3)),
-        np.empty((0, 12)),
     )
     allowed = allowed_depth(extra.node_radius)
     excess = 0.0
@@ -333,9 +258,23 @@ def trial_extra(pos, quat, node_dof, rot_dof, extra, kind, elem, prim, nodes, sl
         if acts[p]:
             if is_depth_limited(kind[p]):
                 limit = depth_limit(allowed, -pair_gap[p])
-                excess = max(excess, -gap[j] - limit)
+                excess = max(excess, -acting.gap[j] - limit)
             j += 1
     return energy, excess
+
+
+@njit
+def energy_after_step(pos, quat, rod, load_factor, extra, pairs, sl_seg, sl_t, step, trial_pos, trial_quat):
+    """Move the state by ``step`` into (trial_pos, trial_quat); returns (the energy there, the dead
+    couples' work over the step, the part of the energy beyond the rod's own, how far the deepest
+    obstacle pair sinks beyond what a step may [m]). The trial of a Newton step and of a step off a
+    saddle alike: the step gains (energy before) - (energy - work)."""
+    rot_step = np.empty(3)
+    retract(pos, quat, rod.node_dof, rod.rot_dof, step, 1.0, trial_pos, trial_quat, rot_step)
+    extra_energy, too_deep_by = trial_extra(trial_pos, trial_quat, rod, extra, pairs, sl_seg, sl_t, step)
+    energy = extra_energy + rod_energy(trial_pos, trial_quat, rod, load_factor)
+    work = couple_work(quat, rod.rot_dof, rod.rot_couple, load_factor, step, np.empty((3, 3)))
+    return energy, work, extra_energy, too_deep_by
 
 
 @njit

@@ -42,10 +42,11 @@ def _material_edge(pos, quat, i, R, u):
 
 
 @njit
-def rod_energy(
-    pos, quat, rest_len, stretch_stiff, joint_a, joint_b, joint_len, bend_stiff, bend_rest, node_force, load_factor
-):
-    """Elastic energy plus the potential of the dead node forces (scaled by load_factor)."""
+def rod_energy(pos, quat, rod, load_factor):
+    """Elastic energy plus the potential of the dead node forces (scaled by load_factor) of the rod
+    ``rod`` (kernel_arrays.RodArrays)."""
+    rest_len, stretch_stiff, joint_len, bend_stiff = rod.rest_len, rod.stretch_stiff, rod.joint_len, rod.bend_stiff
+    joint_a, joint_b, bend_rest, node_force = rod.joint_a, rod.joint_b, rod.bend_rest, rod.node_force
     R = np.empty((3, 3))
     u = np.empty(3)
     p = np.empty(4)
@@ -71,33 +72,17 @@ def rod_energy(
 
 
 @njit
-def rod_gradient_hessian(
-    pos,
-    quat,
-    node_dof,
-    rot_dof,
-    rest_len,
-    stretch_stiff,
-    joint_a,
-    joint_b,
-    joint_len,
-    bend_stiff,
-    bend_rest,
-    node_force,
-    rot_couple,
-    load_factor,
-    grad,
-    band,
-    bw,
-    with_hessian,
-    geometric,
-):
-    """Assemble the gradient (and, if with_hessian, the lower band of the Hessian) in place.
+def rod_gradient_hessian(pos, quat, rod, load_factor, grad, band, bw, with_hessian, geometric):
+    """Assemble the gradient (and, if with_hessian, the lower band of ``bw`` of the Hessian) of the rod
+    ``rod`` (kernel_arrays.RodArrays) in place.
 
     The Hessian is J^T C J (always positive semi-definite) plus ``geometric`` times the terms
     from the curvature of the strains (geometric stiffness). geometric = 1 gives the exact
     Hessian; geometric = 0 the Gauss-Newton matrix used when the exact one is indefinite.
     """
+    node_dof, rot_dof, rest_len, stretch_stiff = rod.node_dof, rod.rot_dof, rod.rest_len, rod.stretch_stiff
+    joint_a, joint_b, joint_len, bend_stiff = rod.joint_a, rod.joint_b, rod.joint_len, rod.bend_stiff
+    bend_rest, node_force, rot_couple = rod.bend_rest, rod.node_force, rod.rot_couple
     grad[:] = 0.0
     if with_hessian:
         band[:, :] = 0.0
@@ -296,8 +281,9 @@ def rod_gradient_hessian(
 
 
 @njit
-def rod_strains(pos, quat, rest_len, joint_a, joint_b, stretch_strain, bend_strain):
+def rod_strains(pos, quat, rod, stretch_strain, bend_strain):
     """Strain vectors: Gamma per segment (material frame) and vec(conj(q_a) q_b) per joint."""
+    rest_len, joint_a, joint_b = rod.rest_len, rod.joint_a, rod.joint_b
     R = np.empty((3, 3))
     u = np.empty(3)
     p = np.empty(4)
@@ -314,27 +300,15 @@ def rod_strains(pos, quat, rest_len, joint_a, joint_b, stretch_strain, bend_stra
 
 
 @njit
-def strain_jacobian_transpose(
-    pos,
-    quat,
-    node_dof,
-    rot_dof,
-    rest_len,
-    stretch_stiff,
-    joint_a,
-    joint_b,
-    joint_len,
-    bend_stiff,
-    stretch_strain,
-    bend_strain,
-    out,
-):
+def strain_jacobian_transpose(pos, quat, rod, stretch_strain, bend_strain, out):
     """out = J^T W r for strain-shaped vectors r: the gradient the energy would have if its strains were r.
 
     W holds the element weights (l diag(GA, GA, EA) for stretch, 4/l_bar diag(EI, EI, GJ) for
     bend/twist) and J the strain derivatives at the current state, the same ones that make up
     the Gauss-Newton matrix J^T W J.
     """
+    node_dof, rot_dof, rest_len, stretch_stiff = rod.node_dof, rod.rot_dof, rod.rest_len, rod.stretch_stiff
+    joint_a, joint_b, joint_len, bend_stiff = rod.joint_a, rod.joint_b, rod.joint_len, rod.bend_stiff
     out[:] = 0.0
     R = np.empty((3, 3))
     u = np.empty(3)

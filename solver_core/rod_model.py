@@ -22,6 +22,7 @@ import numpy as np
 
 from .case import CableSpec, Frame
 from .errors import CaseError
+from .kernel_arrays import RodArrays
 from .rest_shape import joint_rest_rotations
 
 FIXED_ALL = (True, True, True)
@@ -88,6 +89,34 @@ class RodModel:
     @property
     def n_rotations(self) -> int:
         return self.rot_dof.shape[0]
+
+    def arrays(self, rest_len: np.ndarray | None = None) -> RodArrays:
+        """The arrays the energy kernels read (rod_energy.py), with ``rest_len`` in place of the
+        model's where given (equilibrium's continuation in rest length). The model's own are kept in
+        ``derived``: its arrays change in place, never for others."""
+        if rest_len is None or rest_len is self.rest_len:
+            kept = self.derived.get("arrays")
+            if kept is None:
+                kept = self.derived["arrays"] = self._arrays(self.rest_len)
+            return kept
+        return self._arrays(rest_len)
+
+    def _arrays(self, rest_len: np.ndarray) -> RodArrays:
+        return RodArrays(
+            self.node_dof,
+            self.rot_dof,
+            self.fixed,
+            int(self.bw),
+            rest_len,
+            self.stretch_stiff,
+            self.joint_a,
+            self.joint_b,
+            self.joint_len,
+            self.bend_stiff,
+            self.bend_rest,
+            self.node_force,
+            self.rot_couple,
+        )
 
 
 def _holds_roll(clip) -> bool:

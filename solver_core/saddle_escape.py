@@ -8,14 +8,8 @@ import numpy as np
 
 from ._jit import njit
 from .crossing import step_crosses_triangles
-from .newton_assembly import MAX_ROTATION_STEP, couple_work, node_distances, node_moves, retract, trial_extra
-from .rod_energy import rod_energy
-from .step_limits import (
-    approach_fraction,
-    evaluate_reachable,
-    lower_gaps,
-    pair_moves,
-)
+from .newton_assembly import MAX_ROTATION_STEP, energy_after_step, node_distances, node_moves, retract
+from .step_limits import approach_fraction, evaluate_reachable, lower_gaps, pair_moves
 
 # Leaving a saddle: the first trial along the negative-curvature direction moves the farthest node by
 # this fraction of the cable's length (or turns a section by ESCAPE_FIRST_TURN rad), later trials
@@ -26,137 +20,33 @@ ESCAPE_LARGEST_MOVE = 0.25
 
 
 @njit
-def saddle_trial(
-    pos,
-    quat,
-    node_dof,
-    rot_dof,
-    rest_len,
-    stretch_stiff,
-    joint_a,
-    joint_b,
-    joint_len,
-    bend_stiff,
-    bend_rest,
-    node_force,
-    rot_couple,
-    load_factor,
-    extra,
-    kind,
-    elem,
-    prim,
-    nodes,
-    sl_seg,
-    sl_t,
-    pair_gap,
-    pair_t,
-    pair_normal,
-    pair_point,
-    pair_u,
-    fresh,
-    moves,
-    approach,
-    direction,
-    scale,
-    use_contact,
-    reach,
-    obstacles,
-    node_radius,
-    step,
-    trial_pos,
-    trial_quat,
-):
-    """Energy after the step scale * direction, cut where a contact point would pass its gap (infinite
-    where it sinks a contact deeper than a Newton step may); returns (energy, the fraction of the step
-    kept)."""
-    n_dof = step.shape[0]
-    for i in range(n_dof):
-        step[i] = scale * direction[i]
+def saddle_trial(pos, quat, rod, load_factor, extra, pairs, sl_seg, sl_t, step, trial_pos, trial_quat):
+    """Energy after ``step``, cut (in place) where a contact point would pass its gap, infinite where it
+    sinks a contact deeper than a Newton step may; returns (energy, the fraction of the step kept)."""
     fraction = 1.0
-    if use_contact and kind.shape[0] > 0:
-        pair_moves(nodes, node_moves(step, node_dof), moves)
-        evaluate_reachable(
-            pos,
-            kind,
-            elem,
-            prim,
-            obstacles,
-            node_radius,
-            moves,
-            pair_gap,
-            pair_t,
-            pair_normal,
-            pair_point,
-            pair_u,
-            fresh,
-        )
-        fraction = approach_fraction(
-            step, node_dof, kind, elem, prim, pair_gap, pair_t, pair_u, pair_normal, node_radius, reach, approach
-        )
-        for i in range(n_dof):
+    if extra.contact.uses_contact and pairs.kind.shape[0] > 0:
+        pair_moves(pairs.nodes, node_moves(step, rod.node_dof), pairs.moves)
+        evaluate_reachable(pos, pairs, extra)
+        fraction = approach_fraction(step, rod.node_dof, pairs, extra)
+        for i in range(step.shape[0]):
             step[i] *= fraction
-    rot_step = np.empty(3)
-    retract(pos, quat, node_dof, rot_dof, step, 1.0, trial_pos, trial_quat, rot_step)
-    trial = rod_energy(
-        trial_pos,
-        trial_quat,
-        rest_len,
-        stretch_stiff,
-        joint_a,
-        joint_b,
-        joint_len,
-        bend_stiff,
-        bend_rest,
-        node_force,
-        load_factor,
-    )
-    extra_energy, too_deep = trial_extra(
-        trial_pos, trial_quat, node_dof, rot_dof, extra, kind, elem, prim, nodes, sl_seg, sl_t, pair_gap, step
+    trial, work, _extra_energy, too_deep = energy_after_step(
+        pos, quat, rod, load_factor, extra, pairs, sl_seg, sl_t, step, trial_pos, trial_quat
     )
     if too_deep > 0.0:
         return np.inf, fraction  # sinks a contact deeper than a Newton step may (step_limits.depth_limit)
-    trial += extra_energy
-    trial -= couple_work(quat, rot_dof, rot_couple, load_factor, step, np.empty((3, 3)))
-    return trial, fraction
+    return trial - work, fraction
 
 
 @njit
-def leave_saddle(
-    pos,
-    quat,
-    node_dof,
-    rot_dof,
-    rest_len,
-    stretch_stiff,
-    joint_a,
-    joint_b,
-    joint_len,
-    bend_stiff,
-    bend_rest,
-    node_force,
-    rot_couple,
-    load_factor,
-    extra,
-    kind,
-    elem,
-    prim,
-    nodes,
-    sl_seg,
-    sl_t,
-    pair_gap,
-    pair_t,
-    pair_normal,
-    pair_point,
-    pair_u,
-    fresh,
-    moves,
-    approach,
-    grad,
-    direction,
-    energy,
-    use_contact,
-    reach,
-):
+def _scaled(direction, scale, step):
+    for i in range(step.shape[0]):
+        step[i] = scale * direction[i]
+    return step
+
+
+@njit
+def leave_saddle(pos, quat, rod, load_factor, extra, pairs, sl_seg, sl_t, grad, direction, energy):
     """Move the state (in place) downhill along a direction of negative curvature; returns whether
     the energy fell.
 
@@ -164,6 +54,8 @@ def leave_saddle(
     direction came out of stability.negative_curvature_direction, which does not depend on
     round-off. Trial steps double from a small one while the energy keeps falling; each is cut
     where it would carry a contact point through its gap, as Newton steps are."""
+    node_dof, rot_dof, rest_len = rod.node_dof, rod.rot_dof, rod.rest_len
+    use_contact = extra.contact.uses_contact
     n_dof = grad.shape[0]
     slope = 0.0
     for i in range(n_dof):
@@ -190,7 +82,6 @@ def leave_saddle(
         scale = min(scale, ESCAPE_FIRST_TURN / largest_turn)
     if not (scale < np.inf):
         return False
-    obstacles, node_radius = extra.obstacles, extra.node_radius
     step = np.empty(n_dof)
     trial_pos = np.empty_like(pos)
     trial_quat = np.empty_like(quat)
@@ -200,90 +91,18 @@ def leave_saddle(
         # larger steps while the energy keeps falling; if the first does not lower it, the quartic
         # terms (a buckle that must stretch the cable) already dominate there: smaller ones
         first = saddle_trial(
-            pos,
-            quat,
-            node_dof,
-            rot_dof,
-            rest_len,
-            stretch_stiff,
-            joint_a,
-            joint_b,
-            joint_len,
-            bend_stiff,
-            bend_rest,
-            node_force,
-            rot_couple,
-            load_factor,
-            extra,
-            kind,
-            elem,
-            prim,
-            nodes,
-            sl_seg,
-            sl_t,
-            pair_gap,
-            pair_t,
-            pair_normal,
-            pair_point,
-            pair_u,
-            fresh,
-            moves,
-            approach,
-            direction,
-            sign * scale,
-            use_contact,
-            reach,
-            obstacles,
-            node_radius,
-            step,
-            trial_pos,
-            trial_quat,
-        )
+            pos, quat, rod, load_factor, extra, pairs, sl_seg, sl_t, _scaled(direction, sign * scale, step),
+            trial_pos, trial_quat,
+        )  # fmt: skip
         growing = first[0] < energy - noise
         trial_scale = scale
         if not growing:
             for _k in range(40):
                 trial_scale *= 0.5
                 trial_energy, fraction = saddle_trial(
-                    pos,
-                    quat,
-                    node_dof,
-                    rot_dof,
-                    rest_len,
-                    stretch_stiff,
-                    joint_a,
-                    joint_b,
-                    joint_len,
-                    bend_stiff,
-                    bend_rest,
-                    node_force,
-                    rot_couple,
-                    load_factor,
-                    extra,
-                    kind,
-                    elem,
-                    prim,
-                    nodes,
-                    sl_seg,
-                    sl_t,
-                    pair_gap,
-                    pair_t,
-                    pair_normal,
-                    pair_point,
-                    pair_u,
-                    fresh,
-                    moves,
-                    approach,
-                    direction,
-                    sign * trial_scale,
-                    use_contact,
-                    reach,
-                    obstacles,
-                    node_radius,
-                    step,
-                    trial_pos,
-                    trial_quat,
-                )
+                    pos, quat, rod, load_factor, extra, pairs, sl_seg, sl_t,
+                    _scaled(direction, sign * trial_scale, step), trial_pos, trial_quat,
+                )  # fmt: skip
                 if trial_energy < energy - noise:
                     break
             else:
@@ -292,45 +111,9 @@ def leave_saddle(
         factor = 2.0 if growing else math.sqrt(2.0)
         for _k in range(40):
             trial_energy, fraction = saddle_trial(
-                pos,
-                quat,
-                node_dof,
-                rot_dof,
-                rest_len,
-                stretch_stiff,
-                joint_a,
-                joint_b,
-                joint_len,
-                bend_stiff,
-                bend_rest,
-                node_force,
-                rot_couple,
-                load_factor,
-                extra,
-                kind,
-                elem,
-                prim,
-                nodes,
-                sl_seg,
-                sl_t,
-                pair_gap,
-                pair_t,
-                pair_normal,
-                pair_point,
-                pair_u,
-                fresh,
-                moves,
-                approach,
-                direction,
-                sign * trial_scale,
-                use_contact,
-                reach,
-                obstacles,
-                node_radius,
-                step,
-                trial_pos,
-                trial_quat,
-            )
+                pos, quat, rod, load_factor, extra, pairs, sl_seg, sl_t,
+                _scaled(direction, sign * trial_scale, step), trial_pos, trial_quat,
+            )  # fmt: skip
             if not (trial_energy < best_energy):
                 break
             best_scale, best_energy = sign * trial_scale * fraction, trial_energy
@@ -347,16 +130,15 @@ def leave_saddle(
     if not (best_energy < energy - noise):
         return False
     rot_step = np.empty(3)
-    for i in range(n_dof):
-        step[i] = best_scale * direction[i]
+    _scaled(direction, best_scale, step)
     retract(pos, quat, node_dof, rot_dof, step, 1.0, trial_pos, trial_quat, rot_step)
-    if use_contact and step_crosses_triangles(pos, trial_pos, extra.node_part, obstacles):
+    if use_contact and step_crosses_triangles(pos, trial_pos, extra.node_part, extra.obstacles):
         return False
-    if use_contact and kind.shape[0] > 0:
+    if use_contact and pairs.kind.shape[0] > 0:
         node_move = np.empty(pos.shape[0])
         node_distances(trial_pos, pos, node_move)
-        pair_moves(nodes, node_move, moves)
-        lower_gaps(moves, pair_gap, fresh)
+        pair_moves(pairs.nodes, node_move, pairs.moves)
+        lower_gaps(pairs.moves, pairs.gap, pairs.fresh)
     pos[:, :] = trial_pos
     quat[:, :] = trial_quat
     return True

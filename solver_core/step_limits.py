@@ -63,12 +63,11 @@ def is_depth_limited(kind):
 
 
 @njit
-def evaluate_reachable(
-    pos, kind, elem, prim, obstacles, node_radius, moves, pair_gap, pair_t, pair_normal, pair_point, pair_u, fresh
-):
-    """Evaluates at ``pos`` the pairs not evaluated there yet whose gap bound a step moving each pair by
-    ``moves`` (pair_moves) could close: the step filter needs their true normal (the others cannot
-    be reached)."""
+def evaluate_reachable(pos, pairs, extra):
+    """Evaluates at ``pos`` the pairs (kernel_arrays.PairBuffers) not evaluated there yet whose gap
+    bound a step moving each pair by ``pairs.moves`` (pair_moves) could close: the step filter needs
+    their true normal (the others cannot be reached)."""
+    kind, moves, pair_gap, fresh = pairs.kind, pairs.moves, pairs.gap, pairs.fresh
     n = 0
     for p in range(kind.shape[0]):
         if not fresh[p] and not (pair_gap[p] >= moves[p]):
@@ -83,7 +82,18 @@ def evaluate_reachable(
             fresh[p] = True
             j += 1
     pair_gaps(
-        reachable, pos, kind, elem, prim, obstacles, node_radius, pair_gap, pair_t, pair_normal, pair_point, pair_u
+        reachable,
+        pos,
+        kind,
+        pairs.elem,
+        pairs.prim,
+        extra.obstacles,
+        extra.node_radius,
+        pair_gap,
+        pairs.t,
+        pairs.normal,
+        pairs.point,
+        pairs.u,
     )
 
 
@@ -113,8 +123,9 @@ def pairs_that_may_touch(pair_gap):
 
 
 @njit
-def plunge_step_length(approach, scale, kind, elem, pair_gap, fresh, stiffness, node_len, seg_len, slope, curvature):
-    """(alpha, penalty): how far along a Newton step to go when it closes open facet pairs.
+def plunge_step_length(pairs, scale, extra, slope, curvature):
+    """(alpha, penalty): how far along a Newton step to go when it closes open facet pairs
+    (kernel_arrays.PairBuffers, their ``approach`` from approach_fraction).
 
     Open pairs are not in the Newton model, so a step sliding a cable over a tessellated surface
     pushes nodes into the next facets, which they did not touch yet (the normal jumps at every facet
@@ -141,6 +152,8 @@ def plunge_step_length(approach, scale, kind, elem, pair_gap, fresh, stiffness, 
     the pile of the contact benchmark into another of its equilibria, 35-45 iterations per step
     instead of 26-29); segments piercing a face and pairs against capsules are left to the step
     filter and the trust region."""
+    approach, kind, elem, pair_gap, fresh = pairs.approach, pairs.kind, pairs.elem, pairs.gap, pairs.fresh
+    stiffness, node_len, seg_len = extra.contact.stiffness, extra.node_len, extra.seg_len
     n = kind.shape[0]
     count = 0
     touch_at = np.empty(n)
@@ -186,9 +199,7 @@ def plunge_step_length(approach, scale, kind, elem, pair_gap, fresh, stiffness, 
 
 
 @njit
-def approach_fraction(
-    delta, node_dof, kind, elem, prim, pair_gap, pair_t, pair_u, pair_normal, node_radius, reach, approach
-):
+def approach_fraction(delta, node_dof, pairs, extra):
     """The largest fraction (at most 1) of a step that carries no node farther than ``reach`` (beyond
     the pairs searched) and no contact point farther towards its primitive than its gap (at least
     half a radius): sliding along a surface is free, approaching it is not, so no step can jump
@@ -202,8 +213,12 @@ def approach_fraction(
     their distance), and Newton could not lift it out again (found in the ten-cable fan: a segment
     58 um deep with 38 N on it, the node pairs at both its ends open).
 
-    ``approach`` receives how far the step carries each pair's contact point towards its primitive
-    (to first order; 0 for the pairs passed over, which cannot reach theirs)."""
+    ``pairs.approach`` (kernel_arrays.PairBuffers) receives how far the step carries each pair's
+    contact point towards its primitive (to first order; 0 for the pairs passed over, which cannot
+    reach theirs)."""
+    kind, elem, prim, pair_gap, approach = pairs.kind, pairs.elem, pairs.prim, pairs.gap, pairs.approach
+    pair_t, pair_u, pair_normal = pairs.t, pairs.u, pairs.normal
+    node_radius, reach = extra.node_radius, extra.contact.reach
     fraction = 1.0
     n_nodes = node_dof.shape[0]
     largest2 = 0.0

@@ -13,7 +13,7 @@ Where the machine has two cores and ``fork``, the compile runs in two processes 
 kernel, and everything it calls, in one thread): the kernels of the obstacle tree, the pair search
 and the contact energy, which the warm-up case reaches before its first Newton solve (a third of the
 compile), and then the other models' own kernels (``warmup_cases.helper_cases``), are compiled by a
-forked helper while this process compiles the Newton solver's tree (``minimise_rod_energy``) on a
+forked helper while this process compiles the Newton solver's tree (``newton_iterations``) on a
 cable without obstacles; the cases after it then find the helper's kernels in the cache. The Newton
 solver's own callees are compiled first, one by one, with its body run as Python, so that the two
 processes' work does not overlap (docs/performance.md: 182 -> 141 s on 2 cores).
@@ -106,12 +106,12 @@ def _compile_contact_kernels_aside() -> int | None:
 
 def _compile_newton_callees() -> None:
     """Compile the kernels the Newton solver calls, each on its own, by running its body as Python on
-    the bare case: numba then compiles ``minimise_rod_energy`` around kernels it has (a third less
+    the bare case: numba then compiles ``newton_iterations`` around kernels it has (a third less
     time in it), while the helper compiles the contact kernels. Only a head start: whatever fails
     here is compiled with the solver below."""
     from . import equilibrium, newton
 
-    equilibrium.minimise_rod_energy = newton.minimise_rod_energy.py_func
+    equilibrium.minimise_rod_energy = lambda *args: newton.as_newton_result(newton.newton_iterations.py_func(*args))
     try:
         solve_case(parse_case(cases.BARE))
     except Exception:

@@ -183,4 +183,6 @@ def minimise_argument(name: str) -> int:
 
     from solver_core.newton import minimise_rod_energy
 
-    return list(inspect.signature(minimise_rod_energy.py_func).parameters).index(name) - 2
+    return (
+        list(inspect.signature(getattr(minimise_rod_energy, "py_func", minimise_rod_energy)).parameters).index(name) - 2
+    )

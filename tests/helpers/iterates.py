@@ -17,7 +17,7 @@ from .swept import passes_through
 def _argument(kernel, name: str) -> int:
     """Where ``name`` sits among the kernel's arguments after pos and quat (of the module's own kernel:
     in a Blender test, the installed extension's)."""
-    return list(inspect.signature(kernel.py_func).parameters).index(name) - 2
+    return list(inspect.signature(getattr(kernel, "py_func", kernel)).parameters).index(name) - 2
 
 
 class IterateRecorder:
@@ -25,7 +25,7 @@ class IterateRecorder:
         self.module = equilibrium_module
         self.real = equilibrium_module.minimise_rod_energy
         self.max_iterations = _argument(self.real, "max_iterations")
-        self.searched_from = _argument(self.real, "searched_from")
+        self.handed = _argument(self.real, "handed")
         self.extra = _argument(self.real, "extra")
         self.paths = []
         self.interactions = []  # per path: the kernel's InteractionArrays (obstacles in the path's frame)
@@ -51,7 +51,7 @@ class IterateRecorder:
         path = [pos.copy()]
         self.paths.append(path)
         self.interactions.append(args[self.extra])
-        self.cables.append(args[0])
+        self.cables.append(args[0].node_dof)
         if limit == 0:
             return self.real(pos, quat, *args)
         total = 0
@@ -59,11 +59,10 @@ class IterateRecorder:
             args[self.max_iterations] = 1
             out = self.real(pos, quat, *args)
             path.append(pos.copy())
-            total += out[1]
-            at = self.searched_from
-            args[at : at + 6] = [out[5], out[6], out[7], out[8], out[9], pos.copy()]
-            if out[0] != 1 or total >= limit:
-                return (out[0], total, *out[2:])
+            total += out.iterations
+            args[self.handed] = out.pairs
+            if out.status != 1 or total >= limit:
+                return out._replace(iterations=total)
 
 
 def _origin(interactions, obstacle) -> np.ndarray:

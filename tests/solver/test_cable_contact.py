@@ -14,10 +14,13 @@ from helpers.contact_scenes import (
     fan,
     no_penetration,
 )
+from helpers.kernel_inputs import contact_interactions, pair_buffers
 
 from solver_core import CableChange, Frame, Harness, parse_case
+from solver_core.kernel_arrays import CandidatePairs
+from solver_core.obstacles import ObstacleSet
 
-MAX_ITERATIONS, SEARCHED_FROM = minimise_argument("max_iterations"), minimise_argument("searched_from")
+MAX_ITERATIONS, HANDED = minimise_argument("max_iterations"), minimise_argument("handed")
 
 
 def test_two_crossed_cables_pressed_together_touch_without_penetrating():
@@ -190,20 +193,11 @@ def test_a_step_is_cut_where_it_would_carry_a_segment_across_another_cable(kind_
     move, gap = 0.8 * R, 0.01 * R
     delta = np.array([0.0, 0.0, -move, 0.0, 0.0, -move, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
     node_dof = np.array([0, 3, 6, 9])  # the other side (self pairs: nodes 2 and 3) stays put
-    fraction = step_limits.approach_fraction(
-        delta,
-        node_dof,
-        kind,
-        np.array([0]),
-        np.array([2]),
-        np.array([gap]),
-        np.array([0.5]),
-        np.array([0.5]),
-        np.array([[0.0, 0.0, 1.0]]),
-        np.full(4, R),
-        10 * R,
-        np.empty(1),
+    pairs = pair_buffers(kind, [0], [2], gap=[gap], t=[0.5], u=[0.5], normal=[[0.0, 0.0, 1.0]])
+    interactions = contact_interactions(
+        ObstacleSet().kernel_arrays(), np.full(4, R), np.zeros(4), np.zeros(3), 0.0, 10 * R
     )
+    fraction = step_limits.approach_fraction(delta, node_dof, pairs, interactions)
     assert fraction == pytest.approx(allowed * R / move, rel=1e-12)
 
 
@@ -337,19 +331,12 @@ def test_no_newton_step_of_a_pile_of_cables_raises_its_energy(monkeypatch):
         none = np.zeros(0, dtype=np.int64)
         total = 0
         while True:
-            args[SEARCHED_FROM : SEARCHED_FROM + 6] = [
-                np.full_like(pos, np.inf),
-                none,
-                none,
-                none,
-                np.zeros(0),
-                np.zeros((0, 3)),
-            ]
+            args[HANDED] = CandidatePairs(np.full_like(pos, np.inf), none, none, none, np.zeros(0), np.zeros((0, 3)))
             args[MAX_ITERATIONS] = 0
-            before = real(pos, quat, *args)[3]
+            before = real(pos, quat, *args).energy
             args[MAX_ITERATIONS] = 1
             out = real(pos, quat, *args)
-            status, iterations, after = out[0], out[1], out[3]
+            status, iterations, after = out.status, out.iterations, out.energy
             if iterations:
                 steps.append(before - after)
                 # rounding: the energy sums some thousand terms, each up to ~100 times the total
@@ -357,7 +344,7 @@ def test_no_newton_step_of_a_pile_of_cables_raises_its_energy(monkeypatch):
                     rises.append((before, after))
             total += iterations
             if status != 1 or total >= max_iterations:  # 1: the iteration limit
-                return (status, total, *out[2:])
+                return out._replace(iterations=total)
 
     monkeypatch.setattr(equilibrium, "minimise_rod_energy", one_iteration_at_a_time)
     h = harness(fan(6, 60))  # before the fix: 146 of 766 steps raised the energy (none with 4 cables)

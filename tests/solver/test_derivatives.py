@@ -29,19 +29,7 @@ def _energy_along(model, state, delta, node_force):
         pos[n] += delta[model.node_dof[n] : model.node_dof[n] + 3]
     for r in range(model.n_rotations):
         quat_retract(state.quats[r], delta[model.rot_dof[r] : model.rot_dof[r] + 3], quat[r])
-    return rod_energy(
-        pos,
-        quat,
-        model.rest_len,
-        model.stretch_stiff,
-        model.joint_a,
-        model.joint_b,
-        model.joint_len,
-        model.bend_stiff,
-        model.bend_rest,
-        node_force,
-        1.0,
-    )
+    return rod_energy(pos, quat, model.arrays()._replace(node_force=node_force), 1.0)
 
 
 LAYOUTS = {
@@ -85,27 +73,8 @@ def test_gradient_and_hessian_match_finite_differences(rng, layout, geometric):
     node_force = model.node_force * 50.0  # make the load terms count
     grad = np.zeros(model.n_dof)
     band = np.zeros((model.n_dof, model.bw + 1))
-    rod_gradient_hessian(
-        state.positions,
-        state.quats,
-        model.node_dof,
-        model.rot_dof,
-        model.rest_len,
-        model.stretch_stiff,
-        model.joint_a,
-        model.joint_b,
-        model.joint_len,
-        model.bend_stiff,
-        model.bend_rest,
-        node_force,
-        np.zeros((model.n_rotations, 3)),
-        1.0,
-        grad,
-        band,
-        model.bw,
-        True,
-        geometric,
-    )
+    rod = model.arrays()._replace(node_force=node_force, rot_couple=np.zeros((model.n_rotations, 3)))
+    rod_gradient_hessian(state.positions, state.quats, rod, 1.0, grad, band, model.bw, True, geometric)
 
     h = 1e-6
     fd_grad = np.empty(model.n_dof)
@@ -162,27 +131,7 @@ def test_a_groups_gradient_and_hessian_are_its_cables_own_in_their_band_width(rn
 
     def assemble(model, state):
         grad, band = np.zeros(model.n_dof), np.zeros((model.n_dof, model.bw + 1))
-        rod_gradient_hessian(
-            state.positions,
-            state.quats,
-            model.node_dof,
-            model.rot_dof,
-            model.rest_len,
-            model.stretch_stiff,
-            model.joint_a,
-            model.joint_b,
-            model.joint_len,
-            model.bend_stiff,
-            model.bend_rest,
-            model.node_force,
-            model.rot_couple,
-            1.0,
-            grad,
-            band,
-            model.bw,
-            True,
-            1.0,
-        )
+        rod_gradient_hessian(state.positions, state.quats, model.arrays(), 1.0, grad, band, model.bw, True, 1.0)
         return grad, dense_from_band(band, model.bw)
 
     grad, H = assemble(group, joined)
@@ -206,46 +155,13 @@ def test_strain_jacobian_transpose_of_the_strains_is_the_elastic_gradient(rng):
     model, state = _perturbed_model(rng, **LAYOUTS["point-clip"])
     stretch = np.empty((model.n_segments, 3))
     bend = np.empty((len(model.joint_a), 3))
-    rod_strains(state.positions, state.quats, model.rest_len, model.joint_a, model.joint_b, stretch, bend)
+    rod_strains(state.positions, state.quats, model.arrays(), stretch, bend)
     jtwr = np.empty(model.n_dof)
-    strain_jacobian_transpose(
-        state.positions,
-        state.quats,
-        model.node_dof,
-        model.rot_dof,
-        model.rest_len,
-        model.stretch_stiff,
-        model.joint_a,
-        model.joint_b,
-        model.joint_len,
-        model.bend_stiff,
-        stretch,
-        bend,
-        jtwr,
-    )
+    strain_jacobian_transpose(state.positions, state.quats, model.arrays(), stretch, bend, jtwr)
     grad = np.zeros(model.n_dof)
     zero = np.zeros_like(model.node_force)
-    rod_gradient_hessian(
-        state.positions,
-        state.quats,
-        model.node_dof,
-        model.rot_dof,
-        model.rest_len,
-        model.stretch_stiff,
-        model.joint_a,
-        model.joint_b,
-        model.joint_len,
-        model.bend_stiff,
-        model.bend_rest,
-        zero,
-        np.zeros((model.n_rotations, 3)),
-        1.0,
-        grad,
-        np.zeros((1, 1)),
-        0,
-        False,
-        1.0,
-    )
+    unloaded = model.arrays()._replace(node_force=zero, rot_couple=np.zeros((model.n_rotations, 3)))
+    rod_gradient_hessian(state.positions, state.quats, unloaded, 1.0, grad, np.zeros((1, 1)), 0, False, 1.0)
     assert np.allclose(jtwr, grad, rtol=0, atol=1e-12 * np.abs(grad).max())
 
 

@@ -242,3 +242,55 @@ def test_stale_temporaries_of_dead_processes_are_removed(tmp_path):
     assert not stale.exists() and live.exists() and other.exists()
     assert target.read_text() == "{}\n"
     assert remove_stale_temporaries(str(tmp_path), "q.json") == [other.name]
+
+
+NEWTON_UNDER_SIGNALS = """
+import inspect, signal, sys
+import numpy as np
+import solver_core.equilibrium as equilibrium
+from solver_core import Harness, parse_case
+calls, real = [], equilibrium.minimise_rod_energy
+equilibrium.minimise_rod_energy = lambda *a: calls.append(a) or real(*a)
+h = Harness.from_case(parse_case(__import__("json").loads(sys.argv[1])))
+h.solve_step()
+args = list(calls[0])
+args[list(inspect.signature(real).parameters).index("max_iterations")] = 0  # a call that returns at once
+class Stop(BaseException):
+    pass
+def stop(signum, frame):
+    raise Stop
+signal.signal(signal.SIGALRM, stop)
+stopped = 0
+for trial in range(3000):
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 2e-5)
+        while True:
+            real(*args)
+    except BaseException as exc:  # Stop, or numba's SystemErrors around it (signals.py)
+        seen = exc
+        while seen is not None and not isinstance(seen, Stop):
+            seen = seen.__cause__ or seen.__context__
+        if seen is None:
+            raise
+        stopped += 1
+signal.setitimer(signal.ITIMER_REAL, 0.0)
+print(stopped)
+"""
+
+
+def test_signals_handled_as_the_newton_kernel_returns_never_crash_the_process():
+    # A Python signal handler runs at the next Python bytecode; a kernel returning a named tuple ran
+    # its class's __new__ (Python) while numba boxed it, and a handler raising there (Cancel's SIGTERM
+    # turned into Interrupted) crashed the process with a segfault. 3000 alarms, each raising while
+    # the kernel is called back to back: the process ends normally having caught every one (as such,
+    # or as numba's SystemError around it).
+    run = subprocess.run(
+        [sys.executable, "-c", NEWTON_UNDER_SIGNALS, json.dumps(case(SMALL))],
+        cwd=ROOT,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, (run.returncode, run.stderr[-500:])
+    assert run.stdout.split() == ["3000"]

@@ -8,7 +8,7 @@ from helpers.contact_scenes import R, contact_force, crossed_pair, fan
 
 from solver_core import CableChange, Frame, Harness, parse_case
 
-MAX_ITERATIONS, SEARCHED_FROM = minimise_argument("max_iterations"), minimise_argument("searched_from")
+HANDED = minimise_argument("handed")
 
 
 def test_cables_that_meet_during_a_step_are_solved_together():
@@ -167,7 +167,7 @@ def test_a_group_hands_its_contact_pairs_on_to_its_next_step_and_its_report_as_a
     handed = []
 
     def recording(pos, quat, *args):
-        handed.append(bool(np.isfinite(args[SEARCHED_FROM]).all()))
+        handed.append(bool(np.isfinite(args[HANDED].searched_at).all()))
         return real(pos, quat, *args)
 
     def run(h, fresh):

@@ -4,6 +4,9 @@
 import numpy as np
 import pytest
 from helpers.contact_scenes import R, crumpled_mesh_crossing_cable_and_loop, dense_newton_matrix
+from helpers.kernel_inputs import contact_interactions, dof_layout, pair_buffers
+
+from solver_core.obstacles import ObstacleSet
 
 
 def test_the_newton_matrix_counts_a_crossing_at_a_node_once():
@@ -76,22 +79,14 @@ def test_the_newton_matrix_counts_a_crossing_at_a_node_once():
             *pair_arrays,
             end_grad,
         )
+        gap, t, normal, point, u, force = pair_arrays
+        pairs = pair_buffers(kind, elem, prim, gap=gap, t=t, normal=normal, point=point, u=u, force=force)
+        pairs = pairs._replace(end_grad=end_grad)
         Ut, k_c, k_s, _spans, _store = self_coupling(
-            kind,
-            elem,
-            prim,
-            pair_arrays[1],
-            pair_arrays[4],
-            pair_arrays[2],
-            pair_arrays[5],
-            end_grad,
-            node_dof,
-            np.zeros(3 * n, dtype=np.bool_),
-            k,
-            node_len,
-            seg_len,
             pos,
-            pair_arrays[0],
+            dof_layout(node_dof, np.zeros(3 * n, dtype=np.bool_)),
+            pairs,
+            contact_interactions(obstacles, radii, node_len, seg_len, k),
             True,
             np.zeros((0, 3 * n)),
             np.zeros((0, 4), dtype=np.int64),
@@ -149,9 +144,9 @@ def test_a_step_closing_open_pairs_stops_at_the_minimum_of_model_plus_their_pena
             closing = np.maximum(0.0, a * scale * approach - gap)[counts]
             return -slope * a + 0.5 * curvature * a * a + 0.5 * (k[counts] * closing**2).sum()
 
-        alpha, penalty = plunge_step_length(
-            approach, scale, kind, elem, gap, fresh, stiffness, node_len, seg_len, slope, curvature
-        )
+        pairs = pair_buffers(kind, elem, gap=gap, fresh=fresh, approach=approach)
+        interactions = contact_interactions(ObstacleSet().kernel_arrays(), np.ones(10), node_len, seg_len, stiffness)
+        alpha, penalty = plunge_step_length(pairs, scale, interactions, slope, curvature)
         if not np.any((scale * approach > gap)[counts]):
             assert (alpha, penalty) == (1.0, 0.0)
             continue
@@ -162,19 +157,9 @@ def test_a_step_closing_open_pairs_stops_at_the_minimum_of_model_plus_their_pena
         assert penalty == pytest.approx(0.5 * (k[counts] * closing**2).sum(), rel=1e-9, abs=1e-30)
     assert closes >= 10
     # nothing closed: the whole step
-    assert plunge_step_length(
-        np.zeros(3),
-        1.0,
-        np.full(3, TRI_NODE),
-        np.zeros(3, dtype=np.int64),
-        np.ones(3),
-        np.ones(3, dtype=np.bool_),
-        stiffness,
-        np.full(1, seg),
-        np.full(1, seg),
-        1e-4,
-        1e-4,
-    ) == (1.0, 0.0)
+    pairs = pair_buffers(np.full(3, TRI_NODE), np.zeros(3), gap=np.ones(3))
+    interactions = contact_interactions(ObstacleSet().kernel_arrays(), np.ones(1), [seg], [seg], stiffness)
+    assert plunge_step_length(pairs, 1.0, interactions, 1e-4, 1e-4) == (1.0, 0.0)
 
 
 def test_gap_bounds_carried_along_steps_stay_below_the_true_gaps_and_leave_out_only_open_pairs():
@@ -301,10 +286,10 @@ def test_the_step_filter_is_the_documented_rule_over_every_pair():
                     by_pairs = min(by_pairs, allowed / approach)
             cut_by_pairs += by_pairs < expected
             expected = min(expected, by_pairs)
-            approach = np.empty(m)
-            fraction = approach_fraction(
-                step.ravel(), node_dof, kind, elem, prim, gap, t, u, normal, radius, reach, approach
-            )
+            pairs = pair_buffers(kind, elem, prim, gap=gap, t=t, u=u, normal=normal, approach=np.empty(m))
+            interactions = contact_interactions(obstacles, radius, np.zeros(n), np.zeros(n - 1), 0.0, reach)
+            fraction = approach_fraction(step.ravel(), node_dof, pairs, interactions)
+            approach = pairs.approach
             assert fraction == pytest.approx(expected, rel=1e-12, abs=1e-300)
             # the approaches handed on: each pair's own, or 0 where it cannot reach its gap
             assert np.all((np.abs(approach - approaches) <= 1e-12 * R) | ((approach == 0.0) & (approaches <= gap)))
@@ -382,27 +367,14 @@ def test_the_newton_matrix_follows_a_pressed_crossing_as_the_cables_slide():
         end_grad,
     )
 
+    gap, t, normal, point, u, force = pair_arrays
+    pairs = pair_buffers(kind, elem, prim, gap=gap, t=t, normal=normal, point=point, u=u, force=force)
+    pairs = pairs._replace(end_grad=end_grad)
+    layout = dof_layout(node_dof, np.zeros(3 * n, dtype=np.bool_))
+    interactions = contact_interactions(obstacles, radii, node_len, seg_len, k)
+
     def coupling(exact, store, last_spans):
-        return self_coupling(
-            kind,
-            elem,
-            prim,
-            pair_arrays[1],
-            pair_arrays[4],
-            pair_arrays[2],
-            pair_arrays[5],
-            end_grad,
-            node_dof,
-            np.zeros(3 * n, dtype=np.bool_),
-            k,
-            node_len,
-            seg_len,
-            pos,
-            pair_arrays[0],
-            exact,
-            store,
-            last_spans,
-        )
+        return self_coupling(pos, layout, pairs, interactions, exact, store, last_spans)
 
     Ut, k_c, k_s, spans, store = coupling(True, np.zeros((0, 3 * n)), np.zeros((0, 4), dtype=np.int64))
     for row, (lo, hi, lo2, hi2) in zip(Ut, spans):  # the Woodbury products look only there
