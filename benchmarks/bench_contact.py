@@ -15,7 +15,7 @@ import time
 import numpy as np
 
 from solver_core import CableChange, Frame, Harness, parse_case
-from solver_core.bvh import build_triangle_tree
+from solver_core.geometry.bvh import build_triangle_tree
 
 MATERIAL = {"preset": "lv2017_harness"}
 # Interactive accuracy: force residual 1e-5 of the cable's force scale. On faceted meshes the

@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 from solver_core import CableChange, Frame, Harness, parse_case
-from solver_core.coarse_harness import COARSE_SEGMENTS
+from solver_core.junctions.coarse_harness import COARSE_SEGMENTS
 
 SEGMENTS = 100
 STEPS = 20

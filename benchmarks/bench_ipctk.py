@@ -26,7 +26,8 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from benchmarks.bench_contact import MESH_STEPS, mesh_case, moved_end
-from solver_core import CableChange, Harness, equilibrium, parse_case
+from solver_core import CableChange, Harness, parse_case
+from solver_core.solve import equilibrium
 
 R = 0.002
 
@@ -35,7 +36,7 @@ def _argument(name: str) -> int:
     """Where ``name`` sits among the Newton kernel's arguments after pos and quat."""
     import inspect
 
-    from solver_core.newton import minimise_rod_energy
+    from solver_core.solve.newton import minimise_rod_energy
 
     return (
         list(inspect.signature(getattr(minimise_rod_energy, "py_func", minimise_rod_energy)).parameters).index(name) - 2

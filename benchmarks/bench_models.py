@@ -28,10 +28,11 @@ from pathlib import Path
 
 import numpy as np
 
-from solver_core import CableChange, Frame, Harness, mass_spring, parse_case
-from solver_core.cosserat_pbd import solve_pbd
-from solver_core.equilibrium import SOLVE_BUDGET
-from solver_core.rod_state import apply_boundary
+from solver_core import CableChange, Frame, Harness, parse_case
+from solver_core.models import mass_spring
+from solver_core.models.cosserat_pbd import solve_pbd
+from solver_core.rod.rod_state import apply_boundary
+from solver_core.solve.equilibrium import SOLVE_BUDGET
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from solver.test_analytic_references import elastica_tip  # noqa: E402  (the BVP reference, scipy)

@@ -21,8 +21,8 @@ import numpy as np
 
 from benchmarks.bench_solver import u_shape_case
 from solver_core import Harness, parse_case
-from solver_core.cli import AtomicOutput, solve_to
-from solver_core.results import dumps_stream_step, step_result
+from solver_core.io.cli import AtomicOutput, solve_to
+from solver_core.session.results import dumps_stream_step, step_result
 
 STEPS = 200
 

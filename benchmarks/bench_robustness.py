@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-import solver_core.equilibrium as equilibrium
+import solver_core.solve.equilibrium as equilibrium
 from solver_core import CableChange, Frame, Harness, parse_case
 
 R = 0.002

@@ -29,7 +29,7 @@ import time
 import numpy as np
 
 from demo_blends import bay_geometry as bay
-from solver_core.sweep import _warm_up, parse_sweep, run_sweep, solve_variant
+from solver_core.io.sweep import _warm_up, parse_sweep, run_sweep, solve_variant
 
 
 def _mm(p):

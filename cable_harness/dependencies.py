@@ -4,7 +4,7 @@
 Blender 4.2 and newer install numba and llvmlite from the wheels in the extension's zip. Blender 3.4
 to 4.1 load the folder as a legacy add-on and take numba from Blender's own Python (Debian's Blender
 3.4 with Debian's numba 0.56 is tested: tools/gui_smoke_test.sh). numba 0.56 is the oldest the
-solver's kernels are known to compile with; SciPy is never needed (solver_core.small_dense).
+solver's kernels are known to compile with; SciPy is never needed (solver_core.maths.small_dense).
 """
 
 import sys

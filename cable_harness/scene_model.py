@@ -320,7 +320,7 @@ def material_document(settings) -> dict:
 
 def cable_diameter(settings) -> float:
     """The cable's outer diameter in Blender units: its own, or its bundle's (the solver's rule,
-    solver_core.bundle; the rule scales with the wires, so it holds in any unit)."""
+    solver_core.specs.bundle; the rule scales with the wires, so it holds in any unit)."""
     if not settings.is_bundle or not len(settings.wires):
         return settings.diameter
     diameters = [w.diameter for w in settings.wires]

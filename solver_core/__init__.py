@@ -7,8 +7,21 @@ extension. The names below are its public API: the Blender layer imports nothing
 """
 
 from ._jit import CACHE_DIR
-from .bundle import bundle_diameter
-from .case import (
+from .contact.clearance import clearance_to_triangles
+from .contact.obstacles import ObstacleSet, counted_folds, edge_neighbours, sharp_edges
+from .errors import CaseError
+from .geometry.mounting import DETECT_RADII, cut_zone, mount_radius, points_into
+from .io.run_case import solve_case
+from .io.sweep import SWEEP_FORMAT, parse_sweep
+from .maths.rotations import frame_from_tangent
+from .rod.rod_model import Boundary, RodModel, build_rod_model
+from .rod.rod_state import RodState, initial_state, interpolate_boundary
+from .session.harness import Harness
+from .session.results import RESULT_FORMAT
+from .solve.dynamics import kinetic_energy
+from .solve.equilibrium import SolveReport, solve_equilibrium
+from .specs.bundle import bundle_diameter
+from .specs.case import (
     CableChange,
     CableSpec,
     Case,
@@ -21,24 +34,11 @@ from .case import (
     parse_case,
     parse_frame,
 )
-from .case_writer import case_to_dict
-from .clearance import clearance_to_triangles
-from .dynamics import kinetic_energy
-from .equilibrium import SolveReport, solve_equilibrium
-from .errors import CaseError
-from .harness import Harness
-from .junction_spec import JunctionMove
-from .materials import PRESETS, SectionStiffness, section_stiffness
-from .mounting import DETECT_RADII, cut_zone, mount_radius, points_into
-from .obstacles import ObstacleSet, counted_folds, edge_neighbours, sharp_edges
-from .results import RESULT_FORMAT
-from .rod_model import Boundary, RodModel, build_rod_model
-from .rod_state import RodState, initial_state, interpolate_boundary
-from .rotations import frame_from_tangent
-from .run_case import solve_case
-from .sweep import SWEEP_FORMAT, parse_sweep
+from .specs.case_writer import case_to_dict
+from .specs.junction_spec import JunctionMove
+from .specs.materials import PRESETS, SectionStiffness, section_stiffness
+from .specs.wire_routes import RouteError, WireRoute, trace_wire
 from .warmup import compiled_kernel_names, kernel_names, kernels_are_warm, warm_up
-from .wire_routes import RouteError, WireRoute, trace_wire
 
 __all__ = [
     "Boundary",

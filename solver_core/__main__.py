@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 import sys
 
-from .cli import main
+from .io.cli import main
 
 sys.exit(main())

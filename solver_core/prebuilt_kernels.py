@@ -47,13 +47,23 @@ FOLDER_OVERRIDE = "CABLE_HARNESS_KERNEL_FOLDER"
 
 
 def source_digest(folder: Path) -> str:
-    """The digest of the solver's sources (every module of ``folder``): compiled kernels are kept per
-    digest (_jit), as numba would not notice a kernel's callee changing in another module."""
+    """The digest of the solver's sources (every module of ``folder`` and its sub-packages): compiled
+    kernels are kept per digest (_jit), as numba would not notice a kernel's callee changing in another
+    module."""
     h = hashlib.sha1()
-    for path in sorted(Path(folder).glob("*.py")):
-        h.update(path.name.encode())
-        h.update(path.read_bytes())
+    for path in sorted(Path(folder).rglob("*.py"), key=lambda p: p.relative_to(folder).as_posix()):
+        if "__pycache__" not in path.parts:
+            h.update(path.relative_to(folder).as_posix().encode())
+            h.update(path.read_bytes())
     return h.hexdigest()[:12]
+
+
+def source_folders(package_dir: Path) -> list:
+    """The package's folder and its sub-packages' (relative, the package's own first): numba keeps
+    the kernels of each folder in a cache folder of its own."""
+    package_dir = Path(package_dir)
+    found = {p.parent.relative_to(package_dir) for p in package_dir.rglob("*.py") if "__pycache__" not in p.parts}
+    return sorted(found, key=lambda rel: (rel != Path("."), rel.as_posix()))
 
 
 def shipped_folder() -> Path:
@@ -96,8 +106,15 @@ def _select_generic_cpu() -> bool:
 
 
 def cache_subfolder(cache_dir: str, module_file: str) -> Path:
-    """The folder numba files this package's kernels in (its locator for a set NUMBA_CACHE_DIR)."""
+    """The folder numba files the kernels of ``module_file``'s folder in (its locator for a set
+    NUMBA_CACHE_DIR)."""
     return Path(cache_dir) / UserProvidedCacheLocator.get_suitable_cache_subpath(os.path.abspath(module_file))
+
+
+def cache_subfolders(cache_dir: str, module_file: str) -> dict:
+    """For each folder of the package ``module_file`` lies in (relative to it), numba's cache folder."""
+    package_dir = Path(os.path.abspath(module_file)).parent
+    return {rel: cache_subfolder(cache_dir, str(package_dir / rel / "x.py")) for rel in source_folders(package_dir)}
 
 
 def install(
@@ -119,15 +136,17 @@ def install(
     if not _select_generic_cpu():
         os.environ[DISABLED] = "0"
         return False
-    target = cache_subfolder(cache_dir, module_file)
-    files = []
+    copies = []  # (shipped file, cache folder)
     try:
         if warm_marker.exists():
             return True
+        for rel, target in cache_subfolders(cache_dir, module_file).items():
+            if (folder / rel).is_dir():
+                copies += [(p, target) for p in (folder / rel).iterdir() if p.suffix in (".nbc", ".nbi")]
         # data files first, the indexes that name them last: an index never points at a missing file
-        files = sorted((p for p in folder.iterdir() if p.suffix in (".nbc", ".nbi")), key=lambda p: p.suffix == ".nbi")
-        target.mkdir(parents=True, exist_ok=True)
-        for source in files:
+        copies.sort(key=lambda copy: copy[0].suffix == ".nbi")
+        for source, target in copies:
+            target.mkdir(parents=True, exist_ok=True)
             # copied under another name and renamed: a second Blender starting meanwhile never reads
             # half a file
             partial = target / (source.name + f".{os.getpid()}.part")
@@ -136,7 +155,7 @@ def install(
         warm_marker.write_text("prebuilt\n")
     except OSError:
         # a full or read-only disk: whatever was copied goes, and the kernels compile for this target
-        for source in files:
+        for source, target in copies:
             for stale in (target / source.name, target / (source.name + f".{os.getpid()}.part")):
                 try:
                     stale.unlink(missing_ok=True)
@@ -150,9 +169,15 @@ def export(cache_dir: str, digest: str, package: str, module_file: str, folder: 
     step, after a warm-up for the generic CPU); returns the number of files."""
     if (config.CPU_NAME, config.CPU_FEATURES) != (CPU_NAME, ""):
         raise RuntimeError(f"kernels must be compiled with NUMBA_CPU_NAME={CPU_NAME} to be shipped")
+    count = 0
+    for rel, source_folder in cache_subfolders(cache_dir, module_file).items():
+        if not source_folder.is_dir():
+            continue
+        (folder / rel).mkdir(parents=True, exist_ok=True)
+        for source in source_folder.iterdir():
+            if source.suffix in (".nbc", ".nbi"):
+                shutil.copyfile(source, folder / rel / source.name)
+                count += 1
     folder.mkdir(parents=True, exist_ok=True)
-    files = [p for p in cache_subfolder(cache_dir, module_file).iterdir() if p.suffix in (".nbc", ".nbi")]
-    for source in files:
-        shutil.copyfile(source, folder / source.name)
     (folder / MANIFEST).write_text(json.dumps(identity(digest, package), indent=1) + "\n", encoding="utf-8")
-    return len(files)
+    return count

@@ -30,9 +30,9 @@ import numpy as np
 from . import _jit, prebuilt_kernels
 from . import warmup_cases as cases
 from ._jit import CACHE_DIR, SOURCE_DIGEST, WARM_MARKER
-from .case import parse_case
-from .clearance import clearance_to_triangles
-from .run_case import solve_case
+from .contact.clearance import clearance_to_triangles
+from .io.run_case import solve_case
+from .specs.case import parse_case
 
 
 def kernel_names() -> list:
@@ -41,7 +41,8 @@ def kernel_names() -> list:
     import ast
 
     names = []
-    for path in sorted(Path(__file__).resolve().parent.glob("*.py")):
+    package_dir = Path(__file__).resolve().parent
+    for path in sorted(package_dir.rglob("*.py"), key=lambda p: p.relative_to(package_dir).as_posix()):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.FunctionDef) and any(
                 isinstance(d, ast.Name) and d.id == "njit" for d in node.decorator_list
@@ -51,12 +52,13 @@ def kernel_names() -> list:
 
 
 def compiled_kernel_names(cache_dir: str = CACHE_DIR) -> set:
-    """The kernels with an index file in this package's cache folder ("module.function")."""
-    folder = prebuilt_kernels.cache_subfolder(cache_dir, _jit.__file__)
-    if not folder.exists():
-        return set()
-    # numba names an index "<module>.<function>-<line>.<python tag>.nbi"
-    return {p.name.split("-", 1)[0] for p in folder.glob("*.nbi")}
+    """The kernels with an index file in this package's cache folders ("module.function")."""
+    names = set()
+    for folder in prebuilt_kernels.cache_subfolders(cache_dir, _jit.__file__).values():
+        if folder.exists():
+            # numba names an index "<module>.<function>-<line>.<python tag>.nbi"
+            names |= {p.name.split("-", 1)[0] for p in folder.glob("*.nbi")}
+    return names
 
 
 def _box_triangles() -> np.ndarray:
@@ -86,7 +88,7 @@ def _compile_contact_kernels_aside() -> int | None:
             import ctypes
 
             ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-        from . import equilibrium
+        from .solve import equilibrium
 
         def reached(*args, **kwargs):
             raise _Reached
@@ -109,7 +111,7 @@ def _compile_newton_callees() -> None:
     the bare case: numba then compiles ``newton_iterations`` around kernels it has (a third less
     time in it), while the helper compiles the contact kernels. Only a head start: whatever fails
     here is compiled with the solver below."""
-    from . import equilibrium, newton
+    from .solve import equilibrium, newton
 
     equilibrium.minimise_rod_energy = lambda *args: newton.as_newton_result(newton.newton_iterations.py_func(*args))
     try:

@@ -251,10 +251,11 @@ def kernel_files(folder: Path) -> list[tuple[Path, str]]:
     """The prebuilt kernels' files as (source, name in the zip); refused without their kernels.json."""
     if not (folder / "kernels.json").is_file():
         raise BuildError(f"{folder}: no kernels.json (make it with tools/prebuild_kernels.py)")
+    # the kernels of each of solver_core's sub-packages in a folder of their own, as numba caches them
     return [
-        (path, f"{KERNEL_FOLDER}/{path.name}")
-        for path in sorted(folder.iterdir())
-        if path.suffix in (".nbi", ".nbc") or path.name == "kernels.json"
+        (path, f"{KERNEL_FOLDER}/{path.relative_to(folder).as_posix()}")
+        for path in sorted(folder.rglob("*"))
+        if path.suffix in (".nbi", ".nbc") or path.relative_to(folder).as_posix() == "kernels.json"
     ]
 
 

@@ -32,7 +32,7 @@ def test_a_connector_keyed_across_a_box_in_one_frame_never_bakes_the_cable_throu
     end.location = end.location + type(end.location)((0.0, 0.3 * drawn["size"], -0.2 * drawn["size"]))
     end.keyframe_insert("location", frame=2)
     scene.frame_set(1)
-    equilibrium = sys.modules[f"{MODULE}.solver_core.equilibrium"]
+    equilibrium = sys.modules[f"{MODULE}.solver_core.solve.equilibrium"]
     recorder = IterateRecorder(equilibrium)
     monkeypatch.setattr(equilibrium, "minimise_rod_energy", recorder)
     assert bpy.ops.cable_harness.bake() == {"FINISHED"}

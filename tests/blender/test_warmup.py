@@ -69,7 +69,7 @@ def test_the_background_compile_imports_the_solver_under_blenders_package_name(w
     # not under a top-level "solver_core" (Debian's Blender failed so on its first solve)
     import subprocess
 
-    cmd = warmup.solver_command("solver_core.rotations")  # a module that only defines functions
+    cmd = warmup.solver_command("solver_core.maths.rotations")  # a module that only defines functions
     cmd[2] += "\nprint(sorted(m for m in sys.modules if m.endswith('solver_core')))"
     out = subprocess.run(cmd, capture_output=True, text=True, env=warmup.solver_environment(), cwd=tmp_path)
     assert out.returncode == 0, out.stderr

@@ -181,7 +181,7 @@ def minimise_argument(name: str) -> int:
     wrap the kernel to run it one iteration at a time find its arguments by name."""
     import inspect
 
-    from solver_core.newton import minimise_rod_energy
+    from solver_core.solve.newton import minimise_rod_energy
 
     return (
         list(inspect.signature(getattr(minimise_rod_energy, "py_func", minimise_rod_energy)).parameters).index(name) - 2

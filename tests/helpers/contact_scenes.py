@@ -48,8 +48,8 @@ def crumpled_mesh_crossing_cable_and_loop(rng):
     """Candidate contact pairs of every kind: a loop of cable (out along x, round, and back across its
     own first leg 1.8 radii up) over a crumpled mesh, with another cable's segment across it.
     Returns (obstacle arrays, positions, radii, reach, self gap, kind, elem, prim)."""
-    from solver_core.obstacles import ObstacleSet
-    from solver_core.pair_search import find_pairs
+    from solver_core.contact.obstacles import ObstacleSet
+    from solver_core.contact.pair_search import find_pairs
 
     n_grid = 15
     x, y = np.meshgrid(np.linspace(-0.05, 0.15, n_grid), np.linspace(-0.1, 0.1, n_grid))

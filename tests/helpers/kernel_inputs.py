@@ -5,8 +5,8 @@ interactions without friction or mounts."""
 
 import numpy as np
 
+from solver_core.contact.pair_geometry import pair_nodes
 from solver_core.kernel_arrays import ContactParameters, InteractionArrays, PairBuffers, RodArrays
-from solver_core.pair_geometry import pair_nodes
 
 
 def pair_buffers(kind, elem, prim=None, **given) -> PairBuffers:

@@ -10,10 +10,10 @@ from solver_core import CableChange, Frame, Harness, parse_case
 
 
 def test_other_cables_segments_found_by_the_grid_are_those_brute_force_finds(rng):
-    from solver_core.contact import CAP_NODE, CAP_SEG, INTERIOR
-    from solver_core.contact_geometry import closest_point_on_segment, segment_segment
-    from solver_core.obstacles import ObstacleSet
-    from solver_core.pair_search import find_pairs
+    from solver_core.contact.contact import CAP_NODE, CAP_SEG, INTERIOR
+    from solver_core.contact.obstacles import ObstacleSet
+    from solver_core.contact.pair_search import find_pairs
+    from solver_core.geometry.contact_geometry import closest_point_on_segment, segment_segment
 
     radius, reach = 0.002, 0.003
     cq, cp = np.empty(3), np.empty(3)
@@ -52,10 +52,10 @@ def test_other_cables_segments_found_by_the_grid_are_those_brute_force_finds(rng
 
 
 def test_self_contact_pairs_found_by_the_grid_are_those_brute_force_finds(rng):
-    from solver_core.contact import SELF_NODE, SELF_SEG
-    from solver_core.contact_geometry import closest_point_on_segment, segment_segment
-    from solver_core.obstacles import ObstacleSet
-    from solver_core.pair_search import find_pairs
+    from solver_core.contact.contact import SELF_NODE, SELF_SEG
+    from solver_core.contact.obstacles import ObstacleSet
+    from solver_core.contact.pair_search import find_pairs
+    from solver_core.geometry.contact_geometry import closest_point_on_segment, segment_segment
 
     radius, reach, gap = 0.002, 0.003, 3
     cq, cp = np.empty(3), np.empty(3)
@@ -87,7 +87,7 @@ def test_self_contact_pairs_found_by_the_grid_are_those_brute_force_finds(rng):
 
 
 def test_obstacles_tree_finds_every_triangle_brute_force_finds(rng):
-    from solver_core.bvh import build_triangle_tree, query_box
+    from solver_core.geometry.bvh import build_triangle_tree, query_box
 
     tris = rng.uniform(-1, 1, size=(2000, 1, 3)) + rng.uniform(-0.05, 0.05, size=(2000, 3, 3))
     tree = build_triangle_tree(tris)
@@ -159,7 +159,7 @@ def test_a_step_from_pairs_handed_on_by_the_last_solve_ends_where_a_fresh_search
 def test_nodes_within_agrees_with_the_closest_node_distance():
     # touching_groups joins two cables when some node of one lies within reach of some node of the
     # other; reference: the smallest of all node-node distances
-    from solver_core.contact_geometry import nodes_within
+    from solver_core.geometry.contact_geometry import nodes_within
 
     rng = np.random.default_rng(11)
     for _ in range(20):
@@ -172,7 +172,7 @@ def test_the_contact_report_follows_the_state_and_the_stiffness_it_is_asked_for(
     # A solve's last evaluation of its contact pairs is kept for the report of the same state: it must
     # never answer for another state or stiffness. Reference: the penalty force k l (r - d) of a node
     # lying on the table, pressed a further 10 um.
-    from solver_core.contact import PLANE
+    from solver_core.contact.contact import PLANE
 
     h = harness(
         case(
@@ -201,9 +201,9 @@ def test_the_contact_report_searches_only_touching_pairs_and_misses_nothing():
     # facet's on its node's: those must touch too to count). Two crossed cables pressed together, B
     # across the middle of one of A's segments, over a table that A's middle is pressed onto: plane
     # and segment-capsule pairs.
-    from solver_core.contact import CAP_SEG, PLANE
-    from solver_core.contact_energy import contact_energy
-    from solver_core.pair_search import find_pairs
+    from solver_core.contact.contact import CAP_SEG, PLANE
+    from solver_core.contact.contact_energy import contact_energy
+    from solver_core.contact.pair_search import find_pairs
 
     doc = crossed_pair(0.2, 2 * R)
     for end in ("start", "end"):  # B crosses A half-way between two of A's nodes

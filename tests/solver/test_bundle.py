@@ -10,7 +10,7 @@ import pytest
 from helpers.cases import WIRE, cable, case, first, solve
 
 from solver_core import CaseError, case_to_dict, parse_case
-from solver_core.bundle import RANDOM_CLOSE_PACKING, bundle_diameter
+from solver_core.specs.bundle import RANDOM_CLOSE_PACKING, bundle_diameter
 
 D_WIRE = 0.0016
 

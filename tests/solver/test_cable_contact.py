@@ -17,8 +17,8 @@ from helpers.contact_scenes import (
 from helpers.kernel_inputs import contact_interactions, pair_buffers
 
 from solver_core import CableChange, Frame, Harness, parse_case
+from solver_core.contact.obstacles import ObstacleSet
 from solver_core.kernel_arrays import CandidatePairs
-from solver_core.obstacles import ObstacleSet
 
 MAX_ITERATIONS, HANDED = minimise_argument("max_iterations"), minimise_argument("handed")
 
@@ -187,7 +187,7 @@ def test_a_step_is_cut_where_it_would_carry_a_segment_across_another_cable(kind_
     # A step moving a free segment 0.8 radii straight at something it does not touch yet (gap
     # 0.01 radii): a node may go half a radius in before the step is cut, a segment crossing another
     # cable's segment between nodes only a tenth (Newton could not lift it out again).
-    from solver_core import contact, step_limits
+    from solver_core.contact import contact, step_limits
 
     kind = np.array([getattr(contact, kind_name)])
     move, gap = 0.8 * R, 0.01 * R
@@ -209,10 +209,10 @@ def test_a_cable_pressed_from_below_and_crossed_from_above_carries_both_contacts
     # B keep beyond their one touching end, whose depth d1 enters as the power mean of four ends,
     # d1 4^(-1/p): k l d1^2 (1 - 4^(-2/p)) / 2 each. (The node's deepest pair against anything was
     # subtracted before: the crossing above carried k l (d2^2 - d1^2) / 2, a pile's contacts cancelled.)
-    from solver_core.contact import END_POWER
-    from solver_core.contact_energy import contact_energy
-    from solver_core.obstacles import ObstacleSet
-    from solver_core.pair_search import find_pairs
+    from solver_core.contact.contact import END_POWER
+    from solver_core.contact.contact_energy import contact_energy
+    from solver_core.contact.obstacles import ObstacleSet
+    from solver_core.contact.pair_search import find_pairs
 
     s, d1, d2, k = 0.01, 0.02 * R, 0.05 * R, 1.26e8
     ys = np.array([-1.5, -0.5, 0.5, 1.5]) * s
@@ -255,10 +255,10 @@ def test_crossing_cables_contact_gradient_matches_finite_differences():
     # node: the segment pairs then carry their depth beyond the power mean of their four ends, whose
     # gradient spreads over the ends by their weights. Central differences of the energy are the
     # reference for every coordinate.
-    from solver_core.contact import SELF_SEG
-    from solver_core.contact_energy import contact_energy
-    from solver_core.obstacles import ObstacleSet
-    from solver_core.pair_search import find_pairs
+    from solver_core.contact.contact import SELF_SEG
+    from solver_core.contact.contact_energy import contact_energy
+    from solver_core.contact.obstacles import ObstacleSet
+    from solver_core.contact.pair_search import find_pairs
 
     rng = np.random.default_rng(3)
     s, k, seg_pairs = 0.01, 1.26e8, 0
@@ -318,7 +318,7 @@ def test_no_newton_step_of_a_pile_of_cables_raises_its_energy(monkeypatch):
     # The solver is run one Newton iteration per call, each preceded by a call that only evaluates the
     # energy at the start (both search their contact pairs afresh at the same positions, so they
     # measure the same energy).
-    import solver_core.equilibrium as equilibrium
+    import solver_core.solve.equilibrium as equilibrium
 
     real = equilibrium.minimise_rod_energy
     steps, rises = [], []
@@ -419,8 +419,8 @@ def test_kernel_arrays_are_kept_only_while_what_they_depend_on_stays():
     where friction in contact or clips held by energies make them depend on the step."""
     from dataclasses import replace
 
-    from solver_core.interactions import ContactSettings, Interactions
-    from solver_core.obstacles import ObstacleSet, obstacles_from_case
+    from solver_core.contact.interactions import ContactSettings, Interactions
+    from solver_core.contact.obstacles import ObstacleSet, obstacles_from_case
 
     h = harness(case(cable(id="c", length=0.3, segments=10)))
     session = h.cables["c"]

@@ -233,7 +233,7 @@ class TestCommandLine:
 
 def test_solver_core_never_imports_blender():
     code = (
-        "import sys, solver_core, solver_core.cli; print(any(m.split('.')[0] in ('bpy', 'mathutils', 'bmesh') "
+        "import sys, solver_core, solver_core.io.cli; print(any(m.split('.')[0] in ('bpy', 'mathutils', 'bmesh') "
         "for m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)

@@ -6,7 +6,7 @@ import pytest
 
 
 def test_sharp_edges_are_bends_and_open_borders_of_the_whole_mesh():
-    from solver_core.obstacles import ObstacleSet, sharp_edges
+    from solver_core.contact.obstacles import ObstacleSet, sharp_edges
 
     # a 4 x 4 grid (i, j = 0..4) folded up by 90 degrees along i = 2
     def vertex(i, j):
@@ -39,7 +39,7 @@ def test_a_part_of_a_mesh_counts_each_of_its_folds_once_with_the_whole_meshs_ang
     # from the whole mesh (counted_folds): every edge of the part must be counted by exactly one of
     # its faces in the part, with tan(fold / 2) of the two faces of the whole mesh (inf where sharp),
     # also where the other face was not fetched. Reference: the angle between the faces' normals.
-    from solver_core.obstacles import counted_folds, edge_folds, edge_neighbours, sharp_edges
+    from solver_core.contact.obstacles import counted_folds, edge_folds, edge_neighbours, sharp_edges
 
     n = 8
     height = rng.uniform(-0.05, 0.05, (n + 1, n + 1))
@@ -120,7 +120,7 @@ def test_a_sweeps_clearance_leaves_out_the_mount_zone_of_a_connector_on_a_face()
     # reported about zero at every such connector before it did the same.
     from helpers.obstacles import box
 
-    from solver_core.sweep import _min_clearance
+    from solver_core.io.sweep import _min_clearance
 
     block = box((-0.1, -0.1, -0.1), (0.1, 0.1, 0.0))
     radius = 0.002

@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from solver_core import CableChange, CaseError, Frame, Harness, parse_case, solve_case
-from solver_core.cli import main
-from solver_core.results import unpack
+from solver_core.io.cli import main
+from solver_core.session.results import unpack
 
 ROOT = Path(__file__).resolve().parents[2]
 FIELD = ("cables", "gravity", "obstacles", "steps", "solver", "contact", "case", "changes", "cable_ids", "junctions")
@@ -260,7 +260,7 @@ def test_file_level_problems(tmp_path):
 def test_output_problems_are_found_before_solving(tmp_path, monkeypatch):
     case_file = tmp_path / "case.json"
     case_file.write_text(json.dumps(base()))
-    import solver_core.cli as cli
+    import solver_core.io.cli as cli
 
     def never(*a, **k):
         raise AssertionError("solved before the output was checked")
@@ -280,7 +280,7 @@ def test_a_failed_write_leaves_the_previous_result(tmp_path, monkeypatch):
     case_file.write_text(json.dumps(base()))
     out = tmp_path / "r.json"
     out.write_text("previous")
-    import solver_core.run_case as run_case
+    import solver_core.io.run_case as run_case
 
     real, calls = run_case.step_result, []
 
@@ -328,7 +328,7 @@ def test_streamed_json_lines_match_the_document(tmp_path):
 @pytest.mark.parametrize("cable_id", ["W1", 'quote " back \\ slash', "ünïcode ✓", "zero\u200bwidth 😀"])
 def test_a_stream_line_is_the_step_document(cable_id):
     # results.dumps_stream_step puts the packed arrays' base64 in as it is and the rest through json
-    from solver_core.results import dumps, dumps_stream_step, step_result
+    from solver_core.session.results import dumps, dumps_stream_step, step_result
 
     doc = base(id=cable_id)
     doc["steps"][0]["cables"] = {cable_id: doc["steps"][0]["cables"]["W1"]}
@@ -346,9 +346,9 @@ def test_a_stream_line_is_the_step_document(cable_id):
 
 def test_result_quantities_match_the_diagnostics():
     # results.py computes in one kernel what diagnostics.py computes with numpy
-    from solver_core.diagnostics import bend_radii, directors, twist_rates
-    from solver_core.equilibrium import centre_line_length
-    from solver_core.harness import max_axial_strain
+    from solver_core.session.harness import max_axial_strain
+    from solver_core.solve.diagnostics import bend_radii, directors, twist_rates
+    from solver_core.solve.equilibrium import centre_line_length
 
     h = Harness.from_case(parse_case(base()))
     h.solve_step()

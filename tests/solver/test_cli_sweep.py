@@ -16,8 +16,8 @@ from helpers.cases import cable, case
 pytest.importorskip("distributed")
 
 from solver_core import solve_case  # noqa: E402
-from solver_core.cli import main  # noqa: E402
-from solver_core.sweep import load_sweep  # noqa: E402
+from solver_core.io.cli import main  # noqa: E402
+from solver_core.io.sweep import load_sweep  # noqa: E402
 
 BASE = case(
     cable(

@@ -11,8 +11,9 @@ import pytest
 from helpers.harnesses import V_RADIUS, v_on
 
 from benchmarks.bench_harness import harness_case
-from solver_core import CableChange, CaseError, Frame, Harness, coarse_harness, parse_case
-from solver_core.contact import PENETRATION_TOLERANCE
+from solver_core import CableChange, CaseError, Frame, Harness, parse_case
+from solver_core.contact.contact import PENETRATION_TOLERANCE
+from solver_core.junctions import coarse_harness
 
 
 def fine(doc: dict, segments: int) -> dict:
@@ -125,7 +126,7 @@ def test_a_fine_solve_that_fails_from_the_coarse_start_is_made_from_the_drawn_ro
     made to cross at the end): the harness goes back to its drawn routes and solves from there, as
     without the coarse start; failing there too, it keeps the case's junction frames and routes (not
     the coarse start's), says so, and the same step asked again is answered without solving."""
-    from solver_core.junctions import JunctionSystem
+    from solver_core.junctions.junctions import JunctionSystem
 
     h = Harness.from_case(parse_case(harness_case(40)))
     drawn = h.junctions.frames.position.copy()
@@ -179,7 +180,7 @@ def test_the_first_tick_of_a_scene_starts_coarse(monkeypatch):
 def test_a_pre_formed_cable_keeps_the_segments_its_rest_curvature_needs():
     """A coarse copy never divides a constant rest curvature more coarsely than the case format allows
     (rest_shape.MAX_REST_TURN a segment): 20 1/m over 1 m needs 20 segments."""
-    from solver_core.rest_shape import RestShape
+    from solver_core.specs.rest_shape import RestShape
 
     case = parse_case(harness_case(40))
     trunk = case.cables[0]

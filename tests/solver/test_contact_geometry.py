@@ -15,9 +15,9 @@ def test_contact_energy_is_continuous_as_a_crossing_slides_past_a_node():
     # segments: the crossing passes from a segment's interior over a node into the next segment. The
     # depth never changes, so neither may the penalty energy k l d^2 / 2: no jump where the node pair
     # takes over from the segment pair, and no dip that would pull crossings to particular spots.
-    from solver_core.contact_energy import contact_energy
-    from solver_core.obstacles import ObstacleSet
-    from solver_core.pair_search import find_pairs
+    from solver_core.contact.contact_energy import contact_energy
+    from solver_core.contact.obstacles import ObstacleSet
+    from solver_core.contact.pair_search import find_pairs
 
     radius, seg = 0.002, 0.01
     base = np.column_stack((np.arange(-5, 6) * seg, np.zeros(11), np.zeros(11)))
@@ -57,7 +57,7 @@ def test_contact_energy_is_continuous_as_a_crossing_slides_past_a_node():
 
 
 def test_closest_points_against_brute_force(rng):
-    from solver_core.contact_geometry import segment_segment, segment_triangle
+    from solver_core.geometry.contact_geometry import segment_segment, segment_triangle
 
     cp, cq = np.empty(3), np.empty(3)
     u = np.linspace(0, 1, 201)
@@ -76,7 +76,7 @@ def test_closest_points_against_brute_force(rng):
 
 
 def _segment_distance(x):
-    from solver_core.contact_geometry import segment_segment
+    from solver_core.geometry.contact_geometry import segment_segment
 
     return segment_segment(x[0:3], x[3:6], x[6:9], x[9:12], np.empty(3), np.empty(3))
 
@@ -87,7 +87,7 @@ def test_the_curvature_of_a_segment_distance_matches_second_differences(t0, u0):
     # k grad(d) grad(d)^T plus segment_pair_curvature's terms. Reference: central differences of
     # the energy, closest points inside both segments or held at an end of one (parameters 1.03 and
     # -0.03 put the crossing just beyond an end).
-    from solver_core.pair_geometry import segment_pair_curvature
+    from solver_core.contact.pair_geometry import segment_pair_curvature
 
     rng = np.random.default_rng(3)
     k, r, s = 1e6, 2 * R, 0.005

@@ -169,10 +169,10 @@ def test_a_segment_cutting_a_box_corner_between_two_outside_nodes_is_a_contact()
     # Both nodes lie within a radius of the box but outside it; the segment between them cuts through
     # the box's top edge. The pair must exist and push the segment out (it once went unseen because
     # the piercing point lies on a face, not on the sharp edge).
-    from solver_core.contact import TRI_SEG
-    from solver_core.contact_energy import contact_energy
-    from solver_core.obstacles import ObstacleSet
-    from solver_core.pair_search import find_pairs
+    from solver_core.contact.contact import TRI_SEG
+    from solver_core.contact.contact_energy import contact_energy
+    from solver_core.contact.obstacles import ObstacleSet
+    from solver_core.contact.pair_search import find_pairs
 
     corners = np.array([[x, y, z] for x in (0.05, 0.25) for y in (-0.1, 0.1) for z in (-0.3, -0.1)])
     faces = np.array(
@@ -396,8 +396,8 @@ def test_contact_stiffened_on_the_way_to_a_failed_solve_is_put_back(monkeypatch)
     # at the first stiffness, so contact is stiffened and minimised again. When that second
     # minimisation fails, the solve fails and the stiffer contact (which only makes the next try
     # harder) must not outlive it.
-    from solver_core import equilibrium
-    from solver_core.newton import MAX_ITERATIONS
+    from solver_core.solve import equilibrium
+    from solver_core.solve.newton import MAX_ITERATIONS
 
     doc = case(
         cable(

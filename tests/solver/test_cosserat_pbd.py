@@ -16,10 +16,10 @@ from solver.test_analytic_references import L
 from solver.test_kirchhoff_cg import CLIP, PLATE, _omega_steps
 
 from solver_core import CableChange, CaseError, Frame, parse_case
-from solver_core.cosserat_pbd import _constraints, arrays_for, force_residual, time_step, workspace
-from solver_core.diagnostics import elastic_and_load_energy
-from solver_core.newton import rod_gradient
-from solver_core.rod_state import RodState, apply_boundary
+from solver_core.models.cosserat_pbd import _constraints, arrays_for, force_residual, time_step, workspace
+from solver_core.rod.rod_state import RodState, apply_boundary
+from solver_core.solve.diagnostics import elastic_and_load_energy
+from solver_core.solve.newton import rod_gradient
 
 MODEL = {"model": "cosserat_pbd"}
 
@@ -203,7 +203,7 @@ def test_a_budget_too_small_to_come_to_rest_is_a_failure_that_keeps_the_last_sta
 def test_a_budget_that_runs_out_on_the_step_that_comes_to_rest_still_tests_the_minimum():
     """The rest state reached by the last step the budget allows is judged (a minimum), not reported as
     an untested saddle."""
-    from solver_core.cosserat_pbd import solve_pbd
+    from solver_core.models.cosserat_pbd import solve_pbd
 
     doc = case(cable(length=0.3, segments=20), solver=dict(MODEL))
     h = harness(doc)

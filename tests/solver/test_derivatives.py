@@ -6,8 +6,8 @@ import pytest
 from helpers.cases import cable, case, harness
 from helpers.matrices import dense_from_band
 
-from solver_core.rod_energy import rod_energy, rod_gradient_hessian
-from solver_core.rotations import quat_retract
+from solver_core.maths.rotations import quat_retract
+from solver_core.rod.rod_energy import rod_energy, rod_gradient_hessian
 
 
 def _perturbed_model(rng, **cable_overrides):
@@ -120,7 +120,7 @@ def test_a_groups_gradient_and_hessian_are_its_cables_own_in_their_band_width(rn
     # stiffness. Reference: each cable's own gradient and Hessian, assembled alone; the group's must
     # be them, block by block, with nothing between the blocks, in the band width of a single cable
     # (8 for cables without point clips: the frames at the ends sit outside the segments' dofs).
-    from solver_core.rod_group import join_models
+    from solver_core.solve.rod_group import join_models
 
     parts = [
         _perturbed_model(rng, **LAYOUTS[layout]) for layout in ("clamped-clamped", "clamped-free", "clamped-clamped")
@@ -150,7 +150,7 @@ def test_a_groups_gradient_and_hessian_are_its_cables_own_in_their_band_width(rn
 def test_strain_jacobian_transpose_of_the_strains_is_the_elastic_gradient(rng):
     # J^T W r with r = the current strains must reproduce dE/dq (without loads): the kernel used for
     # geodesic acceleration and the energy gradient describe the same strains and weights.
-    from solver_core.rod_energy import rod_strains, strain_jacobian_transpose
+    from solver_core.rod.rod_energy import rod_strains, strain_jacobian_transpose
 
     model, state = _perturbed_model(rng, **LAYOUTS["point-clip"])
     stretch = np.empty((model.n_segments, 3))
@@ -167,9 +167,9 @@ def test_strain_jacobian_transpose_of_the_strains_is_the_elastic_gradient(rng):
 
 def test_contact_gradient_and_hessian_match_finite_differences(rng):
     # node against a mesh vertex, edge and face and against another cable's segment; plus segment pairs
-    from solver_core.contact_energy import contact_energy
-    from solver_core.obstacles import ObstacleSet
-    from solver_core.pair_search import find_pairs
+    from solver_core.contact.contact_energy import contact_energy
+    from solver_core.contact.obstacles import ObstacleSet
+    from solver_core.contact.pair_search import find_pairs
 
     model, state = _perturbed_model(rng, **LAYOUTS["clamped-free"])
     x = state.positions
@@ -301,10 +301,10 @@ def test_contact_gradient_and_hessian_match_finite_differences(rng):
 def test_self_contact_gradient_moves_both_legs_and_matches_finite_differences():
     # A cable that runs out along x and comes back 3 mm above its own first leg (radius 2 mm): the
     # crossing legs overlap by 1 mm. The energy depends on both legs; so must the gradient.
-    from solver_core.contact import SELF_NODE, SELF_SEG
-    from solver_core.contact_energy import contact_energy
-    from solver_core.obstacles import ObstacleSet
-    from solver_core.pair_search import find_pairs
+    from solver_core.contact.contact import SELF_NODE, SELF_SEG
+    from solver_core.contact.contact_energy import contact_energy
+    from solver_core.contact.obstacles import ObstacleSet
+    from solver_core.contact.pair_search import find_pairs
 
     x = np.array(
         [
@@ -368,7 +368,7 @@ def test_self_contact_gradient_moves_both_legs_and_matches_finite_differences():
 def test_band_cholesky_matches_numpy_and_refuses_an_indefinite_matrix(rng):
     # Reference: numpy's dense Cholesky factor of the same matrix; the entries of the storage that
     # would lie before column 0 hold garbage (NaN) and must be neither read nor written.
-    from solver_core.banded import band_cholesky, band_cholesky_solve
+    from solver_core.maths.banded import band_cholesky, band_cholesky_solve
 
     n, bw = 40, 6
     band = rng.normal(size=(n, bw + 1)) * 0.3
@@ -400,7 +400,7 @@ def test_low_rank_coupling_solve_matches_a_dense_solve(rng, blocks):
     # band factor (Woodbury) and checked against numpy's dense solve of the assembled matrix. With
     # several blocks B is block diagonal (cables solved together, nothing in the band couples them)
     # and the pairs couple different blocks, as between two cables of a group.
-    from solver_core.banded import band_cholesky, independent_blocks, low_rank_factor, low_rank_solve
+    from solver_core.maths.banded import band_cholesky, independent_blocks, low_rank_factor, low_rank_solve
 
     n, bw = sum(blocks), 5
     first = np.repeat(np.cumsum((0,) + blocks[:-1]), blocks)  # each row's block start
@@ -462,10 +462,10 @@ def test_contact_with_a_sphere_has_the_exact_hessian():
     # Gauss-Newton part k grad(d) grad(d)^T plus the distance's curvature -f grad^2(d), including how
     # the closest point moves along the segment. Without the curvature a cable lying over the top of a
     # sphere looked stable (its top is not) and Newton crept as the cable slid round it.
-    from solver_core.contact import SPHERE
-    from solver_core.contact_energy import contact_energy
-    from solver_core.obstacles import ObstacleSet
-    from solver_core.pair_search import find_pairs
+    from solver_core.contact.contact import SPHERE
+    from solver_core.contact.contact_energy import contact_energy
+    from solver_core.contact.obstacles import ObstacleSet
+    from solver_core.contact.pair_search import find_pairs
 
     rng = np.random.default_rng(7)
     # a cable bent over a sphere of radius 0.1, its nodes 0.5 mm inside the cable's surface distance

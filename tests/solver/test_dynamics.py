@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Dynamic steps (solver.dynamics, solver_core/dynamics.py) against closed forms and conservation:
+"""Dynamic steps (solver.dynamics, solver_core/solve/dynamics.py) against closed forms and conservation:
 the cantilever's first frequency, the energy of an undamped swing over 100 periods, the decay the set
 damping gives, a damped motion settling where the quasi-static solve puts the cable, contact kept
 intersection-free through fast motions onto thin geometry, and the failure paths (a step refused
@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from solver_core import CableChange, CaseError, Frame, Harness, kinetic_energy, parse_case, solve_case
-from solver_core.diagnostics import elastic_and_load_energy, max_axial_strain
+from solver_core.solve.diagnostics import elastic_and_load_energy, max_axial_strain
 
 L, D, E, RHO = 0.3, 0.004, 2e9, 1400.0
 EI = E * math.pi * D**4 / 64.0
@@ -360,7 +360,7 @@ def test_stages_reproduce_bathes_rule_on_a_damped_oscillator():
     is x = k p / (k + K)): the stages' springs and motion updates step each node as a damped oscillator,
     against x(t) = exp(-c t / 2) (cos w_d t + c / (2 w_d) sin w_d t) to within Bathe's error at 100
     steps per period."""
-    from solver_core import dynamics
+    from solver_core.solve import dynamics
 
     harness = Harness.from_case(parse_case(hanging_case({"time_step": 0.01})))
     harness.solve_step()
@@ -439,7 +439,7 @@ def test_a_case_built_in_code_steps_with_the_default_duration():
     case = replace(parsed, solver=SolverSettings(dynamics=Dynamics(0.01, 1.0)))
     result = solve_case(case)
     assert [step["time"] for step in result["steps"]] == pytest.approx([0.0, 1.0 / 24.0, 2.0 / 24.0])
-    from solver_core.case import check_dynamics
+    from solver_core.specs.case import check_dynamics
 
     with pytest.raises(CaseError, match="junctions"):
         check_dynamics(replace(case, junctions={"J": None}), 0.1)

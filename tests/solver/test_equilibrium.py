@@ -8,8 +8,8 @@ import pytest
 from helpers.cases import cable, case, first, harness, rotation, solve
 
 from solver_core import CableChange, Frame, parse_case
-from solver_core.rod_model import Boundary
-from solver_core.rotations import matrix_from_quat
+from solver_core.maths.rotations import matrix_from_quat
+from solver_core.rod.rod_model import Boundary
 
 HARNESS_CABLE = cable(
     length=0.6,
@@ -201,7 +201,7 @@ class TestWarmStartAndContinuation:
 def test_a_failed_solve_with_the_frames_still_is_tried_once_not_split():
     # With nothing moving, every half of the path is the same problem from the same start: splitting
     # it (as a moving step is split) would fail it 2^depth times over. A moving step is still split.
-    from solver_core.equilibrium import MAX_CONTINUATION_DEPTH, solve_equilibrium
+    from solver_core.solve.equilibrium import MAX_CONTINUATION_DEPTH, solve_equilibrium
 
     h = harness(case(HARNESS_CABLE))
     h.solve_step()
@@ -237,8 +237,8 @@ def test_the_first_guess_of_a_free_end_cable_starts_at_its_connector(monkeypatch
     # A cable held at its start only: the first centre line runs straight out of the start connector.
     # Its first node was once left unset (np.empty): the first frames followed whatever the memory
     # held, NaN at times. Made visible here by filling new arrays with a huge number.
-    from solver_core.rod_model import build_rod_model
-    from solver_core.rod_state import initial_centerline, initial_state
+    from solver_core.rod.rod_model import build_rod_model
+    from solver_core.rod.rod_state import initial_centerline, initial_state
 
     def filled(shape, dtype=float, *args, **kwargs):  # integer arrays (indices) get a huge index instead
         return np.full(shape, 1e300 if np.dtype(dtype).kind == "f" else 2**62, dtype, *args, **kwargs)
@@ -259,8 +259,8 @@ def test_a_route_is_laid_between_the_holders_span_by_span():
     # whole length, the clip's node would sit 0.08 m from where the route passes the clip and the
     # segment beside it start stretched by some 300 %; span by span, the first span lies on the first
     # half of the route unstrained and the second takes the slack (compressed uniformly, no sag).
-    from solver_core.rod_model import build_rod_model
-    from solver_core.rod_state import initial_centerline
+    from solver_core.rod.rod_model import build_rod_model
+    from solver_core.rod.rod_state import initial_centerline
 
     spec = cable(
         length=1.2,
@@ -375,7 +375,7 @@ def test_case_parses_once_and_solves_twice_identically():
 def test_a_failed_step_is_not_tried_again_until_something_changes(monkeypatch):
     # An interactive session asks for the same step on every tick while nothing moves; a step that
     # failed and changed nothing would fail the same way again (the solver is deterministic).
-    from solver_core import harness as harness_module
+    from solver_core.session import harness as harness_module
 
     h = harness(case(HARNESS_CABLE, solver={"max_iterations": 1}))
     calls = []
@@ -390,7 +390,7 @@ def test_a_failed_step_is_not_tried_again_until_something_changes(monkeypatch):
     end = h.cables["W1"].boundary.end
     h.solve_step({"W1": CableChange(end=Frame(end.position + [0.0, 0.0, 0.001], end.tangent, end.normal))})
     assert len(calls) == 2
-    from solver_core.obstacles import ObstacleSet
+    from solver_core.contact.obstacles import ObstacleSet
 
     h.set_obstacles(ObstacleSet(plane_point=np.array([[0.0, 0.0, -1.0]]), plane_normal=np.array([[0.0, 0.0, 1.0]])))
     h.solve_step()
@@ -413,7 +413,7 @@ def test_cold_solve_iterations_do_not_grow_with_resolution(monkeypatch):
     # The cold solve walks a long way from its guess; walked on 1000 segments it took 239 Newton
     # iterations against 48 on 100. A finely divided cable is first solved on COARSE_SEGMENTS and
     # refined from there (nested iteration): the same equilibrium, in about as many iterations.
-    import solver_core.harness as harness_module
+    import solver_core.session.harness as harness_module
 
     coarse = first(solve(_lv_arch(100)))
     fine = first(solve(_lv_arch(1000)))
@@ -435,8 +435,8 @@ def test_pseudo_time_springs_write_inside_the_band():
     from helpers.contact_scenes import crossed_pair
 
     from solver_core import Harness
-    from solver_core.equilibrium import rotations_next_to_nodes
-    from solver_core.rod_group import join_models
+    from solver_core.solve.equilibrium import rotations_next_to_nodes
+    from solver_core.solve.rod_group import join_models
 
     clipped = harness(case(HARNESS_CABLE)).cables["W1"].model
     pair = Harness.from_case(parse_case(crossed_pair(0.002, 0.004)))

@@ -18,8 +18,8 @@ import pytest
 from helpers.cases import cable, case
 
 from solver_core import CaseError, parse_case
-from solver_core import cli as cli_module
-from solver_core.cli import main
+from solver_core.io import cli as cli_module
+from solver_core.io.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 END = {"position": [0.2, 0, 0], "tangent": [1, 0, 0], "normal": [0, 0, 1]}

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from helpers.cases import cable, case
 
-from solver_core import sweep as sweep_module
-from solver_core.cli import main
+from solver_core.io import sweep as sweep_module
+from solver_core.io.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = case(cable(segments=8, end={"position": [0.2, 0, 0], "tangent": [1, 0, 0], "normal": [0, 0, 1]}))

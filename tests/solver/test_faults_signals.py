@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from helpers.cases import cable, case
 
-from solver_core import cli
-from solver_core.sweep import read_rows
+from solver_core.io import cli
+from solver_core.io.sweep import read_rows
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
@@ -152,8 +152,8 @@ def test_a_variant_interrupted_inside_a_kernel_stops_the_sweep_without_a_row(mon
     # Cancel Study sends SIGTERM to a study solving in one process. Arriving while a kernel runs, the
     # interruption surfaces as numba's SystemError, which the variant's own error handling took for a
     # failed variant: the study wrote a failed row and went on to its end within Cancel's grace time.
-    from solver_core import run_case, signals
-    from solver_core.sweep import solve_variant
+    from solver_core.io import run_case, signals
+    from solver_core.io.sweep import solve_variant
 
     def interrupted_in_a_kernel(*args, **kwargs):
         try:
@@ -208,7 +208,7 @@ def test_a_signalled_solve_exits_cleanly_and_leaves_no_temporary(tmp_path, signu
 
 
 def test_an_interruption_inside_a_compiled_kernel_is_an_interruption(tmp_path, monkeypatch, capsys):
-    from solver_core import signals
+    from solver_core.io import signals
 
     # numba's dispatcher turns a KeyboardInterrupt raised while its kernel ran into a SystemError
     def interrupted_in_a_kernel(*args, **kwargs):
@@ -226,7 +226,7 @@ def test_an_interruption_inside_a_compiled_kernel_is_an_interruption(tmp_path, m
 
 
 def test_stale_temporaries_of_dead_processes_are_removed(tmp_path):
-    from solver_core.output_files import AtomicOutput, remove_stale_temporaries
+    from solver_core.io.output_files import AtomicOutput, remove_stale_temporaries
 
     target = tmp_path / "r.json"
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
@@ -247,7 +247,7 @@ def test_stale_temporaries_of_dead_processes_are_removed(tmp_path):
 NEWTON_UNDER_SIGNALS = """
 import inspect, signal, sys
 import numpy as np
-import solver_core.equilibrium as equilibrium
+import solver_core.solve.equilibrium as equilibrium
 from solver_core import Harness, parse_case
 calls, real = [], equilibrium.minimise_rod_energy
 equilibrium.minimise_rod_energy = lambda *a: calls.append(a) or real(*a)

@@ -8,7 +8,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from solver_core.rotations import (
+from solver_core.maths.rotations import (
     frame_from_tangent,
     matrices_to_quats,
     matrix_from_quat,

@@ -24,7 +24,7 @@ from helpers.harnesses import (
 )
 
 from solver_core import CableChange, Frame
-from solver_core.contact import PENETRATION_TOLERANCE
+from solver_core.contact.contact import PENETRATION_TOLERANCE
 
 FAR = {"position": [0.5, 0.0, 0.0], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}
 SPAN = 0.5

@@ -36,9 +36,10 @@ def test_cables_that_cannot_be_solved_together_are_solved_one_by_one_and_say_so(
     # against the others as they lie (nothing penetrates), and the result says that the loads they
     # share are approximate. A joint solve that keeps failing is tried again after 1, 2, 4 ... steps
     # (each failure of ten cables costs seconds of a frozen Blender while a connector is dragged).
-    import solver_core.harness as harness_module
-    from solver_core.equilibrium import MAX_CONTINUATION_DEPTH, SNAP_THROUGH_ROUNDS, SolveReport
-    from solver_core.rod_group import RodGroup
+    import solver_core.session.cable_groups as cable_groups
+    import solver_core.session.harness as harness_module
+    from solver_core.solve.equilibrium import MAX_CONTINUATION_DEPTH, SNAP_THROUGH_ROUNDS, SolveReport
+    from solver_core.solve.rod_group import RodGroup
 
     solve_equilibrium = harness_module.solve_equilibrium
     depths = []
@@ -52,6 +53,7 @@ def test_cables_that_cannot_be_solved_together_are_solved_one_by_one_and_say_so(
         return solve_equilibrium(model, state, *args, **kwargs)
 
     monkeypatch.setattr(harness_module, "solve_equilibrium", failing_for_groups)
+    monkeypatch.setattr(cable_groups, "solve_equilibrium", failing_for_groups)  # the joint solves
     doc = crossed_pair(0.05, 2 * R)
     doc["steps"] = [
         {"cables": {"B": {"start": {"position": [0, -0.15 + 0.001 * k, 2 * R], "tangent": [0, 1, 0]}}}}
@@ -83,7 +85,7 @@ def test_a_group_starts_from_the_unstiffened_contact_stiffness():
     # was seen); the group it then joins starts from the base stiffness, the cables' modulus per unit
     # length (Young's modulus of the material), and stiffens itself only where its own penetration
     # needs it. (Inherited hundredfold springs left Newton without progress on a pile of ten cables.)
-    from solver_core.rod_group import GroupInteractions, join_models
+    from solver_core.solve.rod_group import GroupInteractions, join_models
 
     harness = Harness.from_case(parse_case(crossed_pair(0.002, 2 * R)))
     a, b = harness.cables["A"], harness.cables["B"]
@@ -160,8 +162,8 @@ def test_a_group_hands_its_contact_pairs_on_to_its_next_step_and_its_report_as_a
     # there. Reference: the same steps with every joint solve and every report searching afresh, which
     # must give the same shapes and contacts. Whether a solve was handed pairs is seen in where it was
     # told they were searched (inf: nowhere, search now).
-    import solver_core.equilibrium as equilibrium
-    from solver_core.interactions import Interactions
+    import solver_core.solve.equilibrium as equilibrium
+    from solver_core.contact.interactions import Interactions
 
     real = equilibrium.minimise_rod_energy
     handed = []

@@ -11,13 +11,13 @@ from helpers.cases import cable, case, harness
 from helpers.harnesses import AT_ORIGIN, STIFF, asymmetric_harness, at, branch, connector
 
 from solver_core import CableChange, Frame
-from solver_core.end_stiffness import Condensation, condensed_end_stiffness
-from solver_core.junction_newton import MAX_REPEAT, Curvature, HarnessNewton
-from solver_core.junction_stiffness import ENERGY_RESOLUTION
-from solver_core.junctions import MAX_MOVE, MAX_TURN, JunctionSystem
-from solver_core.newton import rod_gradient
-from solver_core.rotations import axis_angle_matrix, world_turn
-from solver_core.sessions import restore_sessions, snapshot_sessions
+from solver_core.junctions.junction_newton import MAX_REPEAT, Curvature, HarnessNewton
+from solver_core.junctions.junction_stiffness import ENERGY_RESOLUTION
+from solver_core.junctions.junctions import MAX_MOVE, MAX_TURN, JunctionSystem
+from solver_core.maths.rotations import axis_angle_matrix, world_turn
+from solver_core.solve.end_stiffness import Condensation, condensed_end_stiffness
+from solver_core.solve.newton import rod_gradient
+from solver_core.solve.sessions import restore_sessions, snapshot_sessions
 
 
 def beam_element(L, EA, GJ, EI, GA):
@@ -68,7 +68,7 @@ def test_a_condensation_is_the_dense_schur_complement(sides):
     dofs' Newton step for a move of the ends (Condensation.reduced) against the dense linear algebra they
     stand for (S = H_hh - H_hf H_ff^-1 H_fh, r = g_h - H_hf H_ff^-1 g_f, df = -H_ff^-1 (g_f + H_fh dh)),
     from the same banded Hessian: equal to 1e-9 of their size, in either order of condensing."""
-    from solver_core.end_stiffness import end_dofs, end_map, hessian_band
+    from solver_core.solve.end_stiffness import end_dofs, end_map, hessian_band
 
     h = harness(asymmetric_harness(30))
     assert all(r.converged for r in h.solve_step().values())
@@ -181,7 +181,7 @@ def test_a_branch_started_from_its_linear_response_is_second_order_close_to_its_
     test formed) lies within O(step^2) of where the solve ends (the error falls fourfold as the step
     halves), where the start carried along with its ends lies O(step) off (twofold); so the guess is
     the Newton step it claims to be, and far closer than the carried start."""
-    from solver_core.rod_state import carry_boundary_motion
+    from solver_core.rod.rod_state import carry_boundary_motion
 
     h = harness(asymmetric_harness(40))
     assert all(r.converged for r in h.solve_step().values())
@@ -478,7 +478,7 @@ def test_a_predicted_branch_is_confirmed_by_its_balance_and_its_condensation(mon
     the solve that confirms a branch checks its balance alone (solve_equilibrium's ``stable_start``): no
     Newton kernel runs in a warm step after the first, and the harness ends bit for bit where the
     kernel's own confirmation (balance, then its stability test) puts it."""
-    import solver_core.equilibrium as equilibrium
+    import solver_core.solve.equilibrium as equilibrium
 
     moves = [[0.0, 0.0, 0.001 * k] for k in range(1, 5)]
     kernel_calls = [0]
@@ -520,8 +520,8 @@ def test_a_stable_start_is_solved_as_any_other_unless_it_is_balanced_and_held_st
     """solve_equilibrium's ``stable_start`` on a single cable: its own equilibrium, held still, is
     converged at once (no iteration, stable); the same start off balance by 1e-4 of its length, or with
     a holder moved, is solved by the Newton kernel as without the promise, to the same equilibrium."""
-    from solver_core.equilibrium import solve_equilibrium
-    from solver_core.rod_model import Boundary
+    from solver_core.rod.rod_model import Boundary
+    from solver_core.solve.equilibrium import solve_equilibrium
 
     L = 0.4
     end = {"position": [0.3, 0.0, 0.05], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}

@@ -17,9 +17,9 @@ from helpers.obstacles import box as _box
 from helpers.obstacles import cylinder as _cylinder
 from helpers.obstacles import plate as _plate
 
-import solver_core.equilibrium as equilibrium
+import solver_core.solve.equilibrium as equilibrium
 from solver_core import CableChange, Frame, Harness, parse_case
-from solver_core.contact import ITERATE_PENETRATION
+from solver_core.contact.contact import ITERATE_PENETRATION
 
 R = 0.002
 
@@ -319,7 +319,7 @@ def test_a_solve_that_finds_no_equilibrium_ends_within_its_iteration_budget():
     # The cable over the top of a frictionless sphere must slide off it; where Newton and the
     # pseudo-time descent do not get it there, the solve fails after SOLVE_BUDGET x max_iterations
     # Newton iterations (it ran for minutes), saying so, with the start kept.
-    from solver_core.equilibrium import SOLVE_BUDGET
+    from solver_core.solve.equilibrium import SOLVE_BUDGET
 
     sphere = {"type": "sphere", "center": [0, 0, 0], "radius": 0.1}
     doc = _over_the_top(40, [sphere])
@@ -337,7 +337,7 @@ def test_connectors_on_a_mesh_floor_with_the_route_under_it_fail_within_the_subs
     # under it: no state is clear of the floor. Every piece of the path ended on a saddle, which costs
     # no Newton iteration, so the iteration budget never ran out: 188,599 substeps, six minutes in one
     # Simulate tick. The solve must fail within its substep limit, saying why, with the start kept.
-    from solver_core.equilibrium import MAX_SUBSTEPS
+    from solver_core.solve.equilibrium import MAX_SUBSTEPS
 
     floor = {
         "type": "mesh",

@@ -21,8 +21,8 @@ from helpers.harnesses import (
     v_weight,
 )
 
-from solver_core.contact import PENETRATION_TOLERANCE
-from solver_core.junction_contact import closest_points_on_triangles, segment_crosses_triangles
+from solver_core.contact.contact import PENETRATION_TOLERANCE
+from solver_core.junctions.junction_contact import closest_points_on_triangles, segment_crosses_triangles
 
 
 def test_nearest_points_on_triangles_match_dense_sampling():
@@ -192,8 +192,8 @@ def test_a_step_that_drags_the_harness_down_never_takes_the_junction_through_the
 def test_the_junction_contact_force_and_hessian_are_the_energys_derivatives():
     """Against central differences of the penalty energy (and of its force for the Hessian, exact on a
     plane, the Gauss-Newton part elsewhere: the curvature of the distance is left out, as for cables)."""
-    from solver_core.junction_contact import JunctionContact
-    from solver_core.obstacles import obstacles_from_case
+    from solver_core.contact.obstacles import obstacles_from_case
+    from solver_core.junctions.junction_contact import JunctionContact
 
     tris = [[0.0, 0.0, 0.0], [0.1, 0.0, 0.0], [0.0, 0.1, 0.0]]
     cases = [
@@ -231,8 +231,8 @@ def _unit(v):
 def test_a_ball_over_a_shared_edge_or_corner_touches_the_mesh_once():
     """Two triangles of a flat plate share the diagonal, six a fan's centre: a ball resting right over
     them is pushed as by a plane, once, not once per triangle."""
-    from solver_core.junction_contact import JunctionContact
-    from solver_core.obstacles import obstacles_from_case
+    from solver_core.contact.obstacles import obstacles_from_case
+    from solver_core.junctions.junction_contact import JunctionContact
 
     square = [[0.0, 0.0, 0.0], [0.1, 0.0, 0.0], [0.1, 0.1, 0.0], [0.0, 0.1, 0.0]]
     fan = [[0.0, 0.0, 0.0]] + [[0.05 * np.cos(a), 0.05 * np.sin(a), 0.0] for a in np.radians(range(0, 360, 60))]
@@ -249,7 +249,7 @@ def test_a_ball_over_a_shared_edge_or_corner_touches_the_mesh_once():
 
 
 def test_many_segments_against_one_triangle_agree_with_one_segment_against_many():
-    from solver_core.junction_contact import segments_cross_triangle
+    from solver_core.junctions.junction_contact import segments_cross_triangle
 
     rng = np.random.default_rng(13)
     for _ in range(200):
@@ -262,7 +262,7 @@ def test_many_segments_against_one_triangle_agree_with_one_segment_against_many(
 
 
 def test_segment_distances_match_dense_sampling():
-    from solver_core.junction_contact import segment_distances
+    from solver_core.junctions.junction_contact import segment_distances
 
     rng = np.random.default_rng(5)
     u = np.linspace(0.0, 1.0, 401)
@@ -284,7 +284,7 @@ def test_segment_distances_match_dense_sampling():
 
 
 def test_cables_touch_where_their_centre_lines_come_within_their_radii_away_from_holders():
-    from solver_core.junction_contact import cables_touch
+    from solver_core.junctions.junction_contact import cables_touch
 
     rng = np.random.default_rng(17)
     u = np.linspace(0.0, 1.0, 401)[:, None]
@@ -317,8 +317,8 @@ def test_cables_touch_where_their_centre_lines_come_within_their_radii_away_from
 
 
 def test_a_junction_path_into_another_cable_is_seen():
-    from solver_core.junction_contact import JunctionContact
-    from solver_core.obstacles import ObstacleSet
+    from solver_core.contact.obstacles import ObstacleSet
+    from solver_core.junctions.junction_contact import JunctionContact
 
     bar = ObstacleSet().with_capsules(np.array([[0.0, -0.2, 0.0]]), np.array([[0.0, 0.2, 0.0]]), np.array([0.002]))
     enters = JunctionContact.enters_cable

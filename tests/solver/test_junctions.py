@@ -11,9 +11,16 @@ import pytest
 from helpers.cases import WIRE, case, harness, min_clearance, solve
 from helpers.harnesses import AT_ORIGIN, G, at, balance, branch, connector, force_scale, node_masses
 
-from solver_core import CableChange, CaseError, Frame, JunctionMove, case_to_dict, junctions, parse_case
-from solver_core.branch_crossing import MIN_HALF_ANGLE_SINE, SHALLOW, Branches, first_crossing, segment_distance
-from solver_core.results import dumps
+from solver_core import CableChange, CaseError, Frame, JunctionMove, case_to_dict, parse_case
+from solver_core.junctions import junctions
+from solver_core.junctions.branch_crossing import (
+    MIN_HALF_ANGLE_SINE,
+    SHALLOW,
+    Branches,
+    first_crossing,
+    segment_distance,
+)
+from solver_core.session.results import dumps
 
 
 def y_harness(angle_deg, mass=0.0, segments=20):

@@ -13,9 +13,9 @@ import pytest
 from helpers.cases import cable, case, first, harness, solve
 
 from solver_core import CableChange, CaseError, Frame, build_rod_model, parse_case
-from solver_core.kirchhoff_cg import arrays_for, end_twist, kirchhoff_energy
-from solver_core.rod_model import Boundary
-from solver_core.rod_state import initial_state
+from solver_core.models.kirchhoff_cg import arrays_for, end_twist, kirchhoff_energy
+from solver_core.rod.rod_model import Boundary
+from solver_core.rod.rod_state import initial_state
 
 MODEL = {"model": "kirchhoff_cg"}
 

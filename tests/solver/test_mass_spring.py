@@ -12,9 +12,9 @@ from helpers.cases import cable, case, first, harness, solve
 from solver.test_analytic_references import EI, L
 from solver.test_model_references import beam
 
-import solver_core.harness as harness_module
+import solver_core.session.harness as harness_module
 from solver_core import CableChange, CaseError, Frame, parse_case
-from solver_core.mass_spring import MassSpringArrays, mass_spring_energy
+from solver_core.models.mass_spring import MassSpringArrays, mass_spring_energy
 
 MODEL = {"model": "mass_spring"}
 

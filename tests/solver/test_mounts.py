@@ -17,7 +17,7 @@ class TestMounts:
         # force then has a part along the clip's axis, which the start connector balances); the two
         # planes' forces add up to the reported clip force. A fixed clip holds the cable along it.
         from solver_core import Harness, parse_case
-        from solver_core.mounts import sliding_crossings, sliding_energy
+        from solver_core.contact.mounts import sliding_crossings, sliding_energy
 
         doc = case(
             cable(length=0.4, segments=80, clips=[{"s": 0.21, "kind": "sliding", "length": 0.01, "frame": self.FRAME}])
@@ -85,7 +85,7 @@ class TestMounts:
 
     def test_the_sliding_clip_energy_has_the_gradient_of_finite_differences(self, rng):
         # the crossing parameter follows the nodes: its derivative is part of the gradient
-        from solver_core.mounts import sliding_energy
+        from solver_core.contact.mounts import sliding_energy
 
         x = np.array([[0.0, 0.0, 0.0], [0.01, 0.002, -0.001], [0.02, 0.001, 0.003]]) + 1e-3 * rng.standard_normal(
             (3, 3)
@@ -111,7 +111,7 @@ class TestMounts:
     def test_the_sliding_clip_energy_has_the_hessian_of_finite_differences(self, rng):
         # mode 2 is the exact Hessian (the crossing point turns with the nodes), mode 3 its
         # Gauss-Newton part k J^T J, which differs from it where the clip pushes
-        from solver_core.mounts import sliding_energy
+        from solver_core.contact.mounts import sliding_energy
         from tests.helpers.matrices import dense_from_band
 
         x = np.array([[0.0, 0.0, 0.0], [0.01, 0.002, -0.001], [0.02, 0.001, 0.003]]) + 1e-3 * rng.standard_normal(
@@ -141,8 +141,8 @@ class TestMounts:
     def test_the_compliant_clip_energy_has_the_hessian_of_finite_differences(self, rng):
         # mode 2 is the exact Hessian in the rod's variables (x + dx, q exp(dtheta / 2)), mode 3 its
         # Gauss-Newton part J^T K J, which differs from it where the clip is turned and pushes back
-        from solver_core.mounts import compliant_energy
-        from solver_core.rotations import matrix_to_quat, quat_retract
+        from solver_core.contact.mounts import compliant_energy
+        from solver_core.maths.rotations import matrix_to_quat, quat_retract
         from tests.helpers.matrices import dense_from_band
 
         pos = np.array([[0.01, -0.02, 0.005]])

@@ -6,7 +6,7 @@ import pytest
 from helpers.contact_scenes import R, crumpled_mesh_crossing_cable_and_loop, dense_newton_matrix
 from helpers.kernel_inputs import contact_interactions, dof_layout, pair_buffers
 
-from solver_core.obstacles import ObstacleSet
+from solver_core.contact.obstacles import ObstacleSet
 
 
 def test_the_newton_matrix_counts_a_crossing_at_a_node_once():
@@ -17,11 +17,11 @@ def test_the_newton_matrix_counts_a_crossing_at_a_node_once():
     # that press the cables together (B lowered; A's node lifted), where the distances' own
     # curvature is negligible: the reference is central differences of the energy. Counting the
     # segment pairs' k grad(D_s) grad(D_s)^T alone made it 2.6-2.7 times too stiff there.
-    from solver_core.contact import SELF_NODE, SELF_SEG
-    from solver_core.contact_energy import contact_energy_of
-    from solver_core.newton import self_coupling
-    from solver_core.obstacles import ObstacleSet
-    from solver_core.pair_search import find_pairs
+    from solver_core.contact.contact import SELF_NODE, SELF_SEG
+    from solver_core.contact.contact_energy import contact_energy_of
+    from solver_core.contact.obstacles import ObstacleSet
+    from solver_core.contact.pair_search import find_pairs
+    from solver_core.solve.newton import self_coupling
 
     s, k = 0.01, 1.26e8
     obstacles = ObstacleSet().kernel_arrays()
@@ -118,8 +118,18 @@ def test_a_step_closing_open_pairs_stops_at_the_minimum_of_model_plus_their_pena
     # count, and a step that closes no open pair is left whole.
     from scipy.optimize import minimize_scalar
 
-    from solver_core.contact import CAP_NODE, CAP_SEG, PLANE, SELF_NODE, SELF_SEG, SPHERE, TRI_EDGE, TRI_NODE, TRI_SEG
-    from solver_core.step_limits import plunge_step_length
+    from solver_core.contact.contact import (
+        CAP_NODE,
+        CAP_SEG,
+        PLANE,
+        SELF_NODE,
+        SELF_SEG,
+        SPHERE,
+        TRI_EDGE,
+        TRI_NODE,
+        TRI_SEG,
+    )
+    from solver_core.contact.step_limits import plunge_step_length
 
     rng = np.random.default_rng(5)
     stiffness, seg = 1.26e8, 0.005
@@ -168,9 +178,9 @@ def test_gap_bounds_carried_along_steps_stay_below_the_true_gaps_and_leave_out_o
     # evaluates only the pairs whose bound is not positive. Over a chain of random steps of every node,
     # against a crumpled mesh, a crossing cable and a loop onto itself, the bounds must never exceed
     # the true gaps, and the pairs kept must give the energy and gradient of all candidate pairs.
-    from solver_core.contact_energy import contact_energy, contact_energy_of
-    from solver_core.pair_geometry import pair_gaps, pair_nodes
-    from solver_core.step_limits import lower_gaps, pair_moves, pairs_that_may_touch
+    from solver_core.contact.contact_energy import contact_energy, contact_energy_of
+    from solver_core.contact.pair_geometry import pair_gaps, pair_nodes
+    from solver_core.contact.step_limits import lower_gaps, pair_moves, pairs_that_may_touch
 
     rng = np.random.default_rng(7)
     obstacles, pos, radius, reach, self_gap, kind, elem, prim = crumpled_mesh_crossing_cable_and_loop(rng)
@@ -247,9 +257,9 @@ def test_the_step_filter_is_the_documented_rule_over_every_pair():
     # with allowed = max(gap, half a radius; a tenth for segments crossing cables), but no nearer the
     # surface than MIN_SEPARATION radii, and the approach
     # the step of the pair's contact point (both sides' for a cable's own segments) against its normal.
-    from solver_core.contact import CAP_NODE, CAP_SEG, MIN_SEPARATION, PLANE, SELF_NODE, SELF_SEG, TRI_NODE
-    from solver_core.pair_geometry import pair_gaps
-    from solver_core.step_limits import approach_fraction
+    from solver_core.contact.contact import CAP_NODE, CAP_SEG, MIN_SEPARATION, PLANE, SELF_NODE, SELF_SEG, TRI_NODE
+    from solver_core.contact.pair_geometry import pair_gaps
+    from solver_core.contact.step_limits import approach_fraction
 
     rng = np.random.default_rng(11)
     obstacles, pos, radius, reach, _self_gap, kind, elem, prim = crumpled_mesh_crossing_cable_and_loop(rng)
@@ -303,11 +313,11 @@ def test_the_newton_matrix_follows_a_pressed_crossing_as_the_cables_slide():
     # their nodes: the band plus low-rank matrix times such a move must be the change of the contact
     # forces (central differences of the gradient), as for pressing the cables together. With
     # k n n^T alone it was zero along the slides.
-    from solver_core.contact import SELF_SEG
-    from solver_core.contact_energy import contact_energy_of
-    from solver_core.newton import self_coupling
-    from solver_core.obstacles import ObstacleSet
-    from solver_core.pair_search import find_pairs
+    from solver_core.contact.contact import SELF_SEG
+    from solver_core.contact.contact_energy import contact_energy_of
+    from solver_core.contact.obstacles import ObstacleSet
+    from solver_core.contact.pair_search import find_pairs
+    from solver_core.solve.newton import self_coupling
 
     s, k = 0.01, 1.26e8
     obstacles = ObstacleSet().kernel_arrays()

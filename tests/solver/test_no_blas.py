@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from helpers.blender_free import ROOT
 
-from solver_core.small_dense import congruence, dot, mat_mul, mat_vec, positive_eigenvalue_count
+from solver_core.maths.small_dense import congruence, dot, mat_mul, mat_vec, positive_eigenvalue_count
 
 # numpy names that numba lowers to BLAS or LAPACK calls
 _BLAS_NAMES = {"dot", "vdot", "matmul", "inner", "cov", "corrcoef", "matrix_power"}
@@ -41,7 +41,7 @@ def _blas_uses(function):
 def test_no_kernel_uses_blas_or_lapack():
     found = []
     kernels = 0
-    for path in sorted((ROOT / "solver_core").glob("*.py")):
+    for path in sorted((ROOT / "solver_core").rglob("*.py")):
         for function in _kernels(ast.parse(path.read_text(encoding="utf-8"))):
             kernels += 1
             found += [f"{path.name}:{line} {function.name}: {what}" for line, what in _blas_uses(function)]

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from solver.test_dynamics import T1, cantilever, hanging_case, total_energy, upward_crossings
 
-from solver_core import CableChange, Frame, Harness, ObstacleSet, parse_case, pbd_dynamics, solve_case
+from solver_core import CableChange, Frame, Harness, ObstacleSet, parse_case, solve_case
+from solver_core.models import pbd_dynamics
 
 
 def _pbd(doc):

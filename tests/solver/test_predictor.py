@@ -8,9 +8,9 @@ import pytest
 from helpers.cases import cable, case, min_clearance
 
 from solver_core import CableChange, Frame, Harness, parse_case
-from solver_core import harness as harness_module
-from solver_core.predictor import StepMemory, hold_vector, secant_displacement
-from solver_core.rod_model import Boundary
+from solver_core.rod.rod_model import Boundary
+from solver_core.session import harness as harness_module
+from solver_core.session.predictor import StepMemory, hold_vector, secant_displacement
 
 R = 0.002
 

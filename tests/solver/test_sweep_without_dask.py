@@ -30,7 +30,7 @@ LENGTHS = [0.3, 0.29, 0.28, 0.1]  # 0.1 m cannot reach the clip at s = 0.15: an 
 _WITHOUT_DASK = (
     "import sys; sys.modules['distributed'] = None; sys.modules['dask'] = None\n"
     "sys.modules['matplotlib'] = None\n"
-    "from solver_core.cli import main\n"
+    "from solver_core.io.cli import main\n"
     "sys.exit(main(sys.argv[1:]))\n"
 )
 

@@ -18,7 +18,7 @@ from helpers.harnesses import at
 from helpers.iterates import IterateRecorder, passes_through_count
 from helpers.obstacles import box
 
-import solver_core.equilibrium as equilibrium
+import solver_core.solve.equilibrium as equilibrium
 from solver_core import CableChange, Frame, Harness, JunctionMove, parse_case
 
 

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from solver_core import CaseError, case_to_dict, parse_case, solve_case
-from solver_core.wire_routes import RouteError, trace_wire
+from solver_core.specs.wire_routes import RouteError, trace_wire
 
 D = 0.0016
 AT_ORIGIN = {"position": [0.0, 0.0, 0.0], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}

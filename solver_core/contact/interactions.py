@@ -1,0 +1,832 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Everything besides the rod itself that enters a cable's energy: contact, friction, mounts.
+
+``Interactions`` gathers, for one cable and one boundary, the arrays the compiled minimiser takes
+(``kernel_arrays``), and reads contact, friction and clip results back after a solve. ``FrictionState``
+is the path memory of Coulomb friction: where each node stuck, whether it slides, the normal force.
+"""
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+from ..kernel_arrays import ContactParameters, InteractionArrays, ObstacleArrays
+from ..maths.rotations import frame_from_tangent, matrix_from_quat, matrix_to_quat
+from ..rod.rod_model import Boundary, RodModel, clip_stiffness_matrix
+from ..rod.rod_state import RodState
+from .contact import NODE_KINDS, SELF_KINDS
+from .contact_energy import contact_energy, contact_energy_of
+from .crossing import step_crosses_triangles
+from .mounts import compliant_energy, sliding_crossings, sliding_energy
+from .obstacles import ObstacleSet
+from .pair_search import find_pairs, segment_penetration
+
+SLIDING_STIFFNESS_FACTOR = 100.0  # sliding-clip penalty relative to the contact stiffness
+
+
+class PairCandidates(NamedTuple):
+    """Candidate contact pairs of a Newton solve (newton.minimise_rod_energy), kept for the next one
+    against the same obstacles: where they were searched, the pairs (kind, element, primitive), and
+    lower bounds of their gaps at the positions ``gaps_at`` (the solve's final ones)."""
+
+    obstacles: tuple  # the kernels' obstacle arrays they were searched in (compared by identity)
+    searched_at: np.ndarray
+    kind: np.ndarray
+    elem: np.ndarray
+    prim: np.ndarray
+    gap_from: np.ndarray
+    gaps_at: np.ndarray
+
+
+@dataclass
+class FrictionState:
+    """Per node: in contact, contact normal, normal force, anchor (where it stuck), sliding flag."""
+
+    active: np.ndarray
+    normal: np.ndarray
+    force: np.ndarray
+    anchor: np.ndarray
+    sliding: np.ndarray
+
+    @staticmethod
+    def empty(n_nodes: int) -> "FrictionState":
+        return FrictionState(
+            np.zeros(n_nodes, dtype=np.uint8),
+            np.zeros((n_nodes, 3)),
+            np.zeros(n_nodes),
+            np.zeros((n_nodes, 3)),
+            np.zeros(n_nodes, dtype=bool),
+        )
+
+    def copy(self) -> "FrictionState":
+        return FrictionState(
+            self.active.copy(), self.normal.copy(), self.force.copy(), self.anchor.copy(), self.sliding.copy()
+        )
+
+
+@dataclass
+class ContactSettings:
+    friction_static: float = 0.0
+    friction_dynamic: float = 0.0
+    cable_cable: bool = False
+
+    @property
+    def friction(self) -> bool:
+        return self.friction_static > 0.0 or self.friction_dynamic > 0.0
+
+
+class InertiaSprings(NamedTuple):
+    """The inertia of a time step as springs from nodes to points (dynamics.py), entered as translational
+    compliant clips (mounts.compliant_energy): node, rotation numbered next to it, centre (relative to
+    the model origin), 6x6 stiffness with only its translational block set."""
+
+    node: np.ndarray
+    rot: np.ndarray
+    centre: np.ndarray
+    K: np.ndarray
+
+
+def _same_key(a: tuple, b: tuple) -> bool:
+    """Whether two keys of Interactions.kernel_arrays are the same: obstacle arrays and model by
+    identity, settings and stiffness by value."""
+    return a[0] is b[0] and a[1] is b[1] and a[2] == b[2] and a[3] == b[3]
+
+
+# the mounts of a cable without sliding or compliant clips (nothing is written into empty arrays)
+_NO_MOUNTS = (
+    np.zeros((0, 3)),
+    np.zeros((0, 3)),
+    np.zeros(0),
+    np.zeros(0, dtype=np.int64),
+    np.zeros(0, dtype=np.int64),
+    np.zeros((0, 3)),
+    np.zeros((0, 4)),
+    np.zeros((0, 6, 6)),
+    np.zeros(0, dtype=np.int64),
+)
+
+
+@dataclass
+class Interactions:
+    model: RodModel
+    obstacles: ObstacleSet
+    settings: ContactSettings = field(default_factory=ContactSettings)
+    stiffness: float = 0.0  # contact stiffness per unit cable length [N/m^2]
+    friction_state: FrictionState | None = None
+    inertia: InertiaSprings | None = None  # a time step's inertia (dynamics.py); None when quasi-static
+
+    def __post_init__(self):
+        if self.stiffness <= 0.0:
+            self.stiffness = self.base_stiffness
+        if self.friction_state is None:
+            self.friction_state = FrictionState.empty(self.model.n_nodes)
+
+    @property
+    def base_stiffness(self) -> float:
+        """The contact stiffness before any stiffening: a line contact over the segment, stiffness
+        ~ E l, the cable's own modulus."""
+        area = np.pi * self.model.cable.diameter**2 / 4.0
+        return self.model.cable.section.stretch_stiffness / area
+
+    @property
+    def radius(self) -> float:
+        return 0.5 * self.model.cable.diameter
+
+    def stiffen(self, factor: float) -> None:
+        self.stiffness *= factor
+
+    @property
+    def node_radius(self) -> np.ndarray:
+        return np.full(self.model.n_nodes, self.radius)
+
+    @property
+    def node_part(self) -> np.ndarray:
+        """The cable of each node (all 0 here; a group of cables numbers them, rod_group.py)."""
+        return np.zeros(self.model.n_nodes, dtype=np.int64)
+
+    @property
+    def uses_contact(self) -> bool:
+        return not self.obstacles.empty or self.settings.cable_cable
+
+    # Self-contact (a cable against its own segments, both legs moving): the blocks coupling the two
+    # legs lie outside the band and enter each Newton step as a low-rank (Woodbury) update.
+    SELF_CONTACT = True
+
+    @property
+    def self_gap(self) -> int:
+        """Segments this close along the cable never meet (neighbours bend, they do not collide);
+        0 turns self-contact off. A loop needs about pi * diameter of cable to close on itself."""
+        if not (self.settings.cable_cable and self.SELF_CONTACT):
+            return 0
+        return max(3, int(np.ceil(np.pi * self.model.cable.diameter / float(self.model.rest_len.min()))) + 1)
+
+    @property
+    def node_lengths(self) -> np.ndarray:
+        r = self.model.rest_len
+        out = np.zeros(self.model.n_nodes)
+        out[:-1] += 0.5 * r
+        out[1:] += 0.5 * r
+        return out
+
+    @property
+    def reach(self) -> float:
+        """How far one Newton step may carry a node; candidate pairs are searched twice as far."""
+        return max(self.radius, 0.5 * float(self.model.rest_len.max()))
+
+    @property
+    def stick_width(self) -> float:
+        return 0.01 * self.radius
+
+    # -------------------------------------------------------------- to the kernels
+
+    def _has_mounts(self) -> bool:
+        return any(c.kind == "sliding" or c.stiffness is not None for c in self.model.cable.clips)
+
+    def _mounts(self, boundary: Boundary):
+        """The clips' arrays (kernel_arrays.InteractionArrays), with a time step's inertia springs after
+        the compliant clips (mount_reactions reads the clips' entries by their order)."""
+        own = self._clip_mounts(boundary)
+        springs = self.inertia
+        if springs is None:
+            return own
+        sl_point, sl_axis, sl_k, cc_node, cc_rot, cc_centre, cc_quat, cc_K, sl_part = own
+        unit = np.zeros((springs.node.shape[0], 4))
+        unit[:, 0] = 1.0
+        return (
+            sl_point,
+            sl_axis,
+            sl_k,
+            np.concatenate([cc_node, springs.node]),
+            np.concatenate([cc_rot, springs.rot]),
+            np.concatenate([cc_centre, springs.centre]),
+            np.concatenate([cc_quat, unit]),
+            np.concatenate([cc_K, springs.K]),
+            sl_part,
+        )
+
+    def _clip_mounts(self, boundary: Boundary):
+        if not self._has_mounts():
+            return _NO_MOUNTS
+        model = self.model
+        o = model.origin
+        sl_point, sl_axis = [], []
+        cc_node, cc_rot, cc_centre, cc_quat, cc_K = [], [], [], [], []
+        for index, (clip, frame) in enumerate(zip(model.cable.clips, boundary.clips)):
+            if clip.kind == "sliding":
+                half = max(0.5 * clip.length, 0.5 * float(model.rest_len.min()))
+                for sign in (-1.0, 1.0):
+                    sl_point.append(frame.position - o + sign * half * frame.tangent)
+                    sl_axis.append(frame.tangent)
+            elif clip.stiffness is not None:
+                cc_node.append(model.clip_nodes[index][0])
+                cc_rot.append(model.clip_rots[index][0])
+                cc_centre.append(frame.position - o)
+                cc_quat.append(matrix_to_quat(frame_from_tangent(frame.tangent, frame.normal)))
+                cc_K.append(clip_stiffness_matrix(clip))
+        k_slide = SLIDING_STIFFNESS_FACTOR * self.stiffness * float(model.rest_len.mean())
+        points = np.array(sl_point, dtype=np.float64).reshape(-1, 3)
+        return (
+            points,
+            np.array(sl_axis, dtype=np.float64).reshape(-1, 3),
+            np.full(len(sl_point), k_slide),
+            np.array(cc_node, dtype=np.int64),
+            np.array(cc_rot, dtype=np.int64),
+            np.array(cc_centre, dtype=np.float64).reshape(-1, 3),
+            np.array(cc_quat, dtype=np.float64).reshape(-1, 4),
+            np.array(cc_K, dtype=np.float64).reshape(-1, 6, 6),
+            np.zeros(len(sl_point), dtype=np.int64),
+        )
+
+    def kernel_arrays(self, boundary: Boundary) -> InteractionArrays:
+        model = self.model
+        obstacles = self._shifted_obstacles()
+        # Without clips held by energies, inertia springs or friction in play, the arrays depend on the
+        # obstacles, the model, the settings and the stiffness alone: kept for the next solve (a
+        # junction's trial solves every branch afresh; building them took a tenth of a 10-segment
+        # branch's solve)
+        key = (obstacles, model, self.settings, self.stiffness) if self._plain() else None
+        kept = self.__dict__.get("_kept_arrays")
+        if key is not None and kept is not None and _same_key(kept[0], key):
+            return kept[1]
+        arrays = self._build_kernel_arrays(boundary, obstacles)
+        if key is not None:
+            self.__dict__["_kept_arrays"] = (key, arrays)
+        return arrays
+
+    def _plain(self) -> bool:
+        if type(self) is not Interactions or self.inertia is not None or self._has_mounts():
+            return False
+        return not (self.settings.friction and self.friction_state.active.any())
+
+    def _build_kernel_arrays(self, boundary: Boundary, obstacles) -> InteractionArrays:
+        model = self.model
+        fs = self.friction_state
+        use_friction = self.settings.friction and fs.active.any()
+        mu = np.where(fs.sliding, self.settings.friction_dynamic, self.settings.friction_static)
+        friction = (
+            (fs.active, fs.normal, fs.force, fs.anchor - model.origin, mu)
+            if use_friction
+            else (np.zeros(0, dtype=np.uint8), np.zeros((0, 3)), np.zeros(0), np.zeros((0, 3)), np.zeros(0))
+        )
+        contact = ContactParameters(
+            float(self.radius),
+            float(self.stiffness),
+            float(self.reach),
+            int(self.self_gap),
+            float(self.stick_width),
+            bool(self.uses_contact),
+        )
+        return InteractionArrays(
+            obstacles,
+            contact,
+            np.asarray(self.node_lengths, dtype=np.float64),
+            model.rest_len.copy(),
+            *friction,
+            *self._mounts(boundary),
+            self.node_radius,
+            self.node_part,
+        )
+
+    def obstacle_arrays(self) -> ObstacleArrays:
+        """The obstacles relative to the model origin, as the rod's positions are."""
+        return self._shifted_obstacles()
+
+    def _shifted_obstacles(self) -> ObstacleArrays:
+        """Obstacle arrays relative to the model origin, as the rod's positions are (kept while the
+        obstacle set is the same object: shifting a big mesh per call cost more than a solve step)."""
+        cached = self.__dict__.get("_shifted")
+        if cached is not None and cached[0] is self.obstacles and np.array_equal(cached[1], self.model.origin):
+            return cached[2]
+        arrays = self.obstacles.kernel_arrays()
+        o = self.model.origin
+        shifted = arrays._replace(
+            plane_point=arrays.plane_point - o,
+            sphere_centre=arrays.sphere_centre - o,
+            triangles=arrays.triangles - o,
+            tree_min=arrays.tree_min - o,
+            tree_max=arrays.tree_max - o,
+            capsule_a=arrays.capsule_a - o,
+            capsule_b=arrays.capsule_b - o,
+        )
+        self.__dict__["_shifted"] = (self.obstacles, o.copy(), shifted)
+        return shifted
+
+    def dof_tolerance(self, boundary: Boundary) -> np.ndarray:
+        """The model's residual tolerances, raised to the round-off floor of the interactions' own
+        stiffnesses: a spring of stiffness k cannot resolve forces below ~ eps k L."""
+        model = self.model
+        eps = np.finfo(float).eps
+        k_force, k_moment = 0.0, 0.0
+        if self.uses_contact:
+            k_force = self.stiffness * float(self.node_lengths.max())
+        mounts = self._mounts(boundary)
+        if len(mounts[2]):
+            k_force = max(k_force, float(mounts[2].max()))
+        if len(mounts[7]):
+            K = mounts[7]
+            k_force = max(k_force, float(np.abs(K[:, :3, :3]).max()))
+            k_moment = float(np.abs(K[:, 3:, 3:]).max())
+        tol = model.dof_tol.copy()
+        if k_force == 0.0 and k_moment == 0.0:
+            return tol
+        length = model.cable.length
+        force_floor = 64.0 * eps * k_force * length
+        moment_floor = 64.0 * eps * (k_force * length * length + k_moment)
+        forces = model.node_dof[:, None] + np.arange(3)
+        tol[forces] = np.maximum(tol[forces], force_floor)
+        moments = model.rot_dof[:, None] + np.arange(3)
+        tol[moments] = np.maximum(tol[moments], moment_floor)
+        return tol
+
+    # -------------------------------------------------------------- back from the kernels
+
+    def _evaluate_pairs(self, state: RodState, stiffness: float | None = None):
+        """Every touching pair at ``state``: kind, element, primitive, gap, t, normal, point, u, force.
+
+        The last evaluation is kept: a solve checks the deepest penetration of its final state and the
+        contact report then asks for the same state's pairs. Only touching pairs are searched: every
+        caller wants depths or forces, and what a pair carries depends on touching pairs alone (a
+        segment pair's ends, a facet pair's node), so a wider search would change nothing but its time."""
+        stiffness = stiffness or self.stiffness
+        kept = self.__dict__.get("_evaluated")
+        if (
+            kept is not None
+            and kept[0] is self.obstacles
+            and kept[1] == stiffness
+            and np.array_equal(kept[2], state.positions)
+        ):
+            return kept[3]
+        obstacles = self._shifted_obstacles()
+        candidates = self._touching_candidates(state, obstacles)
+        if candidates is None:
+            candidates = find_pairs(state.positions, self.node_radius, self.node_part, 0.0, obstacles, self.self_gap)
+        kind, elem, prim = candidates
+        n = len(kind)
+        gap, t, normal, point = np.empty(n), np.empty(n), np.empty((n, 3)), np.empty((n, 3))
+        force = np.empty((n, 3))
+        u = np.empty(n)
+        energy = contact_energy(
+            state.positions,
+            kind,
+            elem,
+            prim,
+            obstacles,
+            self.node_radius,
+            stiffness,
+            self.node_lengths,
+            self.model.rest_len,
+            self.model.node_dof,
+            np.zeros(1),
+            np.zeros((1, 1)),
+            0,
+            0,
+            gap,
+            t,
+            normal,
+            point,
+            u,
+            force,
+        )
+        evaluated = kind, elem, prim, gap, t, normal, point, u, force
+        self.__dict__["_evaluated"] = (self.obstacles, stiffness, state.positions.copy(), evaluated, float(energy))
+        return evaluated
+
+    def contact_gradient_at(self, state: RodState) -> np.ndarray:
+        """d contact_energy_at / dx per node, (n_nodes, 3): at a held node, what its holder supplies
+        against the contacts on it (a cable pressed onto a branch's end segment pushes half of that
+        onto the junction holding it), beyond diagnostics.reactions' elastic part."""
+        model = self.model
+        out = np.zeros((model.n_nodes, 3))
+        if not self.uses_contact:
+            return out
+        grad = np.zeros(model.n_dof)
+        self._felt_contact_energy(state, grad)
+        for k in range(3):
+            out[:, k] = grad[model.node_dof + k]
+        return out
+
+    def friction_forces(self, state: RodState) -> np.ndarray:
+        """Per node (n_nodes, 3), the friction force on the cable at ``state``: minus the gradient of the
+        friction energy (contact_energy.friction_energy: mu N phi(|P (x - a)|), Huber phi of width
+        eps), -mu N u / eps while the tangential offset u from the anchor is within eps (sticking),
+        -mu N u / |u| beyond it (sliding, mu the dynamic factor once the node slides)."""
+        model = self.model
+        out = np.zeros((model.n_nodes, 3))
+        fs = self.friction_state
+        if not (self.settings.friction and self.uses_contact and fs.active.any()):
+            return out
+        mu = np.where(fs.sliding, self.settings.friction_dynamic, self.settings.friction_static)
+        eps = self.stick_width
+        for i in np.flatnonzero(fs.active):
+            n = fs.normal[i]
+            u = state.positions[i] + model.origin - fs.anchor[i]
+            u = u - n * (u @ n)
+            mag = float(np.linalg.norm(u))
+            c = mu[i] * fs.force[i]
+            out[i] = -(c / eps if mag < eps else c / mag) * u
+        return out
+
+    def contact_energy_at(self, state: RodState) -> float:
+        """The penalty energy of the contacts at ``state`` (J) that the cable's free nodes feel: part of
+        the energy a junction's branches hold (junctions.py), as their contact forces are part of what
+        the branch ends carry. A node a connector or junction holds is left out: its push goes to the
+        holder, not along the cable (diagnostics.reactions), and a junction has its own contact."""
+        if not self.uses_contact:
+            return 0.0
+        return self._felt_contact_energy(state, None)
+
+    def mount_energy_at(self, state: RodState, boundary: Boundary) -> float:
+        """The energy of the sliding and compliant clips' springs at ``state`` (J): part of the energy a
+        junction's branches hold, as the clips' forces are part of what the branch ends carry."""
+        if not self._has_mounts():
+            return 0.0
+        model = self.model
+        sl_point, sl_axis, sl_k, cc_node, cc_rot, cc_centre, cc_quat, cc_K, sl_part = self._clip_mounts(boundary)
+        grad, no_band = np.zeros(model.n_dof), np.zeros((1, 1))
+        n_planes = sl_point.shape[0]
+        crossing, tpar, offset = np.empty(n_planes, dtype=np.int64), np.empty(n_planes), np.empty(n_planes)
+        sliding_crossings(state.positions, self.node_part, sl_point, sl_axis, sl_part, crossing, tpar)
+        energy = sliding_energy(
+            state.positions, model.node_dof, sl_point, sl_axis, sl_k, crossing, tpar, grad, no_band, 0, 1, offset
+        )
+        deflection = np.empty((cc_node.shape[0], 6))
+        energy += compliant_energy(
+            state.positions,
+            state.quats,
+            model.node_dof,
+            model.rot_dof,
+            cc_node,
+            cc_rot,
+            cc_centre,
+            cc_quat,
+            cc_K,
+            grad,
+            no_band,
+            0,
+            1,
+            deflection,
+        )
+        return float(energy)
+
+    def _felt_contact_energy(self, state: RodState, grad: np.ndarray | None) -> float:
+        """The energy of every contact pair but those of a held node against an obstacle; with ``grad``
+        (n_dof) its gradient added there too."""
+        kind, elem, prim, gap, t, normal, point, u, force = self._evaluate_pairs(state)
+        model = self.model
+        held = np.isin(kind, NODE_KINDS) & ~np.isin(kind, SELF_KINDS) & model.held_nodes()[elem]
+        if grad is None and not held.any():
+            return self.__dict__["_evaluated"][4]
+        return float(
+            contact_energy_of(
+                np.flatnonzero(~held),
+                state.positions,
+                kind,
+                elem,
+                prim,
+                self._shifted_obstacles(),
+                self.node_radius,
+                self.stiffness,
+                self.node_lengths,
+                model.rest_len,
+                model.node_dof,
+                np.zeros(1) if grad is None else grad,
+                np.zeros((1, 1)),
+                0,
+                0 if grad is None else 1,
+                gap.copy(),
+                t.copy(),
+                normal.copy(),
+                point.copy(),
+                u.copy(),
+                force.copy(),
+                np.empty((0, 12)),
+            )
+        )
+
+    def _touching_candidates(self, state: RodState, obstacles: tuple):
+        """The pairs that may touch at ``state`` from the candidates of the solve that ended there (those
+        whose gap's lower bound is not positive), when those hold every pair within reach of it (see
+        pairs_depend_on_search); else None. Pairs of one element stay together, in the search's order.
+        It saves a search per report."""
+        kept = self.candidates
+        if (
+            kept is None
+            or kept.obstacles is not obstacles
+            or not np.array_equal(kept.gaps_at, state.positions)
+            or kept.gap_from.shape != kept.kind.shape  # no gap bounds (a solve refined below the floor)
+            or self.pairs_depend_on_search(state, 0.0)
+        ):
+            return None
+        may_touch = kept.gap_from <= 0.0
+        return kept.kind[may_touch], kept.elem[may_touch], kept.prim[may_touch]
+
+    @property
+    def candidates(self) -> PairCandidates | None:
+        """The candidate contact pairs of the last solve (equilibrium._minimise), if any."""
+        return self.__dict__.get("_candidates")
+
+    def keep_candidates(self, candidates: PairCandidates | None) -> None:
+        self.__dict__["_candidates"] = candidates
+
+    def adopt_candidates(self, candidates: PairCandidates) -> None:
+        """Candidates found by other interactions against the same obstacles (a group's last step),
+        taken as this one's own."""
+        self.keep_candidates(candidates._replace(obstacles=self._shifted_obstacles()))
+
+    def contacts(self, state: RodState, stiffness: float | None = None):
+        """Contacts carrying force: (node-or-segment kind, element, t, point, normal, force, gap,
+        primitive, u); for self-contact the primitive is the cable's other segment, met at u."""
+        if not self.uses_contact:
+            return []
+        kind, elem, prim, gap, t, normal, point, u, force = self._evaluate_pairs(state, stiffness)
+        return [
+            (
+                int(kind[p]),
+                int(elem[p]),
+                float(t[p]),
+                point[p] + self.model.origin,
+                normal[p].copy(),
+                force[p].copy(),
+                float(gap[p]),
+                int(prim[p]),
+                float(u[p]),
+            )
+            for p in np.flatnonzero((force != 0.0).any(axis=1))
+        ]
+
+    def pairs_depend_on_search(self, state: RodState, margin: float) -> bool:
+        """Whether some contact pairs within ``margin`` of the cable at ``state`` are found only where
+        their closest points lie at the search (newton.minimise_rod_energy): segment pairs against
+        capsules. Segments against mesh edges, self-contact and contact between the cables of a group
+        do not: every such pair within reach is a candidate, wherever its closest points lie (a
+        segment piercing a face is found at the search only, but no step can make one)."""
+        return len(self.obstacles.capsule_radius) > 0
+
+    def deepest_pair_penetration(self, state: RodState) -> float:
+        """Largest penetration of any contact pair at ``state``, from a fresh search (0 when clear)."""
+        gap = self._evaluate_pairs(state)[3]
+        return float(max(0.0, -gap.min())) if len(gap) else 0.0
+
+    def deepest_penetration(self, state: RodState) -> float:
+        """Largest penetration of any contact pair or segment (0 when clear), in metres."""
+        if not self.uses_contact:
+            return 0.0
+        known = self.known_penetration(state)
+        if known is not None:
+            return known
+        gap = self._evaluate_pairs(state)[3]
+        finite = gap[np.isfinite(gap)]
+        deepest = float(max(0.0, -finite.min())) if finite.size else 0.0
+        deepest = max(
+            deepest, segment_penetration(state.positions, self.node_radius, self.node_part, self._shifted_obstacles())
+        )
+        self.__dict__["_deepest"] = (self.obstacles, state.positions.copy(), deepest)
+        return deepest
+
+    def known_penetration(self, state: RodState) -> float | None:
+        """deepest_penetration of ``state`` if it was the last one measured against these obstacles (a
+        solve measures its result, and the next step starts from it), else None."""
+        kept = self.__dict__.get("_deepest")
+        if kept is not None and kept[0] is self.obstacles and np.array_equal(kept[1], state.positions):
+            return kept[2]
+        return None
+
+    def nothing_within(self, state: RodState, distance: float) -> bool:
+        """Whether no obstacle, other cable or other part of this cable comes within ``distance`` of
+        the cable's surface at ``state`` (then no move of its nodes up to that far can touch one)."""
+        if not self.uses_contact:
+            return True
+        kind, _elem, _prim = find_pairs(
+            state.positions, self.node_radius, self.node_part, distance, self._shifted_obstacles(), self.self_gap
+        )
+        return len(kind) == 0
+
+    def crosses_between(self, before: RodState, after: RodState) -> bool:
+        """Whether moving the nodes on straight lines from ``before`` to ``after`` carries the centre
+        line through a face of a mesh obstacle (exact, whatever the move: crossing.py)."""
+        if not self.uses_contact:
+            return False
+        return bool(
+            step_crosses_triangles(before.positions, after.positions, self.node_part, self._shifted_obstacles())
+        )
+
+    def jumps_across_cables(self, before: RodState, after: RodState, depth: float) -> bool:
+        """Whether moving the nodes on straight lines from ``before`` to ``after`` carries the cable
+        into another cable's segment (a capsule) deeper than ``depth`` on the way. A jump clean across
+        one leaves nothing at its end to see, so the way is sampled: no node moves more than half the
+        thinner radius between samples, and a centre line crossing another's comes within a quarter
+        radius of it at some sample."""
+        radii = self.obstacles.capsule_radius
+        if not len(radii):
+            return False
+        arrays = self._shifted_obstacles()  # only capsules near the way matter (boxes first)
+        margin = float(radii.max()) + float(self.node_radius.max())
+        low = np.minimum(before.positions.min(axis=0), after.positions.min(axis=0)) - margin
+        high = np.maximum(before.positions.max(axis=0), after.positions.max(axis=0)) + margin
+        a, b = arrays.capsule_a, arrays.capsule_b
+        if not (np.all(np.minimum(a, b) <= high, axis=1) & np.all(np.maximum(a, b) >= low, axis=1)).any():
+            return False
+        move = float(np.linalg.norm(after.positions - before.positions, axis=1).max())
+        samples = int(np.ceil(move / (0.5 * min(self.radius, float(radii.min())))))
+        for j in range(1, samples):
+            t = j / samples
+            between = RodState((1.0 - t) * before.positions + t * after.positions, after.quats)
+            if self.deepest_pair_penetration(between) > depth:
+                return True
+        return False
+
+    def passes_through(self, before: RodState, after: RodState) -> bool:
+        """Whether the nodes, moved on straight lines from ``before`` to ``after``, carry the cable into or
+        through an obstacle on the way: a route that bulges against the loads (drawn over an obstacle) is
+        lengthened on the far side of its chord, so that even the first step of its sag can jump through
+        what it was drawn over. Faces are tested exactly (crossing.py), the rest at every half radius."""
+        if self.crosses_between(before, after):
+            return True
+        move = float(np.linalg.norm(after.positions - before.positions, axis=1).max())
+        samples = int(np.ceil(move / (0.5 * self.radius)))
+        for j in range(1, samples):
+            t = j / samples
+            between = RodState((1.0 - t) * before.positions + t * after.positions, after.quats)
+            if self.deepest_penetration(between) > 0.0:
+                return True
+        return False
+
+    def mount_reactions(self, state: RodState, boundary: Boundary) -> dict:
+        """Force and moment each sliding or compliant clip exerts on the cable, and compliant deflections."""
+        model = self.model
+        out = {}
+        if not self._has_mounts():
+            return out
+        mounts = self._clip_mounts(boundary)
+        sl_point, sl_axis, sl_k, cc_node, cc_rot, cc_centre, cc_quat, cc_K, _sl_part = mounts
+        plane = 0
+        comp = 0
+        for index, (clip, frame) in enumerate(zip(model.cable.clips, boundary.clips)):
+            if clip.kind == "sliding":
+                grad = np.zeros(model.n_dof)
+                crossing = np.empty(2, dtype=np.int64)
+                tpar = np.empty(2)
+                offset = np.empty(2)
+                sliding_crossings(
+                    state.positions,
+                    self.node_part,
+                    sl_point[plane : plane + 2],
+                    sl_axis[plane : plane + 2],
+                    np.zeros(2, dtype=np.int64),
+                    crossing,
+                    tpar,
+                )
+                sliding_energy(
+                    state.positions,
+                    model.node_dof,
+                    sl_point[plane : plane + 2],
+                    sl_axis[plane : plane + 2],
+                    sl_k[plane : plane + 2],
+                    crossing,
+                    tpar,
+                    grad,
+                    np.zeros((1, 1)),
+                    0,
+                    1,
+                    offset,
+                )
+                plane += 2
+                force, moment = self._force_moment(state, grad, frame.position - model.origin)
+                out[index] = {
+                    "force": force,
+                    "moment": moment,
+                    "offset": float(np.nanmax(offset)),
+                    "crossing_segments": crossing.tolist(),
+                }
+            elif clip.stiffness is not None:
+                grad = np.zeros(model.n_dof)
+                deflection = np.empty((1, 6))
+                compliant_energy(
+                    state.positions,
+                    state.quats,
+                    model.node_dof,
+                    model.rot_dof,
+                    cc_node[comp : comp + 1],
+                    cc_rot[comp : comp + 1],
+                    cc_centre[comp : comp + 1],
+                    cc_quat[comp : comp + 1],
+                    cc_K[comp : comp + 1],
+                    grad,
+                    np.zeros((1, 1)),
+                    0,
+                    1,
+                    deflection,
+                )
+                force, moment = self._force_moment(state, grad, frame.position - model.origin)
+                r = cc_rot[comp]
+                moment = moment - matrix_from_quat(state.quats[r]) @ grad[model.rot_dof[r] : model.rot_dof[r] + 3]
+                Rc = matrix_from_quat(cc_quat[comp])
+                out[index] = {
+                    "force": force,
+                    "moment": moment,
+                    "deflection": {
+                        "translation": (Rc @ deflection[0, :3]).tolist(),
+                        "rotation": (Rc @ deflection[0, 3:]).tolist(),
+                    },
+                }
+                comp += 1
+        return out
+
+    def _force_moment(self, state, grad, centre):
+        """Force on the cable and its moment about ``centre`` from an energy gradient over node dofs."""
+        force = np.zeros(3)
+        moment = np.zeros(3)
+        for k in range(self.model.n_nodes):
+            f = -grad[self.model.node_dof[k] : self.model.node_dof[k] + 3]
+            if f.any():
+                force += f
+                moment += np.cross(state.positions[k] - centre, f)
+        return force, moment
+
+    # -------------------------------------------------------------- friction path memory
+
+    def _normal_forces(self, state: RodState):
+        """Normal force and contact normal lumped at each node from the current contacts."""
+        model = self.model
+        n_force = np.zeros(model.n_nodes)
+        n_vec = np.zeros((model.n_nodes, 3))
+        for kind, elem, t, _point, normal, force, _gap, _prim, _u in self.contacts(state):
+            if kind in SELF_KINDS:
+                continue  # friction between two legs of one cable is not modelled (it would hold them to the world)
+            mag = float(np.linalg.norm(force))
+            shares = ((elem, 1.0),) if kind in NODE_KINDS else ((elem, 1.0 - t), (elem + 1, t))
+            for node, w in shares:
+                n_force[node] += w * mag
+                n_vec[node] += w * mag * normal
+        return n_force, n_vec
+
+    def place_anchors(self, state: RodState) -> None:
+        """Nodes touching an obstacle in a placed (initial) state stick where they were placed."""
+        if not (self.settings.friction and self.uses_contact):
+            return
+        fs = self.friction_state
+        model = self.model
+        obstacles = self._shifted_obstacles()
+        kind, elem, prim = find_pairs(
+            state.positions, self.node_radius, self.node_part, 0.02 * self.radius, obstacles, self.self_gap
+        )
+        for k, e in zip(kind, elem):
+            for node in (e,) if k in NODE_KINDS else (e, e + 1):
+                if not fs.active[node]:
+                    fs.active[node] = 1
+                    fs.anchor[node] = state.positions[node] + model.origin
+                    fs.sliding[node] = False
+                    fs.force[node] = 0.0
+
+    def needs_normal_forces(self) -> bool:
+        fs = self.friction_state
+        return bool(self.settings.friction and (fs.active.astype(bool) & (fs.force <= 0.0)).any())
+
+    def set_normal_forces(self, state: RodState) -> None:
+        """Normal forces of anchored nodes from a (frictionless) state, without moving anchors."""
+        fs = self.friction_state
+        n_force, n_vec = self._normal_forces(state)
+        for i in np.flatnonzero(fs.active):
+            if n_force[i] > 0.0:
+                fs.force[i] = n_force[i]
+                fs.normal[i] = n_vec[i] / np.linalg.norm(n_vec[i])
+
+    def update_friction(self, state: RodState, settle: bool) -> float:
+        """Normal forces and normals from the current contacts; sliding flags from the stick width.
+
+        A node slides once its tangential offset from its anchor reaches the stick width, i.e. once
+        the friction force it needs exceeds the static limit (the force is capped at mu N there).
+        With ``settle`` (after a step converged) anchors of sliding nodes follow them, so the next
+        step starts from the dynamic force. Returns the largest relative change of normal forces and
+        slip states, for the fixed point between normal and friction forces.
+        """
+        fs = self.friction_state
+        model = self.model
+        n_force, n_vec = self._normal_forces(state)
+        x = state.positions + model.origin
+        change = 0.0
+        scale = max(float(n_force.max()), 1e-300)
+        for i in range(model.n_nodes):
+            if n_force[i] <= 0.0:
+                fs.active[i] = 0
+                fs.sliding[i] = False
+                fs.force[i] = 0.0
+                continue
+            if not fs.active[i]:
+                fs.anchor[i] = x[i]  # a new contact sticks where it touched
+                fs.sliding[i] = False
+            change = max(change, abs(n_force[i] - fs.force[i]) / scale)
+            fs.active[i] = 1
+            fs.force[i] = n_force[i]
+            fs.normal[i] = n_vec[i] / np.linalg.norm(n_vec[i])
+            u = x[i] - fs.anchor[i]
+            u -= fs.normal[i] * (u @ fs.normal[i])
+            mag = float(np.linalg.norm(u))
+            was_sliding = fs.sliding[i]
+            fs.sliding[i] = mag >= self.stick_width * (1.0 - 1e-6)
+            if fs.sliding[i] != was_sliding:
+                change = max(change, 1.0)
+            if settle and fs.sliding[i]:
+                fs.anchor[i] = x[i] - self.stick_width * u / mag
+        return change

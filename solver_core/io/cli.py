@@ -1,0 +1,263 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Command line: ``python -m solver_core solve CASE.json [-o RESULT.json|RESULT.jsonl]``, ``check``,
+``presets`` and ``sweep SWEEP.json -o OUTDIR`` (sweep.py)."""
+
+import argparse
+import gc
+import sys
+import time
+
+import numpy as np
+
+from ..errors import CaseError
+from ..specs.bundle import RULES as BUNDLE_RULES
+from ..specs.case import load_case, step_duration
+from ..specs.materials import PRESETS
+from . import signals
+from .output_files import AtomicOutput  # noqa: F401  (the command line's output, also used by benchmarks)
+
+DESCRIPTION = """\
+Solve the quasi-static equilibrium of the cables of a harness case (JSON, format
+cable-harness-case/1, SI units) and write the result (cable-harness-result/1).
+
+The result holds one entry per solve: the case as given first, then one per case step.
+It is written step by step as it is solved, to a temporary file beside the output that
+replaces the output only once complete. An output ending in .jsonl is written as JSON
+Lines (cable-harness-result-stream/1): a header line, one line per step, an end line.
+
+Exit status: 0 when every cable converged, 1 when some cable did not (the result is still
+written, with converged: false and the last good state), 2 for an invalid case or output
+(one line on stderr naming the offending field or file), 3 for an internal error, and 128 plus
+the signal's number when stopped by SIGINT (Ctrl-C: 130), SIGTERM (143) or SIGHUP (129): one line
+on stderr, no temporary file left, a previous result file as it was.
+"""
+
+
+def _summary_lines(index: int, step: dict):
+    for cid, c in step["cables"].items():
+        radius = c["min_bend_radius"]
+        radius_text = "straight" if radius is None else f"{radius * 1e3:.1f} mm"
+        state = "converged" if c["converged"] else "NOT converged"
+        when = f" (t = {step['time']:.4g} s)" if "time" in step else ""
+        yield (
+            f"step {index}{when} cable {cid}: {state} in {c['iterations']} iterations, {c['solve_ms']:.2f} ms; "
+            f"length {c['length']:.4f} m, min bend radius {radius_text}, "
+            f"start force {[round(v, 4) for v in c['end_forces']['start']['force']]} N"
+        )
+
+
+PROGRESS_INTERVAL = 5.0  # [s] between progress lines of a long dynamic step (stderr)
+
+
+class _Progress:
+    """A line on stderr every PROGRESS_INTERVAL while a step of a dynamic case has been solving that
+    long (a step of 100 s at 1 ms runs for minutes): which step, which time step of how many, how long
+    so far. The integrator calls the harness's solve_boundaries once per stage (two per time step of
+    the cosserat model): counting the calls gives the progress without a callback in the solver."""
+
+    def __init__(self, case, harness, write):
+        import threading
+
+        from ..solve.dynamics import time_steps
+
+        self.write, self.total = write, 1 + len(case.steps)
+        self.index, self.stages, self.started = 0, 0, time.monotonic()
+        self.stages_of = {}
+        if case.solver.model != "cosserat_pbd":  # its integrator has stages of its own
+            for i in range(len(case.steps)):
+                self.stages_of[i + 1] = 2 * time_steps(step_duration(case, i), case.solver.dynamics.time_step)
+        solve = harness.solve_boundaries
+
+        def counted(ids, targets):
+            self.stages += 1
+            return solve(ids, targets)
+
+        harness.solve_boundaries = counted
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="progress", daemon=True)
+        self.thread.start()
+
+    def begin(self, index) -> None:
+        self.index, self.stages, self.started = index, 0, time.monotonic()
+
+    def _run(self) -> None:
+        while not self.stop.wait(PROGRESS_INTERVAL):
+            elapsed = time.monotonic() - self.started
+            if elapsed < PROGRESS_INTERVAL or self.index >= self.total:
+                continue
+            stages = self.stages_of.get(self.index)
+            where = f"time step {max(1, self.stages // 2)} of {stages // 2}" if stages else "solving"
+            self.write(f"step {self.index} of {self.total - 1}: {where} ({elapsed:.0f} s so far)")
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(1.0)
+
+
+def solve_to(case, output, lines: bool, echo) -> tuple:
+    """Solve a case step by step, writing each step to ``output`` (an AtomicOutput or None) as it is
+    solved; returns (every cable converged in every step, the warnings)."""
+    from ..session.harness import Harness
+    from ..session.results import RESULT_FORMAT, STREAM_FORMAT, dumps, dumps_stream_step
+    from ..specs.wire_routes import wires_document
+    from .run_case import iter_steps
+
+    wires = {"wires": wires_document(case.wires)} if case.wires else {}
+    harness = Harness.from_case(case)
+    # What exists now (the case, the compiled kernels, the models) lives until the end: the garbage
+    # collector need not traverse it again after every step's documents (at 1000 segments its full
+    # collections doubled the mean cost of building a step's result).
+    gc.collect()
+    gc.freeze()
+    progress = None
+    if case.solver.dynamics is not None:
+        progress = _Progress(case, harness, lambda line: print(line, file=sys.stderr, flush=True))
+    try:
+        ok = True
+        if output is not None:
+            if lines:
+                output.write(
+                    dumps(
+                        {
+                            "format": STREAM_FORMAT,
+                            "result_format": RESULT_FORMAT,
+                            "cables": [c.id for c in case.cables],
+                            "steps": 1 + len(case.steps),
+                            **wires,
+                        }
+                    )
+                    + "\n"
+                )
+            else:
+                head = dumps({"format": RESULT_FORMAT, **wires})[:-1]  # the object left open for the steps
+                output.write(f'{head},"steps":[')
+        for index, step in enumerate(iter_steps(case, harness, packed=lines)):
+            if progress is not None:
+                progress.begin(index + 1)
+            ok = ok and all(c["converged"] for c in step["cables"].values())
+            if output is not None:
+                if lines:
+                    output.write(dumps_stream_step(index, step) + "\n")
+                else:
+                    output.write(("," if index else "") + dumps(step))
+            if echo is not None:
+                for line in _summary_lines(index, step):
+                    echo(line)
+        warnings = list(harness.warnings)
+        if output is not None:
+            if lines:
+                output.write(dumps({"end": True, "converged": ok, "warnings": warnings}) + "\n")
+            else:
+                output.write("]" + (f',"warnings":{dumps(warnings)}' if warnings else "") + "}\n")
+    finally:
+        if progress is not None:
+            progress.close()
+        gc.unfreeze()  # the caller's objects are its own again
+    return ok, warnings
+
+
+def _solve(args) -> int:
+    output = AtomicOutput(args.output) if args.output else None
+    try:
+        case = load_case(args.case)
+        echo = None if args.quiet else print
+        # Non-finite intermediate values are caught where results are built (results.py) and reported
+        # as failures with a message; numpy's warnings about them would only break stderr's one line.
+        with np.errstate(all="ignore"):
+            ok, warnings = solve_to(case, output, bool(args.output) and args.output.endswith(".jsonl"), echo)
+        if output is not None:
+            output.commit()
+    except BaseException:
+        if output is not None:
+            output.discard()
+        raise
+    if not args.quiet:
+        for line in _wire_lines(case.wires):
+            print(line)
+        for w in warnings:
+            print(f"warning: {w}")
+    return 0 if ok else 1
+
+
+def _wire_lines(routes):
+    """The bill of materials' routed wires, a line each: ends, length to cut, the cables it runs on."""
+    for r in routes:
+        yield (
+            f"wire {r.id}: {r.count} x {1e3 * r.diameter:.2f} mm, {r.start[0]} ({r.start[1]}) to {r.end[0]} "
+            f"({r.end[1]}), cut {r.length:.4f} m, through {' > '.join(r.cables)}"
+        )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m solver_core", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    solve = sub.add_parser("solve", help="solve a case file and write the result")
+    solve.add_argument("case", help="case JSON file")
+    solve.add_argument(
+        "-o",
+        "--output",
+        help="result file: RESULT.json (one document) or RESULT.jsonl (JSON Lines, "
+        "one line per step); default: print a summary only",
+    )
+    solve.add_argument("-q", "--quiet", action="store_true", help="no summary on stdout")
+    check = sub.add_parser("check", help="validate a case file without solving it")
+    check.add_argument("case")
+    sub.add_parser("presets", help="list the material presets and their sources")
+    from .sweep import add_sweep_parser
+
+    add_sweep_parser(sub)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "presets":
+        for p in PRESETS.values():
+            print(f"{p.name}: {p.description}\n    values: {p.values}\n    source: {p.source}")
+        print(BUNDLE_RULES)
+        return 0
+    previous = signals.install()
+    try:
+        return _run(args)
+    finally:
+        signals.restore(previous)
+
+
+def _run(args) -> int:
+    try:
+        if args.command == "check":
+            case = load_case(args.case)
+            print(f"{args.case}: valid ({len(case.cables)} cables, {len(case.steps)} steps)")
+            for w in case.warnings:
+                print(f"warning: {w}")
+            return 0
+        if args.command == "sweep":
+            from .sweep import run_sweep_command
+
+            return run_sweep_command(args)
+        return _solve(args)
+    except BaseException as exc:
+        stop = signals.as_interruption(exc)
+        if stop is not None:
+            # what stopped the run, then what is kept: a sweep's rows so far; a solve's previous result
+            kept = (
+                f"; the rows solved so far are kept in {args.output}, run the sweep again to resume"
+                if args.command == "sweep"
+                else ""
+            )
+            print(f"interrupted by {stop.name}{kept}", file=sys.stderr)
+            return stop.exit_code
+        if isinstance(exc, CaseError):
+            print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
+            return 2
+        if not isinstance(exc, Exception):
+            raise
+        # a bug, said in one line rather than a traceback
+        print(
+            f"internal error: {type(exc).__name__}: {' '.join(str(exc).split())[:200]} (please report it with "
+            f"the case)",
+            file=sys.stderr,
+        )
+        return 3
