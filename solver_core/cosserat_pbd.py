@@ -47,6 +47,7 @@ from ._jit import njit
 from .banded import band_cholesky, band_cholesky_solve
 from .diagnostics import elastic_and_load_energy
 from .end_stiffness import hessian_band
+from .kernel_arrays import LowRankCoupling
 from .newton import rod_gradient
 from .newton_assembly import constrained_residual, prepare_system, retract
 from .rod_state import RodState
@@ -432,9 +433,8 @@ def _lowest_mode(model, x, q, inertia=None):
     if stable:
         return True, None
     direction = np.zeros(n_dof)
-    curvature = negative_curvature_direction(
-        band, bw, damping, model.fixed, Ut, k_c, k_s, work, S, piv, spans, shift, direction
-    )
+    coupling = LowRankCoupling(Ut, k_c, k_s, S, piv, spans)
+    curvature = negative_curvature_direction(band, bw, damping, model.fixed, coupling, work, shift, direction)
     return False, (direction if curvature < 0.0 else None)
 
 

@@ -21,7 +21,7 @@ import numpy as np
 from ._jit import njit
 from .banded import band_cholesky, low_rank_factor, low_rank_solve
 from .crossing import step_crosses_triangles
-from .kernel_arrays import CandidatePairs, NewtonResult
+from .kernel_arrays import CandidatePairs, LowRankCoupling, NewtonResult
 from .low_rank_coupling import self_coupling
 from .mounts import sliding_crossings
 from .newton_assembly import (
@@ -296,7 +296,7 @@ def newton_iterations(pos, quat, rod, dof_tol, load_factor, max_iterations, extr
             left = False
             if leave_saddles and it < max_iterations and escapes < MAX_ESCAPES:
                 curvature = negative_curvature_direction(
-                    band, bw, damping, fixed, Ut, k_c, k_s, work, S, piv, spans, shift, delta
+                    band, bw, damping, fixed, LowRankCoupling(Ut, k_c, k_s, S, piv, spans), work, shift, delta
                 )
                 if curvature < 0.0:
                     left = leave_saddle(pos, quat, rod, load_factor, extra, pairs, sl_seg, sl_t, grad, delta, energy)
