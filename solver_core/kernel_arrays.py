@@ -3,8 +3,9 @@
 rod_model.RodModel.arrays), the obstacles (ObstacleArrays, built by obstacles.ObstacleSet), the contact
 settings (ContactParameters), everything besides the rod in a cable's energy (InteractionArrays, built
 by interactions.Interactions and rod_group), a Newton solve's candidate contact pairs with their
-per-pair buffers (PairBuffers), the pairs one solve hands the next (CandidatePairs) and what a
-solve returns (NewtonResult).
+per-pair buffers (PairBuffers), the pairs one solve hands the next (CandidatePairs), what a solve
+returns (NewtonResult), compliant clips (CompliantClips), the low-rank terms beside a banded Newton
+matrix (LowRankCoupling) and a static condensation's layout and factors (CondensedFactors).
 
 numba's on-disk cache names a named tuple's class by its module when it stores a kernel's signature.
 The solver is imported as ``solver_core`` on the command line and as ``bl_ext.<repository>.cable_harness.
@@ -147,7 +148,54 @@ class InteractionArrays(NamedTuple):
     node_part: np.ndarray  # (nodes,) the cable of a group each node belongs to
 
 
-_CLASSES = (RodArrays, PairBuffers, CandidatePairs, NewtonResult, ObstacleArrays, ContactParameters, InteractionArrays)
+class CompliantClips(NamedTuple):
+    """Compliant clips (mounts.compliant_energy; InteractionArrays' cc_ fields): per clip the node and
+    the frame's rotation it holds, the clip frame (centre, orientation) and its stiffness in that frame."""
+
+    node: np.ndarray  # (clips,) int64
+    rot: np.ndarray  # (clips,) int64
+    centre: np.ndarray  # (clips, 3) relative to the model origin [m]
+    quat: np.ndarray  # (clips, 4) the clip frame, a unit quaternion
+    K: np.ndarray  # (clips, 6, 6) translation x, y, z, then rotation x, y, z, in the clip frame
+
+
+class LowRankCoupling(NamedTuple):
+    """The low-rank terms of a Newton matrix H = B + U C U^T beside its band B (banded.low_rank_factor;
+    low_rank_coupling.self_coupling builds them), with the buffers of the capacitance matrix's LU."""
+
+    Ut: np.ndarray  # (rows, dofs) U^T: pairs of rows coupled by k_c first, then rows of whole terms
+    k_c: np.ndarray  # (pairs,) C = k_c [[0, 1], [1, 0]] per pair of rows
+    k_s: np.ndarray  # (rows after the pairs,) C = k_s per row of a whole term k v v^T
+    S: np.ndarray  # (rows, rows) the capacitance matrix's LU (written)
+    piv: np.ndarray  # (rows,) int64: its pivots (written)
+    spans: np.ndarray  # (rows, 4) int64: each row's nonzero columns, in up to two pieces
+
+
+class CondensedFactors(NamedTuple):
+    """A static condensation onto held dofs (end_stiffness.condense), in the order it condenses in: the
+    layout, and the factors it writes."""
+
+    fixed: np.ndarray  # (dofs,) bool
+    held: np.ndarray  # (6 per end,) int64
+    reverse: bool  # the dofs in reversed order (end_stiffness.Condensation)
+    S: np.ndarray  # (held, held) H_hh - H_hf H_ff^-1 H_fh
+    factor: np.ndarray  # (dofs, bw + 1) L, the Cholesky factor of the free block H_ff
+    Y: np.ndarray  # (dofs, held) L^-1 H_fh
+    first: np.ndarray  # (held,) int64: the row before which each column of Y vanishes
+
+
+_CLASSES = (
+    RodArrays,
+    PairBuffers,
+    CandidatePairs,
+    NewtonResult,
+    ObstacleArrays,
+    ContactParameters,
+    InteractionArrays,
+    CompliantClips,
+    LowRankCoupling,
+    CondensedFactors,
+)
 _LAYOUT = ";".join(f"{c.__name__}:{','.join(c._fields)}" for c in _CLASSES)
 SHARED_MODULE = "cable_harness_kernel_arrays_" + hashlib.sha256(_LAYOUT.encode()).hexdigest()[:12]
 
@@ -165,3 +213,6 @@ NewtonResult = _shared.NewtonResult
 ObstacleArrays = _shared.ObstacleArrays
 ContactParameters = _shared.ContactParameters
 InteractionArrays = _shared.InteractionArrays
+CompliantClips = _shared.CompliantClips
+LowRankCoupling = _shared.LowRankCoupling
+CondensedFactors = _shared.CondensedFactors

@@ -6,6 +6,7 @@ import math
 import numpy as np
 
 from .._jit import njit
+from ..kernel_arrays import PairBuffers
 from ..rod.rod_energy import _band_add
 from .contact import (
     CAP_NODE,
@@ -22,81 +23,33 @@ from .pair_geometry import _curvature_hessian, _sphere_segment_curvature, pair_g
 
 
 @njit
-def contact_energy(
-    pos,
-    kind,
-    elem,
-    prim,
-    obstacles,
-    node_radius,
-    stiffness,
-    node_len,
-    seg_len,
-    node_dof,
-    grad,
-    band,
-    bw,
-    mode,
-    pair_gap,
-    pair_t,
-    pair_normal,
-    pair_point,
-    pair_u,
-    pair_force,
-):
-    """Penalty energy of every pair (``contact_energy_of`` with all pairs live)."""
-    return contact_energy_of(
-        np.arange(kind.shape[0]),
-        pos,
-        kind,
-        elem,
-        prim,
-        obstacles,
-        node_radius,
-        stiffness,
-        node_len,
-        seg_len,
-        node_dof,
-        grad,
-        band,
-        bw,
-        mode,
-        pair_gap,
-        pair_t,
-        pair_normal,
-        pair_point,
-        pair_u,
-        pair_force,
+def contact_energy(pos, pairs, extra, node_dof, grad, band, bw, mode):
+    """Penalty energy of every pair (``contact_energy_of`` with all pairs live and no end gradients:
+    ``pairs.end_grad`` is left as it is)."""
+    every_pair = PairBuffers(
+        pairs.kind,
+        pairs.elem,
+        pairs.prim,
+        pairs.nodes,
+        pairs.gap,
+        pairs.t,
+        pairs.normal,
+        pairs.point,
+        pairs.u,
+        pairs.force,
+        pairs.fresh,
+        pairs.moves,
+        pairs.approach,
         np.empty((0, 12)),
     )
+    return contact_energy_of(np.arange(pairs.kind.shape[0]), pos, every_pair, extra, node_dof, grad, band, bw, mode)
 
 
 @njit
-def contact_energy_of(
-    live,
-    pos,
-    kind,
-    elem,
-    prim,
-    obstacles,
-    node_radius,
-    stiffness,
-    node_len,
-    seg_len,
-    node_dof,
-    grad,
-    band,
-    bw,
-    mode,
-    pair_gap,
-    pair_t,
-    pair_normal,
-    pair_point,
-    pair_u,
-    pair_force,
-    pair_end_grad,
-):
-    """Penalty energy of the pairs ``live`` (indices; the others must be open); mode 0: energy only,
+def contact_energy_of(live, pos, pairs, extra, node_dof, grad, band, bw, mode):
+    """Penalty energy of the pairs ``live`` (indices; the others must be open) of ``pairs``
+    (kernel_arrays.PairBuffers), with the obstacles, node radii and lengths, segment rest lengths and
+    contact stiffness of ``extra`` (kernel_arrays.InteractionArrays); mode 0: energy only,
     1: + gradient, 2: + gradient and Hessian, 3: + gradient and the Gauss-Newton part of the Hessian
     only (no curvature of the distance, which is negative where a cable presses on an edge and would
     keep the matrix indefinite).
@@ -105,13 +58,18 @@ def contact_energy_of(
     contact point on the cable. Every pair acts: each term is C1, so the energy stays C1 where a cable
     rests in the folds of a faceted surface (choosing one facet there would put a kink in the gradient
     exactly where the cable lies); near shared edges the contact is locally stiffer, which changes
-    only the already tiny penetration. ``pair_gap`` is the geometric gap of every pair, also of segment
+    only the already tiny penetration. ``pairs.gap`` is the geometric gap of every pair, also of segment
     pairs that do not act (the step filter needs it: a segment must not sweep over an edge its nodes
-    hide); ``pair_force`` is the force a pair exerts on the cable (0 where it is open or does not act).
-    ``pair_end_grad`` (n_pairs, 12, or empty to skip): in mode 2, per acting segment pair between two
+    hide); ``pairs.force`` is the force a pair exerts on the cable (0 where it is open or does not act).
+    ``pairs.end_grad`` (n_pairs, 12, or empty to skip): in mode 2, per acting segment pair between two
     cables, the gradient of the power mean M of its ends over its own two nodes [0:6] and the other
     segment's [6:12]; the newton module couples the two cables by it (its in-band blocks are added here).
     """
+    kind, elem, prim = pairs.kind, pairs.elem, pairs.prim
+    pair_gap, pair_t, pair_normal, pair_point, pair_u = pairs.gap, pairs.t, pairs.normal, pairs.point, pairs.u
+    pair_force, pair_end_grad = pairs.force, pairs.end_grad
+    obstacles, node_radius, stiffness = extra.obstacles, extra.node_radius, extra.contact.stiffness
+    node_len, seg_len = extra.node_len, extra.seg_len
     cp = np.empty(3)
     cq = np.empty(3)
     nrm = np.empty(3)

@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..kernel_arrays import ContactParameters, InteractionArrays, ObstacleArrays
+from ..kernel_arrays import CompliantClips, ContactParameters, InteractionArrays, ObstacleArrays, PairBuffers
 from ..maths.rotations import frame_from_tangent, matrix_from_quat, matrix_to_quat
 from ..rod.rod_model import Boundary, RodModel, clip_stiffness_matrix
 from ..rod.rod_state import RodState
@@ -105,6 +105,29 @@ _NO_MOUNTS = (
     np.zeros((0, 6, 6)),
     np.zeros(0, dtype=np.int64),
 )
+# nor friction
+_NO_FRICTION = (np.zeros(0, dtype=np.uint8), np.zeros((0, 3)), np.zeros(0), np.zeros((0, 3)), np.zeros(0))
+
+
+def _evaluated_pairs(kind, elem, prim, gap, t, normal, point, u, force) -> PairBuffers:
+    """PairBuffers of the pairs (kind, elem, prim) with the buffers contact_energy writes (gap ... force)
+    and none of a Newton step's (a report evaluates pairs; it takes no step)."""
+    return PairBuffers(
+        kind,
+        elem,
+        prim,
+        np.empty((0, 4), dtype=np.int64),
+        gap,
+        t,
+        normal,
+        point,
+        u,
+        force,
+        np.empty(0, dtype=np.bool_),
+        np.empty(0),
+        np.empty(0),
+        np.empty((0, 12)),
+    )
 
 
 @dataclass
@@ -264,14 +287,27 @@ class Interactions:
         fs = self.friction_state
         use_friction = self.settings.friction and fs.active.any()
         mu = np.where(fs.sliding, self.settings.friction_dynamic, self.settings.friction_static)
-        friction = (
-            (fs.active, fs.normal, fs.force, fs.anchor - model.origin, mu)
-            if use_friction
-            else (np.zeros(0, dtype=np.uint8), np.zeros((0, 3)), np.zeros(0), np.zeros((0, 3)), np.zeros(0))
-        )
+        friction = (fs.active, fs.normal, fs.force, fs.anchor - model.origin, mu) if use_friction else _NO_FRICTION
+        return self._arrays(obstacles, self.stiffness, friction, self._mounts(boundary))
+
+    def contact_arrays(self, stiffness: float | None = None) -> InteractionArrays:
+        """The kernel arrays of contact alone, without friction or mounts (all contact_energy reads), at the
+        contact stiffness ``stiffness`` (default: this one's). Kept for the next call as kernel_arrays keeps
+        its own: building them took a quarter of a contact report's evaluation."""
+        stiffness = stiffness or self.stiffness
+        obstacles = self._shifted_obstacles()
+        key = (obstacles, self.model, self.settings, stiffness)
+        kept = self.__dict__.get("_kept_contact_arrays")
+        if kept is not None and _same_key(kept[0], key):
+            return kept[1]
+        arrays = self._arrays(obstacles, stiffness, _NO_FRICTION, _NO_MOUNTS)
+        self.__dict__["_kept_contact_arrays"] = (key, arrays)
+        return arrays
+
+    def _arrays(self, obstacles, stiffness: float, friction: tuple, mounts: tuple) -> InteractionArrays:
         contact = ContactParameters(
             float(self.radius),
-            float(self.stiffness),
+            float(stiffness),
             float(self.reach),
             int(self.self_gap),
             float(self.stick_width),
@@ -281,9 +317,9 @@ class Interactions:
             obstacles,
             contact,
             np.asarray(self.node_lengths, dtype=np.float64),
-            model.rest_len.copy(),
+            self.model.rest_len.copy(),
             *friction,
-            *self._mounts(boundary),
+            *mounts,
             self.node_radius,
             self.node_part,
         )
@@ -368,25 +404,13 @@ class Interactions:
         u = np.empty(n)
         energy = contact_energy(
             state.positions,
-            kind,
-            elem,
-            prim,
-            obstacles,
-            self.node_radius,
-            stiffness,
-            self.node_lengths,
-            self.model.rest_len,
+            _evaluated_pairs(kind, elem, prim, gap, t, normal, point, u, force),
+            self.contact_arrays(stiffness),
             self.model.node_dof,
             np.zeros(1),
             np.zeros((1, 1)),
             0,
             0,
-            gap,
-            t,
-            normal,
-            point,
-            u,
-            force,
         )
         evaluated = kind, elem, prim, gap, t, normal, point, u, force
         self.__dict__["_evaluated"] = (self.obstacles, stiffness, state.positions.copy(), evaluated, float(energy))
@@ -456,11 +480,7 @@ class Interactions:
             state.quats,
             model.node_dof,
             model.rot_dof,
-            cc_node,
-            cc_rot,
-            cc_centre,
-            cc_quat,
-            cc_K,
+            CompliantClips(cc_node, cc_rot, cc_centre, cc_quat, cc_K),
             grad,
             no_band,
             0,
@@ -481,26 +501,15 @@ class Interactions:
             contact_energy_of(
                 np.flatnonzero(~held),
                 state.positions,
-                kind,
-                elem,
-                prim,
-                self._shifted_obstacles(),
-                self.node_radius,
-                self.stiffness,
-                self.node_lengths,
-                model.rest_len,
+                _evaluated_pairs(
+                    kind, elem, prim, gap.copy(), t.copy(), normal.copy(), point.copy(), u.copy(), force.copy()
+                ),
+                self.contact_arrays(),
                 model.node_dof,
                 np.zeros(1) if grad is None else grad,
                 np.zeros((1, 1)),
                 0,
                 0 if grad is None else 1,
-                gap.copy(),
-                t.copy(),
-                normal.copy(),
-                point.copy(),
-                u.copy(),
-                force.copy(),
-                np.empty((0, 12)),
             )
         )
 
@@ -702,16 +711,19 @@ class Interactions:
             elif clip.stiffness is not None:
                 grad = np.zeros(model.n_dof)
                 deflection = np.empty((1, 6))
-                compliant_energy(
-                    state.positions,
-                    state.quats,
-                    model.node_dof,
-                    model.rot_dof,
+                clips = CompliantClips(
                     cc_node[comp : comp + 1],
                     cc_rot[comp : comp + 1],
                     cc_centre[comp : comp + 1],
                     cc_quat[comp : comp + 1],
                     cc_K[comp : comp + 1],
+                )
+                compliant_energy(
+                    state.positions,
+                    state.quats,
+                    model.node_dof,
+                    model.rot_dof,
+                    clips,
                     grad,
                     np.zeros((1, 1)),
                     0,

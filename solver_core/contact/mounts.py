@@ -153,11 +153,11 @@ def sliding_energy(pos, node_dof, plane_point, plane_axis, stiffness, seg, tpar,
 
 
 @njit
-def compliant_energy(
-    pos, quat, node_dof, rot_dof, clip_node, clip_rot, clip_centre, clip_quat, clip_K, grad, band, bw, mode, deflection
-):
-    """Spring energy of compliant clips; deflection[c] = (D_translation, D_rotation) in the clip frame.
-    Mode 2 adds the Hessian's second-order term of the rotation, mode 3 is k J^T J alone."""
+def compliant_energy(pos, quat, node_dof, rot_dof, clips, grad, band, bw, mode, deflection):
+    """Spring energy of the compliant clips ``clips`` (kernel_arrays.CompliantClips); deflection[c] =
+    (D_translation, D_rotation) in the clip frame. Mode 2 adds the Hessian's second-order term of the
+    rotation, mode 3 is k J^T J alone."""
+    clip_node, clip_rot, clip_centre, clip_quat, clip_K = clips.node, clips.rot, clips.centre, clips.quat, clips.K
     energy = 0.0
     Rc = np.empty((3, 3))
     p = np.empty(4)

@@ -44,6 +44,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._jit import njit
+from ..kernel_arrays import LowRankCoupling
 from ..maths.banded import band_cholesky, band_cholesky_solve
 from ..maths.rotations import quat_retract, quat_to_matrix
 from ..rod.rod_state import RodState
@@ -432,9 +433,8 @@ def _lowest_mode(model, x, q, inertia=None):
     if stable:
         return True, None
     direction = np.zeros(n_dof)
-    curvature = negative_curvature_direction(
-        band, bw, damping, model.fixed, Ut, k_c, k_s, work, S, piv, spans, shift, direction
-    )
+    coupling = LowRankCoupling(Ut, k_c, k_s, S, piv, spans)
+    curvature = negative_curvature_direction(band, bw, damping, model.fixed, coupling, work, shift, direction)
     return False, (direction if curvature < 0.0 else None)
 
 

@@ -16,6 +16,7 @@ energy is the rod's alone (no contact, compliant or sliding clips): ``exact_for`
 import numpy as np
 
 from .._jit import njit
+from ..kernel_arrays import CondensedFactors
 from ..maths.banded import band_cholesky
 from ..maths.rotations import quat_to_matrix
 from ..rod.rod_energy import rod_gradient_hessian
@@ -47,26 +48,13 @@ def hessian_band(model, state, geometric: float = 1.0) -> tuple:
 
 
 @njit
-def _condense_hessian(
-    pos,
-    quat,
-    rod,
-    geometric,
-    bw,
-    reverse,
-    fixed,
-    held,
-    band,
-    ordered,
-    S,
-    factor,
-    Y,
-    first,
-):
-    """``condense`` of the rod's Hessian at (pos, quat), assembled into ``band`` (hessian_band's),
-    in reversed order of the dofs where ``reverse`` (into ``ordered``: (P H P)[i, i - d] =
-    H[n-1-i+d, n-1-i], P the reversal; ``fixed`` and ``held`` in that order). One call for what took
-    three and their Python (docs/performance.md)."""
+def _condense_hessian(pos, quat, rod, geometric, bw, band, ordered, factors):
+    """``condense`` of the rod's Hessian at (pos, quat), assembled into ``band`` (hessian_band's), into
+    ``factors`` (kernel_arrays.CondensedFactors), in reversed order of the dofs where ``factors.reverse``
+    (into ``ordered``: (P H P)[i, i - d] = H[n-1-i+d, n-1-i], P the reversal; ``factors.fixed`` and
+    ``factors.held`` in that order). One call for what took three and their Python (docs/performance.md)."""
+    reverse, fixed, held = factors.reverse, factors.fixed, factors.held
+    S, factor, Y, first = factors.S, factors.factor, factors.Y, factors.first
     grad = np.zeros(band.shape[0])
     band[:, :] = 0.0
     rod_gradient_hessian(pos, quat, rod, 1.0, grad, band, bw, np.bool_(True), geometric)
@@ -210,10 +198,13 @@ def free_step(factor, bw, Y, z, dh, out):
 
 
 @njit
-def _reduce(factor, bw, fixed, held, Y, first, S, grad, reverse, quats, end_rots, Kb, rb, J, z):
-    """condense_gradient for ``grad`` (in the dofs' own order: reversed here where the condensation is),
-    mapped to the ends' world moves: Kb = J^T S J, rb = J^T r, J = end_map at ``quats`` (the ends'
-    frames ``end_rots``). One call for what took five and their Python (docs/performance.md)."""
+def _reduce(factors, bw, grad, quats, end_rots, Kb, rb, J, z):
+    """condense_gradient of the condensation ``factors`` (kernel_arrays.CondensedFactors) for ``grad`` (in
+    the dofs' own order: reversed here where the condensation is), mapped to the ends' world moves: Kb =
+    J^T S J, rb = J^T r, J = end_map at ``quats`` (the ends' frames ``end_rots``). One call for what took
+    five and their Python (docs/performance.md)."""
+    factor, fixed, held, Y, first, S = factors.factor, factors.fixed, factors.held, factors.Y, factors.first, factors.S
+    reverse = factors.reverse
     n, m = factor.shape[0], held.shape[0]
     ordered = np.empty(n) if reverse else grad
     if reverse:
@@ -336,11 +327,12 @@ class Condensation:
     before the held dofs instead of at the first dof, and a cable of 100 segments condenses in a
     third less time (docs/performance.md). ``held``, ``fixed`` and the factors are in that order."""
 
-    def __init__(self, model, state, sides, band, held, fixed, S, factor, Y, first, reverse=False, geometric=1.0):
-        self.model, self.sides, self.band, self.reverse = model, tuple(sides), band, reverse
+    def __init__(self, model, state, sides, band, factors: CondensedFactors, geometric=1.0):
+        self.model, self.sides, self.band, self.factors = model, tuple(sides), band, factors
         self.geometric = geometric
         self.positions, self.quats = state.positions.copy(), state.quats.copy()
-        self.held, self.fixed, self.S, self.factor, self.Y, self.first = held, fixed, S, factor, Y, first
+        self.held, self.fixed, self.reverse = factors.held, factors.fixed, factors.reverse
+        self.S, self.factor, self.Y, self.first = factors.S, factors.factor, factors.Y, factors.first
 
     @classmethod
     def at(cls, model, state, sides, geometric: float = 1.0):
@@ -352,24 +344,10 @@ class Condensation:
         n, m, bw = model.n_dof, held.shape[0], model.bw
         band, ordered = np.empty((n, bw + 1)), np.empty((n, bw + 1) if reverse else (0, bw + 1))
         S, factor, Y, first = np.empty((m, m)), np.empty((n, bw + 1)), np.empty((n, m)), np.empty(m, np.int64)
-        if not _condense_hessian(
-            state.positions,
-            state.quats,
-            model.arrays(),
-            geometric,
-            bw,
-            reverse,
-            fixed,
-            held,
-            band,
-            ordered,
-            S,
-            factor,
-            Y,
-            first,
-        ):
+        factors = CondensedFactors(fixed, held, reverse, S, factor, Y, first)
+        if not _condense_hessian(state.positions, state.quats, model.arrays(), geometric, bw, band, ordered, factors):
             return None
-        return cls(model, state, sides, band, held, fixed, S, factor, Y, first, reverse, geometric)
+        return cls(model, state, sides, band, factors, geometric)
 
     def formed_at(self, model, state, sides) -> bool:
         """Whether this is the condensation of ``model``'s Hessian at ``state`` for ``sides``, to
@@ -403,10 +381,7 @@ class Condensation:
         n, m = model.n_dof, self.held.shape[0]
         Kb, rb, J, z = np.empty((m, m)), np.empty(m), np.empty((m, m)), np.empty(n)
         end_rots = end_rotations(model, self.sides)
-        _reduce(
-            self.factor, model.bw, self.fixed, self.held, self.Y, self.first, self.S, grad, self.reverse,
-            state.quats, end_rots, Kb, rb, J, z,
-        )  # fmt: skip
+        _reduce(self.factors, model.bw, grad, state.quats, end_rots, Kb, rb, J, z)
 
         def step(dy):
             out = np.empty(n)

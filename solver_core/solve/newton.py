@@ -32,7 +32,7 @@ from ..contact.step_limits import (
     pairs_that_may_touch,
     plunge_step_length,
 )
-from ..kernel_arrays import CandidatePairs, NewtonResult
+from ..kernel_arrays import CandidatePairs, LowRankCoupling, NewtonResult
 from ..maths.banded import band_cholesky, low_rank_factor, low_rank_solve
 from ..rod.rod_energy import rod_energy, rod_gradient_hessian, rod_strains, strain_jacobian_transpose
 from .newton_assembly import (
@@ -296,7 +296,7 @@ def newton_iterations(pos, quat, rod, dof_tol, load_factor, max_iterations, extr
             left = False
             if leave_saddles and it < max_iterations and escapes < MAX_ESCAPES:
                 curvature = negative_curvature_direction(
-                    band, bw, damping, fixed, Ut, k_c, k_s, work, S, piv, spans, shift, delta
+                    band, bw, damping, fixed, LowRankCoupling(Ut, k_c, k_s, S, piv, spans), work, shift, delta
                 )
                 if curvature < 0.0:
                     left = leave_saddle(pos, quat, rod, load_factor, extra, pairs, sl_seg, sl_t, grad, delta, energy)

@@ -12,7 +12,7 @@ from ..contact.contact_energy import contact_energy_of, friction_energy
 from ..contact.mounts import compliant_energy, sliding_energy
 from ..contact.pair_geometry import pair_nodes
 from ..contact.step_limits import allowed_depth, depth_limit, is_depth_limited, pair_moves
-from ..kernel_arrays import PairBuffers
+from ..kernel_arrays import CompliantClips, PairBuffers
 from ..maths.rotations import quat_retract, quat_to_matrix
 from ..rod.rod_energy import rod_energy, rod_gradient_hessian
 
@@ -97,7 +97,7 @@ def extra_terms(pos, quat, rod, extra, pairs, live, sl_seg, sl_t, grad, band, bw
     """Energy (and in mode 1/2 gradient and Gauss-Newton Hessian, in a band of ``bw``) of contact (the
     pairs ``live`` of ``pairs``, kernel_arrays.PairBuffers), friction and mounts."""
     node_dof, rot_dof = rod.node_dof, rod.rot_dof
-    obstacles, contact, node_len, seg_len = extra.obstacles, extra.contact, extra.node_len, extra.seg_len
+    contact = extra.contact
     fr_active, fr_normal, fr_force, fr_anchor, fr_mu = (
         extra.fr_active,
         extra.fr_normal,
@@ -106,33 +106,9 @@ def extra_terms(pos, quat, rod, extra, pairs, live, sl_seg, sl_t, grad, band, bw
         extra.fr_mu,
     )
     sl_point, sl_axis, sl_stiff = extra.sl_point, extra.sl_axis, extra.sl_stiff
-    cc_node, cc_rot, cc_centre, cc_quat, cc_K = extra.cc_node, extra.cc_rot, extra.cc_centre, extra.cc_quat, extra.cc_K
     energy = 0.0
     if live.shape[0] > 0:
-        energy += contact_energy_of(
-            live,
-            pos,
-            pairs.kind,
-            pairs.elem,
-            pairs.prim,
-            obstacles,
-            extra.node_radius,
-            contact.stiffness,
-            node_len,
-            seg_len,
-            node_dof,
-            grad,
-            band,
-            bw,
-            mode,
-            pairs.gap,
-            pairs.t,
-            pairs.normal,
-            pairs.point,
-            pairs.u,
-            pairs.force,
-            pairs.end_grad,
-        )
+        energy += contact_energy_of(live, pos, pairs, extra, node_dof, grad, band, bw, mode)
     if fr_active.shape[0] > 0:
         energy += friction_energy(
             pos, node_dof, fr_active, fr_normal, fr_force, fr_anchor, fr_mu, contact.stick_width, grad, band, bw, mode
@@ -140,11 +116,10 @@ def extra_terms(pos, quat, rod, extra, pairs, live, sl_seg, sl_t, grad, band, bw
     if sl_point.shape[0] > 0:
         offset = np.empty(sl_point.shape[0])
         energy += sliding_energy(pos, node_dof, sl_point, sl_axis, sl_stiff, sl_seg, sl_t, grad, band, bw, mode, offset)
-    if cc_node.shape[0] > 0:
-        deflection = np.empty((cc_node.shape[0], 6))
-        energy += compliant_energy(
-            pos, quat, node_dof, rot_dof, cc_node, cc_rot, cc_centre, cc_quat, cc_K, grad, band, bw, mode, deflection
-        )
+    if extra.cc_node.shape[0] > 0:
+        clips = CompliantClips(extra.cc_node, extra.cc_rot, extra.cc_centre, extra.cc_quat, extra.cc_K)
+        deflection = np.empty((extra.cc_node.shape[0], 6))
+        energy += compliant_energy(pos, quat, node_dof, rot_dof, clips, grad, band, bw, mode, deflection)
     return energy
 
 

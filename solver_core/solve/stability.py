@@ -142,14 +142,16 @@ def _start_vector(fixed, out):
 
 
 @njit
-def negative_curvature_direction(band, bw, damping, fixed, Ut, k_c, k_s, work, S, piv, spans, shift, out):
-    """The direction of most negative curvature of H (the pencil (H, D)) into ``out``, normalised
-    to |out|_D = 1; returns its Rayleigh quotient out^T H out (< 0 on a saddle; 0.0 if no shift
-    up to 1e6 made H + shift D positive definite).
+def negative_curvature_direction(band, bw, damping, fixed, coupling, work, shift, out):
+    """The direction of most negative curvature of H = B + U C U^T (the pencil (H, D); the band B,
+    the low-rank terms ``coupling``, kernel_arrays.LowRankCoupling) into ``out``, normalised to
+    |out|_D = 1; returns its Rayleigh quotient out^T H out (< 0 on a saddle; 0.0 if no shift up to
+    1e6 made H + shift D positive definite).
 
     The shift is raised by factors of 4 until H + shift D factorises and then bisected (in the
     logarithm) to within 20 % of the most negative eigenvalue, so that inverse iteration,
     x <- (H + shift D)^-1 D x, converges by a factor of 5 or more per solve."""
+    Ut, k_c, k_s, S, piv, spans = coupling.Ut, coupling.k_c, coupling.k_s, coupling.S, coupling.piv, coupling.spans
     n = band.shape[0]
     low, high = shift, shift
     ok = False

@@ -1,17 +1,19 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The named tuples the Newton kernels take (solver_core.kernel_arrays), built from the few arrays a
-kernel test sets up: candidate pairs with their buffers, and the contact part of a cable's
-interactions without friction or mounts."""
+kernel test sets up: candidate pairs with their buffers, the contact part of a cable's interactions
+without friction or mounts, a numbering of dofs, and compliant clips."""
 
 import numpy as np
 
 from solver_core.contact.pair_geometry import pair_nodes
-from solver_core.kernel_arrays import ContactParameters, InteractionArrays, PairBuffers, RodArrays
+from solver_core.kernel_arrays import CompliantClips, ContactParameters, InteractionArrays, PairBuffers, RodArrays
 
 
 def pair_buffers(kind, elem, prim=None, **given) -> PairBuffers:
     """PairBuffers of the pairs (kind, elem, prim), zeroed and fresh but for the fields ``given``
-    (gap, t, normal, point, u, force, fresh, moves, approach, end_grad)."""
+    (gap, t, normal, point, u, force, fresh, moves, approach, end_grad; an array already of the field's
+    dtype and contiguous is taken as it is, so a kernel writes into it). end_grad=np.empty((0, 12)):
+    no end gradients (contact_energy.contact_energy_of)."""
     kind = np.asarray(kind, dtype=np.int64)
     elem = np.asarray(elem, dtype=np.int64)
     prim = np.zeros_like(kind) if prim is None else np.asarray(prim, dtype=np.int64)
@@ -80,4 +82,16 @@ def dof_layout(node_dof, fixed, bw=0) -> RodArrays:
         np.zeros((0, 3)),
         np.zeros((n_nodes, 3)),
         np.zeros((0, 3)),
+    )
+
+
+def compliant_clips(node, rot, centre, quat, K) -> CompliantClips:
+    """CompliantClips of clips holding the nodes ``node`` and frames ``rot``, centred at ``centre`` (clips,
+    3), turned by the unit quaternions ``quat`` (clips, 4), of stiffness ``K`` (clips, 6, 6)."""
+    return CompliantClips(
+        np.asarray(node, dtype=np.int64),
+        np.asarray(rot, dtype=np.int64),
+        np.asarray(centre, dtype=np.float64),
+        np.asarray(quat, dtype=np.float64),
+        np.asarray(K, dtype=np.float64),
     )

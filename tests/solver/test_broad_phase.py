@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from helpers.cases import cable, case, harness
 from helpers.contact_scenes import TABLE, R, crossed_pair, no_penetration
+from helpers.kernel_inputs import contact_interactions, pair_buffers
 
 from solver_core import CableChange, Frame, Harness, parse_case
 
@@ -217,31 +218,10 @@ def test_the_contact_report_searches_only_touching_pairs_and_misses_nothing():
         reported = {(c[0], c[1], c[7]): c[5] for c in it.contacts(state)}
         obstacles = it._shifted_obstacles()
         kind, elem, prim = find_pairs(state.positions, it.node_radius, it.node_part, 10 * R, obstacles, it.self_gap)
-        n = len(kind)
-        gap, t, u = np.empty(n), np.empty(n), np.empty(n)
-        normal, point, force = np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 3))
-        contact_energy(
-            state.positions,
-            kind,
-            elem,
-            prim,
-            obstacles,
-            it.node_radius,
-            it.stiffness,
-            it.node_lengths,
-            session.model.rest_len,
-            session.model.node_dof,
-            np.zeros(1),
-            np.zeros((1, 1)),
-            0,
-            0,
-            gap,
-            t,
-            normal,
-            point,
-            u,
-            force,
-        )
+        pairs = pair_buffers(kind, elem, prim)
+        extra = contact_interactions(obstacles, it.node_radius, it.node_lengths, session.model.rest_len, it.stiffness)
+        contact_energy(state.positions, pairs, extra, session.model.node_dof, np.zeros(1), np.zeros((1, 1)), 0, 0)
+        force = pairs.force
         wide = {(int(kind[p]), int(elem[p]), int(prim[p])): force[p] for p in np.flatnonzero((force != 0).any(axis=1))}
         assert len(kind) > 2 * len(wide)  # the wide search did find open pairs
         assert reported.keys() == wide.keys()

@@ -224,26 +224,9 @@ def test_a_cable_pressed_from_below_and_crossed_from_above_carries_both_contacts
     n = len(pos)
     obstacles = ObstacleSet().kernel_arrays()
     kind, elem, prim = find_pairs(pos, np.full(n, R), part, 2 * R, obstacles, 2)
-    m = len(kind)
     grad = np.zeros(3 * n)
-    pair = np.zeros(m), np.zeros(m), np.zeros((m, 3)), np.zeros((m, 3)), np.zeros(m), np.zeros((m, 3))
-    energy = contact_energy(
-        pos,
-        kind,
-        elem,
-        prim,
-        obstacles,
-        np.full(n, R),
-        k,
-        np.full(n, s),
-        np.full(n - 1, s),
-        np.arange(n) * 3,
-        grad,
-        np.zeros((1, 1)),
-        0,
-        1,
-        *pair,
-    )
+    extra = contact_interactions(obstacles, np.full(n, R), np.full(n, s), np.full(n - 1, s), k)
+    energy = contact_energy(pos, pair_buffers(kind, elem, prim), extra, np.arange(n) * 3, grad, np.zeros((1, 1)), 0, 1)
     at_node = 2 * d1**2 * (1 - 4 ** (-2 / END_POWER))
     assert energy == pytest.approx(0.5 * k * s * (d1**2 + d2**2 + at_node), rel=1e-9)
     # only forces between the cables: they sum to zero
@@ -271,32 +254,12 @@ def test_crossing_cables_contact_gradient_matches_finite_differences():
         b = [offset, 0.0, 2 * R - rng.uniform(1e-6, 5e-5)] + ts[:, None] * along
         pos = np.vstack((a, b)) + rng.normal(scale=1e-5, size=(8, 3))
         kind, elem, prim = find_pairs(pos, np.full(8, R), np.repeat([0, 1], 4), 2 * R, obstacles, 2)
-        m = len(kind)
         seg_pairs += int((kind == SELF_SEG).sum())
+        extra = contact_interactions(obstacles, np.full(8, R), np.full(8, s), np.full(7, s), k)
 
         def energy(x, grad, mode):
-            return contact_energy(
-                x,
-                kind,
-                elem,
-                prim,
-                obstacles,
-                np.full(8, R),
-                k,
-                np.full(8, s),
-                np.full(7, s),
-                np.arange(8) * 3,
-                grad,
-                np.zeros((1, 1)),
-                0,
-                mode,
-                np.zeros(m),
-                np.zeros(m),
-                np.zeros((m, 3)),
-                np.zeros((m, 3)),
-                np.zeros(m),
-                np.zeros((m, 3)),
-            )
+            pairs = pair_buffers(kind, elem, prim)
+            return contact_energy(x, pairs, extra, np.arange(8) * 3, grad, np.zeros((1, 1)), 0, mode)
 
         grad = np.zeros(24)
         energy(pos, grad, 1)

@@ -8,6 +8,7 @@ import pytest
 from helpers.contact_scenes import (
     R,
 )
+from helpers.kernel_inputs import contact_interactions, pair_buffers
 
 
 def test_contact_energy_is_continuous_as_a_crossing_slides_past_a_node():
@@ -24,35 +25,13 @@ def test_contact_energy_is_continuous_as_a_crossing_slides_past_a_node():
     obstacles = ObstacleSet().with_capsules([[0.0, -0.05, 0.0035]], [[0.0, 0.05, 0.0035]], [0.002]).kernel_arrays()
     n = len(base)
     node_len = np.full(n, seg)
+    extra = contact_interactions(obstacles, np.full(n, radius), node_len, np.full(n - 1, seg), 1e6)
     energies = []
     for shift in np.linspace(0.0, 2 * seg, 801):
         pos = base + [shift, 0.0, 0.0]
         kind, elem, prim = find_pairs(pos, np.full(n, radius), np.zeros(n, dtype=np.int64), 0.005, obstacles, 0)
-        m = len(kind)
-        energies.append(
-            contact_energy(
-                pos,
-                kind,
-                elem,
-                prim,
-                obstacles,
-                np.full(n, radius),
-                1e6,
-                node_len,
-                np.full(n - 1, seg),
-                np.arange(n) * 3,
-                np.zeros(1),
-                np.zeros((1, 1)),
-                0,
-                0,
-                np.empty(m),
-                np.empty(m),
-                np.empty((m, 3)),
-                np.empty((m, 3)),
-                np.empty(m),
-                np.empty((m, 3)),
-            )
-        )
+        pairs = pair_buffers(kind, elem, prim)
+        energies.append(contact_energy(pos, pairs, extra, np.arange(n) * 3, np.zeros(1), np.zeros((1, 1)), 0, 0))
     assert np.allclose(energies, 0.5 * 1e6 * seg * 0.0005**2, rtol=1e-9)
 
 

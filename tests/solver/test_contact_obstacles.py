@@ -12,6 +12,7 @@ from helpers.contact_scenes import (
     R,
     no_penetration,
 )
+from helpers.kernel_inputs import contact_interactions, pair_buffers
 
 from solver_core import Harness, parse_case
 
@@ -195,32 +196,11 @@ def test_a_segment_cutting_a_box_corner_between_two_outside_nodes_is_a_contact()
     pos = np.array([[0.1, 0.091, -0.098], [0.1, 0.102, -0.108]])
     kind, elem, prim = find_pairs(pos, np.full(2, R), np.zeros(2, dtype=np.int64), 0.002, obstacles, 0)
     assert TRI_SEG in kind.tolist()
-    m = len(kind)
     grad = np.zeros(6)
-    gap, force = np.empty(m), np.empty((m, 3))
-    energy = contact_energy(
-        pos,
-        kind,
-        elem,
-        prim,
-        obstacles,
-        np.full(2, R),
-        1e6,
-        np.full(2, 0.01),
-        np.full(1, 0.015),
-        np.array([0, 3]),
-        grad,
-        np.zeros((1, 1)),
-        0,
-        1,
-        gap,
-        np.empty(m),
-        np.empty((m, 3)),
-        np.empty((m, 3)),
-        np.empty(m),
-        force,
-    )
-    assert energy > 0.0 and gap[kind == TRI_SEG].min() < -0.5 * R
+    pairs = pair_buffers(kind, elem, prim)
+    extra = contact_interactions(obstacles, np.full(2, R), np.full(2, 0.01), np.full(1, 0.015), 1e6)
+    energy = contact_energy(pos, pairs, extra, np.array([0, 3]), grad, np.zeros((1, 1)), 0, 1)
+    assert energy > 0.0 and pairs.gap[kind == TRI_SEG].min() < -0.5 * R
     push = -(grad[0:3] + grad[3:6])  # the net force on the segment points out of the corner (+y, +z)
     assert push[1] > 0.0 and push[2] > 0.0
 

@@ -4,6 +4,7 @@
 import numpy as np
 import pytest
 from helpers.cases import cable, case, harness
+from helpers.kernel_inputs import contact_interactions, pair_buffers
 from helpers.matrices import dense_from_band
 
 from solver_core.maths.rotations import quat_retract
@@ -206,49 +207,17 @@ def test_contact_gradient_and_hessian_match_finite_differences(rng):
     radii, parts = np.full(len(x), radius), np.zeros(len(x), dtype=np.int64)
     node_len = np.full(model.n_nodes, 0.05)
     kind, elem, prim = find_pairs(x, radii, parts, 0.01, arrays, 3)
-    n = len(kind)
+    extra = contact_interactions(arrays, radii, node_len, model.rest_len, stiffness)
 
-    def scratch():
-        return np.empty(n), np.empty(n), np.empty((n, 3)), np.empty((n, 3)), np.empty(n), np.empty((n, 3))
+    def evaluate(pos, grad, band, bw, mode):
+        return contact_energy(pos, pair_buffers(kind, elem, prim), extra, model.node_dof, grad, band, bw, mode)
 
     def energy(pos):
-        return contact_energy(
-            pos,
-            kind,
-            elem,
-            prim,
-            arrays,
-            radii,
-            stiffness,
-            node_len,
-            model.rest_len,
-            model.node_dof,
-            np.zeros(1),
-            np.zeros((1, 1)),
-            0,
-            0,
-            *scratch(),
-        )
+        return evaluate(pos, np.zeros(1), np.zeros((1, 1)), 0, 0)
 
     grad = np.zeros(model.n_dof)
     band = np.zeros((model.n_dof, model.bw + 1))
-    contact_energy(
-        x,
-        kind,
-        elem,
-        prim,
-        arrays,
-        radii,
-        stiffness,
-        node_len,
-        model.rest_len,
-        model.node_dof,
-        grad,
-        band,
-        model.bw,
-        2,
-        *scratch(),
-    )
+    evaluate(x, grad, band, model.bw, 2)
     assert energy(x) > 0.0  # some pairs really are in contact
     h = 1e-7
     node_dofs = np.concatenate([np.arange(model.node_dof[k], model.node_dof[k] + 3) for k in range(model.n_nodes)])
@@ -258,40 +227,8 @@ def test_contact_gradient_and_hessian_match_finite_differences(rng):
         e.flat[list(node_dofs).index(i)] = h
         gp = np.zeros(model.n_dof)
         gm = np.zeros(model.n_dof)
-        contact_energy(
-            x + e,
-            kind,
-            elem,
-            prim,
-            arrays,
-            radii,
-            stiffness,
-            node_len,
-            model.rest_len,
-            model.node_dof,
-            gp,
-            np.zeros((1, 1)),
-            0,
-            1,
-            *scratch(),
-        )
-        contact_energy(
-            x - e,
-            kind,
-            elem,
-            prim,
-            arrays,
-            radii,
-            stiffness,
-            node_len,
-            model.rest_len,
-            model.node_dof,
-            gm,
-            np.zeros((1, 1)),
-            0,
-            1,
-            *scratch(),
-        )
+        evaluate(x + e, gp, np.zeros((1, 1)), 0, 1)
+        evaluate(x - e, gm, np.zeros((1, 1)), 0, 1)
         assert abs((energy(x + e) - energy(x - e)) / (2 * h) - grad[i]) <= 1e-6 * np.abs(grad).max()
         column = (gp - gm) / (2 * h)
         # node pairs: exact Hessian (with curvature); segment pairs: Gauss-Newton only
@@ -326,32 +263,11 @@ def test_self_contact_gradient_moves_both_legs_and_matches_finite_differences():
     radii, parts = np.full(len(x), radius), np.zeros(len(x), dtype=np.int64)
     node_len, seg_len = np.full(n, 0.01), np.linalg.norm(np.diff(x, axis=0), axis=1)
     kind, elem, prim = find_pairs(x, radii, parts, 0.004, arrays, 3)
-    m = len(kind)
+    extra = contact_interactions(arrays, radii, node_len, seg_len, stiffness)
     node_dof = np.arange(n) * 3
 
     def evaluate(pos, grad, mode):
-        return contact_energy(
-            pos,
-            kind,
-            elem,
-            prim,
-            arrays,
-            radii,
-            stiffness,
-            node_len,
-            seg_len,
-            node_dof,
-            grad,
-            np.zeros((1, 1)),
-            0,
-            mode,
-            np.empty(m),
-            np.empty(m),
-            np.empty((m, 3)),
-            np.empty((m, 3)),
-            np.empty(m),
-            np.empty((m, 3)),
-        )
+        return contact_energy(pos, pair_buffers(kind, elem, prim), extra, node_dof, grad, np.zeros((1, 1)), 0, mode)
 
     grad = np.zeros(3 * n)
     assert evaluate(x, grad, 1) > 0.0 and set(kind.tolist()) & {SELF_NODE, SELF_SEG}
@@ -481,14 +397,11 @@ def test_contact_with_a_sphere_has_the_exact_hessian():
     node_len = np.full(len(x), seg_len.mean())
     kind, elem, prim = find_pairs(x, radii, parts, 0.01, arrays, 0)
     assert (kind == SPHERE).any()
-    n = len(kind)
+    extra = contact_interactions(arrays, radii, node_len, seg_len, 1e5)
 
     def evaluate(pos, mode):
         grad, band = np.zeros(n_dof), np.zeros((n_dof, bw + 1))
-        scratch = (np.empty(n), np.empty(n), np.empty((n, 3)), np.empty((n, 3)), np.empty(n), np.empty((n, 3)))
-        energy = contact_energy(
-            pos, kind, elem, prim, arrays, radii, 1e5, node_len, seg_len, node_dof, grad, band, bw, mode, *scratch
-        )
+        energy = contact_energy(pos, pair_buffers(kind, elem, prim), extra, node_dof, grad, band, bw, mode)
         return energy, grad, dense_from_band(band, bw)
 
     energy, _, H = evaluate(x, 2)

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from helpers.cases import cable, case, first, solve
 from helpers.contact_scenes import LINEAR_DENSITY
+from helpers.kernel_inputs import compliant_clips
 
 
 class TestMounts:
@@ -151,12 +152,12 @@ class TestMounts:
         node_dof, rot_dof = np.array([0]), np.array([3])
         A = rng.standard_normal((6, 6))
         K = A @ A.T + np.diag([2000.0, 2000.0, 2000.0, 1.0, 1.0, 1.0])
-        clip = (np.array([0]), np.array([0]), np.zeros((1, 3)), np.array([[1.0, 0.0, 0.0, 0.0]]), K[None])
+        clip = compliant_clips([0], [0], np.zeros((1, 3)), [[1.0, 0.0, 0.0, 0.0]], K[None])
         bw = 5
 
         def terms(x, q, mode):
             grad, band = np.zeros(6), np.zeros((6, bw + 1))
-            compliant_energy(x, q, node_dof, rot_dof, *clip, grad, band, bw, mode, np.empty((1, 6)))
+            compliant_energy(x, q, node_dof, rot_dof, clip, grad, band, bw, mode, np.empty((1, 6)))
             return grad, dense_from_band(band, bw)
 
         def moved(delta):

@@ -35,58 +35,24 @@ def test_the_newton_matrix_counts_a_crossing_at_a_node_once():
     radii, node_len, seg_len, node_dof = np.full(n, R), np.full(n, s), np.full(n - 1, s), np.arange(n) * 3
     kind, elem, prim = find_pairs(pos, radii, np.repeat([0, 1], 4), 2 * R, obstacles, 2)
     m = len(kind)
-    pair_arrays = (np.zeros(m), np.zeros(m), np.zeros((m, 3)), np.zeros((m, 3)), np.zeros(m), np.zeros((m, 3)))
+    interactions = contact_interactions(obstacles, radii, node_len, seg_len, k)
+    pairs = pair_buffers(kind, elem, prim)  # every evaluation writes into these buffers
+    no_end_grad = pairs._replace(end_grad=np.empty((0, 12)))
 
     def energy(x):
         return contact_energy_of(
-            np.arange(m),
-            x,
-            kind,
-            elem,
-            prim,
-            obstacles,
-            radii,
-            k,
-            node_len,
-            seg_len,
-            node_dof,
-            np.zeros(3 * n),
-            np.zeros((1, 1)),
-            0,
-            0,
-            *pair_arrays,
-            np.empty((0, 12)),
+            np.arange(m), x, no_end_grad, interactions, node_dof, np.zeros(3 * n), np.zeros((1, 1)), 0, 0
         )
 
     def newton_matrix(end_grad):
         band = np.zeros((3 * n, bw + 1))
-        contact_energy_of(
-            np.arange(m),
-            pos,
-            kind,
-            elem,
-            prim,
-            obstacles,
-            radii,
-            k,
-            node_len,
-            seg_len,
-            node_dof,
-            np.zeros(3 * n),
-            band,
-            bw,
-            2,
-            *pair_arrays,
-            end_grad,
-        )
-        gap, t, normal, point, u, force = pair_arrays
-        pairs = pair_buffers(kind, elem, prim, gap=gap, t=t, normal=normal, point=point, u=u, force=force)
-        pairs = pairs._replace(end_grad=end_grad)
+        with_end_grad = pairs._replace(end_grad=end_grad)
+        contact_energy_of(np.arange(m), pos, with_end_grad, interactions, node_dof, np.zeros(3 * n), band, bw, 2)
         Ut, k_c, k_s, _spans, _store = self_coupling(
             pos,
             dof_layout(node_dof, np.zeros(3 * n, dtype=np.bool_)),
-            pairs,
-            contact_interactions(obstacles, radii, node_len, seg_len, k),
+            with_end_grad,
+            interactions,
             True,
             np.zeros((0, 3 * n)),
             np.zeros((0, 4), dtype=np.int64),
@@ -94,7 +60,7 @@ def test_the_newton_matrix_counts_a_crossing_at_a_node_once():
         return dense_newton_matrix(band, bw, Ut, k_c, k_s)
 
     H = newton_matrix(np.zeros((m, 12)))
-    gap, force = pair_arrays[0], pair_arrays[5]
+    gap, force = pairs.gap, pairs.force
     acting_segment_pairs = (kind == SELF_SEG) & (np.abs(force).sum(axis=1) > 0.0)
     assert ((kind == SELF_NODE) & (gap < 0.0)).sum() == 1 and acting_segment_pairs.sum() == 2
     lower_b, lift_node = np.zeros((n, 3)), np.zeros((n, 3))
@@ -193,6 +159,7 @@ def test_gap_bounds_carried_along_steps_stay_below_the_true_gaps_and_leave_out_o
     bound = arrays()
     pair_gaps(np.arange(m), pos, kind, elem, prim, obstacles, radius, *bound)
     node_len, seg_len, node_dof = np.full(n, seg), np.full(n - 1, seg), np.arange(n) * 3
+    extra = contact_interactions(obstacles, radius, node_len, seg_len, k)
     kept, touching = [], 0
     for _ in range(12):
         step = rng.normal(size=(n, 3))
@@ -206,44 +173,14 @@ def test_gap_bounds_carried_along_steps_stay_below_the_true_gaps_and_leave_out_o
         assert np.all(bound[0] <= true[0] + 1e-15)
         live = pairs_that_may_touch(bound[0])
         grad_all, grad_live = np.zeros(3 * n), np.zeros(3 * n)
-        energy_all = contact_energy(
-            pos,
-            kind,
-            elem,
-            prim,
-            obstacles,
-            radius,
-            k,
-            node_len,
-            seg_len,
-            node_dof,
-            grad_all,
-            np.zeros((1, 1)),
-            0,
-            1,
-            *arrays(),
-            np.zeros((m, 3)),
+        all_pairs = pair_buffers(kind, elem, prim)
+        energy_all = contact_energy(pos, all_pairs, extra, node_dof, grad_all, np.zeros((1, 1)), 0, 1)
+        # the live pairs' gaps evaluated into the bounds themselves, as the minimiser does
+        gap, t, normal, point, u = bound
+        bounded = pair_buffers(
+            kind, elem, prim, gap=gap, t=t, normal=normal, point=point, u=u, end_grad=np.empty((0, 12))
         )
-        energy_live = contact_energy_of(
-            live,
-            pos,
-            kind,
-            elem,
-            prim,
-            obstacles,
-            radius,
-            k,
-            node_len,
-            seg_len,
-            node_dof,
-            grad_live,
-            np.zeros((1, 1)),
-            0,
-            1,
-            *bound,
-            np.zeros((m, 3)),
-            np.empty((0, 12)),
-        )
+        energy_live = contact_energy_of(live, pos, bounded, extra, node_dof, grad_live, np.zeros((1, 1)), 0, 1)
         assert energy_live == pytest.approx(energy_all, rel=1e-12) and np.allclose(grad_live, grad_all, rtol=1e-12)
         kept.append(len(live))
         touching += int((true[0] < 0.0).sum())
@@ -331,57 +268,18 @@ def test_the_newton_matrix_follows_a_pressed_crossing_as_the_cables_slide():
     radii, node_len, seg_len, node_dof = np.full(n, R), np.full(n, s), np.full(n - 1, s), np.arange(n) * 3
     kind, elem, prim = find_pairs(pos, radii, np.repeat([0, 1], 4), 2 * R, obstacles, 2)
     m = len(kind)
-    pair_arrays = (np.zeros(m), np.zeros(m), np.zeros((m, 3)), np.zeros((m, 3)), np.zeros(m), np.zeros((m, 3)))
+    interactions = contact_interactions(obstacles, radii, node_len, seg_len, k)
+    pairs = pair_buffers(kind, elem, prim)  # every evaluation writes into these buffers
+    no_end_grad = pairs._replace(end_grad=np.empty((0, 12)))
 
     def gradient(x):
         g = np.zeros(3 * n)
-        contact_energy_of(
-            np.arange(m),
-            x,
-            kind,
-            elem,
-            prim,
-            obstacles,
-            radii,
-            k,
-            node_len,
-            seg_len,
-            node_dof,
-            g,
-            np.zeros((1, 1)),
-            0,
-            1,
-            *pair_arrays,
-            np.empty((0, 12)),
-        )
+        contact_energy_of(np.arange(m), x, no_end_grad, interactions, node_dof, g, np.zeros((1, 1)), 0, 1)
         return g
 
-    band, end_grad = np.zeros((3 * n, bw + 1)), np.zeros((m, 12))
-    contact_energy_of(
-        np.arange(m),
-        pos,
-        kind,
-        elem,
-        prim,
-        obstacles,
-        radii,
-        k,
-        node_len,
-        seg_len,
-        node_dof,
-        np.zeros(3 * n),
-        band,
-        bw,
-        2,
-        *pair_arrays,
-        end_grad,
-    )
-
-    gap, t, normal, point, u, force = pair_arrays
-    pairs = pair_buffers(kind, elem, prim, gap=gap, t=t, normal=normal, point=point, u=u, force=force)
-    pairs = pairs._replace(end_grad=end_grad)
+    band = np.zeros((3 * n, bw + 1))
+    contact_energy_of(np.arange(m), pos, pairs, interactions, node_dof, np.zeros(3 * n), band, bw, 2)
     layout = dof_layout(node_dof, np.zeros(3 * n, dtype=np.bool_))
-    interactions = contact_interactions(obstacles, radii, node_len, seg_len, k)
 
     def coupling(exact, store, last_spans):
         return self_coupling(pos, layout, pairs, interactions, exact, store, last_spans)
@@ -399,7 +297,7 @@ def test_the_newton_matrix_follows_a_pressed_crossing_as_the_cables_slide():
     assert np.array_equal(again[0], gauss_newton[0]) and not again[4][len(again[0]) :].any()
     assert len(k_c) == 1 and len(k_s) == 4  # the pair's coupling, and its curvature as whole terms
     H = dense_newton_matrix(band, bw, Ut, k_c, k_s)
-    acting = np.abs(pair_arrays[5]).sum(axis=1) > 0.0
+    acting = np.abs(pairs.force).sum(axis=1) > 0.0
     assert acting.sum() == 1 and kind[acting][0] == SELF_SEG
     slide_along_a, slide_along_b, turn_b, press = (np.zeros((n, 3)) for _ in range(4))
     slide_along_a[4:, 0] = 1.0
