@@ -37,15 +37,16 @@ import numpy as np
 from ..contact.contact import PENETRATION_TOLERANCE
 from ..maths.rotations import axis_angle_matrix, frame_from_tangent, slerp_matrix, world_turn
 from ..rod.rod_state import apply_boundary, interpolate_boundary
-from ..solve.diagnostics import elastic_and_load_energy, reactions
 from ..solve.end_stiffness import exact_for
 from ..solve.equilibrium import SolveReport
 from ..solve.sessions import restore_sessions, snapshot_sessions
 from ..specs.junction_spec import end_frame_at
 from .branch_partners import any_partner, group_of, other_cables, solve_group
+from .condensed_energy import CondensedEnergy
 from .junction_checks import JunctionChecks
 from .junction_contact import JunctionContact
 from .junction_newton import Curvature, HarnessNewton, linear_response
+from .junction_steps import MAX_MOVE, MAX_TURN, JunctionFrames, JunctionSteps
 from .junction_stiffness import (
     ENERGY_RESOLUTION,
     JunctionStiffness,
@@ -56,10 +57,6 @@ from .junction_stiffness import (
     stiffness_noise,
 )
 
-# A Newton step on the junctions moves one by at most this fraction of its shortest branch and turns
-# it by at most this many radians.
-MAX_MOVE = 0.1
-MAX_TURN = 0.3
 # Newton iterations on the junctions for a step taken whole (a junction rolling off the top of a sphere
 # its branches touch slides round it in 100-150: bench_junction_contact), and per piece of a step split
 # after that failed (up to 14 pieces: a step that cannot be made is not made 4 times slower)
@@ -76,17 +73,6 @@ STAGNANT_STEPS = 4
 REFRESH_AFTER = 6
 SADDLE_STEPS = (1.0, 0.25, 0.0625)  # fractions of the step cap tried off a saddle
 MAX_SPLITS = 3  # a failing step is split into 2, 4, 8 pieces
-
-
-@dataclass
-class JunctionFrames:
-    """Positions (n, 3) and rotations (n, 3, 3, from the case's frame) of every junction."""
-
-    position: np.ndarray
-    rotation: np.ndarray
-
-    def copy(self) -> "JunctionFrames":
-        return JunctionFrames(self.position.copy(), self.rotation.copy())
 
 
 @dataclass(frozen=True)
@@ -118,7 +104,7 @@ class JunctionReport:
 
 
 @dataclass
-class JunctionSystem(JunctionStiffness, JunctionChecks):
+class JunctionSystem(JunctionStiffness, JunctionChecks, CondensedEnergy, JunctionSteps):
     specs: tuple  # JunctionSpec, case order
     branches: dict  # cable id -> ((side, JunctionEnd), ...)
     # the last converged (before the first solve: the case's, or a coarse start's: coarse_harness.py)
@@ -718,205 +704,6 @@ class JunctionSystem(JunctionStiffness, JunctionChecks):
                 apply_boundary(session.model, guess, self.branch_boundary(cid, targets[cid], trial))
                 out[cid] = guess
         return out
-
-    def _branch_loads(self, harness, cid):
-        """(side, junction index, force, moment) the junction exerts on branch ``cid`` at each held end;
-        kept per state (a finite-difference column re-solves only a junction's own branches)."""
-        session = harness.cables[cid]
-        kept = self._load_cache.get(cid)
-        if kept is not None and kept[0] is session.state:
-            return kept[1]
-        ends, _clips = reactions(session.model, session.state)
-        # and what the contacts push the held end node with (the junction's own obstacle contact apart)
-        pushed = session.contact_push()
-        last = session.model.n_nodes - 1
-        loads = [
-            (
-                side,
-                self.index(held.junction),
-                ends[side]["force"] + pushed[0 if side == "start" else last],
-                ends[side]["moment"],
-            )
-            for side, held in self.branches[cid]
-        ]
-        self._load_cache[cid] = (session.state, loads)
-        return loads
-
-    def _gradient(self, harness, frames) -> np.ndarray:
-        """dE/dp and dE/dw of every junction, (n, 6): what the branches carry, less the junction's weight
-        and what the obstacles push it with."""
-        return self._branch_gradient(harness) + self._contact_gradient(harness, frames)
-
-    def _contact_gradient(self, harness, frames) -> np.ndarray:
-        gc = np.zeros((len(self.specs), 6))
-        for k in self.free:
-            gc[k, :3] = -self.contact[k].force(harness.obstacles, frames.position[k])
-        return gc
-
-    def _approach_cap(self, harness, frames, step, L: float) -> float:
-        """The largest fraction (<= 1) of ``step`` that sinks no junction deeper into an obstacle than
-        twice what it may sink at a balance (junction_contact.py: then as deep as its branches' ends
-        may sink), or than it is already: the penalty's Hessian knows only the contacts where the
-        junctions are (as step_limits does for a cable's nodes)."""
-        t = 1.0
-        for i, k in enumerate(self.free):
-            contact, p = self.contact[k], frames.position[k]
-            move = L * step[6 * i : 6 * i + 3]
-            # twice what it may sink at a balance (as ITERATE_PENETRATION is for a cable), so that a
-            # junction resting at that depth can still slide along the surface; one clear of every
-            # obstacle stops half that deep, where the next step's model holds the contact
-            now = contact.depth(harness.obstacles, p)
-            allowed = max(2.0 * contact.allowed_depth, now) if now > 0.0 else 0.5 * contact.allowed_depth
-            if contact.depth(harness.obstacles, p + t * move) <= allowed:
-                continue
-            low, high = 0.0, t
-            for _ in range(40):
-                mid = 0.5 * (low + high)
-                if contact.depth(harness.obstacles, p + mid * move) <= allowed:
-                    low = mid
-                else:
-                    high = mid
-            t = low
-        return t
-
-    def _branch_gradient(self, harness) -> np.ndarray:
-        g = np.zeros((len(self.specs), 6))
-        for cid in self.branches:
-            for _side, k, force, moment in self._branch_loads(harness, cid):
-                g[k, :3] += force
-                g[k, 3:] += moment
-        gravity = harness.case.gravity
-        for k, spec in enumerate(self.specs):
-            g[k, :3] -= spec.mass * gravity
-        return g
-
-    def _loads(self, harness) -> dict:
-        out = {spec.id: [] for spec in self.specs}
-        for cid in self.branches:
-            for side, k, force, moment in self._branch_loads(harness, cid):
-                # what the branch pulls the junction with: minus what the junction holds it with
-                out[self.specs[k].id].append((cid, side, -force, -moment))
-        return out
-
-    def _tolerance(self, harness) -> np.ndarray:
-        """Per junction (6,): the sum of the held branch ends' residual tolerances."""
-        tol = np.zeros((len(self.specs), 6))
-        for cid, ends in self.branches.items():
-            session = harness.cables[cid]
-            model = session.model
-            # with the floor of round-off a stiff contact or clip puts under a branch's residual
-            dof_tol = session.interactions.dof_tolerance(session.boundary)
-            for side, held in ends:
-                k = self.index(held.junction)
-                node = 0 if side == "start" else model.n_nodes - 1
-                rot = model.start_frame if side == "start" else model.end_frame
-                tol[k, :3] += dof_tol[model.node_dof[node]]
-                tol[k, 3:] += dof_tol[model.rot_dof[rot]]
-        L = self._length_scale(harness)
-        for k in self.free:  # and of the junction's own contact (as Interactions.dof_tolerance)
-            floor = 64.0 * np.finfo(float).eps * self.contact[k].stiffness * L
-            tol[k, :3] = np.maximum(tol[k, :3], floor)
-            tol[k, 3:] = np.maximum(tol[k, 3:], floor * L)
-        return tol
-
-    def _length_scale(self, harness) -> float:
-        # (a fixed junction may hold no cable yet: one placed in a scene before its branches are drawn)
-        return max((harness.cables[cid].model.cable.length for cid in self.branches), default=1.0)
-
-    def _scaled(self, g, L) -> np.ndarray:
-        out = np.empty(6 * len(self.free))
-        for i, k in enumerate(self.free):
-            out[6 * i : 6 * i + 3] = L * g[k, :3]
-            out[6 * i + 3 : 6 * i + 6] = g[k, 3:]
-        return out
-
-    def _moved(self, frames: JunctionFrames, step: np.ndarray, L: float) -> JunctionFrames:
-        out = frames.copy()
-        for i, k in enumerate(self.free):
-            out.position[k] = frames.position[k] + L * step[6 * i : 6 * i + 3]
-            w = step[6 * i + 3 : 6 * i + 6]
-            angle = float(np.linalg.norm(w))
-            if angle > 0.0:
-                out.rotation[k] = axis_angle_matrix(w / angle, angle) @ frames.rotation[k]
-        return out
-
-    def _step_cap(self, harness, step, L) -> float:
-        """The largest multiple (<= any) of ``step`` within MAX_MOVE of each junction's shortest branch
-        and MAX_TURN radians."""
-        cap = np.inf
-        for i, k in enumerate(self.free):
-            shortest = min(harness.cables[cid].model.cable.length for cid in self.adjacent(k))
-            move = L * float(np.linalg.norm(step[6 * i : 6 * i + 3]))
-            turn = float(np.linalg.norm(step[6 * i + 3 : 6 * i + 6]))
-            if move > 0.0:
-                cap = min(cap, MAX_MOVE * shortest / move)
-            if turn > 0.0:
-                cap = min(cap, MAX_TURN / turn)
-        return cap
-
-    def junction_documents(self) -> dict:
-        """The result's ``junctions`` block (case format): per junction whether its last solve balanced
-        it, its frame (the last balanced one, or the case's before any), the force and moment out of
-        balance there (null before any balance) and what each branch pulls it with."""
-        out = {}
-        converged = self.last is not None and self.last.converged
-        for k, spec in enumerate(self.specs):
-            residual = None if self.residual is None else self.residual[k]
-            out[spec.id] = {
-                "converged": converged,
-                "position": self.frames.position[k].tolist(),
-                "rotation": self.frames.rotation[k].tolist(),
-                "fixed": spec.fixed,
-                "residual_force": None if residual is None else residual[:3].tolist(),
-                "residual_moment": None if residual is None else residual[3:].tolist(),
-                "branches": [
-                    {"cable": cid, "end": side, "force": f.tolist(), "moment": m.tolist()}
-                    for cid, side, f, m in self.loads.get(spec.id, [])
-                ],
-                # the obstacles' push on the junction's own sleeve (the ball of its widest branch's radius)
-                "contacts": [
-                    {"point": q.tolist(), "normal": n.tolist(), "force": f.tolist()}
-                    for q, n, f in ([] if self.contact is None else self.contact[k].contacts)
-                ],
-            }
-        return out
-
-    def _energy_scale(self, harness) -> float:
-        """The size of the terms the branches' energy sums: their weight times their length, their bending
-        EI / L (J)."""
-        total = 0.0
-        g = float(np.linalg.norm(harness.case.gravity))
-        for cid in self.branches:
-            c = harness.cables[cid].model.cable
-            total += c.section.linear_density * g * c.length**2 + c.section.bend_stiffness / c.length
-        return total
-
-    @staticmethod
-    def _cables_energy(harness, ids) -> float:
-        """Elastic, load, contact and clip-spring energy of the cables ``ids`` (J); the contacts of a joint
-        solve are counted once, with its first cable. The loads' potential is each cable's from its own origin (a
-        constant apart from the world's, so every difference is the same): where the scene lies adds
-        nothing to the energy's size, against which its round-off is judged."""
-        total = 0.0
-        for cid in ids:
-            s = harness.cables[cid]
-            total += elastic_and_load_energy(s.model, s.state)
-            total += s.group_energy if harness.joint(cid) else s.interactions.contact_energy_at(s.state)
-            total += s.interactions.mount_energy_at(s.state, s.boundary)
-        return total
-
-    def energy(self, harness, frames: JunctionFrames) -> float:
-        """Elastic, load and contact energy of the branches plus the junctions' weight and contact at
-        ``frames`` (J): the energy whose gradient ``_gradient`` is (the branches' contact forces are in
-        what their ends carry)."""
-        # the other cables give way with the branches they touch: their change since the solve began
-        total = self._cables_energy(harness, self.branches) + self._cables_energy(harness, self._others)
-        total -= self._others_energy
-        for k, spec in enumerate(self.specs):  # from where it was drawn (_cables_energy)
-            total -= spec.mass * float(harness.case.gravity @ (frames.position[k] - spec.position))
-        for k in self.free:
-            total += self.contact[k].energy(harness.obstacles, frames.position[k])
-        return total
 
 
 def _with_fixed(frames: JunctionFrames, fixed: JunctionFrames, free) -> JunctionFrames:
