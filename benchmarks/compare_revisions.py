@@ -3,6 +3,7 @@
 
     python -m benchmarks.compare_revisions [REV]      # REV: the commit to compare with (HEAD~1)
         [--rounds N]                                   # interleaved rounds, the best of each kept (3)
+    python -m benchmarks.compare_revisions REV --results   # the same result documents? (no timing)
 
 A figure measured in two processes minutes apart moves by up to 2x on a shared virtual machine; in
 one process, round after round with the order of the two versions alternating, both see the same
@@ -16,7 +17,9 @@ found under this checkout's name for it by its file name (``solver_core.solve.ne
 
 Prints, per figure, the best over the rounds of each revision and their ratio; iteration counts
 are printed beside the times where the benchmark returns them (they must be equal when a change
-keeps the results).
+keeps the results). ``--results`` instead solves the demo scenes' and the shared outside cases
+(RESULT_CASES) with both revisions and says, per case, whether the result documents are the same to
+the last bit, timings left out; exit code 1 where one differs.
 """
 
 import argparse
@@ -39,6 +42,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 PREVIOUS = "solver_core_prev"
 BENCHES = ("bench_solver", "bench_contact", "bench_harness", "bench_models")
+RESULT_CASES = [
+    ROOT / "demo_blends" / "cases" / f"{name}.json"
+    for name in ("desk", "desk_harness", "branched_harness", "equipment_bay")
+]
+RESULT_CASES += sorted(p for p in (ROOT.parent / "shared" / "cases").glob("*.json") if not p.name.startswith("sweep"))
+TIMINGS = ("_ms", "seconds")  # keys of a result document that are times, not results
 
 
 def _revision_folder(rev: str) -> Path:
@@ -167,16 +176,65 @@ def figures(b: dict) -> dict:
     return out
 
 
+def _without_timings(value):
+    if isinstance(value, dict):
+        return {k: _without_timings(v) for k, v in value.items() if not k.endswith(TIMINGS)}
+    if isinstance(value, (list, tuple)):
+        return [_without_timings(v) for v in value]
+    return value.tolist() if hasattr(value, "tolist") else value
+
+
+def _first_difference(a, b, where="") -> str | None:
+    if type(a) is not type(b):
+        return f"{where}: {type(a).__name__} / {type(b).__name__}"
+    if isinstance(a, dict):
+        if a.keys() != b.keys():
+            return f"{where}: keys {sorted(set(a) ^ set(b))}"
+        return next((d for k in a if (d := _first_difference(a[k], b[k], f"{where}.{k}"))), None)
+    if isinstance(a, list):
+        if len(a) != len(b):
+            return f"{where}: {len(a)} / {len(b)} items"
+        return next((d for i, (x, y) in enumerate(zip(a, b)) if (d := _first_difference(x, y, f"{where}[{i}]"))), None)
+    same = a == b or (isinstance(a, float) and a != a and b != b)  # NaN as NaN
+    return None if same else f"{where}: {a!r} / {b!r}"
+
+
+def same_results(previous: types.ModuleType) -> int:
+    """Solve RESULT_CASES with REV's solver_core and this one; 0 when every result is the same."""
+    import json
+
+    import solver_core
+
+    differing = 0
+    for path in RESULT_CASES:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        prev, this = (_without_timings(api.solve_case(doc)) for api in (previous, solver_core))
+        difference = _first_difference(prev, this)
+        differing += difference is not None
+        print(f"{path.name}: {'the same to the last bit' if difference is None else 'differs at ' + difference}")
+    return 1 if differing else 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("rev", nargs="?", default="HEAD~1")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--results", action="store_true", help="compare result documents, not times")
+    parser.add_argument("--previous-first", action="store_true", help="import REV's solver_core before this one")
     args = parser.parse_args(argv)
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     t0 = time.perf_counter()
-    current = _import_current()
-    previous = _import_previous(_revision_folder(args.rev))
+    # The revision imported second runs call-heavy benchmarks (harness, models) 2-3 times slower in
+    # this process (docs/performance.md): compare them with the order swapped too.
+    if args.previous_first:
+        previous = _import_previous(_revision_folder(args.rev))
+        current = _import_current()
+    else:
+        current = _import_current()
+        previous = _import_previous(_revision_folder(args.rev))
+    if args.results:
+        return same_results(previous)
     versions = {
         "this": {n: _load_bench(n, None, current) for n in BENCHES},
         "prev": {n: _load_bench(n, previous, current) for n in BENCHES},
