@@ -266,18 +266,23 @@ def _add_sag(pts: np.ndarray, s: np.ndarray, anchors, direction: np.ndarray, fra
         pts[inside] = _resample_polyline(sagged, u[1:-1])
 
 
-def initial_centerline(model: RodModel, boundary: Boundary, sag: float = 1.0, through_corners: bool = False):
+def initial_centerline(
+    model: RodModel, boundary: Boundary, sag: float = 1.0, through_corners: bool = False, route=None
+):
     """The first centre line: the route (or smooth curves through the holders) given the cable's
     length by sagging along the loads. ``sag`` is the part of the missing length the sag makes up
     (1: all of it, 0: none); the solver pays out the rest (for routes whose full sag would pass
     through an obstacle). ``through_corners``: segments pass through the route's corners rather than
     cut them (_through_route_corners; for a coarse cable whose chords would cut into what the route
-    was drawn round)."""
+    was drawn round). ``route``: the route to follow instead of the cable's own (the cable's route
+    lifted off the surfaces it was drawn onto: contact/drawn_routes.py)."""
     cable = model.cable
     s = model.node_s
-    if cable.route is not None:
+    if route is None:
+        route = cable.route
+    if route is not None:
         anchors = _anchors(model, boundary)
-        route = np.asarray(cable.route, dtype=np.float64)
+        route = np.asarray(route, dtype=np.float64)
         pts = _route_by_spans(route, s, anchors, cable.length)
         if through_corners and len(route) > 2:
             held = np.zeros(len(s), dtype=bool)
@@ -299,9 +304,11 @@ def initial_centerline(model: RodModel, boundary: Boundary, sag: float = 1.0, th
     return pts
 
 
-def initial_state(model: RodModel, boundary: Boundary, sag: float = 1.0, through_corners: bool = False) -> RodState:
+def initial_state(
+    model: RodModel, boundary: Boundary, sag: float = 1.0, through_corners: bool = False, route=None
+) -> RodState:
     """Centre line guess plus parallel-transported frames, with the boundary applied."""
-    x = initial_centerline(model, boundary, sag, through_corners) - model.origin
+    x = initial_centerline(model, boundary, sag, through_corners, route) - model.origin
     return framed_state(model, boundary, x)[0]
 
 

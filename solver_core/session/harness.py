@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..contact.contact import PENETRATION_TOLERANCE
+from ..contact.drawn_routes import NODE_CLEARANCE, lifted_points, lifted_route
 from ..contact.interactions import ContactSettings, Interactions
 from ..contact.obstacles import ObstacleSet, obstacles_from_case
 from ..errors import CaseError
@@ -24,6 +25,7 @@ from ..models.pbd_dynamics import solve_pbd_dynamic_step
 from ..rod.rod_model import Boundary, RodModel, build_rod_model
 from ..rod.rod_state import (
     RodState,
+    framed_state,
     initial_centerline,
     initial_state,
     interpolate_boundary,
@@ -183,44 +185,27 @@ class Harness(CableGroups, HarnessReadOuts):
             # nor through, or past, the cables placed before it
             check.obstacles = self.obstacles.with_capsules(*self.capsules_for((cable_id,)))
         route = initial_state(session.model, session.boundary, sag=0.0)
-        corners = False  # whether the segments are laid through the route's corners
         depth = check.deepest_penetration(route)
+        drawn = None  # the route the guesses follow: the cable's own, or one lifted off a surface
+        if depth > PENETRATION_TOLERANCE * check.radius:  # (a solved shape given back rests within it)
+            drawn, route, depth = self._lifted_off_surfaces(session, check, route, depth)
+        corners = False  # whether the segments are laid through the route's corners
         if depth > 0.0:
             # a coarse cable's segments cut the corners of a route drawn clear round something
-            laid = initial_state(session.model, session.boundary, sag=0.0, through_corners=True)
+            laid = initial_state(session.model, session.boundary, sag=0.0, through_corners=True, route=drawn)
             if check.deepest_penetration(laid) < depth:
                 route, corners = laid, True
         if check.deepest_penetration(route) > 0.0:
-            # A route resting on a surface (a solved shape exported as a route) touches it within the
-            # penetration tolerance, and one drawn clear of the other cables' routes may still meet
-            # the sag of a cable placed before it (the power line hanging between its clips onto the
-            # signal line drawn below it): neither is a route drawn through something.
-            tolerance = PENETRATION_TOLERANCE * check.radius
-            static = Interactions(session.model, self.obstacles, ContactSettings())
-            what = None
-            if static.deepest_penetration(route) > tolerance:
-                what = "an obstacle"
-            elif self.contact_settings.cable_cable:
-                drawn = Interactions(session.model, self.obstacles, self.contact_settings)
-                drawn.obstacles = self.obstacles.with_capsules(*self._drawn_routes_except(cable_id))
-                if drawn.deepest_penetration(route) > tolerance:
-                    what = "another cable"
-            if what is not None:
-                warning = (
-                    f"cable {cable_id!r}: its route passes through {what}; draw the route around it "
-                    f"(the result may be on the wrong side)"
-                )
-                if warning not in self.warnings:
-                    self.warnings.append(warning)
+            self._warn_drawn_through(cable_id, session, route)
             session.state = route
             return
         if not check.uses_contact:
-            session.state = initial_state(session.model, session.boundary, sag=1.0)
+            session.state = initial_state(session.model, session.boundary, sag=1.0, route=drawn)
             return
 
         def sagged(fraction):  # the centre line only: the checks need no frames
-            positions = initial_centerline(session.model, session.boundary, fraction, corners) - session.model.origin
-            return RodState(positions, route.quats)
+            positions = initial_centerline(session.model, session.boundary, fraction, corners, drawn)
+            return RodState(positions - session.model.origin, route.quats)
 
         state, chosen = route, 0.0
         full = sagged(1.0)
@@ -231,7 +216,62 @@ class Harness(CableGroups, HarnessReadOuts):
             if check.deepest_penetration(candidate) > 0.0 or check.passes_through(state, candidate):
                 break
             state, chosen = candidate, k / steps
-        session.state = route if chosen == 0.0 else initial_state(session.model, session.boundary, chosen, corners)
+        if chosen > 0.0:
+            route = initial_state(session.model, session.boundary, chosen, corners, drawn)
+        session.state = route
+
+    def _warn_drawn_through(self, cable_id: str, session: CableSession, route: RodState) -> None:
+        # A route resting on a surface (a solved shape exported as a route) touches it within the
+        # penetration tolerance, and one drawn clear of the other cables' routes may still meet the
+        # sag of a cable placed before it (the power line hanging between its clips onto the signal
+        # line drawn below it): neither is a route drawn through something.
+        static = Interactions(session.model, self.obstacles, ContactSettings())
+        tolerance = PENETRATION_TOLERANCE * static.radius
+        what = None
+        if static.deepest_penetration(route) > tolerance:
+            what = "an obstacle"
+        elif self.contact_settings.cable_cable:
+            drawn = Interactions(session.model, self.obstacles, self.contact_settings)
+            drawn.obstacles = self.obstacles.with_capsules(*self._drawn_routes_except(cable_id))
+            if drawn.deepest_penetration(route) > tolerance:
+                what = "another cable"
+        if what is not None:
+            warning = (
+                f"cable {cable_id!r}: its route passes through {what}; draw the route around it "
+                f"(the result may be on the wrong side)"
+            )
+            if warning not in self.warnings:
+                self.warnings.append(warning)
+
+    def _lifted_off_surfaces(self, session: CableSession, check: Interactions, route: RodState, depth: float):
+        """(the cable's route lifted off the surfaces it was drawn onto, the state laid along it, that
+        state's penetration), or (None, ``route``, ``depth``) where lifting does not clear it further
+        (drawn_routes.lifted_route: a route snapped onto a part starts the cable in it by up to its
+        radius; one drawn through a part is not lifted)."""
+        cable, boundary = session.model.cable, session.boundary
+        if cable.route is None:
+            return None, route, depth
+        held = [boundary.start.position, *(frame.position for frame in boundary.clips)]
+        if boundary.end is not None:
+            held.append(boundary.end.position)
+        lifted = lifted_route(cable.route, check.radius, self.obstacles, held)
+        if lifted is None:
+            return None, route, depth
+        state = initial_state(session.model, boundary, sag=0.0, route=lifted)
+        if check.deepest_penetration(state) > 0.0:
+            # the segments of a coarse cable cut the lifted route's corners: lay them through the
+            # corners, and lift its nodes too
+            laid = initial_state(session.model, boundary, sag=0.0, through_corners=True, route=lifted)
+            if check.deepest_penetration(laid) < check.deepest_penetration(state):
+                state = laid
+            origin = session.model.origin
+            nodes = lifted_points(state.positions + origin, check.radius, self.obstacles, held, NODE_CLEARANCE)
+            if nodes is not None:
+                state = framed_state(session.model, boundary, nodes - origin)[0]
+        lifted_depth = check.deepest_penetration(state)
+        if lifted_depth < depth:  # (the route drawn through a face is not lifted: no side is crossed)
+            return lifted, state, lifted_depth
+        return None, route, depth
 
     # ---------------------------------------------------------------- read-outs for a scene layer
 

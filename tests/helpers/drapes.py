@@ -43,15 +43,17 @@ def _wrap(start, end, radius, clear):
     return [[out * math.cos(a), 0.0, out * math.sin(a)] for a in np.linspace(a0, a1, n)]
 
 
-def drape_case(rng, kind=None, side=None, segments=None, slack=None) -> dict:
+def drape_case(rng, kind=None, side=None, segments=None, slack=None, clear=None) -> dict:
     """A case document with one cable routed as drawn, and what was drawn:
-    {"case", "kind", "side", "slack", "segments", "size"} (size: the obstacle's largest dimension)."""
+    {"case", "kind", "side", "slack", "segments", "size"} (size: the obstacle's largest dimension).
+    ``clear``: how far the route is drawn from the part (default one cable diameter; 0: snapped onto
+    its surface, so that the cable starts in it by its radius)."""
     kind = kind or KINDS[rng.integers(len(KINDS))]
     side = side or SIDES[rng.integers(len(SIDES))]
     segments = int(segments or rng.integers(4, 101))
     slack = float(rng.uniform(0.0, 0.5) if slack is None else slack)
     diameter = float(rng.uniform(0.002, 0.01))
-    clear = diameter  # the route drawn one cable diameter clear of the part
+    clear = diameter if clear is None else float(clear)  # the route drawn one diameter clear of the part
     if kind in ("sphere", "cylinder"):
         lo, hi = (math.log(0.01), math.log(1.0)) if kind == "sphere" else (math.log(0.01), math.log(0.3))
         radius = float(np.exp(rng.uniform(lo, hi)))
