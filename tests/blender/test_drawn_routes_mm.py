@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Routes drawn as users draw them (tests/helpers/drapes.py: tight over, under or round a part, with
-slack), imported into a scene in millimetres and solved there: the cable stays on the side it was
-drawn and rests where the solver puts the same case given in metres (the Blender layer converts the
-scene's units, the solver works in SI)."""
+slack; one diameter clear of it or snapped onto its faces), imported into a scene in millimetres and
+solved there: the cable stays on the side it was drawn and rests where the solver puts the same case
+given in metres (the Blender layer converts the scene's units, the solver works in SI)."""
 
 import json
 import sys
@@ -14,14 +14,24 @@ from helpers.blender_env import MODULE
 from helpers.blender_scenes import curve_world_points
 from helpers.drapes import drape_case, far_side
 
+SNAPPED = 1e-4  # metres
+
 
 @pytest.mark.parametrize(
-    "kind, side, seed",
-    [("box", "over", 11), ("thin plate", "under", 12), ("cylinder", "round", 13), ("sphere", "under", 14)],
+    "kind, side, seed, clear",
+    [
+        ("box", "over", 11, None),
+        ("thin plate", "under", 12, None),
+        ("cylinder", "round", 13, None),
+        ("sphere", "under", 14, None),
+        # snapped onto the part (0.1 mm off its faces): the cable's centre line starts inside it
+        ("box", "over", 21, SNAPPED),
+        ("thin plate", "over", 24, SNAPPED),
+    ],
 )
-def test_a_route_drawn_in_a_millimetre_scene_stays_on_its_side_as_in_metres(tmp_path, kind, side, seed):
+def test_a_route_drawn_in_a_millimetre_scene_stays_on_its_side_as_in_metres(tmp_path, kind, side, seed, clear):
     solver = sys.modules[f"{MODULE}.solver_core"]
-    drawn = drape_case(np.random.default_rng(seed), kind, side, segments=24, slack=0.2)
+    drawn = drape_case(np.random.default_rng(seed), kind, side, segments=24, slack=0.2, clear=clear)
     doc, obstacle = drawn["case"], drawn["case"]["obstacles"][0]
     path = tmp_path / "drape.json"
     path.write_text(json.dumps(doc))
