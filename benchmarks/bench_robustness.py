@@ -3,7 +3,9 @@
 or round a zero-thickness plate, a 2 mm plate, a box up to 1 m, a sphere of 1 cm to 1 m or a
 tessellated cylinder, with 0-50 % slack, 4-100 segments, 2-10 mm thick), each solved from its route
 and then moved twice by its end connector; and random piles of 3-10 crossed cables with cable-cable
-contact. Prints, by obstacle, side and slack: converged, refused (a holder move that would overstretch
+contact. Half the routes are snapped onto the obstacle's faces (0.1 mm off them, as a user's snapped
+points are: the cable's centre line inside the part), half drawn one diameter clear. Prints, by
+obstacle, side, how the route was drawn and slack: converged, refused (a holder move that would overstretch
 the cable), failed (shown as failures, with their reasons), ended on the far side of the obstacle
 (and of those, how many got there by going round it), and passed through: the centre line
 moving through the obstacle between any two states the solve passes (every Newton iterate, measured
@@ -12,6 +14,7 @@ Newton step, that of the first guesses (the route given the cable's length; deep
 route itself is drawn through), and the time per solve.
 
     .venv/bin/python -m benchmarks.bench_robustness [--drapes N] [--piles N] [--seed S] [--friction MU]
+        [--snapped SHARE]
 
 Targets: none passed through; every failure shown as one, with its reason; no penetration beyond 1 %
 of the radius at any iterate.
@@ -80,14 +83,20 @@ def _segments_bin(segments):
     return "4-15 segments" if segments < 16 else "16-50 segments" if segments < 51 else "51-100 segments"
 
 
-def drapes(n, rng, verbose=False, friction=0.0):
+SNAPPED_CLEARANCE = 1e-4  # a route snapped onto a face: 0.1 mm off it, the cable's centre line inside
+
+
+def drapes(n, rng, verbose=False, friction=0.0, snapped=0.5):
     rows = []
     times = []
     worst_iterate = 0.0
     worst_guess = 0.0  # of the first guesses (the route given the cable's length)
     failures = collections.Counter()
     for _ in range(n):
-        drawn = drape_case(rng)
+        # users snap a route's points onto the faces of the part it passes, or draw it a little clear
+        snap = bool(rng.random() < snapped)
+        drawn = drape_case(rng, clear=SNAPPED_CLEARANCE if snap else None)
+        drawn["drawn"] = "snapped onto it" if snap else "one diameter clear"
         doc, obstacle = drawn["case"], drawn["case"]["obstacles"][0]
         if friction:  # the case format's example: dynamic friction two thirds of static
             doc["contact"] = {"friction_static": friction, "friction_dynamic": 2.0 * friction / 3.0}
@@ -125,7 +134,8 @@ def drapes(n, rng, verbose=False, friction=0.0):
         rows.append({**drawn, "outcome": outcome, "through": through, "far": far, "beyond": beyond})
         if verbose:
             print(
-                f"{len(rows):4d} {drawn['kind']:10s} {drawn['side']:5s} slack {drawn['slack']:.2f} "
+                f"{len(rows):4d} {drawn['kind']:10s} {drawn['side']:5s} {drawn['drawn'][:7]:7s} "
+                f"slack {drawn['slack']:.2f} "
                 f"{drawn['segments']:3d} segments, size {drawn['size']:.3f} m: {outcome}"
                 f"{' THROUGH' if through else ''}{' FAR SIDE' if far else ''}"
                 f"{f' (drawn side {beyond * 1e3:.0f} mm beyond the edge)' if far and beyond is not None else ''}"
@@ -203,15 +213,16 @@ def main():
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--verbose", action="store_true", help="a line per drape")
     parser.add_argument("--friction", type=float, default=0.0, help="static friction of the drapes (default none)")
+    parser.add_argument("--snapped", type=float, default=0.5, help="share of routes snapped onto the surface")
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
     if args.drapes:
-        rows, times, (worst, guess), failures = drapes(args.drapes, rng, args.verbose, args.friction)
+        rows, times, (worst, guess), failures = drapes(args.drapes, rng, args.verbose, args.friction, args.snapped)
         through = sum(r["through"] for r in rows)
         far = sum(r["far"] for r in rows)
         went_round = far - sum(r["far"] and r["through"] for r in rows)
         print(
-            f"drapes (seed {args.seed}, friction {args.friction:g}): "
+            f"drapes (seed {args.seed}, friction {args.friction:g}, {args.snapped:.0%} snapped onto the surface): "
             f"{sum(r['outcome'] == 'converged' for r in rows)}/{len(rows)} converged on "
             f"all 3 steps, {far} ended on the far side of their obstacle ({went_round} by going "
             f"round it), {through} passed through it (target 0); worst penetration reached by a "
@@ -227,6 +238,7 @@ def main():
         for title, key in (
             ("by obstacle", lambda r: r["kind"]),
             ("by side", lambda r: r["side"]),
+            ("by how the route was drawn", lambda r: r["drawn"]),
             ("by slack", lambda r: _slack_bin(r["slack"])),
             ("by segments", lambda r: _segments_bin(r["segments"])),
         ):
