@@ -497,6 +497,7 @@ class Harness(CableGroups, HarnessReadOuts):
                 )
                 for cid, report in self.unchanged_failure[1].items()
             }
+        unsolved = [cid for cid in ids if not self.cables[cid].solved]
         if dynamics is not None and ids and all(self.cables[cid].solved for cid in ids):
             step = solve_pbd_dynamic_step if self.case.solver.model == "cosserat_pbd" else solve_dynamic_step
             reports = step(self, ids, targets, DEFAULT_DURATION if duration is None else duration)
@@ -504,10 +505,26 @@ class Harness(CableGroups, HarnessReadOuts):
             reports = self.solve_boundaries(ids, targets)
             for cid in ids:  # found at rest
                 self.cables[cid].motion = None
+        reports = self._with_drawn_through(reports, unsolved)
         failed = not all(report.converged for report in reports.values())
         unchanged = failed and _same_input(snapshot, self._input_snapshot(ids, targets, duration))
         self.unchanged_failure = (snapshot, reports) if unchanged else None
         return reports
+
+    def _with_drawn_through(self, reports: dict, unsolved) -> dict:
+        """The reports, a first solve that failed from a route drawn through something saying so: the
+        likeliest reason, and the user's to mend (its warning alone is easy to miss)."""
+        out = dict(reports)
+        for cid in unsolved:
+            report = out.get(cid)
+            if report is None or report.converged or report.refused:
+                continue
+            prefix = f"cable {cid!r}: its route passes through "
+            drawn = next((w[len(prefix) :].split(";")[0] for w in self.warnings if w.startswith(prefix)), None)
+            if drawn is not None:
+                message = f"{report.message}; its route passes through {drawn}: draw it around"
+                out[cid] = replace(report, message=message)
+        return out
 
     def _input_snapshot(self, ids, targets, duration=None) -> tuple:
         """Everything a step's outcome depends on, copied: (a text of the settings, the arrays). A

@@ -194,3 +194,16 @@ def test_a_solved_shape_given_back_as_the_route_is_not_lifted():
     start = h2.cables["W"].state.positions + h2.cables["W"].model.origin
     # (laid along the route by arc length: micrometres from the nodes; a lift would be a radius)
     np.testing.assert_allclose(start, nodes, rtol=0, atol=0.01 * R)
+
+
+def test_a_first_solve_that_fails_from_a_route_drawn_through_says_why():
+    """From above a plate to below it, straight through: the route is not lifted (no side to lift it
+    to), the solve cannot mend it, and its failure names the route as the reason, not only the trust
+    region or the iteration limit."""
+    route = [[-0.2, 0.0, 0.05], [0.2, 0.0, -0.05]]
+    doc = _case([plate(-0.05, 0.05, 0.05)], route, length=0.5)
+    h = Harness.from_case(parse_case(doc))
+    assert any("passes through an obstacle" in w for w in h.warnings)
+    report = h.solve_step()["W"]
+    assert not report.converged and not report.refused
+    assert report.message.endswith("; its route passes through an obstacle: draw it around")
