@@ -8,9 +8,10 @@ it either way (a 77-segment cable snapped over a 47 mm plate with 4 % slack neve
 one diameter clear it converged in 6 iterations). ``lifted_route`` gives the route the cable was
 meant to follow: points every half radius along it, each within a radius of an obstacle moved out
 along the obstacle's normal until the cable clears it by a radius (as a route drawn one diameter out:
-the segments of a coarse cable laid along it cut its corners less deep than the surface). A route
-whose centre line runs on or through a mesh's face is drawn through, not onto: it is not lifted
-(which side was meant cannot be told from the face; a zero-thickness plate has two).
+the segments of a coarse cable laid along it cut its corners less deep than the surface). A point
+exactly on a closed mesh's face is first moved out along its outward normal. A route whose centre
+line still runs on or through a mesh's face is drawn through, not onto: it is not lifted (which side
+was meant cannot be told from the face of an open mesh: a zero-thickness plate has two).
 """
 
 import numpy as np
@@ -22,10 +23,13 @@ from .pair_geometry import pair_gaps
 from .pair_search import find_pairs, segment_penetration
 
 SPACING = 0.5  # the densified route's points at most this many radii apart
+MAX_POINTS = 4000  # nor more of them than this (each point is a corner of the route the cable follows)
 CLEARANCE = 1.0  # lifted until the cable is this many radii clear (as a route drawn one diameter out)
 THROUGH = 0.99  # a point this many radii deep has its centre line on or in a face: drawn through
 SPHERE_THROUGH = 0.1  # a centre line this deep in a sphere, in sphere radii, was drawn through it
 NODE_CLEARANCE = 0.01  # a cable's nodes laid along a lifted route are lifted only clear (no strain)
+ON_FACE = 1e-3  # a point this many radii from a mesh's face lies on it (snapped exactly)
+OFF_FACE = 0.05  # such a point on a closed mesh is first moved this many radii out of its face
 MAX_ROUNDS = 8  # a point lifted off one face can meet the next (an inside corner)
 HELD_REACH = 2.0  # route points this many radii from a holder on a surface take their whole lift
 
@@ -65,7 +69,10 @@ def lifted_route(route, radius: float, obstacles: ObstacleSet, held) -> np.ndarr
     route = np.asarray(route, dtype=np.float64)
     if len(route) < 2 or radius <= 0.0:
         return None
-    return lifted_points(densified(route, SPACING * radius), radius, obstacles, held)
+    # at most MAX_POINTS points: a 5 m route of a 1 mm cable is 20,000 points half a radius apart
+    length = float(np.linalg.norm(np.diff(route, axis=0), axis=1).sum())
+    spacing = max(SPACING * radius, length / MAX_POINTS)
+    return lifted_points(densified(route, spacing), radius, obstacles, held)
 
 
 def _gaps(points, radius: float, reach: float, arrays, part):
@@ -79,6 +86,48 @@ def _gaps(points, radius: float, reach: float, arrays, part):
     normal, point = np.zeros((n, 3)), np.zeros((n, 3))
     pair_gaps(keep, points, kind, elem, prim, arrays, node_radius, gap, t, normal, point, u)
     return kind[keep], elem[keep], prim[keep], gap[keep], normal[keep]
+
+
+def _outward(obstacles: ObstacleSet, owner: int) -> float:
+    """+1 where the mesh ``owner`` is closed with its faces wound outwards, -1 where wound inwards
+    (the sign of its volume by the divergence theorem), 0 where it is open: a plate has two sides and
+    neither is its outside."""
+    tris = obstacles.triangles[obstacles.triangle_owner == owner]
+    _corners, index = np.unique(tris.reshape(-1, 3), axis=0, return_inverse=True)
+    index = index.reshape(-1, 3)
+    edges = np.sort(np.concatenate((index[:, [0, 1]], index[:, [1, 2]], index[:, [2, 0]])), axis=1)
+    _edges, uses = np.unique(edges, axis=0, return_counts=True)
+    if np.any(uses != 2):
+        return 0.0
+    volume = np.einsum("ij,ij->", tris[:, 0], np.cross(tris[:, 1], tris[:, 2])) / 6.0
+    return float(np.sign(volume))
+
+
+def _off_closed_faces(points, radius: float, obstacles: ObstacleSet, arrays, part) -> np.ndarray:
+    """``points``, those lying exactly on a face of a closed mesh (snapped onto it) moved OFF_FACE
+    radii out along the face's outward normal, so that the lift sees which side they are on. Points
+    on an open mesh's face stay there, to be taken as drawn through."""
+    kind, elem, prim, gap, _normal = _gaps(points, radius, 0.0, arrays, part)
+    inner = (elem > 0) & (elem < len(points) - 1)  # the ends are at the connectors
+    on = np.flatnonzero((kind == TRI_NODE) & inner & (gap <= -(1.0 - ON_FACE) * radius))
+    if not len(on):
+        return points
+    # a point on an edge or corner lies on several faces: it moves along the sum of their normals
+    direction = np.zeros_like(points)
+    outward = {}
+    for p in on:
+        owner = int(obstacles.triangle_owner[prim[p]])
+        if owner not in outward:
+            outward[owner] = _outward(obstacles, owner)
+        a, b, c = obstacles.triangles[prim[p]]
+        n = np.cross(b - a, c - a)
+        if outward[owner] != 0.0 and n @ n > 0.0:
+            direction[elem[p]] += outward[owner] * n / np.sqrt(n @ n)
+    length = np.linalg.norm(direction, axis=1)
+    moving = length > 0.0
+    out = points.copy()
+    out[moving] += OFF_FACE * radius * direction[moving] / length[moving, None]
+    return out
 
 
 def _lift_weights(points, radius: float, arrays, held) -> np.ndarray:
@@ -119,6 +168,7 @@ def lifted_points(
         sphere_centre=np.zeros((0, 3)),
         sphere_radius=np.zeros(0),
     )
+    points = _off_closed_faces(points, radius, obstacles, arrays, part)
     if segment_penetration(points, node_radius, part, faces) >= THROUGH * radius:
         return None  # a stretch of the route's centre line meets a mesh's face: which side is meant?
     weight = _lift_weights(points, radius, arrays, held)

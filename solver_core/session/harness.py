@@ -184,10 +184,14 @@ class Harness(CableGroups, HarnessReadOuts):
         if self.contact_settings.cable_cable:
             # nor through, or past, the cables placed before it
             check.obstacles = self.obstacles.with_capsules(*self.capsules_for((cable_id,)))
+        # a route drawn with a mistake before is drawn anew: its warning goes with it
+        self.warnings[:] = [w for w in self.warnings if not w.startswith(f"cable {cable_id!r}: its route passes")]
         route = initial_state(session.model, session.boundary, sag=0.0)
         depth = check.deepest_penetration(route)
         drawn = None  # the route the guesses follow: the cable's own, or one lifted off a surface
-        if depth > PENETRATION_TOLERANCE * check.radius:  # (a solved shape given back rests within it)
+        static = Interactions(session.model, self.obstacles, ContactSettings())
+        # (a solved shape given back rests on the obstacles within the tolerance)
+        if static.deepest_penetration(route) > PENETRATION_TOLERANCE * check.radius:
             drawn, route, depth = self._lifted_off_surfaces(session, check, route, depth)
         corners = False  # whether the segments are laid through the route's corners
         if depth > 0.0:
@@ -269,9 +273,22 @@ class Harness(CableGroups, HarnessReadOuts):
             if nodes is not None:
                 state = framed_state(session.model, boundary, nodes - origin)[0]
         lifted_depth = check.deepest_penetration(state)
-        if lifted_depth < depth:  # (the route drawn through a face is not lifted: no side is crossed)
+        # (a route drawn through a face is not lifted: no side is crossed) nor lifted into the cables
+        # placed before it
+        if lifted_depth < depth and not self._lifted_into_cables(session, route, state):
             return lifted, state, lifted_depth
         return None, route, depth
+
+    def _lifted_into_cables(self, session: CableSession, route: RodState, lifted: RodState) -> bool:
+        """Whether ``lifted`` meets the cables placed before this one deeper than ``route`` did."""
+        if not self.contact_settings.cable_cable:
+            return False
+        cables = Interactions(session.model, ObstacleSet(), self.contact_settings)
+        cables.obstacles = ObstacleSet().with_capsules(*self.capsules_for((session.model.cable.id,)))
+        if cables.obstacles.empty:
+            return False
+        before = cables.deepest_penetration(route)
+        return cables.deepest_penetration(lifted) > max(before, PENETRATION_TOLERANCE * cables.radius)
 
     # ---------------------------------------------------------------- read-outs for a scene layer
 

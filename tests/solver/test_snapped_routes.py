@@ -76,6 +76,22 @@ def test_a_route_snapped_onto_a_top_face_is_lifted_one_radius_clear(part):
     np.testing.assert_array_equal(lifted[[0, -1]], route[[0, -1]])  # the connectors stay
 
 
+@pytest.mark.parametrize("wound", ["outwards", "inwards"])
+def test_a_route_exactly_on_a_closed_part_s_faces_is_lifted_to_its_outside(wound):
+    """Face snapping puts a point exactly on the face: on a closed mesh its outside is known (the
+    sign of its volume orients its faces, however they are wound), so the route is lifted there."""
+    half, top = 0.05, 0.02
+    doc = box((-half, -0.05, -0.02), (half, 0.05, top))
+    if wound == "inwards":
+        doc["triangles"] = [t[::-1] for t in doc["triangles"]]
+    route = np.array(_over_the_top(half, top))  # its corners on the top's edges, its middle on the top
+    lifted = lifted_route(route, R, _obstacles(doc), [route[0], route[-1]])
+    assert lifted is not None
+    assert min_clearance(lifted, R, [doc]) >= 0.5 * CLEARANCE * R - 1e-12
+    above = lifted[np.abs(lifted[:, 0]) < half - 2 * R]
+    np.testing.assert_allclose(above[:, 2], top + R * (1.0 + CLEARANCE), rtol=0, atol=1e-3 * R)
+
+
 def test_a_route_snapped_onto_a_sphere_is_lifted_radially():
     radius = 0.05
     sphere = {"type": "sphere", "center": [0.0, 0.0, 0.0], "radius": radius}
@@ -207,3 +223,16 @@ def test_a_first_solve_that_fails_from_a_route_drawn_through_says_why():
     report = h.solve_step()["W"]
     assert not report.converged and not report.refused
     assert report.message.endswith("; its route passes through an obstacle: draw it around")
+
+
+def test_a_route_drawn_anew_clear_loses_its_old_warning_and_message():
+    """Blender rebuilds a cable whose route was redrawn: the old route's warning must not stay, nor
+    end a later failure's message with a reason that no longer holds."""
+    through = _case([plate(-0.05, 0.05, 0.05)], [[-0.2, 0.0, 0.05], [0.2, 0.0, -0.05]], length=0.5)
+    h = Harness.from_case(parse_case(through))
+    assert any("passes through" in w for w in h.warnings)
+    clear = _case([plate(-0.05, 0.05, 0.05)], _over_the_top(0.05, 2 * R), length=0.5)
+    h.add_cable(parse_case(clear).cables[0])
+    assert not any("passes through" in w for w in h.warnings)
+    report = h.solve_step()["W"]
+    assert "passes through" not in report.message
