@@ -9,9 +9,9 @@ one diameter clear it converged in 6 iterations). ``lifted_route`` gives the rou
 meant to follow: points every half radius along it, each within a radius of an obstacle moved out
 along the obstacle's normal until the cable clears it by a radius (as a route drawn one diameter out:
 the segments of a coarse cable laid along it cut its corners less deep than the surface). A point
-exactly on a closed mesh's face is first moved out along its outward normal. A route whose centre
-line still runs on or through a mesh's face is drawn through, not onto: it is not lifted (which side
-was meant cannot be told from the face of an open mesh: a zero-thickness plate has two).
+exactly on a closed mesh's face, or just under it, is first moved out along its outward normal. A
+route whose centre line still runs on or through a mesh's face is drawn through, not onto: it is not
+lifted (which side was meant cannot be told from the face of an open mesh: a plate has two).
 """
 
 import numpy as np
@@ -29,7 +29,8 @@ THROUGH = 0.99  # a point this many radii deep has its centre line on or in a fa
 SPHERE_THROUGH = 0.1  # a centre line this deep in a sphere, in sphere radii, was drawn through it
 NODE_CLEARANCE = 0.01  # a cable's nodes laid along a lifted route are lifted only clear (no strain)
 ON_FACE = 1e-3  # a point this many radii from a mesh's face lies on it (snapped exactly)
-OFF_FACE = 0.05  # such a point on a closed mesh is first moved this many radii out of its face
+OFF_FACE = 0.5  # such a point on a closed mesh is first moved this many radii out of its face (so that
+# the chords between points moved off two faces of a convex edge clear the edge)
 MAX_ROUNDS = 8  # a point lifted off one face can meet the next (an inside corner)
 HELD_REACH = 2.0  # route points this many radii from a holder on a surface take their whole lift
 
@@ -104,29 +105,43 @@ def _outward(obstacles: ObstacleSet, owner: int) -> float:
 
 
 def _off_closed_faces(points, radius: float, obstacles: ObstacleSet, arrays, part) -> np.ndarray:
-    """``points``, those lying exactly on a face of a closed mesh (snapped onto it) moved OFF_FACE
-    radii out along the face's outward normal, so that the lift sees which side they are on. Points
-    on an open mesh's face stay there, to be taken as drawn through."""
-    kind, elem, prim, gap, _normal = _gaps(points, radius, 0.0, arrays, part)
+    """``points``, those on a face of a closed mesh (snapped exactly onto it) or just inside it (the
+    chord between points snapped onto two facets of a convex edge cuts under the edge) moved out
+    along the outward normal to OFF_FACE radii outside, so that the lift sees which side they are
+    on. Points on an open mesh's face stay there, to be taken as drawn through; points inside
+    further than a radius from every face are not seen here (a route drawn through)."""
+    kind, elem, prim, gap, normal = _gaps(points, radius, 0.0, arrays, part)
     inner = (elem > 0) & (elem < len(points) - 1)  # the ends are at the connectors
-    on = np.flatnonzero((kind == TRI_NODE) & inner & (gap <= -(1.0 - ON_FACE) * radius))
-    if not len(on):
+    near = np.flatnonzero((kind == TRI_NODE) & inner & (gap < 0.0))
+    if not len(near):
         return points
+    # only a point's nearest faces tell its side: beside a part thinner than a radius, the far face
+    # is within reach too, and seen from it the point is behind
+    nearest = np.full(len(points), np.inf)
+    np.minimum.at(nearest, elem[near], gap[near])
+    near = near[gap[near] <= nearest[elem[near]] + ON_FACE * radius]
     # a point on an edge or corner lies on several faces: it moves along the sum of their normals
     direction = np.zeros_like(points)
+    depth = np.zeros(len(points))
     outward = {}
-    for p in on:
+    for p in near:
         owner = int(obstacles.triangle_owner[prim[p]])
         if owner not in outward:
             outward[owner] = _outward(obstacles, owner)
         a, b, c = obstacles.triangles[prim[p]]
         n = np.cross(b - a, c - a)
-        if outward[owner] != 0.0 and n @ n > 0.0:
-            direction[elem[p]] += outward[owner] * n / np.sqrt(n @ n)
+        if outward[owner] == 0.0 or n @ n <= 0.0:
+            continue
+        n *= outward[owner] / np.sqrt(n @ n)
+        on_face = gap[p] <= -(1.0 - ON_FACE) * radius  # (its normal is no direction)
+        if not on_face and normal[p] @ n >= 0.0:
+            continue  # outside: the lift sees it
+        direction[elem[p]] += n
+        depth[elem[p]] = max(depth[elem[p]], 0.0 if on_face else gap[p] + radius)
     length = np.linalg.norm(direction, axis=1)
     moving = length > 0.0
     out = points.copy()
-    out[moving] += OFF_FACE * radius * direction[moving] / length[moving, None]
+    out[moving] += ((depth[moving] + OFF_FACE * radius) / length[moving])[:, None] * direction[moving]
     return out
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from helpers.cases import min_clearance
 from helpers.drapes import KINDS, SIDES, drape_case, far_side
-from helpers.obstacles import box, plate
+from helpers.obstacles import box, cylinder, plate
 
 from solver_core import Harness, parse_case
 from solver_core.contact.drawn_routes import CLEARANCE, densified, lifted_route
@@ -90,6 +90,25 @@ def test_a_route_exactly_on_a_closed_part_s_faces_is_lifted_to_its_outside(wound
     assert min_clearance(lifted, R, [doc]) >= 0.5 * CLEARANCE * R - 1e-12
     above = lifted[np.abs(lifted[:, 0]) < half - 2 * R]
     np.testing.assert_allclose(above[:, 2], top + R * (1.0 + CLEARANCE), rtol=0, atol=1e-3 * R)
+
+
+def test_a_route_snapped_onto_the_facets_of_a_closed_cylinder_is_lifted_over_its_edges():
+    """Points snapped onto the facets of a tessellated cylinder: the route's chord between two facets
+    cuts under the edge between them (inside the part), which is not a route drawn through."""
+    radius, facets = 0.05, 16
+    doc = cylinder(0.0, 0.0, radius, 0.1, facets=facets)
+    apothem = radius * np.cos(np.pi / facets)
+    snapped = []
+    for a in np.linspace(0.15 * np.pi, 0.85 * np.pi, 9):  # onto the facet the ray at angle a meets
+        k = np.floor(a / (2 * np.pi / facets))
+        mid = (k + 0.5) * 2 * np.pi / facets
+        snapped.append([apothem / np.cos(a - mid) * np.cos(a), 0.0, apothem / np.cos(a - mid) * np.sin(a)])
+    route = np.array([[-0.2, 0.0, 0.0], *snapped[::-1], [0.2, 0.0, 0.0]])
+    assert min_clearance(route, 0.0, [doc]) == 0.0  # on or in the part
+    lifted = lifted_route(route, R, _obstacles(doc), [route[0], route[-1]])
+    assert lifted is not None
+    assert min_clearance(lifted, R, [doc]) >= 0.5 * CLEARANCE * R - 1e-12
+    assert np.all(lifted[1:-1][np.abs(lifted[1:-1, 0]) < 0.5 * radius][:, 2] > 0.0)  # over it
 
 
 def test_a_route_snapped_onto_a_sphere_is_lifted_radially():
