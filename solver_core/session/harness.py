@@ -113,11 +113,20 @@ COARSE_SEGMENTS = 100
 NESTED_MIN_SEGMENTS = 300
 
 
+def _drawn_through_warning(cable_id: str, what: str) -> str:
+    return (
+        f"cable {cable_id!r}: its route passes through {what}; draw the route around it "
+        f"(the result may be on the wrong side)"
+    )
+
+
 @dataclass
 class Harness(CableGroups, HarnessReadOuts):
     case: Case
     cables: dict = field(default_factory=dict)
     warnings: list = field(default_factory=list)
+    # cable id -> what its route passes through ("an obstacle", "another cable"), as warned
+    drawn_through: dict = field(default_factory=dict)
     obstacles: ObstacleSet = field(default_factory=ObstacleSet)
     # (digest of a step's input, its reports) of the last step that failed and changed nothing
     unchanged_failure: tuple | None = field(default=None, repr=False)
@@ -185,7 +194,9 @@ class Harness(CableGroups, HarnessReadOuts):
             # nor through, or past, the cables placed before it
             check.obstacles = self.obstacles.with_capsules(*self.capsules_for((cable_id,)))
         # a route drawn with a mistake before is drawn anew: its warning goes with it
-        self.warnings[:] = [w for w in self.warnings if not w.startswith(f"cable {cable_id!r}: its route passes")]
+        old = self.drawn_through.pop(cable_id, None)
+        if old is not None:
+            self.warnings[:] = [w for w in self.warnings if w != _drawn_through_warning(cable_id, old)]
         route = initial_state(session.model, session.boundary, sag=0.0)
         depth = check.deepest_penetration(route)
         drawn = None  # the route the guesses follow: the cable's own, or one lifted off a surface
@@ -240,10 +251,8 @@ class Harness(CableGroups, HarnessReadOuts):
             if drawn.deepest_penetration(route) > tolerance:
                 what = "another cable"
         if what is not None:
-            warning = (
-                f"cable {cable_id!r}: its route passes through {what}; draw the route around it "
-                f"(the result may be on the wrong side)"
-            )
+            self.drawn_through[cable_id] = what
+            warning = _drawn_through_warning(cable_id, what)
             if warning not in self.warnings:
                 self.warnings.append(warning)
 
@@ -305,6 +314,8 @@ class Harness(CableGroups, HarnessReadOuts):
         session = self.cables.pop(old)
         session.model.cable = replace(session.model.cable, id=new)
         self.cables[new] = session
+        if old in self.drawn_through:
+            self.drawn_through[new] = self.drawn_through.pop(old)
         if self.junctions is not None and old in self.junctions.branches:
             self.junctions.rename_branch(old, new)
         for other in self.cables.values():  # the cables it was solved with know it by its new name
@@ -536,8 +547,7 @@ class Harness(CableGroups, HarnessReadOuts):
             report = out.get(cid)
             if report is None or report.converged or report.refused:
                 continue
-            prefix = f"cable {cid!r}: its route passes through "
-            drawn = next((w[len(prefix) :].split(";")[0] for w in self.warnings if w.startswith(prefix)), None)
+            drawn = self.drawn_through.get(cid)
             if drawn is not None:
                 message = f"{report.message}; its route passes through {drawn}: draw it around"
                 out[cid] = replace(report, message=message)
