@@ -314,8 +314,10 @@ class Harness(CableGroups, HarnessReadOuts):
         session = self.cables.pop(old)
         session.model.cable = replace(session.model.cable, id=new)
         self.cables[new] = session
-        if old in self.drawn_through:
-            self.drawn_through[new] = self.drawn_through.pop(old)
+        if old in self.drawn_through:  # its warning names it too
+            what = self.drawn_through[new] = self.drawn_through.pop(old)
+            was, now = _drawn_through_warning(old, what), _drawn_through_warning(new, what)
+            self.warnings[:] = [now if w == was else w for w in self.warnings]
         if self.junctions is not None and old in self.junctions.branches:
             self.junctions.rename_branch(old, new)
         for other in self.cables.values():  # the cables it was solved with know it by its new name

@@ -7,6 +7,7 @@ it was drawn through. Clearances are measured independently of the solver's cont
 (helpers.cases.min_clearance: exact distances of straight segments to every primitive)."""
 
 import copy
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -255,3 +256,16 @@ def test_a_route_drawn_anew_clear_loses_its_old_warning_and_message():
     assert not any("passes through" in w for w in h.warnings)
     report = h.solve_step()["W"]
     assert "passes through" not in report.message
+
+
+def test_a_renamed_cable_drawn_anew_clear_loses_its_old_warning():
+    """A cable renamed in Blender (its object renamed) and then redrawn: the warning of the route it
+    had must name it by its new name and go when it is redrawn."""
+    through = _case([plate(-0.05, 0.05, 0.05)], [[-0.2, 0.0, 0.05], [0.2, 0.0, -0.05]], length=0.5)
+    h = Harness.from_case(parse_case(through))
+    h.rename_cable("W", "V")
+    assert any("'V'" in w and "passes through" in w for w in h.warnings)
+    assert not any("'W'" in w for w in h.warnings)
+    clear = parse_case(_case([plate(-0.05, 0.05, 0.05)], _over_the_top(0.05, 2 * R), length=0.5)).cables[0]
+    h.add_cable(replace(clear, id="V"))
+    assert not any("passes through" in w for w in h.warnings)
