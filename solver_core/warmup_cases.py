@@ -245,11 +245,19 @@ def dynamic_case(model: str) -> dict:
     return case
 
 
+def chain_on_a_floor() -> dict:
+    """The mass-spring chain's contact kernels: the cantilever sagging onto a floor."""
+    case = model_case("mass_spring")
+    case["obstacles"] = [{"type": "plane", "point": [0.0, 0.0, -0.005], "normal": [0.0, 0.0, 1.0]}]
+    return case
+
+
 def helper_cases() -> list:
     """(name, case) of the features whose kernels are their own (the other models, XPBD dynamics):
     the warm-up's helper process compiles them while the main one compiles the Newton solver."""
     cases = [(f"model {m}", model_case(m)) for m in OTHER_MODELS] + [
-        ("dynamics cosserat_pbd", dynamic_case("cosserat_pbd"))
+        ("model mass_spring on a floor", chain_on_a_floor()),
+        ("dynamics cosserat_pbd", dynamic_case("cosserat_pbd")),
     ]
     return [(name, copy.deepcopy(case)) for name, case in cases]
 
@@ -259,5 +267,6 @@ def feature_cases() -> list:
     cases = [("pressed cables and compliant clips", PRESSED), ("pre-formed cables", PREFORMED)]
     cases += [("branched harness", HARNESS), ("branched harness, coarse start", HARNESS_LONG), ("long cable", LONG)]
     cases += [(f"model {m}", model_case(m)) for m in OTHER_MODELS]
+    cases += [("model mass_spring on a floor", chain_on_a_floor())]
     cases += [(f"dynamics {m}", dynamic_case(m)) for m in DYNAMIC_MODELS]
     return [(name, copy.deepcopy(case)) for name, case in cases]

@@ -30,7 +30,6 @@ Where this departs from the paper, and why:
 """
 
 import math
-import time
 from typing import NamedTuple
 
 import numpy as np
@@ -436,28 +435,6 @@ def arrays_for(model, boundary, positions) -> MassSpringArrays:
         model.node_force.copy(),
         couple,
     )
-
-
-def solve_mass_spring(
-    model, start_positions, boundary, tolerance: float, max_steps: int = MAX_STEPS, guess=None, contact=None
-):
-    """Relax the cable from ``start_positions`` (held points where ``boundary`` puts them), or first from
-    ``guess`` (a predicted start, held points placed too) and from ``start_positions`` where that does
-    not come to rest: (positions, converged, steps, largest force on a free point (N), milliseconds,
-    arrays). The springs are those of ``start_positions``: the ends' twist is measured along the cable
-    as it lies (Eq. 11), not along a guess. ``contact``: as for ``relax``."""
-    t0 = time.perf_counter()
-    x = np.ascontiguousarray(start_positions, dtype=float).copy()
-    arrays = arrays_for(model, boundary, x)
-    steps = 0
-    if guess is not None:
-        y = np.ascontiguousarray(guess, dtype=float).copy()
-        steps, largest = relax(y, arrays, tolerance, max_steps, contact)
-        if largest <= tolerance and np.isfinite(y).all():
-            return y, True, int(steps), float(largest), (time.perf_counter() - t0) * 1e3, arrays
-    more, largest = relax(x, arrays, tolerance, max_steps, contact)
-    converged = bool(largest <= tolerance and np.isfinite(x).all())
-    return x, converged, int(steps + more), float(largest), (time.perf_counter() - t0) * 1e3, arrays
 
 
 def readings(model, x: np.ndarray, arrays: MassSpringArrays, contact=None) -> dict:
