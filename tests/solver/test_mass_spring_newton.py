@@ -1,18 +1,16 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The mass-spring chain brought to rest by damped Newton steps (mass_spring_newton.py): its banded
 difference stiffness against a brute-force difference Hessian, its rest state against the paper's
-explicit relaxation run to the same tolerance, and against the Cosserat rod on the cantilever, the
-tip-loaded elastica, the roll-up by an end moment and a clamped column shortened to half its length, at
-25 to 200 links (where the explicit relaxation stalled short of rest from 100 links on)."""
+explicit relaxation run to the same tolerance, without and with frictionless contact, and a cable
+sliding down an incline at 50 to 200 links (where the explicit relaxation stalled short of rest).
+Against the rod at 25 to 200 links: test_model_references.py."""
 
 import math
 
 import numpy as np
 import pytest
 from helpers.cases import cable, case, first, harness, solve
-from solver.test_analytic_references import EI, L
 from solver.test_mass_spring import _arrays
-from solver.test_model_references import beam
 
 from solver_core.models import mass_spring
 from solver_core.models.mass_spring_newton import (
@@ -83,39 +81,6 @@ def test_newton_steps_rest_where_the_papers_explicit_relaxation_rests():
     assert why == mass_spring.AT_REST and largest <= tolerance and minimum
     assert iterations < 60 < steps / 100
     assert np.abs(x - explicit).max() < 1e-6 * 0.3
-
-
-def _cases(segments):
-    """(case, how far off the rod may be, relative to the length)."""
-    E, d, rho, length = 1.0e10, 0.004, 1200.0, 0.3
-    cantilever = case(cable(length=length, diameter=d, segments=segments, material={"E": E, "nu": 0.3, "density": rho}))
-    elastica = case(beam(segments, loads=[{"s": L, "force": [0.0, 0.0, -3.0 * EI / L**2]}]), gravity=[0.0, 0.0, 0.0])
-    moment = [0.0, -0.75 * 2.0 * math.pi * EI / L, 0.0]
-    roll_up = case(beam(segments, loads=[{"s": L, "force": [0.0, 0.0, 0.0], "moment": moment}]), gravity=[0, 0, 0])
-    end = {"position": [0.5 * L, 0.0, 0.0], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}
-    # a little weight decides the side it buckles to (no round-off does)
-    column = case(beam(segments, end=end), gravity=[0.0, 0.0, -0.01])
-    return {"cantilever": cantilever, "elastica": elastica, "roll-up": roll_up, "column": column}
-
-
-@pytest.mark.parametrize("segments", [25, 50, 100, 200])
-@pytest.mark.parametrize("name", ["cantilever", "elastica", "roll-up", "column"])
-def test_the_chain_comes_to_rest_where_the_rod_does_at_25_to_200_links(name, segments):
-    """Each case converges (at a minimum where the loads are conservative) and lies within 1 % of L of
-    the rod's rest state at the same resolution, 0.1 % from 100 links on (measured: 2e-7 to 7e-3 L,
-    falling as links are added)."""
-    doc = _cases(segments)[name]
-    nodes = {}
-    for model in ("mass_spring", "cosserat"):
-        result = first(solve(dict(doc, solver={"model": model})))
-        assert result["converged"], (model, result.get("message"))
-        assert result["stable"] is (None if name == "roll-up" else True)
-        nodes[model] = np.asarray(result["nodes"])
-    length = doc["cables"][0]["length"]
-    gap = np.abs(nodes["mass_spring"] - nodes["cosserat"]).max()
-    assert gap <= (1e-3 if segments >= 100 else 1e-2) * length, gap
-    if name == "column":  # buckled: the middle well off the axis
-        assert abs(nodes["mass_spring"][segments // 2, 2]) > 0.2 * L
 
 
 RADIUS = 0.002

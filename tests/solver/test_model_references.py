@@ -12,7 +12,7 @@ import pytest
 from helpers.cases import cable, case, first, harness, solve
 from solver.test_analytic_references import EI, L, elastica_tip
 
-from solver_core import CableChange, Frame
+from solver_core import CableChange, CaseError, Frame, parse_case
 
 MODELS = ("mass_spring", "kirchhoff_cg", "cosserat_pbd")
 # cosserat_pbd discretises the cable as the rod does: it is compared with the rod state for state
@@ -116,3 +116,45 @@ def test_a_column_past_buckling_leaves_the_straight_saddle_for_the_buckled_elast
         K, E = ellipk(k * k), ellipe(k * k)
         assert off_axis == pytest.approx(2.0 * k * L / K, abs=0.01 * L)
         assert tip[0] == pytest.approx(L * (2.0 * E / K - 1.0), abs=0.01 * L)
+
+
+def _cases(segments):
+    """(case, how far off the rod may be, relative to the length)."""
+    E, d, rho, length = 1.0e10, 0.004, 1200.0, 0.3
+    cantilever = case(cable(length=length, diameter=d, segments=segments, material={"E": E, "nu": 0.3, "density": rho}))
+    elastica = case(beam(segments, loads=[{"s": L, "force": [0.0, 0.0, -3.0 * EI / L**2]}]), gravity=[0.0, 0.0, 0.0])
+    moment = [0.0, -0.75 * 2.0 * math.pi * EI / L, 0.0]
+    roll_up = case(beam(segments, loads=[{"s": L, "force": [0.0, 0.0, 0.0], "moment": moment}]), gravity=[0, 0, 0])
+    end = {"position": [0.5 * L, 0.0, 0.0], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}
+    # a little weight decides the side it buckles to (no round-off does)
+    column = case(beam(segments, end=end), gravity=[0.0, 0.0, -0.01])
+    return {"cantilever": cantilever, "elastica": elastica, "roll-up": roll_up, "column": column}
+
+
+@pytest.mark.parametrize("segments", [25, 50, 100, 200])
+@pytest.mark.parametrize("name", ["cantilever", "elastica", "roll-up", "column"])
+@pytest.mark.parametrize("model", MODELS)
+def test_every_model_comes_to_rest_where_the_rod_does_at_25_to_200_segments(model, name, segments):
+    """Each case converges (at a minimum where the loads are conservative) and lies within 1 % of L of
+    the rod's rest state at the same resolution, 0.1 % from 100 segments on (measured: 1e-12 to 7e-3 L,
+    falling as segments are added). At 100 and 200 the chain's explicit relaxation stalled short of
+    rest, and so did the Kirchhoff rod's CG at 200 where the energy's round-off hid its decrease. The
+    Kirchhoff rod and PBD refuse the end moment of the roll-up by name (Linn et al. and Chen et al.
+    hold a cable by its end frames only)."""
+    doc = _cases(segments)[name]
+    if name == "roll-up" and model != "mass_spring":
+        with pytest.raises(CaseError, match="moment"):
+            parse_case(dict(doc, solver={"model": model}))
+        return
+    nodes = {}
+    for model in (model, "cosserat"):
+        result = first(solve(dict(doc, solver={"model": model})))
+        assert result["converged"], (model, result.get("message"))
+        assert result["stable"] is (None if name == "roll-up" else True)
+        nodes[model] = np.asarray(result["nodes"])
+    length = doc["cables"][0]["length"]
+    ours = nodes[next(m for m in nodes if m != "cosserat")]
+    gap = np.abs(ours - nodes["cosserat"]).max()
+    assert gap <= (1e-3 if segments >= 100 else 1e-2) * length, gap
+    if name == "column":  # buckled: the middle well off the axis
+        assert abs(ours[segments // 2, 2]) > 0.2 * L
