@@ -114,6 +114,28 @@ def test_clearance_is_the_exact_surface_gap_to_the_nearest_triangle():
         clearance(np.zeros((1, 3)), r, tri)
 
 
+def test_clearance_skips_far_pairs_and_still_finds_the_brute_forces_pair():
+    """The pairs whose bounding spheres lie beyond the best distance so far are skipped: on random
+    crooked cables over random triangle soups (some crossing the cable, some far), the same gap and
+    the same segment and parameter as evaluating every pair in order, to the last bit."""
+    from solver_core import clearance_to_triangles as clearance
+    from solver_core.geometry.contact_geometry import segment_triangle
+
+    rng = np.random.default_rng(11)
+    for _ in range(40):
+        nodes = np.cumsum(rng.normal(size=(rng.integers(2, 30), 3)) * 0.02, axis=0)
+        triangles = rng.normal(size=(rng.integers(1, 200), 3, 3)) * rng.choice([0.01, 0.1, 1.0])
+        triangles += rng.normal(size=(len(triangles), 1, 3)) * 0.2
+        best, where = np.inf, -1.0
+        cp, cq = np.empty(3), np.empty(3)
+        for i in range(len(nodes) - 1):
+            for j in range(len(triangles)):
+                t, d = segment_triangle(nodes[i], nodes[i + 1], triangles, j, cp, cq)
+                if d < best:
+                    best, where = d, i + t
+        assert clearance(nodes, 0.001, triangles) == (best - 0.001, where)
+
+
 def test_a_sweeps_clearance_leaves_out_the_mount_zone_of_a_connector_on_a_face():
     # A connector mounted on a face (case format "mounted_on") starts its cable on that face: the
     # solve cuts the face's mount zone out of the obstacle, and a Variation Study's min clearance
