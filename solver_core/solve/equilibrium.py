@@ -634,7 +634,7 @@ def same_hold(a, b, atol: float = 0.0) -> bool:
         return False
 
     def equal(u, v):
-        return np.array_equal(u, v) if atol == 0.0 else bool(np.allclose(u, v, rtol=0.0, atol=atol))
+        return np.array_equal(u, v) if atol == 0.0 else float(np.abs(np.subtract(u, v)).max()) <= atol
 
     for x, y in zip(fa, fb):
         if x is y:
