@@ -187,8 +187,8 @@ def _constrain(w: NewtonScratch, s: ContactSet, top):
 @njit
 def _constrained_step(x, w: NewtonScratch, s: ContactSet, c: ChainContact):
     """The solved w.p made a move of the points into w.trial: resting points along their surfaces only,
-    none farther than MAX_MOVE_RADII radii, free points stopped where the first one touches (gaps taken
-    as linear along the move), points put back out of any obstacle. w.p is left as the move; returns
+    none farther than MAX_MOVE_RADII radii, each free point stopped where it touches (gaps taken as
+    linear along the move), points put back out of any obstacle. w.p is left as the move; returns
     the fraction of it taken."""
     n = x.shape[0]
     move = w.middle  # scratch
@@ -208,7 +208,12 @@ def _constrained_step(x, w: NewtonScratch, s: ContactSet, c: ChainContact):
             w.trial[i, k] = x[i, k] + fraction * move[i, k]
         after = _nearest(w.trial, i, c, normal)
         if after < 0.0 and before > after:
-            fraction *= max(0.0, before) / (before - after)
+            # this point stops where it touches, the others go on: scaling the whole step instead
+            # left none of it where a point lay a hair above a surface (a first guess sagged until
+            # it touched a sphere: the first step refused until the damping gave up)
+            clip = max(0.0, before) / (before - after)
+            for k in range(3):
+                move[i, k] *= clip
     for i in range(n):
         for k in range(3):
             w.trial[i, k] = x[i, k] + fraction * move[i, k]
@@ -226,7 +231,7 @@ def _try_step(x, a: MassSpringArrays, w: NewtonScratch, s: ContactSet, c: ChainC
     m = w.rhs.shape[0]
     w.factor[:] = w.band
     for r in range(m):  # Levenberg-Marquardt: K + damping diag K
-        w.factor[r, BAND] += damping * max(w.band[r, BAND], 1e-12 * top)
+        w.factor[r, BAND] += damping * max(abs(w.band[r, BAND]), 1e-12 * top)
     if not band_cholesky(w.factor, BAND):
         return False, 0.0, 0.0, 0.0
     band_cholesky_solve(w.factor, BAND, w.rhs, w.p)

@@ -202,7 +202,7 @@ def _damped_step(x, a: MassSpringArrays, w: NewtonScratch, damping, top):
     m = w.rhs.shape[0]
     w.factor[:] = w.band
     for r in range(m):  # Levenberg-Marquardt: K + damping diag K
-        w.factor[r, BAND] += damping * max(w.band[r, BAND], 1e-12 * top)
+        w.factor[r, BAND] += damping * max(abs(w.band[r, BAND]), 1e-12 * top)
     if not band_cholesky(w.factor, BAND):
         return False, 0.0, 0.0
     band_cholesky_solve(w.factor, BAND, w.rhs, w.p)
