@@ -101,7 +101,9 @@ def dynamic_case(duration, time_step=1e-4):
 
 
 def test_a_long_dynamic_step_reports_progress_on_stderr(tmp_path, monkeypatch):
-    monkeypatch.setattr(cli_module, "PROGRESS_INTERVAL", 0.3)
+    # a line every 2 ms: the step's 500 time steps take far longer on any machine (with 0.3 s a fast
+    # machine finished the step before the first line)
+    monkeypatch.setattr(cli_module, "PROGRESS_INTERVAL", 0.002)
     (tmp_path / "case.json").write_text(json.dumps(dynamic_case(0.05)))
     code, _, err = run_cli("solve", str(tmp_path / "case.json"), "-q")
     assert code == 0, err
