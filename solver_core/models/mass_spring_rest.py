@@ -75,7 +75,7 @@ def _newton_and_relaxation(x, arrays: MassSpringArrays, tolerance: float, max_st
     # a budget of Newton iterations in all, and RELAXATION_ROUNDS bursts: a chain over a sphere at
     # 100 links, whose Newton steps stall round after round, took 54 s with a budget per round. With
     # contact, no point moves more than half a radius a step: a 200-link cable sliding 0.1 m down an
-    # incline takes 4,800 of them
+    # incline takes 2,700 of them
     budget = MAX_ITERATIONS if contact is None else CONTACT_ITERATIONS
     explicit_budget = min(max_steps, RELAXATION_ROUNDS * RELAXATION_BURST)
     for _round in range(RELAXATION_ROUNDS):
