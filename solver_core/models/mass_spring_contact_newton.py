@@ -24,7 +24,6 @@ import numpy as np
 from .._jit import njit
 from ..contact.crossing import step_crosses_triangles
 from ..geometry.contact_geometry import closest_point_on_triangle
-from ..maths.banded import band_cholesky, band_cholesky_solve
 from .mass_spring import AT_REST, NOT_FINITE, OUT_OF_STEPS, SEARCH_AGAIN, STALLED, MassSpringArrays, mass_spring_energy
 from .mass_spring_contact import CONTACT_BAND, MAX_CONTACTS, ChainContact, chain_contact, put_back, touching
 from .mass_spring_newton import (
@@ -34,9 +33,9 @@ from .mass_spring_newton import (
     DAMPING_LARGEST,
     DIFFERENCE_STEP,
     NewtonScratch,
-    _along,
-    _band_product,
     _stiffness_band,
+    damped_solve,
+    gain_and_work,
     newton_scratch,
 )
 
@@ -48,7 +47,7 @@ MAX_MOVE_RADII = 0.5  # a point's move per Newton step: a thin plate is passed o
 # a resting point that a step along a curved surface lifted off it by less than this (radii) is put
 # back onto it (a move d along a sphere of radius R lifts it by d^2 / 2R)
 LIFT_RADII = 0.05
-MAX_SETS = 200  # contact sets tried (releases and slips) before the solve gives up
+MAX_SETS = 200  # contact sets tried (points pulled off and freed) before the solve gives up
 
 
 class ContactSet(NamedTuple):
@@ -228,26 +227,14 @@ def _constrained_step(x, w: NewtonScratch, s: ContactSet, c: ChainContact):
 def _try_step(x, a: MassSpringArrays, w: NewtonScratch, s: ContactSet, c: ChainContact, damping, top):
     """(factored, predicted gain, the forces' work along the move, fraction taken); w.trial and
     w.grad_end hold the move's end."""
-    m = w.rhs.shape[0]
-    w.factor[:] = w.band
-    for r in range(m):  # Levenberg-Marquardt: K + damping diag K
-        w.factor[r, BAND] += damping * max(abs(w.band[r, BAND]), 1e-12 * top)
-    if not band_cholesky(w.factor, BAND):
+    if not damped_solve(w, damping, top):
         return False, 0.0, 0.0, 0.0
-    band_cholesky_solve(w.factor, BAND, w.rhs, w.p)
     fraction = _constrained_step(x, w, s, c)
-    _band_product(w.band, w.p, w.kp)
-    curvature = 0.0
-    for r in range(m):
-        curvature += w.p[r] * w.kp[r]
-    slope = _along(w.grad, w.dof, w.p)
     for i in range(x.shape[0]):
         for k in range(3):
             w.middle[i, k] = 0.5 * (x[i, k] + w.trial[i, k])
-    mass_spring_energy(w.middle, a, w.plus)
-    mass_spring_energy(w.trial, a, w.grad_end)
-    change = fraction * (slope + 4.0 * _along(w.plus, w.dof, w.p) + _along(w.grad_end, w.dof, w.p)) / 6.0
-    return True, -fraction * slope - 0.5 * fraction * fraction * curvature, change, fraction
+    predicted, change = gain_and_work(a, w, fraction)
+    return True, predicted, change, fraction
 
 
 @njit

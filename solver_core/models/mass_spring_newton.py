@@ -196,28 +196,44 @@ def _stiffness_band(x, a: MassSpringArrays, w: NewtonScratch, step):
 
 
 @njit
+def damped_solve(w: NewtonScratch, damping, top):
+    """w.p from (K + damping |diag K|) p = w.rhs (Levenberg-Marquardt; |K_ii|: a strongly compressed
+    start has negative diagonal entries); False where that is not positive definite."""
+    w.factor[:] = w.band
+    for r in range(w.rhs.shape[0]):
+        w.factor[r, BAND] += damping * max(abs(w.band[r, BAND]), 1e-12 * top)
+    if not band_cholesky(w.factor, BAND):
+        return False
+    band_cholesky_solve(w.factor, BAND, w.rhs, w.p)
+    return True
+
+
+@njit
+def gain_and_work(a: MassSpringArrays, w: NewtonScratch, fraction):
+    """(the gain the quadratic model predicts for the move ``fraction`` w.p, the work of the forces
+    along it by Simpson's rule: minus the energy's change), its middle and end in w.middle and
+    w.trial; the end's gradient into w.grad_end."""
+    _band_product(w.band, w.p, w.kp)
+    curvature = 0.0
+    for r in range(w.p.shape[0]):
+        curvature += w.p[r] * w.kp[r]
+    slope = _along(w.grad, w.dof, w.p)
+    mass_spring_energy(w.middle, a, w.plus)
+    mass_spring_energy(w.trial, a, w.grad_end)
+    change = fraction * (slope + 4.0 * _along(w.plus, w.dof, w.p) + _along(w.grad_end, w.dof, w.p)) / 6.0
+    return -fraction * slope - 0.5 * fraction * fraction * curvature, change
+
+
+@njit
 def _damped_step(x, a: MassSpringArrays, w: NewtonScratch, damping, top):
     """Solve (K + damping diag K) p = F and measure the step: (factored, predicted gain, work done
     along it; w.trial and w.grad_end hold its end)."""
-    m = w.rhs.shape[0]
-    w.factor[:] = w.band
-    for r in range(m):  # Levenberg-Marquardt: K + damping diag K
-        w.factor[r, BAND] += damping * max(abs(w.band[r, BAND]), 1e-12 * top)
-    if not band_cholesky(w.factor, BAND):
+    if not damped_solve(w, damping, top):
         return False, 0.0, 0.0
-    band_cholesky_solve(w.factor, BAND, w.rhs, w.p)
-    _band_product(w.band, w.p, w.kp)
-    curvature = 0.0
-    for r in range(m):
-        curvature += w.p[r] * w.kp[r]
-    slope = _along(w.grad, w.dof, w.p)
     _moved(x, w.dof, w.p, 0.5, w.middle)
     _moved(x, w.dof, w.p, 1.0, w.trial)
-    mass_spring_energy(w.middle, a, w.plus)
-    mass_spring_energy(w.trial, a, w.grad_end)
-    # the work of the forces along the step (Simpson's rule), minus the energy's change
-    change = (slope + 4.0 * _along(w.plus, w.dof, w.p) + _along(w.grad_end, w.dof, w.p)) / 6.0
-    return True, -(slope + 0.5 * curvature), change
+    predicted, change = gain_and_work(a, w, 1.0)
+    return True, predicted, change
 
 
 @njit
