@@ -75,6 +75,8 @@ class HarnessReadOuts:
         branches = self.junctions.branches.items()
         return [cid for cid, ends in branches if any(end.junction == junction_id for _side, end in ends)]
 
-    def cable_result(self, cable_id: str) -> dict:
-        """The result document of one cable (case format, section Result; built in results.py)."""
-        return cable_result(self, cable_id)
+    def cable_result(self, cable_id: str, arrays: bool = False) -> dict:
+        """The result document of one cable (case format, section Result; built in results.py).
+        ``arrays``: its per-node values as float arrays, not lists (in-process callers: a list of a
+        cable's directors costs more than the rest of the document)."""
+        return cable_result(self, cable_id, arrays=arrays)

@@ -250,9 +250,10 @@ def _residual_floor(model) -> float | None:
     return float(model.dof_tol.min() / model.force_scale)
 
 
-def cable_result(harness, cable_id: str, packed: bool = False) -> dict:
+def cable_result(harness, cable_id: str, packed: bool = False, arrays: bool = False) -> dict:
     """The result document of one cable of a harness, from its last good state. ``packed``: the per-node
-    arrays as ``pack`` documents, and the bend radii as ``curvatures`` (1/radius, 0 where straight)."""
+    arrays as ``pack`` documents, and the bend radii as ``curvatures`` (1/radius, 0 where straight);
+    ``arrays``: as float arrays of their own (not for JSON; the bend radii stay a list with nulls)."""
     session = harness.cables[cable_id]
     model, state, report = session.model, session.state, session.last_report
     converged = bool(report.converged) if report is not None else False
@@ -293,6 +294,16 @@ def cable_result(harness, cable_id: str, packed: bool = False) -> dict:
             "twist_rates": pack(q["twist_rates"]),
             "tensions": pack(q["tensions"]),
         }
+    elif arrays:
+        arrays = {
+            "nodes": np.array(q["nodes"]),
+            "arc_lengths": model.node_s.copy(),
+            "directors": np.array(q["directors"]),
+            "bend_radii": _nullable(radii),
+            "bend_radius_s": joint_arc_lengths(model),
+            "twist_rates": np.array(q["twist_rates"]),
+            "tensions": np.array(q["tensions"]),
+        }
     else:
         # extension of the format: the radius at every joint (null where straight) and its arc length
         arrays = {
@@ -331,7 +342,7 @@ def cable_result(harness, cable_id: str, packed: bool = False) -> dict:
         # a dynamic case: the state is that at the step's end time, moving (dynamics.py)
         velocities = session.motion.velocity if session.motion is not None else np.zeros_like(state.positions)
         doc["time"] = harness.time
-        doc["velocities"] = pack(velocities) if packed else velocities.tolist()
+        doc["velocities"] = pack(velocities) if packed else np.array(velocities) if arrays else velocities.tolist()
         doc["kinetic_energy"] = kinetic_energy(session)
     if model.cable.bundle is not None:
         doc["bundle"] = bundle_report(model.cable.bundle, model.cable.diameter, model.cable.section)
