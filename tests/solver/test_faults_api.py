@@ -5,6 +5,8 @@ not rotations) answers with a result or a CaseError naming the argument, never a
 A Hypothesis family beside the case-file families of test_cli_hardening.py, on harnesses of a few
 segments so that it runs in seconds."""
 
+import re
+
 import numpy as np
 import pytest
 from helpers.cases import cable, case, rotation
@@ -12,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from solver_core import CableChange, CaseError, Frame, Harness, JunctionMove, parse_case
+from solver_core.specs.case import api_frame, parse_frame
 
 END = {"position": [0.2, 0, 0], "tangent": [1, 0, 0], "normal": [0, 0, 1]}
 CLIPPED = parse_case(
@@ -141,3 +144,47 @@ def test_positions_tangents_and_lists_are_checked_like_the_case_files():
     # lists are frames as well as arrays are
     reports = harness.solve_step({"W1": CableChange(end=Frame([0.2, 0.0, 0.0], [1.0, 0.0, 0.0]))})
     assert reports["W1"].converged
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    position=st.lists(st.floats(-2e6, 2e6), min_size=3, max_size=3),
+    tangent=st.lists(st.floats(-1.0, 1.0), min_size=3, max_size=3),
+    normal=st.one_of(st.none(), st.lists(st.floats(-1.0, 1.0), min_size=3, max_size=3)),
+    normalise=st.booleans(),
+)
+def test_a_frame_of_arrays_is_taken_as_the_case_files_take_it(position, tangent, normal, normalise):
+    # float64 arrays already normalised pass without the element checks (api_frame's quick way): they
+    # must come out as the long way makes them, and everything else as before, refused by name or made
+    t = np.array(tangent)
+    n = None if normal is None else np.array(normal)
+    if normalise and np.linalg.norm(t) > 0.1:
+        t = t / np.linalg.norm(t)
+        if n is not None:
+            n = n - (n @ t) * t
+            n = n / np.linalg.norm(n) if np.linalg.norm(n) > 0.1 else None
+    frame = Frame(np.array(position), t, n)
+    fields = {"position": list(position), "tangent": t.tolist()} | ({} if n is None else {"normal": n.tolist()})
+    try:
+        long_way = parse_frame(fields, "f")
+    except CaseError as exc:
+        with pytest.raises(CaseError, match=re.escape(str(exc))):
+            api_frame(frame, "f")
+        return
+    taken = api_frame(frame, "f")
+    for a, b in ((taken.position, long_way.position), (taken.tangent, long_way.tangent)):
+        assert np.abs(a - b).max() <= 1e-12
+    assert (taken.normal is None) == (long_way.normal is None)
+    if taken.normal is not None:
+        assert np.abs(taken.normal - long_way.normal).max() <= 1e-12
+
+
+def test_a_result_with_arrays_holds_the_same_numbers_as_the_document():
+    harness = Harness.from_case(CLIPPED)
+    harness.solve_step()
+    listed, arrays = harness.cable_result("W1"), harness.cable_result("W1", arrays=True)
+    assert listed.keys() == arrays.keys()
+    for key in ("nodes", "arc_lengths", "directors", "bend_radius_s", "twist_rates", "tensions"):
+        assert isinstance(arrays[key], np.ndarray)
+        assert np.array_equal(arrays[key], np.array(listed[key]))
+    assert arrays["bend_radii"] == listed["bend_radii"] and arrays["end_forces"] == listed["end_forces"]
