@@ -21,6 +21,11 @@ _dirty_geometry: set = set()  # objects whose trees must be built again
 # how often each object's geometry has changed (never reset while registered): a Simulate tick whose
 # colliders show the same counts as the last one's has nothing new to collide with
 _geometry_changes: dict = {}
+# Colliders of up to this many triangles have the triangles near the cable found by testing every
+# triangle's box against every point at once (numpy, some 5 ns a pair) rather than by a BVH query per
+# point (some 2 us): on the equipment bay (7 colliders of 12-176 triangles, 240 nodes) the queries took
+# 3.3 ms a tick, the box tests 0.6 ms; on a 200k-triangle mesh the queries stay
+BOX_TEST_TRIANGLES = 400
 
 
 def _geometry_changed(name: str) -> None:
@@ -58,6 +63,30 @@ class ColliderTree:
     sharp: np.ndarray  # per triangle, the solver's sharp-edge bits, from the whole mesh
     neighbour: np.ndarray  # per triangle edge, the triangle across it (solver_core.edge_neighbours)
     fold: np.ndarray  # per triangle edge, tan(fold / 2) there (inf where sharp)
+    low: np.ndarray  # per triangle, the lower corner of its box (local space)
+    high: np.ndarray  # and the upper
+    box: tuple  # the mesh's box: (lower corner, upper corner)
+
+    def near(self, local_points: np.ndarray, reach: float) -> np.ndarray:
+        """Indices of the triangles within ``reach`` of any of the points (local space, units), and
+        perhaps a few more (a box test): those the cable may touch before it is fetched again."""
+        # the points within reach of the mesh's box
+        within_box = (local_points >= self.box[0] - reach) & (local_points <= self.box[1] + reach)
+        points = local_points[np.all(within_box, axis=1)]
+        if points.shape[0] == 0:
+            return np.zeros(0, dtype=np.int64)
+        if self.triangles.shape[0] <= BOX_TEST_TRIANGLES:
+            low, high = self.low - reach, self.high + reach
+            within = np.ones((points.shape[0], self.triangles.shape[0]), dtype=bool)
+            for axis in range(3):
+                column = points[:, axis, None]
+                within &= (column >= low[None, :, axis]) & (column <= high[None, :, axis])
+            return np.flatnonzero(within.any(axis=0))
+        hits = set()
+        for p in points:
+            for _co, _normal, index, _dist in self.tree.find_nearest_range(Vector(p), reach):
+                hits.add(index)
+        return np.fromiter(hits, dtype=np.int64, count=len(hits))
 
 
 @dataclass
@@ -106,8 +135,13 @@ class ColliderCache:
             tree = BVHTree.FromPolygons(verts, tris, all_triangles=True)
         else:  # Blender 3.x reads numpy index arrays wrongly ("index -1 must be less than ..."): lists
             tree = BVHTree.FromPolygons(verts.tolist(), tris.tolist(), all_triangles=True)
-        sharp = sharp_edges(verts[tris])
-        entry = ColliderTree(ob.name, tree, verts, tris, sharp, *edge_neighbours(verts[tris], sharp))
+        corners = verts[tris]
+        sharp = sharp_edges(corners)
+        neighbour, fold = edge_neighbours(corners, sharp)
+        low, high = corners.min(axis=1), corners.max(axis=1)
+        entry = ColliderTree(
+            ob.name, tree, verts, tris, sharp, neighbour, fold, low, high, (low.min(axis=0), high.max(axis=0))
+        )
         self._trees[ob.name] = entry
         self.builds += 1
         return entry
@@ -160,12 +194,8 @@ class ColliderCache:
             # a conservative local reach under non-uniform scale, margin included
             scale_min = min(np.linalg.norm(M[:3, :3], axis=0).min(), 1e30)
             reach = reach_units / max(scale_min, 1e-12) + ob.cable_harness.collider_margin
-            hits = set()
-            for p in local:
-                for _co, _normal, index, _dist in entry.tree.find_nearest_range(Vector(p), reach):
-                    hits.add(index)
-            if hits:
-                idx = np.fromiter(hits, dtype=np.int64)
+            idx = entry.near(local, reach)
+            if idx.shape[0]:
                 tri_local = entry.vertices[entry.triangles[idx]]
                 tri_world = tri_local @ M[:3, :3].T + M[:3, 3]
                 margin = ob.cable_harness.collider_margin * float(np.linalg.norm(M[:3, :3], axis=0).mean())

@@ -52,6 +52,7 @@ from .scene_model import (
     with_harness_mates,
     write_cable_result,
 )
+from .still_cables import StillCables, too_near
 
 # a tick solves again (from the same start) when the cables moved beyond the triangles fetched
 BROAD_PHASE_ROUNDS = 4
@@ -74,6 +75,9 @@ class TickReport:
     failed: dict = field(default_factory=dict)  # cable name -> message
     refused: set = field(default_factory=set)  # of ``failed``, those refused before any solve (bad input)
     results: dict = field(default_factory=dict)  # cable name -> result document entry
+    # of ``results``, those of cables left where their last solve put them (nothing of theirs moved,
+    # nothing came near them): carried over, already written
+    carried: set = field(default_factory=set)
     warnings: list = field(default_factory=list)  # solver warnings new in this tick (e.g. a route inside a collider)
     candidate_triangles: int = 0
     to_follow: float = 0.0  # part of a fast collider drag the solver has still to follow (0: caught up)
@@ -145,6 +149,9 @@ class HarnessSimulation:
         self.collider_poses = {}  # collider name -> world matrix (4 x 4 nested tuples) at the last tick
         # what the last tick solved from (inputs_key), when its solve settled: the same again is idle
         self.settled_inputs = None
+        self.still = StillCables()  # the cables' inputs at their last converged solve, and its result
+        self._own_inputs, self._shared_inputs = {}, None  # this tick's inputs_key, per cable and shared
+        self._left_still = set()  # the cables the tick's last solve left where they were
 
     # ------------------------------------------------------------ one tick
 
@@ -160,6 +167,9 @@ class HarnessSimulation:
             report.read_ms = (time.perf_counter() - t0) * 1e3
             return report
         self.settled_inputs = None
+        self._own_inputs = {} if inputs is None else {part[0]: part for part in inputs[0]}
+        self._shared_inputs = None if inputs is None else inputs[1:]
+        self._left_still = set()
         targets = self._read(scene, report)
         self.mounts = self._mount_zones(scene, context, targets, report)
         report.refused = set(report.failed)
@@ -190,19 +200,22 @@ class HarnessSimulation:
             self.simulated_until = _scene_seconds(scene)  # the first solve: the cables at rest now
         t2 = time.perf_counter()
         for name, cable_report in reports.items():
-            report.results[name] = self.harness.cable_result(name)
+            report.results[name] = self.harness.cable_result(name, arrays=True)
             if cable_report.converged:
                 report.solved += 1
             else:
                 report.failed[name] = cable_report.message
+        self._carry_still(report, write)
+        self._remember_solved(reports, report, write)
         for name in report.failed:
             # refused input (e.g. a connector pulled out of reach): hold the last good state
             if name not in report.results and self.harness.has_cable(name) and self.harness.is_solved(name):
-                report.results[name] = self.harness.cable_result(name)
+                report.results[name] = self.harness.cable_result(name, arrays=True)
         report.warnings = [w for w in self.harness.warnings if w not in self.reported_warnings]
         report.warnings += [w for w in self._detached_warnings(scene) if w not in self.reported_warnings]
         self.reported_warnings.update(report.warnings)
-        settled = inputs is not None and report.to_follow == 0.0 and reports and set(reports) == set(targets)
+        solved_all = set(reports) | report.carried == set(targets)
+        settled = inputs is not None and report.to_follow == 0.0 and bool(targets) and solved_all
         t3 = time.perf_counter()
         if write:
             self.write(report)
@@ -216,6 +229,36 @@ class HarnessSimulation:
         report.read_ms, report.collide_ms = (t1 - t0) * 1e3, max(0.0, (t2 - t1) * 1e3 - solve_ms)
         report.solve_ms, report.write_ms = solve_ms, (t4 - t3) * 1e3
         return report
+
+    def _carry_still(self, report: TickReport, write: bool) -> None:
+        """The results of the cables this tick left where they were: carried over (unwritten ones, of a
+        Bake sub-frame, written now)."""
+        for name in self._left_still:
+            report.results[name] = self.still.result(name)
+            report.solved += 1
+            if self.still.written(name) or not write:
+                report.carried.add(name)
+            else:
+                self.still.mark_written(name)
+
+    def _remember_solved(self, reports: dict, report: TickReport, write: bool) -> None:
+        """Remember the inputs and results of the cables solved to this tick's inputs and converged; a
+        cable solved only part of the way, or not converged, or refused, is forgotten."""
+        whole = self._shared_inputs is not None and report.to_follow == 0.0
+        for name, cable_report in reports.items():
+            if whole and cable_report.converged and name in self._own_inputs:
+                self.still.remember(name, self._own_inputs[name], self._shared_inputs, report.results[name], write)
+            else:
+                self.still.drop([name])
+        self.still.drop(report.failed)
+
+    def _unchanged(self, targets) -> set:
+        """Of ``targets``, the cables this tick need not solve: solved to the same inputs before, and
+        not a branch of a harness with junctions (those are solved whole)."""
+        if self._shared_inputs is None:
+            return set()
+        own = {n: self._own_inputs[n] for n in targets if n in self._own_inputs and not self.harness.is_branch(n)}
+        return {n for n in self.still.unchanged(own, self._shared_inputs) if self.harness.is_solved(n)}
 
     def inputs_key(self, scene, poses):
         """Everything a quasi-static tick solves from, read cheaply off the scene: each cable's name and
@@ -357,6 +400,32 @@ class HarnessSimulation:
         return steps
 
     def _solve(self, scene, context, targets, report, poses, duration=None):
+        """Solve the cables towards ``targets`` (``_solve_cables``), leaving out those whose inputs are
+        unchanged since their last converged solve (``_unchanged``) while no cable solved comes near
+        them; the tick carries their last results over. Returns (solve ms, {name: SolveReport})."""
+        still = self._unchanged(targets)
+        radius = {n: self.harness.cable_radius(n) for n in targets} if still else {}
+        while still:  # those near a cable to solve now (touching it, say) are solved with it
+            near = too_near(self._positions(still), self._positions(set(targets) - still), radius)
+            if not near:
+                break
+            still -= near
+        checkpoint = self.harness.checkpoint(targets) if still else None
+        solve_ms = 0.0
+        while True:
+            moving = {n: change for n, change in targets.items() if n not in still}
+            ms, reports = self._solve_cables(scene, context, moving, report, poses, duration) if moving else (0.0, {})
+            solve_ms += ms
+            near = too_near(self._positions(still), self._positions(moving), radius) if still and reports else set()
+            if not near:
+                break
+            # a solved cable came near a still one: contact may move it, so both are solved together
+            self.harness.restore(checkpoint)
+            still -= near
+        self._left_still = still
+        return solve_ms, reports
+
+    def _solve_cables(self, scene, context, targets, report, poses, duration=None):
         """Fetch the collider triangles around the cables (colliders at ``poses`` where given) and solve
         the cables towards ``targets`` (in a dynamic scene: a motion of ``duration`` seconds); returns
         (solve ms, {name: SolveReport})."""
@@ -532,7 +601,7 @@ class HarnessSimulation:
         settings = scene.cable_harness if scene is not None else None
         if settings is not None:
             self._choose_arrow_length(settings, report)
-        for name in {*report.results, *report.failed}:
+        for name in {*report.results, *report.failed} - report.carried:
             ob = bpy.data.objects.get(name)
             if ob is None or ob.cable_harness.role != CABLE:
                 continue
