@@ -11,6 +11,7 @@ from .contact.clearance import clearance_to_triangles
 from .contact.obstacles import ObstacleSet, counted_folds, edge_neighbours, sharp_edges
 from .errors import CaseError
 from .geometry.mounting import DETECT_RADII, cut_zone, mount_radius, points_into
+from .io.formboard import board_svg, formboard
 from .io.run_case import solve_case
 from .io.sweep import SWEEP_FORMAT, parse_sweep
 from .maths.rotations import frame_from_tangent
@@ -65,10 +66,12 @@ __all__ = [
     "SolverSettings",
     "SWEEP_FORMAT",
     "WireRoute",
+    "board_svg",
     "build_rod_model",
     "bundle_diameter",
     "case_to_dict",
     "clearance_to_triangles",
+    "formboard",
     "frame_from_tangent",
     "initial_state",
     "kinetic_energy",

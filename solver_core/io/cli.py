@@ -1,9 +1,11 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Command line: ``python -m solver_core solve CASE.json [-o RESULT.json|RESULT.jsonl]``, ``check``,
-``presets`` and ``sweep SWEEP.json -o OUTDIR`` (sweep.py)."""
+``presets``, ``formboard CASE.json -o BOARD.svg`` (formboard.py) and ``sweep SWEEP.json -o OUTDIR``
+(sweep.py)."""
 
 import argparse
 import gc
+import os
 import sys
 import time
 
@@ -11,7 +13,7 @@ import numpy as np
 
 from ..errors import CaseError
 from ..specs.bundle import RULES as BUNDLE_RULES
-from ..specs.case import load_case, step_duration
+from ..specs.case import load_case, read_json, step_duration
 from ..specs.materials import PRESETS
 from . import signals
 from .output_files import AtomicOutput  # noqa: F401  (the command line's output, also used by benchmarks)
@@ -179,6 +181,30 @@ def _solve(args) -> int:
     return 0 if ok else 1
 
 
+def _formboard(args) -> int:
+    from .formboard import board_svg, formboard
+
+    if not args.output.lower().endswith(".svg"):
+        raise CaseError(f"-o {args.output}: a formboard is written as SVG (BOARD.svg); no DXF writer is installed")
+    output = AtomicOutput(args.output)
+    try:
+        case = load_case(args.case)
+        result = read_json(args.result, "result file") if args.result else None
+        with np.errstate(all="ignore"):
+            board = formboard(case, result, args.step)
+        title = args.title or os.path.splitext(os.path.basename(args.case))[0]
+        output.write(board_svg(board, title))
+        output.commit()
+    except BaseException:
+        output.discard()
+        raise
+    failed = [r.cable for r in board.runs if not r.converged]
+    print(f"{args.output}: {len(board.runs)} runs, {sum(r.length for r in board.runs) * 1e3:.0f} mm in all")
+    for cid in failed:
+        print(f"warning: cable {cid!r} did not converge; the board shows its last good state")
+    return 1 if failed else 0
+
+
 def _wire_lines(routes):
     """The bill of materials' routed wires, a line each: ends, length to cut, the cables it runs on."""
     for r in routes:
@@ -205,6 +231,16 @@ def build_parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="validate a case file without solving it")
     check.add_argument("case")
     sub.add_parser("presets", help="list the material presets and their sources")
+    board = sub.add_parser(
+        "formboard", help="lay the solved harness flat at its solved lengths: a 1:1 formboard drawing (SVG)"
+    )
+    board.add_argument("case", help="case JSON file")
+    board.add_argument("-o", "--output", required=True, help="the drawing: BOARD.svg")
+    board.add_argument("--result", help="the case's result JSON (default: the case is solved first)")
+    board.add_argument(
+        "--step", type=int, default=0, help="the solve to draw: 0 the case as routed (default), k after step k"
+    )
+    board.add_argument("--title", help="the title block's name (default: the case file's name)")
     from .sweep import add_sweep_parser
 
     add_sweep_parser(sub)
@@ -237,6 +273,8 @@ def _run(args) -> int:
             from .sweep import run_sweep_command
 
             return run_sweep_command(args)
+        if args.command == "formboard":
+            return _formboard(args)
         return _solve(args)
     except BaseException as exc:
         stop = signals.as_interruption(exc)

@@ -186,3 +186,31 @@ def minimise_argument(name: str) -> int:
     return (
         list(inspect.signature(getattr(minimise_rod_energy, "py_func", minimise_rod_energy)).parameters).index(name) - 2
     )
+
+
+# bundle branches of a harness with junctions (test_wire_routes, test_formboard)
+D = 0.0016
+AT_ORIGIN = {"position": [0.0, 0.0, 0.0], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}
+
+
+def wire(wire_id, count=1, diameter=D, material=None):
+    out = {"diameter": diameter, "material": material or dict(WIRE), "count": count}
+    if wire_id is not None:
+        out["id"] = wire_id
+    return out
+
+
+def branch(cid, length, start, end, wires):
+    c = cable(id=cid, length=length, start=start, end=end, segments=12)
+    c.pop("diameter")
+    c.pop("material")
+    c["bundle"] = {"wires": wires, "wrap": "taped"}
+    return c
+
+
+def at(jid, outlet):
+    return {"junction": jid, "outlet": list(np.asarray(outlet, float) / np.linalg.norm(outlet))}
+
+
+def connector(position, tangent):
+    return {"position": list(position), "tangent": list(np.asarray(tangent, float) / np.linalg.norm(tangent))}

@@ -10,40 +10,13 @@ import random
 import subprocess
 import sys
 
-import numpy as np
 import pytest
-from helpers.cases import WIRE, cable, case
+from helpers.cases import AT_ORIGIN, D, at, branch, case, connector, wire
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from solver_core import CaseError, case_to_dict, parse_case, solve_case
 from solver_core.specs.wire_routes import RouteError, trace_wire
-
-D = 0.0016
-AT_ORIGIN = {"position": [0.0, 0.0, 0.0], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}
-
-
-def wire(wire_id, count=1, diameter=D, material=None):
-    out = {"diameter": diameter, "material": material or dict(WIRE), "count": count}
-    if wire_id is not None:
-        out["id"] = wire_id
-    return out
-
-
-def branch(cid, length, start, end, wires):
-    c = cable(id=cid, length=length, start=start, end=end, segments=12)
-    c.pop("diameter")
-    c.pop("material")
-    c["bundle"] = {"wires": wires, "wrap": "taped"}
-    return c
-
-
-def at(jid, outlet):
-    return {"junction": jid, "outlet": list(np.asarray(outlet, float) / np.linalg.norm(outlet))}
-
-
-def connector(position, tangent):
-    return {"position": list(position), "tangent": list(np.asarray(tangent, float) / np.linalg.norm(tangent))}
 
 
 def tree(trunk_wires, left_wires, right_wires, leaf_wires=None):
