@@ -166,7 +166,9 @@ class VIEW3D_PT_cable_harness(_SidebarPanel, bpy.types.Panel):
         row = layout.row(align=True)
         row.operator("cable_harness.bake", icon="REC")
         row.operator("cable_harness.clear_bake", icon="TRASH")
-        layout.operator("cable_harness.export_report", icon="TEXT")
+        row = layout.row(align=True)
+        row.operator("cable_harness.export_report", icon="TEXT")
+        row.operator("cable_harness.export_formboard", icon="FILE_IMAGE")
         view = context.scene.cable_harness
         column = layout.column(align=True)
         column.use_property_split = False  # checkbox labels in full width, not cut in a split column

@@ -11,7 +11,7 @@ the bpy module, with the extension loaded from this checkout:
 4. save out/demo.blend, render out/demo.png, write out/report.json, out/report.csv and the plots;
 5. build the branched harness (a taped trunk, three free junctions, six branches), solve it and
    print where its junctions came to rest and what each branch pulls them with; save
-   out/branched_harness.blend.
+   out/branched_harness.blend and draw its formboard, out/formboard.svg.
 """
 
 import argparse
@@ -68,7 +68,7 @@ def main(argv=None) -> int:
     parser.add_argument("--samples", type=int, default=24, help="Cycles samples of the picture (denoised)")
     parser.add_argument("--no-render", action="store_true", help="skip the picture")
     args = parser.parse_args(argv)
-    progress = Progress(10)
+    progress = Progress(11)
     OUT.mkdir(exist_ok=True)
 
     prepare_environment()
@@ -160,6 +160,10 @@ def main(argv=None) -> int:
     _print_junctions(bpy, harness)
     bpy.ops.wm.save_as_mainfile(filepath=str(OUT / "branched_harness.blend"))
     progress("saved out/branched_harness.blend")
+    _operator(
+        lambda: bpy.ops.cable_harness.export_formboard(filepath=str(OUT / "formboard.svg")), "drawing the formboard"
+    )
+    progress("formboard: out/formboard.svg (the branched harness laid flat at its solved lengths, 1:1)")
     return 0
 
 
