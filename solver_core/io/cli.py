@@ -158,9 +158,39 @@ def solve_to(case, output, lines: bool, echo) -> tuple:
     return ok, warnings
 
 
+def _calibrate(args) -> int:
+    from ..specs.material_library import library_text, read_library
+    from .calibration import fit_stiffness
+
+    library = read_library(args.library, missing_ok=True)
+    output = AtomicOutput(args.library, "--library")
+    try:
+        doc = read_json(args.tests, "calibration file")
+        with np.errstate(all="ignore"):
+            entry = fit_stiffness(doc)
+        library[doc["name"]] = entry
+        output.write(library_text(library))
+        output.commit()
+    except BaseException:
+        output.discard()
+        raise
+    fit = entry["fit"]
+    interval = fit["EI_interval_95"]
+    spread = f" (95 %: {interval[0]:.4g} to {interval[1]:.4g})" if interval else f" ({fit.get('note')})"
+    print(f"{doc['name']}: EI = {entry['EI']:.5g} N m^2{spread}, residual {1e3 * fit['residual_rms_m']:.3g} mm rms")
+    gj = fit["GJ"]
+    print(f"  GJ = {entry['GJ']:.5g} N m^2" + (f" ({gj['assumed']})" if "assumed" in gj else " (twist tests)"))
+    print(f"  stored in {args.library} as material preset {doc['name']!r} (solve --materials {args.library})")
+    return 0
+
+
 def _solve(args) -> int:
     output = AtomicOutput(args.output) if args.output else None
     try:
+        if args.materials:
+            from ..specs.material_library import read_library, use_library
+
+            use_library(read_library(args.materials), args.materials)
         case = load_case(args.case)
         echo = None if args.quiet else print
         # Non-finite intermediate values are caught where results are built (results.py) and reported
@@ -228,6 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
         "one line per step); default: print a summary only",
     )
     solve.add_argument("-q", "--quiet", action="store_true", help="no summary on stdout")
+    solve.add_argument("--materials", help="a material library (calibrate's): its names are material presets")
     check = sub.add_parser("check", help="validate a case file without solving it")
     check.add_argument("case")
     sub.add_parser("presets", help="list the material presets and their sources")
@@ -241,6 +272,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--step", type=int, default=0, help="the solve to draw: 0 the case as routed (default), k after step k"
     )
     board.add_argument("--title", help="the title block's name (default: the case file's name)")
+    calibrate = sub.add_parser(
+        "calibrate", help="fit a cable's EI (and GJ) to bench tests with the solver and store it in a material library"
+    )
+    calibrate.add_argument("tests", help="calibration JSON (cable-harness-calibration/1)")
+    calibrate.add_argument("--library", required=True, help="the material library to add it to (made if missing)")
     from .sweep import add_sweep_parser
 
     add_sweep_parser(sub)
@@ -275,6 +311,8 @@ def _run(args) -> int:
             return run_sweep_command(args)
         if args.command == "formboard":
             return _formboard(args)
+        if args.command == "calibrate":
+            return _calibrate(args)
         return _solve(args)
     except BaseException as exc:
         stop = signals.as_interruption(exc)
