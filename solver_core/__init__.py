@@ -11,6 +11,7 @@ from .contact.clearance import clearance_to_triangles
 from .contact.obstacles import ObstacleSet, counted_folds, edge_neighbours, sharp_edges
 from .errors import CaseError
 from .geometry.mounting import DETECT_RADII, cut_zone, mount_radius, points_into
+from .io.envelope import obj_text, stl_text, swept_envelope
 from .io.formboard import board_svg, formboard
 from .io.run_case import solve_case
 from .io.sweep import SWEEP_FORMAT, parse_sweep
@@ -68,6 +69,9 @@ __all__ = [
     "WireRoute",
     "board_svg",
     "build_rod_model",
+    "obj_text",
+    "stl_text",
+    "swept_envelope",
     "bundle_diameter",
     "case_to_dict",
     "clearance_to_triangles",

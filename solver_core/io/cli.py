@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Command line: ``python -m solver_core solve CASE.json [-o RESULT.json|RESULT.jsonl]``, ``check``,
-``presets``, ``formboard CASE.json -o BOARD.svg`` (formboard.py) and ``sweep SWEEP.json -o OUTDIR``
-(sweep.py)."""
+``presets``, ``formboard CASE.json -o BOARD.svg`` (formboard.py), ``envelope CASE.json -o MESH.stl``
+(envelope.py), ``calibrate TESTS.json --library LIB.json`` (calibration.py) and ``sweep SWEEP.json -o
+OUTDIR`` (sweep.py)."""
 
 import argparse
 import gc
@@ -158,6 +159,40 @@ def solve_to(case, output, lines: bool, echo) -> tuple:
     return ok, warnings
 
 
+def _envelope(args) -> int:
+    from .envelope import motion_envelope, obj_text, stl_text
+
+    kind = os.path.splitext(args.output)[1].lower()
+    if kind not in (".stl", ".obj"):
+        raise CaseError(f"-o {args.output}: an envelope is written as .stl or .obj")
+    output = AtomicOutput(args.output)
+    try:
+        case = load_case(args.case)
+        ids = [c.id for c in case.cables]
+        if args.cable is None and len(ids) > 1:
+            raise CaseError(f"--cable: the case has {len(ids)} cables ({', '.join(ids)}); name one")
+        cable_id = args.cable or ids[0]
+        result = read_json(args.result, "result file") if args.result else None
+        with np.errstate(all="ignore"):
+            envelope, clearance = motion_envelope(case, cable_id, result, args.voxel)
+        if kind == ".stl":
+            output.write_bytes(stl_text(envelope, cable_id))
+        else:
+            output.write(obj_text(envelope, cable_id))
+        output.commit()
+    except BaseException:
+        output.discard()
+        raise
+    print(
+        f"{args.output}: envelope of {cable_id!r}, {len(envelope.triangles)} triangles, closed, volume "
+        f"{envelope.volume * 1e6:.4g} cm^3 at a {envelope.voxel * 1e3:.3g} mm voxel"
+    )
+    if clearance is not None:
+        gap, step, s = clearance["gap"], clearance["step"], clearance["s"]
+        print(f"  least clearance {gap * 1e3:.3g} mm, at step {step}, s = {s:.4g} m")
+    return 0
+
+
 def _calibrate(args) -> int:
     from ..specs.material_library import library_text, read_library
     from .calibration import fit_stiffness
@@ -272,6 +307,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--step", type=int, default=0, help="the solve to draw: 0 the case as routed (default), k after step k"
     )
     board.add_argument("--title", help="the title block's name (default: the case file's name)")
+    envelope = sub.add_parser(
+        "envelope", help="the space a cable sweeps over a case's steps, as a closed mesh (STL or OBJ)"
+    )
+    envelope.add_argument("case", help="case JSON file")
+    envelope.add_argument("-o", "--output", required=True, help="the mesh: ENVELOPE.stl or ENVELOPE.obj (metres)")
+    envelope.add_argument("--cable", help="the cable's id (needed when the case has several)")
+    envelope.add_argument("--voxel", type=float, help="resolution in m (default: a quarter of the cable's radius)")
+    envelope.add_argument("--result", help="the case's result JSON (default: the case is solved first)")
     calibrate = sub.add_parser(
         "calibrate", help="fit a cable's EI (and GJ) to bench tests with the solver and store it in a material library"
     )
@@ -313,6 +356,8 @@ def _run(args) -> int:
             return _formboard(args)
         if args.command == "calibrate":
             return _calibrate(args)
+        if args.command == "envelope":
+            return _envelope(args)
         return _solve(args)
     except BaseException as exc:
         stop = signals.as_interruption(exc)

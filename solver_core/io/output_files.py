@@ -127,6 +127,15 @@ class AtomicOutput:
             self.discard()
             raise CaseError(f"{self.option} {self.path}: writing failed: {exc.strerror}") from None
 
+    def write_bytes(self, data: bytes) -> None:
+        """Bytes after what was written as text (a binary format, e.g. STL)."""
+        try:
+            self.file.flush()
+            self.file.buffer.write(data)
+        except OSError as exc:
+            self.discard()
+            raise CaseError(f"{self.option} {self.path}: writing failed: {exc.strerror}") from None
+
     def commit(self) -> None:
         try:
             self.file.flush()

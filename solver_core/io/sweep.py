@@ -239,7 +239,7 @@ def load_sweep(path) -> Sweep:
 # ---------------------------------------------------------------- one variant (runs on a worker)
 
 
-def _min_clearance(nodes, radius, obstacles) -> float | None:
+def min_clearance(nodes, radius, obstacles) -> float | None:
     """Smallest gap between the cable's surface and the obstacles: exact for planes and spheres (over
     the segments), segment-triangle distances for meshes (clearance.py); None without obstacles."""
     from ..contact.clearance import clearance_to_triangles
@@ -277,7 +277,7 @@ def _cable_outputs(case, cid, steps) -> dict:
     forces = [
         np.linalg.norm(fm["force"]) for d in docs for fm in list(d["end_forces"].values()) + list(d["clip_forces"])
     ]
-    clearances = [_min_clearance(unpack(d["nodes"]), spec.diameter / 2.0, case.obstacles) for d in docs]
+    clearances = [min_clearance(unpack(d["nodes"]), spec.diameter / 2.0, case.obstacles) for d in docs]
     clearances = [c for c in clearances if c is not None]
     return {
         "converged": all(d["converged"] for d in docs),

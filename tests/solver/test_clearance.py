@@ -142,14 +142,14 @@ def test_a_sweeps_clearance_leaves_out_the_mount_zone_of_a_connector_on_a_face()
     # reported about zero at every such connector before it did the same.
     from helpers.obstacles import box
 
-    from solver_core.io.sweep import _min_clearance
+    from solver_core.io.sweep import min_clearance
 
     block = box((-0.1, -0.1, -0.1), (0.1, 0.1, 0.0))
     radius = 0.002
     nodes = np.array([[0.0, 0.0, 0.0], [0.0, 0.0, 0.01], [0.0, 0.0, 0.02]])  # up from the top's middle
-    assert _min_clearance(nodes, radius, [block]) == pytest.approx(-radius)
+    assert min_clearance(nodes, radius, [block]) == pytest.approx(-radius)
     zone = 0.006
     mounted = {**block, "mount_zones": [[0.0, 0.0, 0.0, zone]]}
     # the nearest of the face left is the zone's rim, a zone radius from the centre line (the rim is
     # cut in pieces, so somewhat nearer)
-    assert 0.5 * zone - radius < _min_clearance(nodes, radius, [mounted]) <= zone - radius + 1e-12
+    assert 0.5 * zone - radius < min_clearance(nodes, radius, [mounted]) <= zone - radius + 1e-12
