@@ -8,7 +8,8 @@ the bpy module, with the extension loaded from this checkout:
 2. build the scene through the extension's operators: Import CAD (STEP), connectors, clips of every
    kind, three cables, the animated insertion of the power plug;
 3. route the harness (Solve), then Bake the insertion frame by frame;
-4. save out/demo.blend, render out/demo.png, write out/report.json, out/report.csv and the plots;
+4. save out/demo.blend, render out/demo.png, write out/report.json, out/report.csv and the plots,
+   and the power cable's swept envelope over the insertion, out/envelope.stl;
 5. build the branched harness (a taped trunk, three free junctions, six branches), solve it and
    print where its junctions came to rest and what each branch pulls them with; save
    out/branched_harness.blend and draw its formboard, out/formboard.svg.
@@ -68,7 +69,7 @@ def main(argv=None) -> int:
     parser.add_argument("--samples", type=int, default=24, help="Cycles samples of the picture (denoised)")
     parser.add_argument("--no-render", action="store_true", help="skip the picture")
     args = parser.parse_args(argv)
-    progress = Progress(11)
+    progress = Progress(12)
     OUT.mkdir(exist_ok=True)
 
     prepare_environment()
@@ -137,6 +138,11 @@ def main(argv=None) -> int:
         )
 
     _operator(lambda: bpy.ops.cable_harness.export_report(directory=str(OUT)), "writing the report")
+    power = bpy.data.objects[names["cables"][0]]
+    for ob in scene.objects:
+        ob.select_set(ob is power)
+    _operator(lambda: bpy.ops.cable_harness.swept_envelope(filepath=str(OUT / "envelope.stl")), "the swept envelope")
+    progress(f"swept envelope of {power.name} over the insertion: out/envelope.stl")
     import json
 
     summary_text = sys.modules[f"{MODULE}.cable_harness.report"].summary_text

@@ -3,9 +3,12 @@
 the active one) and their centre lines, linking a new object as the active, only selected one, and
 one solve reported to an operator."""
 
+import json
+
 import numpy as np
 
 from .. import warmup
+from ..report import BAKE_LOG_TEXT
 from ..scene_model import (
     CABLE,
     HarnessInputError,
@@ -18,6 +21,12 @@ from ..simulation import HarnessSimulation
 
 # the display size of a new connector or clip empty, in metres of the scene
 MARKER_SIZE_M = 0.02
+
+
+def bake_log(blend_data) -> dict | None:
+    """The last bake's log (the text block Bake writes), or None; ValueError if it is not JSON."""
+    text = blend_data.texts.get(BAKE_LOG_TEXT)
+    return None if text is None else json.loads(text.as_string())
 
 
 def cables_in_context(context) -> list:

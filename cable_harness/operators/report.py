@@ -1,18 +1,13 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Export Report: the last bake's measurements as report.json, report.csv and plots."""
 
-import json
 import os
 
 import bpy
 from bpy.props import BoolProperty, StringProperty
 
 from ..report import BAKE_LOG_TEXT, write_report
-
-
-def bake_log(blend_data) -> dict | None:
-    text = blend_data.texts.get(BAKE_LOG_TEXT)
-    return None if text is None else json.loads(text.as_string())
+from .common import bake_log
 
 
 class CABLE_HARNESS_OT_export_report(bpy.types.Operator):
