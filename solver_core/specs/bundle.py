@@ -7,8 +7,10 @@ other, so a bundle's stiffnesses are the sums of its wires' (EA, kappa G A, EI, 
 bound EI_min of Papailiou, IEEE Trans. Power Delivery 12 (1997) 1576-1588, for a stranded conductor
 whose wires slip freely). That is the rule for a ``loose`` bundle. A taped, sleeved or conduit
 bundle is stiffer, as friction makes its wires act together in part; no measured factor for that
-was found to cite, so those wraps take the same sum, reported as a lower bound, and a measured EI
-given on the cable (``material.EI``) wins.
+was found to cite, so those wraps take the same sum, reported as a lower bound, unless the bundle
+gives a ``covering_factor`` (measured, e.g. by a cantilever sag test of the bundle against the sum,
+or assumed: ``covering_source``) that multiplies EI and GJ, clamped to the fully bonded bound; a
+measured EI given on the cable (``material.EI``) wins.
 
 Diameter: n equal wires of diameter d fit, at the densest, in the circle of diameter c_n d with
 c_1..c_7 = 1, 2, 1 + 2/sqrt(3), 1 + sqrt(2), 1 + sqrt(2 (1 + 1/sqrt(5))), 3, 3 (Kravitz, Math.
@@ -60,6 +62,7 @@ class Bundle:
     sheath: float
     diameter: float  # derived (over the wrap)
     section: dict  # derived EA, GA, EI, GJ, linear_density: material keys
+    covering: dict | None = None  # the covering factor: {"factor", "source", "applied", "bound_EI", "clamped"}
 
     @property
     def wire_count(self) -> int:
@@ -68,18 +71,25 @@ class Bundle:
     @property
     def rule(self) -> str:
         text = "sum of the wires' stiffnesses (wires slipping freely: Papailiou 1997's lower bound)"
-        if self.wrap != "loose":
-            text += f"; a {self.wrap} bundle is stiffer: give its measured EI as material.EI"
+        if self.covering is not None:
+            c = self.covering
+            text += (
+                f"; EI and GJ times the {self.wrap} covering factor {c['factor']:g} ({c['source']}), at most the "
+                "fully bonded bound (the wires' own plus EA y^2 about the bundle's axis)"
+            )
+        elif self.wrap != "loose":
+            text += f"; a {self.wrap} bundle is stiffer: give its covering_factor or its measured EI as material.EI"
         return text
 
 
 RULES = (
     "bundles (cable.bundle): stiffnesses EA, GA, EI, GJ are the sums of the wires' (wires slipping "
     "freely: the lower bound EI_min of Papailiou, IEEE Trans. Power Delivery 12 (1997) 1576-1588); "
-    "taped, sleeved and conduit bundles are stiffer by a factor not sourced here: give a measured EI "
-    "as material.EI. Diameter: the densest packing of n <= 7 equal wires (Kravitz, Math. Magazine 40 "
-    "(1967) 65-71), else sqrt(sum d^2 / 0.82) (random close packing of disks, Berryman, Phys. Rev. A 27 "
-    "(1983) 1053), plus twice the sheath. Mass: the sum of the wires'."
+    "taped, sleeved and conduit bundles are stiffer by a factor not sourced here: give it as the bundle's "
+    "covering_factor (covering_source measured or assumed; EI and GJ times it, at most the fully bonded "
+    "bound) or a measured EI as material.EI. Diameter: the densest packing of n <= 7 equal wires "
+    "(Kravitz, Math. Magazine 40 (1967) 65-71), else sqrt(sum d^2 / 0.82) (random close packing of disks, "
+    "Berryman, Phys. Rev. A 27 (1983) 1053), plus twice the sheath. Mass: the sum of the wires'."
 )
 
 
@@ -99,9 +109,11 @@ def parse_bundle(obj, where: str, number, as_int) -> Bundle:
     """A ``bundle`` document; ``number`` and ``as_int`` are case.py's checked readers."""
     if not isinstance(obj, dict):
         raise CaseError(f"{where} must be an object with wires, wrap and sheath")
-    unknown = sorted(set(obj) - {"wires", "wrap", "sheath"})
+    unknown = sorted(set(obj) - {"wires", "wrap", "sheath", "covering_factor", "covering_source"})
     if unknown:
-        raise CaseError(f"{where}.{unknown[0]} is not a field of a bundle (wires, wrap, sheath)")
+        raise CaseError(
+            f"{where}.{unknown[0]} is not a field of a bundle (wires, wrap, sheath, covering_factor, covering_source)"
+        )
     raw = obj.get("wires")
     if not isinstance(raw, list) or not raw:
         raise CaseError(f"{where}.wires must be a non-empty list of wires")
@@ -143,8 +155,44 @@ def parse_bundle(obj, where: str, number, as_int) -> Bundle:
     total = sum(w.count for w in wires)
     if total > MAX_WIRES:
         raise CaseError(f"{where}.wires hold {total} wires (at most {MAX_WIRES})")
-    diameter = bundle_diameter([w.diameter for w in wires], [w.count for w in wires]) + 2.0 * sheath
-    return Bundle(tuple(wires), wrap, sheath, diameter, sums)
+    core = bundle_diameter([w.diameter for w in wires], [w.count for w in wires])
+    covering = _covering(obj, where, wrap, number, sums, wires, core)
+    return Bundle(tuple(wires), wrap, sheath, core + 2.0 * sheath, sums, covering)
+
+
+COVERING_SOURCES = ("measured", "assumed")
+
+
+def _covering(obj, where, wrap, number, sums, wires, core) -> dict | None:
+    """Apply a covering factor to ``sums`` (EI and GJ), clamped to the fully bonded bound: the wires
+    acting as one section, each adding EA y^2 (GA r^2 in torsion) about the bundle's axis, their centres
+    taken as spread evenly over the disk they can reach (radius rho = (core - d) / 2: mean y^2 = rho^2 / 4,
+    mean r^2 = rho^2 / 2). None without a factor."""
+    if obj.get("covering_factor") is None:
+        if obj.get("covering_source") is not None:
+            raise CaseError(f"{where}.covering_source is given without a covering_factor")
+        return None
+    if wrap == "loose":
+        raise CaseError(
+            f"{where}.covering_factor: a loose bundle's wires slip freely; it applies to taped, "
+            "sleeved or conduit bundles"
+        )
+    factor = number(obj["covering_factor"], f"{where}.covering_factor", positive=True, bound=1e6)
+    if factor < 1.0:
+        raise CaseError(f"{where}.covering_factor must be at least 1 (the wires slipping freely), got {factor:g}")
+    source = obj.get("covering_source", "assumed")
+    if source not in COVERING_SOURCES:
+        raise CaseError(f"{where}.covering_source must be measured or assumed, got {source!r}")
+    bound_EI, bound_GJ = sums["EI"], sums["GJ"]
+    for w in wires:
+        s = section_stiffness(w.material, w.diameter)
+        rho = 0.5 * max(core - w.diameter, 0.0)
+        bound_EI += w.count * s.stretch_stiffness * rho * rho / 4.0
+        bound_GJ += w.count * s.shear_stiffness * rho * rho / 2.0
+    EI, GJ = factor * sums["EI"], factor * sums["GJ"]
+    clamped = EI > bound_EI or GJ > bound_GJ
+    sums["EI"], sums["GJ"] = min(EI, bound_EI), min(GJ, bound_GJ)
+    return {"factor": factor, "source": source, "bound_EI": bound_EI, "bound_GJ": bound_GJ, "clamped": clamped}
 
 
 def bundle_to_dict(bundle: Bundle) -> dict:
@@ -155,6 +203,11 @@ def bundle_to_dict(bundle: Bundle) -> dict:
         ],
         "wrap": bundle.wrap,
         "sheath": bundle.sheath,
+        **(
+            {}
+            if bundle.covering is None
+            else {"covering_factor": bundle.covering["factor"], "covering_source": bundle.covering["source"]}
+        ),
     }
 
 
@@ -170,4 +223,5 @@ def bundle_report(bundle: Bundle, diameter: float, section) -> dict:
         "GJ": section.twist_stiffness,
         "linear_density": section.linear_density,
         "rule": bundle.rule,
+        **({} if bundle.covering is None else {"covering": dict(bundle.covering)}),
     }

@@ -146,3 +146,62 @@ def test_a_bundle_takes_no_material_moduli():
     c = bundled(count=1, length=0.001)
     with pytest.raises(CaseError, match=r"cables\[0\]\.bundle \(its diameter\)"):
         parse_case(case(c))
+
+
+def _sheet(count, wrap="taped", **covering):
+    c = bundled(count, wrap)
+    c["bundle"].update(covering)
+    return parse_case(case(c)).cables[0]
+
+
+def test_a_covering_factor_multiplies_the_sum_and_is_reported_with_its_source():
+    loose = parse_case(case(bundled(7))).cables[0].section
+    taped = _sheet(7, covering_factor=2.5, covering_source="measured")
+    assert taped.section.bend_stiffness == pytest.approx(2.5 * loose.bend_stiffness, rel=1e-12)
+    assert taped.section.twist_stiffness == pytest.approx(2.5 * loose.twist_stiffness, rel=1e-12)
+    assert taped.section.stretch_stiffness == pytest.approx(loose.stretch_stiffness, rel=1e-12)
+    result = first(solve(case(bundled(7, "taped") | {"bundle": taped_doc(2.5, "measured")})))
+    report = result["bundle"]["covering"]
+    assert report["factor"] == 2.5 and report["source"] == "measured" and not report["clamped"]
+    assert "covering factor 2.5 (measured)" in result["bundle"]["rule"]
+    # assumed unless said otherwise, and kept through case_to_dict
+    assumed = case(bundled(7, "taped") | {"bundle": taped_doc(1.5)})
+    back = case_to_dict(parse_case(assumed))["cables"][0]["bundle"]
+    assert back["covering_factor"] == 1.5 and back["covering_source"] == "assumed"
+
+
+def taped_doc(factor, source=None):
+    doc = {
+        "wires": [{"diameter": D_WIRE, "material": dict(WIRE), "count": 7}],
+        "wrap": "taped",
+        "covering_factor": factor,
+    }
+    if source:
+        doc["covering_source"] = source
+    return doc
+
+
+def test_a_covering_factor_stops_at_the_fully_bonded_bound():
+    # seven equal wires: one at the centre, six on a ring; the bound takes their centres spread evenly
+    # over the disk of radius rho = (3 d - d) / 2 = d: EI_bond = 7 (EI_w + EA_w d^2 / 4)
+    E, d = WIRE["E"], D_WIRE
+    EI_w, EA_w = E * math.pi * d**4 / 64, E * math.pi * d**2 / 4
+    bound = 7 * (EI_w + EA_w * d * d / 4)
+    huge = _sheet(7, covering_factor=1000.0)
+    assert huge.section.bend_stiffness == pytest.approx(bound, rel=1e-12)
+    assert huge.bundle.covering["clamped"] and bound / (7 * EI_w) == pytest.approx(5.0, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "wrap, covering, words",
+    [
+        ("loose", {"covering_factor": 2.0}, "loose bundle"),
+        ("taped", {"covering_factor": 0.5}, "at least 1"),
+        ("taped", {"covering_factor": "2"}, "covering_factor"),
+        ("taped", {"covering_factor": 2.0, "covering_source": "guessed"}, "measured or assumed"),
+        ("taped", {"covering_source": "measured"}, "without a covering_factor"),
+    ],
+)
+def test_bad_covering_factors_are_refused_by_name(wrap, covering, words):
+    with pytest.raises(CaseError, match=words):
+        _sheet(7, wrap, **covering)
