@@ -27,6 +27,7 @@ import numpy as np
 
 from ..errors import CaseError
 from ..specs.case import as_float
+from ..specs.materials import MATERIAL_RANGE, PRESETS
 from .run_case import solve_case
 
 CALIBRATION_FORMAT = "cable-harness-calibration/1"
@@ -42,13 +43,26 @@ MAX_THREE_POINT_DEFLECTION = 0.1
 T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
 
 
+# the range of every length (m), force (N), torque (N m), angle (rad) and mass per length (kg/m) a bench
+# test may give: beyond any real test, and narrow enough that the fit's arithmetic stays finite
+RANGE = (1e-9, 1e6)
+
+
 def _number(doc, key, where, positive=True):
     if key not in doc:
         raise CaseError(f"{where}.{key} is missing")
     value = as_float(doc[key], f"{where}.{key}")
     if positive and not value > 0.0:
         raise CaseError(f"{where}.{key} must be positive, got {value:g}")
+    if not RANGE[0] <= abs(value) <= RANGE[1] and value != 0.0:
+        raise CaseError(f"{where}.{key} = {value:g} is out of range ({RANGE[0]:g} to {RANGE[1]:g} in SI units)")
     return value
+
+
+def _keys(doc, allowed, where) -> None:
+    unknown = sorted(str(k) for k in doc if k not in allowed)
+    if unknown:
+        raise CaseError(f"{where}.{unknown[0]} is not a known key (known: {', '.join(allowed)})")
 
 
 def _section(EI: float, diameter: float, linear_density: float, GJ: float | None = None) -> dict:
@@ -95,6 +109,8 @@ def _at(nodes, arc, s) -> np.ndarray:
 
 class _Cantilever:
     def __init__(self, doc, where, diameter, linear_density):
+        _keys(doc, ("kind", "length", "points", "uncertainty"), where)
+        self.where = where
         self.length = _number(doc, "length", where)
         self.diameter, self.linear_density = diameter, linear_density
         points = doc.get("points")
@@ -105,11 +121,19 @@ class _Cantilever:
             at = f"{where}.points[{k}]"
             if not isinstance(p, dict):
                 raise CaseError(f"{at} must be an object {{s, z}}")
+            _keys(p, ("s", "x", "z"), at)
             s = _number(p, "s", at)
             if s > self.length:
                 raise CaseError(f"{at}.s = {s:g} lies beyond the cable's length {self.length:g}")
-            x = as_float(p["x"], f"{at}.x") if "x" in p else None
-            self.points.append((s, x, _number(p, "z", at, positive=False)))
+            x = _number(p, "x", at, positive=False) if "x" in p else None
+            z = _number(p, "z", at, positive=False)
+            if z > 0.0:
+                raise CaseError(f"{at}.z = {z:g}: a cantilever sags, z is at most 0 (m below the clamp)")
+            if math.hypot(x or 0.0, z) > s * (1.0 + 1e-6):
+                raise CaseError(f"{at} lies further from the clamp than the {s:g} m of cable before it")
+            self.points.append((s, x, z))
+        if all(z == 0.0 for _s, _x, z in self.points):
+            raise CaseError(f"{where}.points: no point sags (z = 0 everywhere): nothing to fit EI to")
         self.uncertainty = _number(doc, "uncertainty", where) if "uncertainty" in doc else None
 
     def guess(self) -> float:
@@ -132,6 +156,8 @@ class _Cantilever:
 
 class _ThreePoint:
     def __init__(self, doc, where, diameter, linear_density):
+        _keys(doc, ("kind", "span", "force", "deflection", "uncertainty"), where)
+        self.where = where
         self.span = _number(doc, "span", where)
         self.force = _number(doc, "force", where)
         self.deflection = _number(doc, "deflection", where)
@@ -177,9 +203,22 @@ class _ThreePoint:
 
 class _Twist:
     def __init__(self, doc, where):
+        _keys(doc, ("kind", "length", "torque", "angle"), where)
         self.length = _number(doc, "length", where)
         self.torque = _number(doc, "torque", where)
         self.angle = _number(doc, "angle", where)
+
+
+def _check_guess(EI: float, diameter: float, where: str) -> None:
+    """The small-deflection EI a bending test asks for must be a cable's: its modulus E = EI / I within
+    what the solver takes (a zero or upward sag, or numbers in the wrong units, are not)."""
+    inertia = math.pi * diameter**4 / 64.0
+    low, high = MATERIAL_RANGE[0] * inertia, MATERIAL_RANGE[1] * inertia
+    if not (math.isfinite(EI) and low <= EI <= high):
+        raise CaseError(
+            f"{where}: its deflection asks for EI = {EI:.3g} N m^2, outside {low:.3g} to {high:.3g} for a "
+            f"{diameter * 1e3:g} mm section (check the units: m, N, kg/m; and that it sags)"
+        )
 
 
 def fit_stiffness(doc: dict) -> dict:
@@ -187,10 +226,15 @@ def fit_stiffness(doc: dict) -> dict:
     library (material_library.py) with the fit's report under ``fit``."""
     if not isinstance(doc, dict) or doc.get("format") != CALIBRATION_FORMAT:
         raise CaseError(f"format must be {CALIBRATION_FORMAT!r}")
+    _keys(doc, ("format", "name", "diameter", "linear_density", "tests"), "calibration")
     name = doc.get("name")
     if not isinstance(name, str) or not name.strip() or len(name) > 100:
         raise CaseError("name must be a text of 1 to 100 characters (the material's name in the library)")
+    if name in PRESETS and not PRESETS[name].source.startswith("measured"):
+        raise CaseError(f"name {name!r} is a built-in preset's; give the measured material a name of its own")
     diameter = _number(doc, "diameter", "calibration")
+    if diameter > 1.0:
+        raise CaseError(f"calibration.diameter = {diameter:g} m: at most 1 m")
     linear_density = _number(doc, "linear_density", "calibration")
     tests = doc.get("tests")
     if not isinstance(tests, list) or not tests:
@@ -209,10 +253,21 @@ def fit_stiffness(doc: dict) -> dict:
             raise CaseError(f"{where}.kind must be 'cantilever', 'three_point' or 'twist', got {kind!r}")
     if not bends:
         raise CaseError("tests: at least one cantilever or three_point test is needed to fit EI")
-    EI, report = _fit_bending(bends)
+    for test in bends:
+        _check_guess(test.guess(), diameter, test.where)
+    try:
+        EI, report = _fit_bending(bends)
+    except CaseError:
+        raise CaseError(
+            "calibration: the fit left the range of stiffnesses the solver takes (do the tests describe one "
+            "cable? check their units)"
+        ) from None
     entry = {"EI": EI, "linear_density": linear_density, "diameter": diameter, "source": "measured"}
     if twists:
         GJ, twist_report = _fit_twist(twists)
+        polar = math.pi * diameter**4 / 32.0
+        if not (math.isfinite(GJ) and MATERIAL_RANGE[0] * polar <= GJ <= MATERIAL_RANGE[1] * polar):
+            raise CaseError(f"tests: the twist tests give GJ = {GJ:.3g} N m^2, no cable's; check their units")
         entry["GJ"] = GJ
         report["GJ"] = twist_report
     else:
@@ -277,8 +332,11 @@ def _fit_bending(tests) -> tuple:
         t95 = T95[dof - 1] if dof <= len(T95) else 1.96 + 2.4 / dof
     elif weighted_given:
         se, t95 = 1.0 / math.sqrt(float(J @ J)), 1.96  # residuals are in units of the uncertainty
-    if se is not None:
+    if se is not None and math.isfinite(se) and t95 * se < 5.0:
         report["EI_interval_95"] = [math.exp(p - t95 * se), math.exp(p + t95 * se)]
+    elif se is not None:
+        report["EI_interval_95"] = None
+        report["note"] = "the measurements do not determine EI (its 95 % interval spans more than 100x)"
     else:
         report["EI_interval_95"] = None
         report["note"] = "one measurement fits exactly: give its uncertainty (m) for a confidence interval"

@@ -171,7 +171,7 @@ def _envelope(args) -> int:
         ids = [c.id for c in case.cables]
         if args.cable is None and len(ids) > 1:
             raise CaseError(f"--cable: the case has {len(ids)} cables ({', '.join(ids)}); name one")
-        cable_id = args.cable or ids[0]
+        cable_id = ids[0] if args.cable is None else args.cable
         result = read_json(args.result, "result file") if args.result else None
         with np.errstate(all="ignore"):
             envelope, clearance = motion_envelope(case, cable_id, result, args.voxel)
@@ -258,7 +258,8 @@ def _formboard(args) -> int:
         with np.errstate(all="ignore"):
             board = formboard(case, result, args.step)
         title = args.title or os.path.splitext(os.path.basename(args.case))[0]
-        output.write(board_svg(board, title))
+        with np.errstate(all="ignore"):
+            output.write(board_svg(board, title))
         output.commit()
     except BaseException:
         output.discard()
@@ -279,8 +280,15 @@ def _wire_lines(routes):
         )
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """Bad options are said in one line on stderr, exit 2, as bad input is everywhere else."""
+
+    def error(self, message):
+        self.exit(2, f"error: {self.prog}: {message} (--help lists the options)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _OneLineParser(
         prog="python -m solver_core", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     sub = parser.add_subparsers(dest="command", required=True)

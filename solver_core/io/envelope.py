@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import CaseError
+from ..specs.case import MAX_EXTENT
 
 GRID_SHIFT = np.array([math.sqrt(2.0) - 1.0, math.sqrt(3.0) - 1.0, math.sqrt(5.0) - 2.0])
 MAX_VOXELS = 200_000_000  # a grid this large (200 MB of flags) is refused: ask for a coarser voxel
@@ -38,9 +39,13 @@ def swept_envelope(states, radius: float, voxel: float, motion: bool = True) -> 
     in time (joined by interpolated states); False: alternatives (a study's variants), their union."""
     if not (math.isfinite(voxel) and voxel > 0.0):
         raise CaseError(f"voxel must be a positive length (m), got {voxel!r}")
+    if voxel > radius:
+        raise CaseError(f"voxel {voxel:g} m is coarser than the cable's radius {radius:g} m: give a finer voxel")
     states = [np.asarray(s, dtype=np.float64) for s in states]
     if not states or any(s.ndim != 2 or s.shape != states[0].shape or s.shape[0] < 2 for s in states):
         raise CaseError("an envelope needs one or more states of the same cable (node arrays of one shape)")
+    if any(s.shape[1] != 3 or not np.isfinite(s).all() or np.abs(s).max() > MAX_EXTENT for s in states):
+        raise CaseError(f"an envelope's states must be (n, 3) arrays of finite coordinates within {MAX_EXTENT:g} m")
     if motion:
         states = _densified(states, voxel)
     points = np.concatenate(states)
@@ -48,12 +53,14 @@ def swept_envelope(states, radius: float, voxel: float, motion: bool = True) -> 
     # geometry shares, so that surfaces do not run along rows of voxel centres (a cable on a grid line
     # counted a whole row more or less: +-6 % of a slab 16 voxels thick)
     low = points.min(axis=0) - radius - 2.0 * voxel + GRID_SHIFT * voxel
-    shape = np.ceil((points.max(axis=0) + radius + 2.0 * voxel - low) / voxel).astype(np.int64) + 1
-    if int(np.prod(shape)) > MAX_VOXELS:
+    cells = np.ceil((points.max(axis=0) + radius + 2.0 * voxel - low) / voxel) + 1.0
+    with np.errstate(over="ignore"):  # in floats: a fine voxel over a long motion overflows integers
+        count = float(np.prod(cells))
+    if not count <= MAX_VOXELS:
         raise CaseError(
-            f"voxel {voxel:g} m makes a grid of {int(np.prod(shape)):.3g} cells (at most {MAX_VOXELS:.0e}): "
-            "give a coarser voxel"
+            f"voxel {voxel:g} m makes a grid of {count:.3g} cells (at most {MAX_VOXELS:.0e}): give a coarser voxel"
         )
+    shape = cells.astype(np.int64)
     inside = np.zeros(shape, dtype=bool)
     for nodes in states:
         for a, b in zip(nodes[:-1], nodes[1:]):
@@ -156,11 +163,17 @@ def motion_envelope(case, cable_id: str, result: dict | None = None, voxel: floa
     if result is None:
         docs = [step["cables"][cable_id] for step in iter_steps(case)]
     else:
-        steps = result.get("steps") if isinstance(result, dict) else None
-        if not isinstance(steps, list) or not all(cable_id in (s.get("cables") or {}) for s in steps):
-            raise CaseError(f"result: not every step has cable {cable_id!r} (is it the result of this case?)")
-        docs = [s["cables"][cable_id] for s in steps]
-    states = [np.asarray(d["nodes"], dtype=np.float64) for d in docs]
+        docs = _result_entries(result, cable_id)
+    states = []
+    for k, d in enumerate(docs):
+        where = f"result: steps[{k}].cables.{cable_id}.nodes"
+        try:
+            nodes = np.asarray(d.get("nodes"), dtype=np.float64)
+        except (TypeError, ValueError):
+            raise CaseError(f"{where} must be a list of [x, y, z] numbers") from None
+        if nodes.ndim != 2 or nodes.shape != (spec.segments + 1, 3) or not np.isfinite(nodes).all():
+            raise CaseError(f"{where} must be the cable's {spec.segments + 1} nodes of 3 finite numbers")
+        states.append(nodes)
     radius = 0.5 * spec.diameter
     envelope = swept_envelope(states, radius, voxel if voxel is not None else 0.25 * radius)
     clearance = None
@@ -170,6 +183,21 @@ def motion_envelope(case, cable_id: str, result: dict | None = None, voxel: floa
         nodes = states[step]
         per_segment = [min_clearance(nodes[k : k + 2], radius, case.obstacles) for k in range(len(nodes) - 1)]
         k = int(np.argmin(per_segment))
-        arc = np.asarray(docs[step].get("arc_lengths") or np.linspace(0.0, spec.length, len(nodes)))
+        arc = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(nodes, axis=0), axis=1))])
         clearance = {"gap": float(gaps[step]), "step": step, "s": float(0.5 * (arc[k] + arc[k + 1]))}
     return envelope, clearance
+
+
+def _result_entries(result, cable_id) -> list:
+    """The cable's entry in every step of a result document; CaseError naming what is missing."""
+    steps = result.get("steps") if isinstance(result, dict) else None
+    if not isinstance(steps, list) or not steps:
+        raise CaseError("result: no steps (is it a result of this case?)")
+    out = []
+    for k, step in enumerate(steps):
+        cables = step.get("cables") if isinstance(step, dict) else None
+        entry = cables.get(cable_id) if isinstance(cables, dict) else None
+        if not isinstance(entry, dict):
+            raise CaseError(f"result: steps[{k}] has no cable {cable_id!r} (is it the result of this case?)")
+        out.append(entry)
+    return out

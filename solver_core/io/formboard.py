@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import CaseError
+from ..specs.case import MAX_EXTENT
 from .formboard_layout import Run, lay_out, runs_cross
 from .run_case import as_case, iter_steps
 
@@ -120,9 +121,19 @@ def _step(case, result, step: int) -> dict:
             if k == step:
                 return doc["cables"]
     steps = result.get("steps") if isinstance(result, dict) else None
-    if not isinstance(steps, list) or step >= len(steps) or not isinstance(steps[step].get("cables"), dict):
+    entry = steps[step] if isinstance(steps, list) and step < len(steps) else None
+    if not isinstance(entry, dict) or not isinstance(entry.get("cables"), dict):
         raise CaseError(f"result: no steps[{step}].cables (is it the result of this case?)")
-    return steps[step]["cables"]
+    for cid, doc in entry["cables"].items():
+        where = f"result: steps[{step}].cables.{cid}"
+        if not isinstance(doc, dict):
+            raise CaseError(f"{where} must be a cable's result (an object)")
+        length = doc.get("length")
+        if isinstance(length, bool) or not isinstance(length, (int, float)) or not 0.0 < length <= MAX_EXTENT:
+            raise CaseError(f"{where}.length must be a positive length in m, got {length!r}")
+        if not isinstance(doc.get("converged"), bool):
+            raise CaseError(f"{where}.converged must be true or false")
+    return entry["cables"]
 
 
 # ---------------------------------------------------------------- drawing

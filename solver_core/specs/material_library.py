@@ -43,13 +43,20 @@ def use_library(materials: dict, path: str = "the library") -> list:
     for name, entry in materials.items():
         if name in PRESETS and not PRESETS[name].source.startswith("measured"):
             raise CaseError(f"{path}: material {name!r} has the name of a built-in preset; rename it")
-        fit = entry.get("fit", {})
+        fit = entry.get("fit") if isinstance(entry.get("fit"), dict) else {}
         interval = fit.get("EI_interval_95")
-        text = f", EI 95 % interval {interval[0]:.4g}-{interval[1]:.4g} N m^2" if interval else ""
+        numbers = isinstance(interval, list) and len(interval) == 2 and all(_finite(v) for v in interval)
+        text = f", EI 95 % interval {interval[0]:.4g}-{interval[1]:.4g} N m^2" if numbers else ""
+        diameter = entry.get("diameter")
+        size = f", {1e3 * diameter:.2f} mm" if _finite(diameter) else ""
         PRESETS[name] = MaterialPreset(
             name=name,
-            description=f"measured cable, {1e3 * entry.get('diameter', float('nan')):.2f} mm",
+            description=f"measured cable{size}",
             values={key: float(entry[key]) for key in SECTION_KEYS},
-            source=f"measured: fitted to {fit.get('tests', '?')} bench test(s){text}, {path}",
+            source=f"measured: fitted to {fit.get('tests', '?')!s:.20} bench test(s){text}, {path}",
         )
     return list(materials)
+
+
+def _finite(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

@@ -108,6 +108,30 @@ def test_twist_tests_give_GJ_through_the_origin():
         ({"tests": [{"kind": "three_point", "span": 0.2, "force": 1, "deflection": 0.05}]}, "25 % of the span"),
         ({"tests": [{"kind": "twist", "length": 1, "torque": 1, "angle": 1}]}, "at least one cantilever"),
         ({"tests": [{"kind": "cantilever", "length": 0.3, "points": [{"s": 0.3, "z": float("nan")}]}]}, "z must be"),
+        ({"tests": [{"kind": "cantilever", "length": 0.3, "points": [{"s": 0.3, "z": 0.05}]}]}, "at most 0"),
+        ({"tests": [{"kind": "cantilever", "length": 0.3, "points": [{"s": 0.3, "z": 0.0}]}]}, "no point sags"),
+        (
+            {"tests": [{"kind": "cantilever", "length": 0.3, "points": [{"s": 0.3, "z": -0.05, "x": 5.0}]}]},
+            "further from",
+        ),
+        ({"tests": [{"kind": "cantilever", "length": 0.3, "points": [{"s": 0.3, "z": -1e-8}]}]}, "asks for EI"),
+        (
+            {"tests": [{"kind": "cantilever", "length": 0.3, "points": [{"s": 0.3, "z": -0.05}], "units": "mm"}]},
+            "units",
+        ),
+        ({"name": "lv2017_harness"}, "built-in preset"),
+        ({"diameter": 1e308}, "out of range"),
+        ({"linear_density": 1e-12}, "out of range"),
+        ({"colour": "red"}, r"calibration\.colour is not a known key"),
+        (
+            {
+                "tests": [
+                    {"kind": "cantilever", "length": 0.3, "points": [{"s": 0.3, "z": -0.05}]},
+                    {"kind": "twist", "length": 1e-9, "torque": 1e-9, "angle": 1e6},
+                ]
+            },
+            "GJ = ",
+        ),
     ],
 )
 def test_bad_tests_are_refused_by_name(change, words):

@@ -79,6 +79,9 @@ def test_one_state_is_the_cable_itself():
         ([], R, "one or more states"),
         ([straight(), straight(5)], R, "one shape"),
         ([straight()], 1e-7, "coarser voxel"),
+        ([straight()], 1e-300, "coarser voxel"),
+        ([straight()], 2 * R, "finer voxel"),
+        ([straight() * np.nan], R / 4, "finite coordinates"),
     ],
 )
 def test_bad_requests_are_refused_by_name(states, voxel, words):
@@ -142,3 +145,18 @@ def test_the_command_line_writes_stl_and_obj_and_refuses_in_one_line(tmp_path):
         refused = subprocess.run(args, capture_output=True, text=True)
         assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
         assert __import__("re").search(words, refused.stderr), refused.stderr
+
+
+@pytest.mark.parametrize(
+    "result, words",
+    [
+        ({"steps": []}, "no steps"),
+        ({"steps": [{"cables": []}]}, "has no cable 'W1'"),
+        ({"steps": [{"cables": {"W1": {"nodes": "abc"}}}]}, r"nodes must be a list"),
+        ({"steps": [{"cables": {"W1": {"nodes": [[0, 0], [1, 1]]}}}]}, "31 nodes of 3 finite numbers"),
+        ({"steps": [{"cables": {"W1": {"nodes": [[0, 0, 1e999]] * 31}}}]}, "31 nodes of 3 finite numbers"),
+    ],
+)
+def test_a_malformed_result_is_refused_by_name(result, words):
+    with pytest.raises(CaseError, match=words):
+        motion_envelope(hanging_case(), "W1", result)

@@ -148,6 +148,7 @@ def test_the_command_line_writes_the_board_or_refuses_in_one_line(tmp_path, solv
         ((str(path), "-o", str(out), "--step", "3"), "step must be an integer from 0 to 0"),
         ((str(tmp_path / "none.json"), "-o", str(out)), "none.json"),
         ((str(path), "-o", str(out), "--result", str(path)), "result: no steps"),
+        ((str(path), "-o", str(out), "--step", "1.5"), "invalid int value"),
     ):
         refused = run(*args)
         assert refused.returncode == 2 and re.search(words, refused.stderr), refused.stderr
@@ -158,3 +159,19 @@ def test_a_result_of_another_case_is_refused_by_name(solved):
     _, result = solved
     with pytest.raises(CaseError, match="no cable 'W1'"):
         formboard(case(cable()), result)
+
+
+@pytest.mark.parametrize(
+    "steps, words",
+    [
+        ([1], r"no steps\[0\]\.cables"),
+        ([{"cables": {"trunk": {}}}], r"cables\.trunk\.length must be a positive length"),
+        ([{"cables": {"trunk": {"length": -1.0, "converged": True}}}], "positive length"),
+        ([{"cables": {"trunk": {"length": 1e308, "converged": True}}}], "positive length"),
+        ([{"cables": {"trunk": {"length": 0.3, "converged": "yes"}}}], "converged must be true or false"),
+        ([{"cables": {"trunk": None}}], "must be a cable's result"),
+    ],
+)
+def test_a_malformed_result_is_refused_by_name(steps, words):
+    with pytest.raises(CaseError, match=words):
+        formboard(y_harness(), {"steps": steps})
