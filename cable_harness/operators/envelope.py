@@ -6,9 +6,10 @@ import os
 
 import bpy
 import numpy as np
-from bpy.props import FloatProperty, StringProperty
+from bpy.props import EnumProperty, FloatProperty, StringProperty
 
 from ...solver_core import CaseError, obj_text, stl_text, swept_envelope
+from .. import study_runner
 from ..scene_model import cable_diameter, metres_per_unit
 from .common import bake_log, cables_in_context
 
@@ -71,6 +72,14 @@ class CABLE_HARNESS_OT_swept_envelope(bpy.types.Operator):
     bl_label = "Swept Envelope"
     bl_options = {"REGISTER", "UNDO"}
 
+    source: EnumProperty(
+        name="Of",
+        items=(
+            ("BAKE", "Bake", "The space the baked motion sweeps, frame by frame"),
+            ("STUDY", "Variation Study", "The space the last study's converged variants fill together"),
+        ),
+        default="BAKE",
+    )  # type: ignore
     voxel: FloatProperty(
         name="Resolution",
         description="Side of the envelope's voxels, in scene units (0: a quarter of each cable's radius)",
@@ -87,6 +96,8 @@ class CABLE_HARNESS_OT_swept_envelope(bpy.types.Operator):
     )  # type: ignore
 
     def execute(self, context):
+        if self.source == "STUDY":
+            return self._study(context)
         scene = context.scene
         try:
             log = bake_log(bpy.data)
@@ -128,6 +139,38 @@ class CABLE_HARNESS_OT_swept_envelope(bpy.types.Operator):
             self.report({"ERROR"}, "no converged baked frame to build an envelope from")
             return {"CANCELLED"}
         self.report({"INFO"}, "Envelope " + "; ".join(lines))
+        return {"FINISHED"}
+
+    def _study(self, context):
+        """The union of the last study's converged variants of each cable, as "<cable> Study Envelope"."""
+        study = study_runner.result()
+        if study is None:
+            self.report({"ERROR"}, "no study: run a Variation Study first")
+            return {"CANCELLED"}
+        scale = metres_per_unit(context.scene)
+        lines = []
+        try:
+            for name, outputs in study["cables"].items():
+                ob = bpy.data.objects.get(name)
+                if ob is None or "envelope" not in outputs:
+                    continue
+                radius = 0.5 * cable_diameter(ob.cable_harness) * scale
+                voxel = self.voxel * scale if self.voxel > 0.0 else 0.25 * radius
+                variants = list(outputs["envelope"]["lines"])
+                envelope = swept_envelope(variants, radius, voxel, motion=False)
+                _mesh_object(context, name + " Study" + ENVELOPE_SUFFIX, envelope, scale)
+                if self.filepath:
+                    self._write(envelope, name, len(study["cables"]) > 1)
+                lines.append(
+                    f"{name}: {len(variants)} variants, {envelope.volume * 1e6:.4g} cm^3 at {voxel * 1e3:.3g} mm"
+                )
+        except (CaseError, OSError) as exc:
+            self.report({"ERROR"}, f"no envelope: {exc}")
+            return {"CANCELLED"}
+        if not lines:
+            self.report({"ERROR"}, "the last study has no converged variant of a cable in this scene")
+            return {"CANCELLED"}
+        self.report({"INFO"}, "Study envelope " + "; ".join(lines))
         return {"FINISHED"}
 
     def _write(self, envelope, name, several) -> None:

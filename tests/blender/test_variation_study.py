@@ -169,6 +169,14 @@ def test_a_study_runs_in_the_background_and_its_rows_equal_direct_solves(tmp_pat
     lines = ext.ui.study_lines(bpy.context.scene, study)
     assert lines[0] == "6 of 6 variants converged" and lines[1] == f"{cable.name}:"
     assert any(line.strip().startswith("Shape spread") for line in lines)
+    # the variants' union as a mesh: every variant's centre line lies inside it
+    assert bpy.ops.cable_harness.swept_envelope(source="STUDY") == {"FINISHED"}
+    mesh = bpy.data.objects[f"{cable.name} Study Envelope"].data
+    co = np.empty(len(mesh.vertices) * 3, dtype=np.float32)
+    mesh.vertices.foreach_get("co", co)
+    co = co.reshape(-1, 3)
+    points = envelope["lines"].reshape(-1, 3)
+    assert len(mesh.polygons) > 0 and (points >= co.min(axis=0)).all() and (points <= co.max(axis=0)).all()
 
 
 def test_failed_variants_are_failures_and_stay_out_of_the_envelope(tmp_path):
