@@ -262,7 +262,9 @@ class VIEW3D_PT_cable_harness(_SidebarPanel, bpy.types.Panel):
             layout.prop(s, "diameter")
         layout.prop(s, "segments")
         if not s.is_bundle:
-            layout.prop(s, "material")
+            row = layout.row(align=True)
+            row.prop(s, "material")
+            row.operator("cable_harness.calibrate_from_tests", text="", icon="EXPERIMENTAL")
             if s.material == "CUSTOM":
                 layout.prop(s, "youngs_modulus")
                 layout.prop(s, "poisson_ratio")

@@ -11,6 +11,7 @@ from .contact.clearance import clearance_to_triangles
 from .contact.obstacles import ObstacleSet, counted_folds, edge_neighbours, sharp_edges
 from .errors import CaseError
 from .geometry.mounting import DETECT_RADII, cut_zone, mount_radius, points_into
+from .io.calibration import fit_stiffness
 from .io.envelope import obj_text, stl_text, swept_envelope
 from .io.formboard import board_svg, formboard
 from .io.run_case import solve_case
@@ -38,6 +39,7 @@ from .specs.case import (
 )
 from .specs.case_writer import case_to_dict
 from .specs.junction_spec import JunctionMove
+from .specs.material_library import library_text, read_library
 from .specs.materials import PRESETS, SectionStiffness, section_stiffness
 from .specs.wire_routes import RouteError, WireRoute, trace_wire
 from .warmup import compiled_kernel_names, kernel_names, kernels_are_warm, warm_up
@@ -76,6 +78,7 @@ __all__ = [
     "case_to_dict",
     "clearance_to_triangles",
     "formboard",
+    "fit_stiffness",
     "frame_from_tangent",
     "initial_state",
     "kinetic_energy",
@@ -83,8 +86,10 @@ __all__ = [
     "compiled_kernel_names",
     "kernel_names",
     "kernels_are_warm",
+    "library_text",
     "load_case",
     "parse_case",
+    "read_library",
     "parse_frame",
     "parse_sweep",
     "section_stiffness",

@@ -1,11 +1,12 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The operators, one module per kind of work: authoring, the clip list, a bundle's wire list, solving,
-baking, case files, CAD import, reports, the formboard, the swept envelope and the variation study.
+baking, case files, CAD import, reports, the formboard, the swept envelope, calibration and the variation
+study.
 Each registers its own classes; they share helpers through ``.common``, never each other's."""
 
-from . import authoring, bake, cad, case, clip_list, envelope, formboard, report, solve, study, wire_list
+from . import authoring, bake, cad, calibration, case, clip_list, envelope, formboard, report, solve, study, wire_list
 
-_modules = (authoring, clip_list, wire_list, solve, bake, case, cad, report, formboard, envelope, study)
+_modules = (authoring, clip_list, wire_list, solve, bake, case, cad, report, formboard, envelope, calibration, study)
 
 
 def register():

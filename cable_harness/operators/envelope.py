@@ -74,6 +74,7 @@ class CABLE_HARNESS_OT_swept_envelope(bpy.types.Operator):
 
     source: EnumProperty(
         name="Of",
+        description="What the envelope is of: the baked motion, or the last Variation Study's variants together",
         items=(
             ("BAKE", "Bake", "The space the baked motion sweeps, frame by frame"),
             ("STUDY", "Variation Study", "The space the last study's converged variants fill together"),
