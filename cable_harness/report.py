@@ -29,7 +29,7 @@ def _finite(x):
     return x is not None and math.isfinite(x)
 
 
-def cable_summary(name: str, info: dict, records: list[dict]) -> dict:
+def cable_summary(name: str, info: dict, records: list[dict], envelope: dict | None = None) -> dict:
     """Summary of one cable over the baked frames (records in frame order).
 
     Only frames whose solve converged count: a frame that did not is no result (the cable was not
@@ -82,6 +82,9 @@ def cable_summary(name: str, info: dict, records: list[dict]) -> dict:
         "peak_forces": holders,
         "frames": len(records) + len(failed),
         "frames_not_converged": failed,
+        # the space the cable swept over the motion (Swept Envelope), m^3 at a voxel of m; None: not built
+        "swept_volume": (envelope or {}).get("volume"),
+        "swept_voxel": (envelope or {}).get("voxel"),
     }
 
 
@@ -193,7 +196,11 @@ def junction_summary(name: str, records: list[dict]) -> dict:
 def harness_report(log: dict) -> dict:
     if log.get("format") != LOG_FORMAT:
         raise ValueError(f"not a bake log (format {log.get('format')!r}, expected {LOG_FORMAT!r})")
-    cables = [cable_summary(name, log["cables"][name], log["frames"][name]) for name in sorted(log["cables"])]
+    envelopes = log.get("envelopes", {})
+    cables = [
+        cable_summary(name, log["cables"][name], log["frames"][name], envelopes.get(name))
+        for name in sorted(log["cables"])
+    ]
     return {
         "format": REPORT_FORMAT,
         "scene": log.get("scene"),
@@ -238,6 +245,14 @@ def csv_rows(report: dict):
             "limit": 0.0,
             "ok": None if c["min_clearance"] is None else c["min_clearance"] >= 0.0,
         }
+        if c.get("swept_volume") is not None:
+            yield {
+                "cable": name,
+                "quantity": "swept envelope volume",
+                "where": f"voxel {c['swept_voxel']:.3g} m",
+                "value": c["swept_volume"],
+                "unit": "m^3",
+            }
         for h in c["peak_forces"]:
             yield {
                 "cable": name,
@@ -398,6 +413,11 @@ def summary_text(report: dict) -> str:
             f"(frame {c['min_bend_radius_frame']}; allowed {_m(c['allowed_bend_radius'])}: {verdict}), "
             f"min clearance {_m(c['min_clearance'])} (frame {c['min_clearance_frame']})"
         )
+        if c.get("swept_volume") is not None:
+            lines.append(
+                f"    swept envelope {c['swept_volume'] * 1e6:.4g} cm^3 (voxel {_m(c['swept_voxel'])}); least "
+                f"clearance over the motion {_m(c['min_clearance'])} at frame {c['min_clearance_frame']}"
+            )
         for h in c["peak_forces"]:
             lines.append(f"    peak {h['peak_force']:.3f} N at {h['object']} ({h['kind']}), frame {h['frame']}")
         if c["frames_not_converged"]:

@@ -137,12 +137,13 @@ def main(argv=None) -> int:
             f"{time.perf_counter() - t:.1f} s"
         )
 
-    _operator(lambda: bpy.ops.cable_harness.export_report(directory=str(OUT)), "writing the report")
     power = bpy.data.objects[names["cables"][0]]
     for ob in scene.objects:
         ob.select_set(ob is power)
-    _operator(lambda: bpy.ops.cable_harness.swept_envelope(filepath=str(OUT / "envelope.stl")), "the swept envelope")
+    envelope = lambda: bpy.ops.cable_harness.swept_envelope(filepath=str(OUT / "envelope.stl"))  # noqa: E731
+    _operator(envelope, "the swept envelope")
     progress(f"swept envelope of {power.name} over the insertion: out/envelope.stl")
+    _operator(lambda: bpy.ops.cable_harness.export_report(directory=str(OUT)), "writing the report")
     import json
 
     summary_text = sys.modules[f"{MODULE}.cable_harness.report"].summary_text

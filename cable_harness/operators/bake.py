@@ -2,14 +2,12 @@
 """Bake: solve every frame of the scene's range (following animated connectors, clips and colliders)
 and key the cable curves; Clear Bake removes exactly what a bake made."""
 
-import json
-
 import bpy
 import numpy as np
 
 from .. import follow
 from ..baking import bake_cable, bake_junction, clear_bake
-from ..report import BAKE_LOG_TEXT, LOG_FORMAT
+from ..report import LOG_FORMAT
 from ..scene_model import (
     COLLIDER,
     HarnessInputError,
@@ -22,7 +20,7 @@ from ..scene_model import (
     refused_text,
 )
 from ..simulation import CLEARANCE_SEARCH_M, HarnessSimulation
-from .common import NeedsSolver, cables_in_context, solvable_or_report
+from .common import NeedsSolver, cables_in_context, solvable_or_report, store_bake_log
 
 
 def _holders(scene, ob) -> list[dict]:
@@ -256,10 +254,9 @@ class _BakeRun:
             ob = bpy.data.objects.get(name)
             if ob is not None:
                 bake_junction(ob, samples)
-        text = bpy.data.texts.get(BAKE_LOG_TEXT) or bpy.data.texts.new(BAKE_LOG_TEXT)
         # one value per line: Blender's text block takes a long line in time quadratic in its length
         # (the bay's 0.5 MB log on one line: 3.6 s, most of the whole bake; so: 5 ms)
-        text.from_string(json.dumps(self.log, allow_nan=False, indent=0))
+        store_bake_log(bpy.data, self.log)
         context.scene.frame_set(self.original_frame)
         return baked
 

@@ -29,6 +29,13 @@ def bake_log(blend_data) -> dict | None:
     return None if text is None else json.loads(text.as_string())
 
 
+def store_bake_log(blend_data, log: dict) -> None:
+    """Write the bake log back into its text block (a value per line: Blender's text editor is slow
+    with one long line)."""
+    text = blend_data.texts.get(BAKE_LOG_TEXT) or blend_data.texts.new(BAKE_LOG_TEXT)
+    text.from_string(json.dumps(log, allow_nan=False, indent=0))
+
+
 def cables_in_context(context) -> list:
     """The selected cables, or every cable of the scene when none is selected."""
     chosen = [o for o in context.selected_objects if o.cable_harness.role == CABLE and o.type == "CURVE"]

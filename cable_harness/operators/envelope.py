@@ -11,7 +11,7 @@ from bpy.props import EnumProperty, FloatProperty, StringProperty
 from ...solver_core import CaseError, obj_text, stl_text, swept_envelope
 from .. import study_runner
 from ..scene_model import cable_diameter, metres_per_unit
-from .common import bake_log, cables_in_context
+from .common import bake_log, cables_in_context, store_bake_log
 
 ENVELOPE_SUFFIX = " Envelope"
 
@@ -124,6 +124,8 @@ class CABLE_HARNESS_OT_swept_envelope(bpy.types.Operator):
                 _mesh_object(context, ob.name + ENVELOPE_SUFFIX, envelope, scale)
                 if self.filepath:
                     self._write(envelope, ob.name, len(cables) > 1)
+                # the report (Export Report) gives the swept volume beside the motion's least clearance
+                log.setdefault("envelopes", {})[ob.name] = {"volume": envelope.volume, "voxel": voxel}
                 text = f"{ob.name}: {envelope.volume * 1e6:.4g} cm^3 at {voxel * 1e3:.3g} mm"
                 least = _least_clearance(records)
                 if least is not None:
@@ -136,6 +138,7 @@ class CABLE_HARNESS_OT_swept_envelope(bpy.types.Operator):
             return {"CANCELLED"}
         finally:
             scene.frame_set(frame)
+        store_bake_log(bpy.data, log)
         if not lines:
             self.report({"ERROR"}, "no converged baked frame to build an envelope from")
             return {"CANCELLED"}
