@@ -65,14 +65,9 @@ def _keys(doc, allowed, where) -> None:
         raise CaseError(f"{where}.{unknown[0]} is not a known key (known: {', '.join(allowed)})")
 
 
-def _section(EI: float, diameter: float, linear_density: float, GJ: float | None = None) -> dict:
-    """The material of a solid round section of this EI (and GJ) and mass per length."""
-    inertia = math.pi * diameter**4 / 64.0
-    E = EI / inertia
-    material = {"E": E, "nu": NU, "linear_density": linear_density}
-    if GJ is not None:
-        material["GJ"] = GJ
-    return material
+def _section(EI: float, diameter: float, linear_density: float) -> dict:
+    """The material of a solid round section of this EI and mass per length."""
+    return {"E": EI / (math.pi * diameter**4 / 64.0), "nu": NU, "linear_density": linear_density}
 
 
 def _cantilever_case(EI, diameter, linear_density, length, tip_force=0.0, gravity=GRAVITY) -> dict:
@@ -322,7 +317,8 @@ def _fit_bending(tests) -> tuple:
     n = r.shape[0]
     weighted_given = all(t.uncertainty for t in tests)
     report = {"tests": len(tests), "measurements": n, "iterations": iterations}
-    raw = np.concatenate([np.asarray(t.residuals(math.exp(p))) for t in tests])
+    # the residuals in metres: ``r`` itself unless some are divided by their uncertainty
+    raw = r if not any(t.uncertainty for t in tests) else np.concatenate([t.residuals(math.exp(p)) for t in tests])
     report["residual_rms_m"] = float(np.sqrt(np.mean(raw**2)))
     se = None
     if n > 1:

@@ -95,8 +95,8 @@ def formboard(case, result: dict | None = None, step: int = 0) -> Board:
             )
         )
     wires = []
+    lengths = {r.cable: r.length for r in runs}
     for w in case.wires:
-        lengths = {r.cable: r.length for r in runs}
         ends = [vertices[_vertex(case_cable(case, cid), side)[0]][1] for cid, side in (w.start, w.end)]
         wires.append((w.id, ends[0], ends[1], list(w.cables), sum(lengths[c] for c in w.cables)))
     board = Board(vertices, runs, wires)
