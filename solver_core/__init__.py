@@ -14,6 +14,9 @@ from .geometry.mounting import DETECT_RADII, cut_zone, mount_radius, points_into
 from .io.calibration import fit_stiffness
 from .io.envelope import obj_text, stl_text, swept_envelope
 from .io.formboard import board_svg, formboard
+from .io.kbl import kbl_text
+from .io.kbl_model import kbl_harness
+from .io.kbl_read import read_kbl
 from .io.run_case import solve_case
 from .io.sweep import SWEEP_FORMAT, parse_sweep
 from .maths.rotations import frame_from_tangent
@@ -78,6 +81,9 @@ __all__ = [
     "case_to_dict",
     "clearance_to_triangles",
     "formboard",
+    "kbl_harness",
+    "kbl_text",
+    "read_kbl",
     "fit_stiffness",
     "frame_from_tangent",
     "initial_state",

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Command line: ``python -m solver_core solve CASE.json [-o RESULT.json|RESULT.jsonl]``, ``check``,
 ``presets``, ``formboard CASE.json -o BOARD.svg`` (formboard.py), ``envelope CASE.json -o MESH.stl``
-(envelope.py), ``calibrate TESTS.json --library LIB.json`` (calibration.py) and ``sweep SWEEP.json -o
-OUTDIR`` (sweep.py)."""
+(envelope.py), ``calibrate TESTS.json --library LIB.json`` (calibration.py), ``kbl CASE.json -o
+HARNESS.kbl`` and ``read-kbl HARNESS.kbl`` (kbl_command.py) and ``sweep SWEEP.json -o OUTDIR`` (sweep.py)."""
 
 import argparse
 import gc
@@ -328,8 +328,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     calibrate.add_argument("tests", help="calibration JSON (cable-harness-calibration/1)")
     calibrate.add_argument("--library", required=True, help="the material library to add it to (made if missing)")
+    from .kbl_command import add_kbl_parsers
     from .sweep import add_sweep_parser
 
+    add_kbl_parsers(sub)
     add_sweep_parser(sub)
     return parser
 
@@ -366,6 +368,10 @@ def _run(args) -> int:
             return _calibrate(args)
         if args.command == "envelope":
             return _envelope(args)
+        if args.command in ("kbl", "read-kbl"):
+            from .kbl_command import run_kbl_command
+
+            return run_kbl_command(args)
         return _solve(args)
     except BaseException as exc:
         stop = signals.as_interruption(exc)

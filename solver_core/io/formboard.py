@@ -54,7 +54,7 @@ class Board:
         return runs_cross(self.positions, [Run(r.cable, r.start, r.end, r.length) for r in self.runs])
 
 
-def _vertex(cable, side: str) -> tuple:
+def cable_end_vertex(cable, side: str) -> tuple:
     """(vertex id, kind, label) of a cable end: its junction, or the connector (or free end) there."""
     held = cable.start_junction if side == "start" else cable.end_junction
     if held is not None:
@@ -68,7 +68,7 @@ def formboard(case, result: dict | None = None, step: int = 0) -> Board:
     """The board of ``case`` (a Case or case document) at solve ``step`` (0: the case as routed; k: after
     its k-th step) of ``result`` (a result document; None: the case is solved up to that step)."""
     case = as_case(case)
-    solved = _step(case, result, step)
+    solved = solved_step(case, result, step)
     vertices, runs = {}, []
     for cable in case.cables:
         doc = solved.get(cable.id)
@@ -76,7 +76,7 @@ def formboard(case, result: dict | None = None, step: int = 0) -> Board:
             raise CaseError(f"result: step {step} has no cable {cable.id!r}")
         ends = []
         for side in ("start", "end"):
-            vid, kind, label = _vertex(cable, side)
+            vid, kind, label = cable_end_vertex(cable, side)
             vertices[vid] = (kind, label)
             ends.append(vid)
         bundle = cable.bundle
@@ -97,7 +97,7 @@ def formboard(case, result: dict | None = None, step: int = 0) -> Board:
     wires = []
     lengths = {r.cable: r.length for r in runs}
     for w in case.wires:
-        ends = [vertices[_vertex(case_cable(case, cid), side)[0]][1] for cid, side in (w.start, w.end)]
+        ends = [vertices[cable_end_vertex(case_cable(case, cid), side)[0]][1] for cid, side in (w.start, w.end)]
         wires.append((w.id, ends[0], ends[1], list(w.cables), sum(lengths[c] for c in w.cables)))
     board = Board(vertices, runs, wires)
     spacing = 0.1 + 0.2 * max((r.length for r in runs), default=0.0)
@@ -112,7 +112,7 @@ def case_cable(case, cable_id: str):
     return next(c for c in case.cables if c.id == cable_id)
 
 
-def _step(case, result, step: int) -> dict:
+def solved_step(case, result, step: int) -> dict:
     """{cable id: result entry} of solve ``step``."""
     if not isinstance(step, int) or isinstance(step, bool) or not 0 <= step <= len(case.steps):
         raise CaseError(f"step must be an integer from 0 to {len(case.steps)} (the case's steps), got {step!r}")
