@@ -169,7 +169,9 @@ class VIEW3D_PT_cable_harness(_SidebarPanel, bpy.types.Panel):
         row = layout.row(align=True)
         row.operator("cable_harness.export_report", icon="TEXT")
         row.operator("cable_harness.export_formboard", icon="FILE_IMAGE")
-        layout.operator("cable_harness.swept_envelope", icon="MESH_ICOSPHERE")
+        row = layout.row(align=True)
+        row.operator("cable_harness.export_kbl", icon="EXPORT")
+        row.operator("cable_harness.swept_envelope", icon="MESH_ICOSPHERE")
         view = context.scene.cable_harness
         column = layout.column(align=True)
         column.use_property_split = False  # checkbox labels in full width, not cut in a split column

@@ -123,6 +123,32 @@ def run_solve(operator, context, cables=None):
     return report
 
 
+def solve_for_document(operator, context, what: str):
+    """The scene's cables solved once for a document (formboard, KBL): (case, result document, the
+    names of cables not converged or left out), or None with an error on ``operator``."""
+    solvable, refused = solvable_or_report(operator, context, harness_objects(context.scene, CABLE))
+    if solvable is None:
+        return None
+    try:
+        simulation = HarnessSimulation(context.scene, solvable)
+        report = simulation.tick(context)
+    except HarnessInputError as exc:
+        operator.report({"ERROR"}, f"no {what}: {exc}")
+        return None
+    return simulation.case, {"steps": [{"cables": report.results}]}, sorted(set(report.failed) | set(refused))
+
+
+def write_document(operator, path: str, text: str) -> bool:
+    """Write ``text`` to ``path`` (UTF-8); False with an error on ``operator`` where it cannot."""
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        operator.report({"ERROR"}, f"cannot write {path}: {exc.strerror or exc}")
+        return False
+    return True
+
+
 def solvable_or_report(operator, context, cables) -> tuple:
     """The cables that can be solved and, by name, why each of the others cannot (they say so in
     their read-outs); (None, {}) with an error on ``operator`` when none can."""

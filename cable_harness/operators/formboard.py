@@ -7,9 +7,7 @@ import bpy
 from bpy.props import StringProperty
 
 from ...solver_core import CaseError, board_svg, formboard
-from ..scene_model import CABLE, HarnessInputError, harness_objects
-from ..simulation import HarnessSimulation
-from .common import NeedsSolver, solvable_or_report
+from .common import NeedsSolver, solve_for_document, write_document
 
 
 class CABLE_HARNESS_OT_export_formboard(NeedsSolver, bpy.types.Operator):
@@ -35,24 +33,18 @@ class CABLE_HARNESS_OT_export_formboard(NeedsSolver, bpy.types.Operator):
             self.report({"ERROR"}, "choose a file for the formboard (.svg)")
             return {"CANCELLED"}
         path = bpy.path.ensure_ext(bpy.path.abspath(self.filepath), ".svg")
-        solvable, refused = solvable_or_report(self, context, harness_objects(context.scene, CABLE))
-        if solvable is None:
+        solved = solve_for_document(self, context, "formboard")
+        if solved is None:
             return {"CANCELLED"}
+        case, result, failed = solved
         try:
-            simulation = HarnessSimulation(context.scene, solvable)
-            report = simulation.tick(context)
-            board = formboard(simulation.case, {"steps": [{"cables": report.results}]})
-        except (HarnessInputError, CaseError) as exc:
+            board = formboard(case, result)
+        except CaseError as exc:
             self.report({"ERROR"}, f"no formboard: {exc}")
             return {"CANCELLED"}
         title = bpy.path.basename(bpy.data.filepath) or context.scene.name
-        try:
-            with open(path, "w", encoding="utf-8") as fh:
-                fh.write(board_svg(board, title))
-        except OSError as exc:
-            self.report({"ERROR"}, f"cannot write {path}: {exc.strerror or exc}")
+        if not write_document(self, path, board_svg(board, title)):
             return {"CANCELLED"}
-        failed = sorted(set(report.failed) | set(refused))
         text = f"formboard of {len(board.runs)} runs written to {path}"
         if failed:
             self.report({"WARNING"}, f"{text}; not converged or left out: {', '.join(failed)}")
