@@ -12,7 +12,8 @@ the bpy module, with the extension loaded from this checkout:
    and the power cable's swept envelope over the insertion, out/envelope.stl;
 5. build the branched harness (a taped trunk, three free junctions, six branches), solve it and
    print where its junctions came to rest and what each branch pulls them with; save
-   out/branched_harness.blend and draw its formboard, out/formboard.svg.
+   out/branched_harness.blend, draw its formboard, out/formboard.svg, and write it as KBL 2.4,
+   out/harness.kbl (the bay's own KBL, with its wires and clips, is out/bay.kbl).
 """
 
 import argparse
@@ -69,7 +70,7 @@ def main(argv=None) -> int:
     parser.add_argument("--samples", type=int, default=24, help="Cycles samples of the picture (denoised)")
     parser.add_argument("--no-render", action="store_true", help="skip the picture")
     args = parser.parse_args(argv)
-    progress = Progress(12)
+    progress = Progress(13)
     OUT.mkdir(exist_ok=True)
 
     prepare_environment()
@@ -148,7 +149,8 @@ def main(argv=None) -> int:
 
     summary_text = sys.modules[f"{MODULE}.cable_harness.report"].summary_text
     print(summary_text(json.loads((OUT / "report.json").read_text())), flush=True)
-    progress("report: out/report.json, out/report.csv, out/bend_radius.png, out/forces.png")
+    _operator(lambda: bpy.ops.cable_harness.export_kbl(filepath=str(OUT / "bay.kbl")), "writing the bay's KBL file")
+    progress("report: out/report.json, out/report.csv, out/bend_radius.png, out/forces.png; KBL: out/bay.kbl")
 
     from demo_blends.scenes import build_branched_harness
 
@@ -171,6 +173,8 @@ def main(argv=None) -> int:
         lambda: bpy.ops.cable_harness.export_formboard(filepath=str(OUT / "formboard.svg")), "drawing the formboard"
     )
     progress("formboard: out/formboard.svg (the branched harness laid flat at its solved lengths, 1:1)")
+    _operator(lambda: bpy.ops.cable_harness.export_kbl(filepath=str(OUT / "harness.kbl")), "writing the KBL file")
+    progress("KBL 2.4 SR-1: out/harness.kbl (nodes, segments with their centre curves, coverings)")
     return 0
 
 
