@@ -367,6 +367,7 @@ def cable_document(scene, ob, scale, with_route: bool = True) -> dict:
             end = junction_end(last, s.end_outlet, "end", name)
         else:
             end = object_frame(last, scale, into=True, roll_free=last.cable_harness.roll_free)
+            end["connector"] = last.name  # the connector's name: KBL nodes, formboard labels
         check_apart(ob, first, last)
     clips = []
     for index, ref in enumerate(s.clips):
@@ -403,7 +404,7 @@ def cable_document(scene, ob, scale, with_route: bool = True) -> dict:
         "start": (
             junction_end(first, s.start_outlet, "start", name)
             if is_junction(first)
-            else object_frame(first, scale, roll_free=first.cable_harness.roll_free)
+            else object_frame(first, scale, roll_free=first.cable_harness.roll_free) | {"connector": first.name}
         ),
         "end": end,
         "clips": clips,

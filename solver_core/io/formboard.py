@@ -55,13 +55,15 @@ class Board:
 
 
 def cable_end_vertex(cable, side: str) -> tuple:
-    """(vertex id, kind, label) of a cable end: its junction, or the connector (or free end) there."""
+    """(vertex id, kind, label) of a cable end: its junction, or the connector (or free end) there, by
+    the connector's name where the case gives one."""
     held = cable.start_junction if side == "start" else cable.end_junction
     if held is not None:
         return f"junction {held.junction}", "junction", held.junction
     if side == "end" and cable.end is None:
         return f"{cable.id} end", "free end", f"{cable.id} (free end)"
-    return f"{cable.id} {side}", "connector", f"{cable.id} {side}"
+    named = cable.connectors[0 if side == "start" else 1]
+    return f"{cable.id} {side}", "connector", named or f"{cable.id} {side}"
 
 
 def formboard(case, result: dict | None = None, step: int = 0) -> Board:

@@ -19,7 +19,7 @@ from .run_case import as_case
 
 @dataclass
 class KblNode:
-    key: str  # unique within the harness (formboard's vertex ids, "<cable> clip <k>" for clips)
+    key: str  # unique within the harness (node_key; "<cable> clip <k>" for clips)
     label: str  # KBL's Id
     kind: str  # "connector", "junction", "clip" or "free end"
     point: np.ndarray  # m, world
@@ -137,8 +137,16 @@ def _centre_line(cable, doc, step) -> tuple:
     return centre, arc
 
 
-def _end_node(nodes, cable, side, point) -> str:
+def node_key(cable, side: str) -> str:
+    """The node of a cable end: its junction's, its named connector's (every end naming it shares it),
+    else its own."""
     key, kind, label = cable_end_vertex(cable, side)
+    return f"connector {label}" if kind == "connector" and cable.connectors[0 if side == "start" else 1] else key
+
+
+def _end_node(nodes, cable, side, point) -> str:
+    _key, kind, label = cable_end_vertex(cable, side)
+    key = node_key(cable, side)
     if key not in nodes:  # a junction's node is its first branch end's point (all of them meet there)
         frame = cable.start if side == "start" else cable.end
         held = kind == "connector" and frame is not None
@@ -199,13 +207,13 @@ def _wires(case, harness: KblHarness) -> list:
             wires.append(KblWire(number, kind, start, end, list(cables), sum(lengths[c] for c in cables)))
 
     for route in case.wires:
-        start = cable_end_vertex(case.cable(route.start[0]), route.start[1])[0]
-        end = cable_end_vertex(case.cable(route.end[0]), route.end[1])[0]
+        start = node_key(case.cable(route.start[0]), route.start[1])
+        end = node_key(case.cable(route.end[0]), route.end[1])
         add(route.id, (route.diameter, _material_text(route.material)), start, end, route.cables, route.count)
     for cable in case.cables:
         if cable.start_junction is not None or cable.end_junction is not None:
             continue
-        ends = (cable_end_vertex(cable, "start")[0], cable_end_vertex(cable, "end")[0])
+        ends = (node_key(cable, "start"), node_key(cable, "end"))
         if cable.bundle is None:
             add(cable.id, (cable.diameter, _material_text(cable.material)), *ends, [cable.id], 1)
             continue

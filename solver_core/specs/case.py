@@ -53,6 +53,7 @@ MAX_FRICTION = 100.0
 DEFAULT_DURATION = 1.0 / 24.0  # a step of a dynamic case: one frame of film [s]
 MAX_TIME_STEPS = 100_000  # time steps per case step (duration / time_step)
 MAX_DAMPING = 1e6  # [1/s]
+MAX_CONNECTOR_NAME = 100  # characters of a connector's name
 MIN_TIME_STEP = 1e-9  # [s]: the inertia springs 4 m / h^2 stay within float64 for any cable
 
 
@@ -103,6 +104,9 @@ class CableSpec:
     # the name of the mesh obstacle a connector is mounted on (None: not given): see mounting.py
     start_mount: str | None = None
     end_mount: str | None = None
+    # the names of the connectors at the start and end (None: not given); ends naming one connector
+    # are one connector of the harness (a KBL node, a formboard label)
+    connectors: tuple = (None, None)
 
     def junction_ends(self) -> tuple:
         """(side, JunctionEnd) of the ends held by junctions."""
@@ -500,9 +504,11 @@ def _parse_cable(obj, where, junctions=None) -> CableSpec:
             raise _under_bundle(exc, where, given) from None
     segments = as_int(obj.get("segments", 50), f"{where}.segments", 2, 200000)
     junctions = junctions or {}
-    start, start_junction, start_mount = _parse_end(obj["start"], f"{where}.start", junctions)
+    start_given, start_name = _connector_name(obj["start"], f"{where}.start")
+    end_given, end_name = _connector_name(obj.get("end"), f"{where}.end")
+    start, start_junction, start_mount = _parse_end(start_given, f"{where}.start", junctions)
     end, end_junction, end_mount = (
-        (None, None, None) if obj.get("end") is None else _parse_end(obj["end"], f"{where}.end", junctions)
+        (None, None, None) if end_given is None else _parse_end(end_given, f"{where}.end", junctions)
     )
     if start_junction is not None and end is not None:
         start_junction = untwisted_normal(start_junction, end.normal)
@@ -556,7 +562,20 @@ def _parse_cable(obj, where, junctions=None) -> CableSpec:
         allowed,
         start_mount,
         end_mount,
+        (start_name, end_name),
     )
+
+
+def _connector_name(obj, where) -> tuple:
+    """(the end without its ``connector`` key, the connector's name or None)."""
+    if not isinstance(obj, dict) or "connector" not in obj:
+        return obj, None
+    if "junction" in obj:
+        raise CaseError(f"{where}.connector: a junction end has no connector (the junction holds it)")
+    name_given = obj["connector"]
+    if not isinstance(name_given, str) or not name_given.strip() or len(name_given) > MAX_CONNECTOR_NAME:
+        raise CaseError(f"{where}.connector must be a non-empty text of at most {MAX_CONNECTOR_NAME} characters")
+    return {k: v for k, v in obj.items() if k != "connector"}, check_id(name_given, f"{where}.connector")
 
 
 def _table(value, floats):

@@ -14,10 +14,12 @@ def frame_to_dict(frame: Frame) -> dict:
     return out
 
 
-def _end_to_dict(frame: Frame, mount) -> dict:
+def _end_to_dict(frame: Frame, mount, connector) -> dict:
     out = frame_to_dict(frame)
     if mount is not None:
         out["mounted_on"] = mount
+    if connector is not None:
+        out["connector"] = connector
     return out
 
 
@@ -33,13 +35,13 @@ def case_to_dict(case: Case) -> dict:
             "segments": c.segments,
             "start": junction_end_to_dict(c.start_junction)
             if c.start_junction
-            else _end_to_dict(c.start, c.start_mount),
+            else _end_to_dict(c.start, c.start_mount, c.connectors[0]),
             "end": (
                 None
                 if c.end is None
                 else junction_end_to_dict(c.end_junction)
                 if c.end_junction
-                else _end_to_dict(c.end, c.end_mount)
+                else _end_to_dict(c.end, c.end_mount, c.connectors[1])
             ),
             "clips": [
                 {

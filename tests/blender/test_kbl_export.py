@@ -24,6 +24,9 @@ def test_export_kbl_writes_the_solved_harness(tmp_path):
     back = read_kbl(str(path))
     kinds = sorted(kind for kind, _point, _components in back.nodes.values())
     assert kinds == ["connector"] * 3 + ["junction"]
+    # connectors are named after their objects, as the user named them
+    connectors = {ob.name for ob in bpy.context.scene.objects if ob.cable_harness.role == "CONNECTOR"}
+    assert {label for label, node in back.nodes.items() if node[0] == "connector"} == connectors
     for ob in (trunk, *branches):
         (segment,) = [s for s in back.segments.values() if s.data["cable"] == ob.name]
         points = curve_world_points(ob, 0.001)  # metres

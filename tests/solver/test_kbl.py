@@ -353,3 +353,54 @@ def test_the_command_line_writes_and_reads_kbl(tmp_path, solved_y):
     out = run_cli("read-kbl", str(tmp_path / "y.json"))
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "z.kbl").exists()
+
+
+# ---------------------------------------------------------------- named connectors
+
+
+def test_ends_naming_one_connector_share_its_node_and_contacts(tmp_path):
+    """Two cables from connector X1 to X2 and X3: one X1 node and occurrence holding both wires' ends;
+    the formboard labels the ends by name; the name survives writing the case back."""
+    from solver_core import case_to_dict, formboard
+
+    x1 = AT_ORIGIN | {"connector": "X1"}
+    a = branch("a", 0.3, x1, connector([0.25, 0.05, 0.0], [1, 0, 0]) | {"connector": "X2"}, [wire(None)])
+    b = branch("b", 0.3, x1, connector([0.25, -0.05, 0.0], [1, 0, 0]) | {"connector": "X3"}, [wire(None)])
+    doc = case(a, b)
+    parsed = parse_case(doc)
+    assert parsed.cable("a").connectors == ("X1", "X2")
+    assert parse_case(case_to_dict(parsed)).cable("b").connectors == ("X1", "X3")
+    result = solve_case(parsed)
+    text = kbl_text(kbl_harness(doc, result), "named", date="2026-11-30")
+    assert_valid(text)
+    path = tmp_path / "named.kbl"
+    path.write_text(text, encoding="utf-8")
+    back = read_kbl(str(path))
+    assert sorted(back.nodes) == ["X1", "X2", "X3"]
+    assert back.segments["a 1"].start == back.segments["b 1"].start == "X1"
+    assert {w["ends"][0] for w in back.wires.values()} == {"X1"}
+    assert text.count("<Contact_points ") == 4 and text.count("<Connector_occurrence ") == 3
+    labels = {label for _kind, label in formboard(doc, result).vertices.values()}
+    assert labels == {"X1", "X2", "X3"}
+
+
+@pytest.mark.parametrize(
+    "end, says",
+    [
+        ({"connector": ""}, "connector must be a non-empty text"),
+        ({"connector": 7}, "connector must be a non-empty text"),
+        ({"connector": "X\n1"}, "control character"),
+    ],
+)
+def test_a_bad_connector_name_is_refused_by_name(end, says):
+    doc = case(branch("a", 0.3, AT_ORIGIN | end, connector([0.25, 0.0, 0.0], [1, 0, 0]), [wire(None)]))
+    with pytest.raises(CaseError, match=f"cables\\[0\\].start.connector.*{says}|{says}"):
+        parse_case(doc)
+
+
+def test_a_junction_end_naming_a_connector_is_refused():
+    trunk = branch("t", 0.3, AT_ORIGIN, at("J1", [1, 0, 0]) | {"connector": "X9"}, [wire(None)])
+    leaf = branch("l", 0.2, at("J1", [1, 0, 0]), connector([0.45, 0.0, 0.0], [1, 0, 0]), [wire(None)])
+    other = branch("o", 0.2, at("J1", [1, 1, 0]), connector([0.4, 0.1, 0.0], [1, 0, 0]), [wire(None)])
+    with pytest.raises(CaseError, match="cables\\[0\\].end.connector: a junction end has no connector"):
+        parse_case(case(trunk, leaf, other, junctions=[{"id": "J1", "position": [0.3, 0.0, 0.0]}]))
