@@ -221,7 +221,10 @@ def fit_stiffness(doc: dict) -> dict:
     library (material_library.py) with the fit's report under ``fit``."""
     if not isinstance(doc, dict) or doc.get("format") != CALIBRATION_FORMAT:
         raise CaseError(f"format must be {CALIBRATION_FORMAT!r}")
-    _keys(doc, ("format", "name", "diameter", "linear_density", "tests"), "calibration")
+    _keys(doc, ("format", "name", "diameter", "linear_density", "tests", "reference"), "calibration")
+    reference = doc.get("reference")
+    if reference is not None and (not isinstance(reference, str) or not reference.strip() or len(reference) > 2000):
+        raise CaseError("calibration.reference must be a text of 1 to 2000 characters (where the tests come from)")
     name = doc.get("name")
     if not isinstance(name, str) or not name.strip() or len(name) > 100:
         raise CaseError("name must be a text of 1 to 100 characters (the material's name in the library)")
@@ -273,6 +276,8 @@ def fit_stiffness(doc: dict) -> dict:
     E = EI / (math.pi * diameter**4 / 64.0)
     entry["EA"] = E * area
     entry["GA"] = 6.0 * (1.0 + NU) / (7.0 + 6.0 * NU) * E / (2.0 * (1.0 + NU)) * area
+    if reference is not None:
+        report["reference"] = reference
     entry["fit"] = report
     return entry
 

@@ -49,6 +49,9 @@ def use_library(materials: dict, path: str = "the library") -> list:
         text = f", EI 95 % interval {interval[0]:.4g}-{interval[1]:.4g} N m^2" if numbers else ""
         diameter = entry.get("diameter")
         size = f", {1e3 * diameter:.2f} mm" if _finite(diameter) else ""
+        reference = fit.get("reference")
+        if isinstance(reference, str) and reference.strip():
+            text += f" ({' '.join(reference.split())[:300]})"
         PRESETS[name] = MaterialPreset(
             name=name,
             description=f"measured cable{size}",

@@ -166,3 +166,30 @@ def test_the_library_holds_the_fit_and_cases_use_it_as_a_preset(tmp_path):
     # without the library, the name is unknown, said in one line
     refused = subprocess.run([*run, "solve", str(path)], capture_output=True, text=True)
     assert refused.returncode == 2 and "measured_pvc" in refused.stderr and len(refused.stderr.splitlines()) == 1
+
+
+def test_a_fit_on_public_measured_data_meets_the_beam_formula():
+    """The three-point bends of a real cable (tests/data/hm3_driveline_three_point.json: a 6 mm LVAD
+    driveline over a 96 mm span, three specimens, loads at 0.5-2 mm; source in the file): the solver's fit
+    of EI equals the least-squares fit of F S^3 / (48 EI) to the same points to 2 % (shear and the
+    support's model), the interval holds it, and the reference is kept. The measured curves soften
+    (slipping strands), so a linear EI leaves a residual of a quarter of a millimetre, and the file says so."""
+    from pathlib import Path
+
+    doc = json.loads((Path(__file__).parents[1] / "data" / "hm3_driveline_three_point.json").read_text())
+    fit = fit_stiffness(doc)
+    forces = np.array([t["force"] for t in doc["tests"]])
+    deflections = np.array([t["deflection"] for t in doc["tests"]])
+    span = doc["tests"][0]["span"]
+    closed_form = span**3 / 48.0 * np.sum(forces**2) / np.sum(forces * deflections)
+    assert fit["EI"] == pytest.approx(closed_form, rel=0.02)
+    low, high = fit["fit"]["EI_interval_95"]
+    assert low < closed_form < high and high / low < 1.5
+    assert 1e-4 < fit["fit"]["residual_rms_m"] < 4e-4
+    assert "pulsevad-optimal" in fit["fit"]["reference"]
+
+
+def test_a_reference_that_is_not_text_is_refused():
+    doc = calibration({"kind": "three_point", "span": 0.2, "force": 0.2, "deflection": 0.005}) | {"reference": 3}
+    with pytest.raises(CaseError, match="reference"):
+        fit_stiffness(doc)
