@@ -303,6 +303,45 @@ def variation_study(bpy, module, folder):
     return numbers
 
 
+def engineering_outputs(bpy, module, folder):
+    """Export Formboard, Export KBL, Swept Envelope of a Bake and Calibrate from Tests, in millimetres."""
+    _, end = _two_connectors(bpy, 0.001)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 3
+    end.keyframe_insert("location", frame=1)
+    end.location.z += 20.0  # mm
+    end.keyframe_insert("location", frame=3)
+    scene.frame_set(1)
+    assert bpy.ops.cable_harness.bake() == {"FINISHED"}
+    out = Path(folder) / "outputs"
+    out.mkdir(exist_ok=True)
+    assert bpy.ops.cable_harness.export_formboard(filepath=str(out / "board.svg")) == {"FINISHED"}
+    board = (out / "board.svg").read_text(encoding="utf-8")
+    numbers = [float(board.split('data-length-mm="')[1].split('"')[0])]
+    assert bpy.ops.cable_harness.export_kbl(filepath=str(out / "harness.kbl")) == {"FINISHED"}
+    kbl = _ext(module, "solver_core").read_kbl(str(out / "harness.kbl"))
+    numbers += [s.length for s in kbl.segments.values()] + [w["length"] for w in kbl.wires.values()]
+    (cable,) = _cables(bpy)
+    for ob in scene.objects:
+        ob.select_set(ob is cable)
+    bpy.context.view_layer.objects.active = cable
+    assert bpy.ops.cable_harness.swept_envelope(filepath=str(out / "envelope.stl")) == {"FINISHED"}
+    numbers.append(float(len(bpy.data.objects[f"{cable.name} Envelope"].data.vertices)))
+    tests = {
+        "format": "cable-harness-calibration/1",
+        "name": "tour_bench",
+        "diameter": 0.004,
+        "linear_density": 0.1,
+        "tests": [{"kind": "three_point", "span": 0.2, "force": 0.2, "deflection": 0.0158}],
+    }
+    (out / "bench.json").write_text(json.dumps(tests), encoding="utf-8")
+    library = out / "materials.json"
+    done = bpy.ops.cable_harness.calibrate_from_tests(filepath=str(out / "bench.json"), library=str(library))
+    assert done == {"FINISHED"}
+    numbers.append(json.loads(library.read_text(encoding="utf-8"))["materials"]["tour_bench"]["EI"])
+    return numbers
+
+
 FEATURES = [
     simple_cable,
     clip_kinds,
@@ -318,6 +357,7 @@ FEATURES = [
     _dynamics("cosserat"),
     _dynamics("cosserat_pbd"),
     bake_and_report,
+    engineering_outputs,
     variation_study,
 ]
 

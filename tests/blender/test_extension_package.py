@@ -109,7 +109,7 @@ def test_every_feature_runs_in_a_blender_without_scipy(tours):
     assert set(tour["features"]) >= {
         "simple_cable", "clip_kinds", "mesh_collider", "cable_cable_contact", "junctions", "bundle", "rest_shape",
         "model_cosserat_pbd", "model_kirchhoff_cg", "model_mass_spring", "simulate", "dynamics_cosserat",
-        "dynamics_cosserat_pbd", "bake_and_report", "variation_study",
+        "dynamics_cosserat_pbd", "bake_and_report", "engineering_outputs", "variation_study",
     }  # fmt: skip
 
 
