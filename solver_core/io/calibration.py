@@ -216,15 +216,32 @@ def _check_guess(EI: float, diameter: float, where: str) -> None:
         )
 
 
+def _torsion(twists, EI, diameter) -> tuple:
+    """(GJ, its report): fitted to the twist tests, else a solid round section's from EI."""
+    if not twists:
+        return EI / (1.0 + NU), {"assumed": f"EI / (1 + {NU}) (no twist test)"}  # the assumed Poisson ratio
+    GJ, twist_report = _fit_twist(twists)
+    polar = math.pi * diameter**4 / 32.0
+    if not (math.isfinite(GJ) and MATERIAL_RANGE[0] * polar <= GJ <= MATERIAL_RANGE[1] * polar):
+        raise CaseError(f"tests: the twist tests give GJ = {GJ:.3g} N m^2, no cable's; check their units")
+    return GJ, twist_report
+
+
+def _reference(doc) -> str | None:
+    """The document's ``reference`` (where the measurements come from), checked; None if not given."""
+    reference = doc.get("reference")
+    if reference is not None and (not isinstance(reference, str) or not reference.strip() or len(reference) > 2000):
+        raise CaseError("calibration.reference must be a text of 1 to 2000 characters (where the tests come from)")
+    return reference
+
+
 def fit_stiffness(doc: dict) -> dict:
     """Fit EI (and GJ, given twist tests) to a calibration document; returns the material entry for a
     library (material_library.py) with the fit's report under ``fit``."""
     if not isinstance(doc, dict) or doc.get("format") != CALIBRATION_FORMAT:
         raise CaseError(f"format must be {CALIBRATION_FORMAT!r}")
     _keys(doc, ("format", "name", "diameter", "linear_density", "tests", "reference"), "calibration")
-    reference = doc.get("reference")
-    if reference is not None and (not isinstance(reference, str) or not reference.strip() or len(reference) > 2000):
-        raise CaseError("calibration.reference must be a text of 1 to 2000 characters (where the tests come from)")
+    reference = _reference(doc)
     name = doc.get("name")
     if not isinstance(name, str) or not name.strip() or len(name) > 100:
         raise CaseError("name must be a text of 1 to 100 characters (the material's name in the library)")
@@ -261,16 +278,7 @@ def fit_stiffness(doc: dict) -> dict:
             "cable? check their units)"
         ) from None
     entry = {"EI": EI, "linear_density": linear_density, "diameter": diameter, "source": "measured"}
-    if twists:
-        GJ, twist_report = _fit_twist(twists)
-        polar = math.pi * diameter**4 / 32.0
-        if not (math.isfinite(GJ) and MATERIAL_RANGE[0] * polar <= GJ <= MATERIAL_RANGE[1] * polar):
-            raise CaseError(f"tests: the twist tests give GJ = {GJ:.3g} N m^2, no cable's; check their units")
-        entry["GJ"] = GJ
-        report["GJ"] = twist_report
-    else:
-        entry["GJ"] = EI / (1.0 + NU)  # a solid round section's, from the assumed Poisson ratio
-        report["GJ"] = {"assumed": f"EI / (1 + {NU}) (no twist test)"}
+    entry["GJ"], report["GJ"] = _torsion(twists, EI, diameter)
     # the stretch and shear a solid section of this diameter and EI would have (a bend barely feels them)
     area = math.pi * diameter**2 / 4.0
     E = EI / (math.pi * diameter**4 / 64.0)
