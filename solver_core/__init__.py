@@ -14,6 +14,7 @@ from .geometry.mounting import DETECT_RADII, cut_zone, mount_radius, points_into
 from .io.calibration import fit_stiffness
 from .io.envelope import obj_text, stl_text, swept_envelope
 from .io.formboard import board_svg, formboard
+from .io.formboard_dxf import board_dxf, dxf_available
 from .io.kbl import kbl_text
 from .io.kbl_model import kbl_harness
 from .io.kbl_read import read_kbl
@@ -72,7 +73,9 @@ __all__ = [
     "SolverSettings",
     "SWEEP_FORMAT",
     "WireRoute",
+    "board_dxf",
     "board_svg",
+    "dxf_available",
     "build_rod_model",
     "obj_text",
     "stl_text",

@@ -6,20 +6,23 @@ import os
 import bpy
 from bpy.props import StringProperty
 
-from ...solver_core import CaseError, board_svg, formboard
+from ...solver_core import CaseError, board_dxf, board_svg, formboard
 from .common import NeedsSolver, solve_for_document, write_document
 
 
 class CABLE_HARNESS_OT_export_formboard(NeedsSolver, bpy.types.Operator):
     """Solve the scene's cables and write their formboard: the harness tree laid flat at the solved lengths,
-    dimensioned in mm, with clips, coverings and wires (SVG, 1:1 when printed at its size)"""
+    dimensioned in mm, with clips, coverings and wires (SVG, 1:1 when printed at its size; DXF for a file
+    ending .dxf where the ezdxf package is installed)"""
 
     bl_idname = "cable_harness.export_formboard"
     bl_label = "Export Formboard"
     bl_options = {"REGISTER"}
 
-    filepath: StringProperty(name="File", description="The drawing to write (.svg)", subtype="FILE_PATH")  # type: ignore
-    filter_glob: StringProperty(default="*.svg", options={"HIDDEN"})  # type: ignore
+    filepath: StringProperty(
+        name="File", description="The drawing to write (.svg; or .dxf where ezdxf is installed)", subtype="FILE_PATH"
+    )  # type: ignore
+    filter_glob: StringProperty(default="*.svg;*.dxf", options={"HIDDEN"})  # type: ignore
 
     def invoke(self, context, event):
         if not self.filepath:
@@ -32,7 +35,9 @@ class CABLE_HARNESS_OT_export_formboard(NeedsSolver, bpy.types.Operator):
         if not self.filepath:
             self.report({"ERROR"}, "choose a file for the formboard (.svg)")
             return {"CANCELLED"}
-        path = bpy.path.ensure_ext(bpy.path.abspath(self.filepath), ".svg")
+        path = bpy.path.abspath(self.filepath)
+        dxf = path.lower().endswith(".dxf")
+        path = path if dxf else bpy.path.ensure_ext(path, ".svg")
         solved = solve_for_document(self, context, "formboard")
         if solved is None:
             return {"CANCELLED"}
@@ -43,7 +48,12 @@ class CABLE_HARNESS_OT_export_formboard(NeedsSolver, bpy.types.Operator):
             self.report({"ERROR"}, f"no formboard: {exc}")
             return {"CANCELLED"}
         title = bpy.path.basename(bpy.data.filepath) or context.scene.name
-        if not write_document(self, path, board_svg(board, title)):
+        try:
+            text = board_dxf(board, title) if dxf else board_svg(board, title)
+        except CaseError as exc:  # DXF without ezdxf
+            self.report({"ERROR"}, f"no formboard: {exc}")
+            return {"CANCELLED"}
+        if not write_document(self, path, text):
             return {"CANCELLED"}
         text = f"formboard of {len(board.runs)} runs written to {path}"
         if failed:

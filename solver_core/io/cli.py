@@ -249,8 +249,14 @@ def _solve(args) -> int:
 def _formboard(args) -> int:
     from .formboard import board_svg, formboard
 
-    if not args.output.lower().endswith(".svg"):
-        raise CaseError(f"-o {args.output}: a formboard is written as SVG (BOARD.svg); no DXF writer is installed")
+    dxf = args.output.lower().endswith(".dxf")
+    if not (dxf or args.output.lower().endswith(".svg")):
+        raise CaseError(f"-o {args.output}: a formboard is written as SVG (BOARD.svg) or DXF (BOARD.dxf)")
+    if dxf:
+        from .formboard_dxf import board_dxf, dxf_available
+
+        if not dxf_available():
+            board_dxf(None, "")  # says in one line what is missing
     output = AtomicOutput(args.output)
     try:
         case = load_case(args.case)
@@ -259,7 +265,7 @@ def _formboard(args) -> int:
             board = formboard(case, result, args.step)
         title = args.title or os.path.splitext(os.path.basename(args.case))[0]
         with np.errstate(all="ignore"):
-            output.write(board_svg(board, title))
+            output.write(board_dxf(board, title) if dxf else board_svg(board, title))
         output.commit()
     except BaseException:
         output.discard()
@@ -309,7 +315,9 @@ def build_parser() -> argparse.ArgumentParser:
         "formboard", help="lay the solved harness flat at its solved lengths: a 1:1 formboard drawing (SVG)"
     )
     board.add_argument("case", help="case JSON file")
-    board.add_argument("-o", "--output", required=True, help="the drawing: BOARD.svg")
+    board.add_argument(
+        "-o", "--output", required=True, help="the drawing: BOARD.svg, or BOARD.dxf where ezdxf is installed"
+    )
     board.add_argument("--result", help="the case's result JSON (default: the case is solved first)")
     board.add_argument(
         "--step", type=int, default=0, help="the solve to draw: 0 the case as routed (default), k after step k"

@@ -34,3 +34,19 @@ def test_export_formboard_without_cables_says_so():
         assert "cable" in str(exc)
     else:
         assert result == {"CANCELLED"}
+
+
+def test_export_formboard_as_dxf_where_ezdxf_is_installed(tmp_path):
+    import pytest
+
+    ezdxf = pytest.importorskip("ezdxf")
+    _junction, trunk, branches = y_harness(unit_scale=0.001)
+    path = tmp_path / "board.dxf"
+    assert bpy.ops.cable_harness.export_formboard(filepath=str(path)) == {"FINISHED"}
+    msp = ezdxf.readfile(str(path)).modelspace()
+    lines = sorted(e.dxf.start.distance(e.dxf.end) for e in msp.query('LINE[layer=="RUNS"]'))
+    solved = sorted(
+        1e3 * float(np.linalg.norm(np.diff(curve_world_points(ob, 0.001), axis=0), axis=1).sum())
+        for ob in (trunk, *branches)
+    )
+    assert np.allclose(lines, solved, atol=0.05)  # the curve is written in single precision

@@ -144,7 +144,7 @@ def test_the_command_line_writes_the_board_or_refuses_in_one_line(tmp_path, solv
     assert done.returncode == 0, done.stderr
     assert ET.parse(out).getroot().tag == f"{SVG}svg"
     for args, words in (
-        ((str(path), "-o", str(tmp_path / "board.dxf")), "SVG"),
+        ((str(path), "-o", str(tmp_path / "board.pdf")), "SVG .* or DXF"),
         ((str(path), "-o", str(out), "--step", "3"), "step must be an integer from 0 to 0"),
         ((str(tmp_path / "none.json"), "-o", str(out)), "none.json"),
         ((str(path), "-o", str(out), "--result", str(path)), "result: no steps"),
@@ -153,6 +153,53 @@ def test_the_command_line_writes_the_board_or_refuses_in_one_line(tmp_path, solv
         refused = run(*args)
         assert refused.returncode == 2 and re.search(words, refused.stderr), refused.stderr
         assert len(refused.stderr.strip().splitlines()) == 1
+
+
+def test_the_dxf_board_has_the_solved_lengths_and_dimensions_them(solved, tmp_path):
+    """The DXF (ezdxf): mm units, every run a LINE at its solved length, an aligned DIMENSION that a CAD
+    program measures as the same length and labels to the nearest mm, the clip's mark at its share of
+    the trunk, and an audit without errors; the command line writes it too."""
+    import io
+    import json
+
+    ezdxf = pytest.importorskip("ezdxf")
+    from solver_core.io.formboard_dxf import board_dxf
+
+    doc, result = solved
+    board = formboard(doc, result)
+    dxf = ezdxf.read(io.StringIO(board_dxf(board, "Y", date="2026-11-30")))
+    assert not dxf.audit().has_errors and dxf.units == 4  # millimetres
+    lengths = {cid: c["length"] for cid, c in result["steps"][0]["cables"].items()}
+    msp = dxf.modelspace()
+    runs = sorted(e.dxf.start.distance(e.dxf.end) for e in msp.query('LINE[layer=="RUNS"]'))
+    assert runs == pytest.approx(sorted(1e3 * v for v in lengths.values()), abs=1e-6)
+    dimensions = msp.query("DIMENSION")
+    assert sorted(d.get_measurement() for d in dimensions) == pytest.approx(runs, abs=1e-6)
+    shown = sorted(int(e.text) for d in dimensions for e in dxf.blocks.get(d.dxf.geometry) if e.dxftype() == "MTEXT")
+    assert shown == sorted(round(1e3 * v) for v in lengths.values())
+    trunk = next(r for r in board.runs if r.cable == "trunk")
+    a, b = (board.positions[v] * 1e3 for v in (trunk.start, trunk.end))
+    (mark,) = msp.query('LINE[layer=="CLIPS"]')
+    middle = 0.5 * (np.array(mark.dxf.start)[:2] + np.array(mark.dxf.end)[:2])
+    assert np.allclose(middle, a + (b - a) * 0.105 / 0.31, atol=1e-6)
+    path = tmp_path / "y.json"
+    path.write_text(json.dumps(doc))
+    done = subprocess.run(
+        [sys.executable, "-m", "solver_core", "formboard", str(path), "-o", str(tmp_path / "b.dxf")],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert len(ezdxf.readfile(str(tmp_path / "b.dxf")).modelspace().query("DIMENSION")) == 3
+
+
+def test_without_ezdxf_a_dxf_board_is_refused_in_one_line(solved, monkeypatch):
+    from solver_core.io.formboard_dxf import board_dxf, dxf_available
+
+    monkeypatch.setitem(sys.modules, "ezdxf", None)  # as in a Python without it
+    assert not dxf_available()
+    with pytest.raises(CaseError, match="ezdxf"):
+        board_dxf(formboard(*solved), "Y")
 
 
 def test_a_result_of_another_case_is_refused_by_name(solved):
