@@ -6,7 +6,7 @@ import os
 
 import bpy
 import numpy as np
-from bpy.props import EnumProperty, FloatProperty, StringProperty
+from bpy.props import BoolProperty, EnumProperty, FloatProperty, StringProperty
 
 from ...solver_core import CaseError, obj_text, stl_text, swept_envelope
 from .. import study_runner
@@ -95,6 +95,18 @@ class CABLE_HARNESS_OT_swept_envelope(bpy.types.Operator):
         default="",
         subtype="FILE_PATH",
     )  # type: ignore
+
+    choose_file: BoolProperty(options={"HIDDEN", "SKIP_SAVE"})  # type: ignore  # File > Export: ask for it
+    filter_glob: StringProperty(default="*.stl;*.obj", options={"HIDDEN"})  # type: ignore
+
+    def invoke(self, context, event):
+        if not self.choose_file:
+            return self.execute(context)
+        if not self.filepath:
+            stem = os.path.splitext(bpy.path.basename(bpy.data.filepath))[0] or "harness"
+            self.filepath = f"{stem}_envelope.stl"
+        context.window_manager.fileselect_add(self)
+        return {"RUNNING_MODAL"}
 
     def execute(self, context):
         if self.source == "STUDY":
@@ -190,6 +202,20 @@ class CABLE_HARNESS_OT_swept_envelope(bpy.types.Operator):
                 fh.write(obj_text(envelope, name))
 
 
-classes = (CABLE_HARNESS_OT_swept_envelope,)
+def menu_export(self, context):
+    op = self.layout.operator(CABLE_HARNESS_OT_swept_envelope.bl_idname, text="Harness Swept Envelope (.stl/.obj)")
+    op.choose_file = True
 
-register, unregister = bpy.utils.register_classes_factory(classes)
+
+classes = (CABLE_HARNESS_OT_swept_envelope,)
+_register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
+
+
+def register():
+    _register_classes()
+    bpy.types.TOPBAR_MT_file_export.append(menu_export)
+
+
+def unregister():
+    bpy.types.TOPBAR_MT_file_export.remove(menu_export)
+    _unregister_classes()

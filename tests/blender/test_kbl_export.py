@@ -46,3 +46,10 @@ def test_export_kbl_without_cables_says_so():
         assert "cable" in str(exc)
     else:
         assert result == {"CANCELLED"}
+
+
+def test_file_export_offers_the_harness_documents():
+    """File > Export lists the formboard, the KBL file and the swept envelope (and the case file)."""
+    draw = bpy.types.TOPBAR_MT_file_export.draw
+    modules = {f.__module__.rsplit(".", 1)[-1] for f in getattr(draw, "_draw_funcs", [])}
+    assert {"formboard", "kbl", "envelope", "case"} <= modules
