@@ -261,15 +261,21 @@ def _dynamics(name):
     return feature
 
 
-def bake_and_report(bpy, module, folder):
+def _baked_lift(bpy, frames):
+    """Two connectors in millimetres, the end one lifted 20 mm over ``frames`` frames, baked."""
     _, end = _two_connectors(bpy, 0.001)
     scene = bpy.context.scene
-    scene.frame_start, scene.frame_end = 1, 4
+    scene.frame_start, scene.frame_end = 1, frames
     end.keyframe_insert("location", frame=1)
     end.location.z += 20.0  # mm
-    end.keyframe_insert("location", frame=4)
+    end.keyframe_insert("location", frame=frames)
     scene.frame_set(1)
     assert bpy.ops.cable_harness.bake() == {"FINISHED"}
+    return scene
+
+
+def bake_and_report(bpy, module, folder):
+    scene = _baked_lift(bpy, 4)
     out = Path(folder) / "report"
     out.mkdir(exist_ok=True)
     assert bpy.ops.cable_harness.export_report(directory=str(out)) == {"FINISHED"}
@@ -305,14 +311,7 @@ def variation_study(bpy, module, folder):
 
 def engineering_outputs(bpy, module, folder):
     """Export Formboard, Export KBL, Swept Envelope of a Bake and Calibrate from Tests, in millimetres."""
-    _, end = _two_connectors(bpy, 0.001)
-    scene = bpy.context.scene
-    scene.frame_start, scene.frame_end = 1, 3
-    end.keyframe_insert("location", frame=1)
-    end.location.z += 20.0  # mm
-    end.keyframe_insert("location", frame=3)
-    scene.frame_set(1)
-    assert bpy.ops.cable_harness.bake() == {"FINISHED"}
+    scene = _baked_lift(bpy, 3)
     out = Path(folder) / "outputs"
     out.mkdir(exist_ok=True)
     assert bpy.ops.cable_harness.export_formboard(filepath=str(out / "board.svg")) == {"FINISHED"}

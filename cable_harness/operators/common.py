@@ -5,6 +5,7 @@ one solve reported to an operator."""
 
 import json
 
+import bpy
 import numpy as np
 
 from .. import warmup
@@ -147,6 +148,29 @@ def write_document(operator, path: str, text: str) -> bool:
         operator.report({"ERROR"}, f"cannot write {path}: {exc.strerror or exc}")
         return False
     return True
+
+
+def report_written(operator, text: str, failed: list) -> None:
+    """What a document operator wrote, and which cables it holds in their last good state."""
+    if failed:
+        operator.report({"WARNING"}, f"{text}; not converged or left out: {', '.join(failed)}")
+    else:
+        operator.report({"INFO"}, text)
+
+
+def registration_with_export_menu(classes, menu):
+    """(register, unregister) of ``classes`` and ``menu`` as an entry of File > Export."""
+    register_classes, unregister_classes = bpy.utils.register_classes_factory(classes)
+
+    def register():
+        register_classes()
+        bpy.types.TOPBAR_MT_file_export.append(menu)
+
+    def unregister():
+        bpy.types.TOPBAR_MT_file_export.remove(menu)
+        unregister_classes()
+
+    return register, unregister
 
 
 def solvable_or_report(operator, context, cables) -> tuple:

@@ -11,7 +11,7 @@ from bpy.props import BoolProperty, EnumProperty, FloatProperty, StringProperty
 from ...solver_core import CaseError, obj_text, stl_text, swept_envelope
 from .. import study_runner
 from ..scene_model import cable_diameter, metres_per_unit
-from .common import bake_log, cables_in_context, store_bake_log
+from .common import bake_log, cables_in_context, registration_with_export_menu, store_bake_log
 
 ENVELOPE_SUFFIX = " Envelope"
 
@@ -208,14 +208,4 @@ def menu_export(self, context):
 
 
 classes = (CABLE_HARNESS_OT_swept_envelope,)
-_register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
-
-
-def register():
-    _register_classes()
-    bpy.types.TOPBAR_MT_file_export.append(menu_export)
-
-
-def unregister():
-    bpy.types.TOPBAR_MT_file_export.remove(menu_export)
-    _unregister_classes()
+register, unregister = registration_with_export_menu(classes, menu_export)

@@ -7,7 +7,13 @@ import bpy
 from bpy.props import StringProperty
 
 from ...solver_core import CaseError, board_dxf, board_svg, formboard
-from .common import NeedsSolver, solve_for_document, write_document
+from .common import (
+    NeedsSolver,
+    registration_with_export_menu,
+    report_written,
+    solve_for_document,
+    write_document,
+)
 
 
 class CABLE_HARNESS_OT_export_formboard(NeedsSolver, bpy.types.Operator):
@@ -55,11 +61,7 @@ class CABLE_HARNESS_OT_export_formboard(NeedsSolver, bpy.types.Operator):
             return {"CANCELLED"}
         if not write_document(self, path, text):
             return {"CANCELLED"}
-        text = f"formboard of {len(board.runs)} runs written to {path}"
-        if failed:
-            self.report({"WARNING"}, f"{text}; not converged or left out: {', '.join(failed)}")
-        else:
-            self.report({"INFO"}, text)
+        report_written(self, f"formboard of {len(board.runs)} runs written to {path}", failed)
         return {"FINISHED"}
 
 
@@ -68,14 +70,4 @@ def menu_export(self, context):
 
 
 classes = (CABLE_HARNESS_OT_export_formboard,)
-_register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
-
-
-def register():
-    _register_classes()
-    bpy.types.TOPBAR_MT_file_export.append(menu_export)
-
-
-def unregister():
-    bpy.types.TOPBAR_MT_file_export.remove(menu_export)
-    _unregister_classes()
+register, unregister = registration_with_export_menu(classes, menu_export)

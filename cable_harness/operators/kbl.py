@@ -8,7 +8,13 @@ import bpy
 from bpy.props import FloatProperty, StringProperty
 
 from ...solver_core import CaseError, kbl_harness, kbl_text
-from .common import NeedsSolver, solve_for_document, write_document
+from .common import (
+    NeedsSolver,
+    registration_with_export_menu,
+    report_written,
+    solve_for_document,
+    write_document,
+)
 
 
 class CABLE_HARNESS_OT_export_kbl(NeedsSolver, bpy.types.Operator):
@@ -60,10 +66,7 @@ class CABLE_HARNESS_OT_export_kbl(NeedsSolver, bpy.types.Operator):
             f"KBL written to {path}: {len(harness.nodes)} nodes, {len(harness.segments)} segments, "
             f"{len(harness.wires)} wires"
         )
-        if failed:
-            self.report({"WARNING"}, f"{summary}; not converged or left out: {', '.join(failed)}")
-        else:
-            self.report({"INFO"}, summary)
+        report_written(self, summary, failed)
         return {"FINISHED"}
 
 
@@ -72,14 +75,4 @@ def menu_export(self, context):
 
 
 classes = (CABLE_HARNESS_OT_export_kbl,)
-_register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
-
-
-def register():
-    _register_classes()
-    bpy.types.TOPBAR_MT_file_export.append(menu_export)
-
-
-def unregister():
-    bpy.types.TOPBAR_MT_file_export.remove(menu_export)
-    _unregister_classes()
+register, unregister = registration_with_export_menu(classes, menu_export)
