@@ -29,9 +29,10 @@ def name(key) -> str:
 
 
 def check_id(value, where: str) -> str:
-    """An id (cable, junction, wire): a non-empty string without control characters, which would
-    forge or break the lines that name it (summaries, logs, CSV), and without lone surrogates, which
-    no UTF-8 output can hold (JSON's \\ud800 escape decodes to one)."""
+    """An id (cable, junction, wire, connector; a document's title): a non-empty string without control
+    characters, which would forge or break the lines that name it (summaries, logs, CSV), without lone
+    surrogates, which no UTF-8 output can hold (JSON's \\ud800 escape decodes to one), and without the
+    non-characters U+FFFE and U+FFFF, which no XML (KBL, SVG) can hold."""
     if not isinstance(value, str) or not value:
         raise CaseError(f"{where} must be a non-empty string, got {show(value)}")
     for c in value:
@@ -39,4 +40,17 @@ def check_id(value, where: str) -> str:
             raise CaseError(f"{where} holds a lone surrogate (U+{ord(c):04X}), which is not a character")
         if ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 or c in "\u2028\u2029":
             raise CaseError(f"{where} holds a control character (U+{ord(c):04X}); ids are one line of text")
+        if c in "\ufffe\uffff":  # not characters: XML (KBL, SVG) cannot hold them
+            raise CaseError(f"{where} holds U+{ord(c):04X}, which is not a character")
+    return value
+
+
+MAX_TITLE = 200  # characters of a document's title (a formboard's, a KBL harness's)
+
+
+def check_title(value, where: str = "title") -> str:
+    """A document's title: an id (check_id) of at most MAX_TITLE characters."""
+    check_id(value, where)
+    if len(value) > MAX_TITLE:
+        raise CaseError(f"{where} has {len(value)} characters; a title has at most {MAX_TITLE}")
     return value

@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from ..errors import CaseError
+from ..errors import CaseError, check_id
 from ..specs.case import as_float
 from ..specs.materials import MATERIAL_RANGE, PRESETS
 from .run_case import solve_case
@@ -245,6 +245,7 @@ def fit_stiffness(doc: dict) -> dict:
     name = doc.get("name")
     if not isinstance(name, str) or not name.strip() or len(name) > 100:
         raise CaseError("name must be a text of 1 to 100 characters (the material's name in the library)")
+    check_id(name, "name")
     if name in PRESETS and not PRESETS[name].source.startswith("measured"):
         raise CaseError(f"name {name!r} is a built-in preset's; give the measured material a name of its own")
     diameter = _number(doc, "diameter", "calibration")

@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from ..errors import CaseError
+from ..errors import CaseError, check_title
 from ..specs.bundle import RULES as BUNDLE_RULES
 from ..specs.case import load_case, read_json, step_duration
 from ..specs.materials import PRESETS
@@ -264,6 +264,7 @@ def _formboard(args) -> int:
         with np.errstate(all="ignore"):
             board = formboard(case, result, args.step)
         title = args.title or os.path.splitext(os.path.basename(args.case))[0]
+        check_title(title, "--title" if args.title else "the case file's name (give --title)")
         with np.errstate(all="ignore"):
             output.write(board_dxf(board, title) if dxf else board_svg(board, title))
         output.commit()

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import CaseError
+from ..errors import CaseError, check_title
 from ..specs.case import MAX_EXTENT
 from .formboard_layout import Run, lay_out, runs_cross
 from .run_case import as_case, iter_steps
@@ -42,7 +42,7 @@ class BoardRun:
 
 @dataclass
 class Board:
-    vertices: dict  # id -> (kind: "connector" | "junction" | "free end", label)
+    vertices: dict  # id (a tuple) -> (kind: "connector" | "junction" | "free end", label)
     runs: list  # BoardRun
     wires: list  # (id, from label, to label, cable ids, cut length m)
     positions: dict = field(default_factory=dict)  # vertex id -> (x, y), m, on the board
@@ -58,12 +58,12 @@ def cable_end_vertex(cable, side: str) -> tuple:
     """(vertex id, kind, label) of a cable end: its junction, or the connector (or free end) there, by
     the connector's name where the case gives one."""
     held = cable.start_junction if side == "start" else cable.end_junction
-    if held is not None:
-        return f"junction {held.junction}", "junction", held.junction
+    if held is not None:  # ids are tuples: no cable's or junction's name can make one of another kind
+        return ("junction", held.junction), "junction", held.junction
     if side == "end" and cable.end is None:
-        return f"{cable.id} end", "free end", f"{cable.id} (free end)"
+        return ("end", cable.id, side), "free end", f"{cable.id} (free end)"
     named = cable.connectors[0 if side == "start" else 1]
-    return f"{cable.id} {side}", "connector", named or f"{cable.id} {side}"
+    return ("end", cable.id, side), "connector", named or f"{cable.id} {side}"
 
 
 def formboard(case, result: dict | None = None, step: int = 0) -> Board:
@@ -131,8 +131,8 @@ def solved_step(case, result, step: int) -> dict:
         if not isinstance(doc, dict):
             raise CaseError(f"{where} must be a cable's result (an object)")
         length = doc.get("length")
-        if isinstance(length, bool) or not isinstance(length, (int, float)) or not 0.0 < length <= MAX_EXTENT:
-            raise CaseError(f"{where}.length must be a positive length in m, got {length!r}")
+        if isinstance(length, bool) or not isinstance(length, (int, float)) or not 1e-9 <= length <= MAX_EXTENT:
+            raise CaseError(f"{where}.length must be a positive length in m (1e-9 to {MAX_EXTENT:g}), got {length!r}")
         if not isinstance(doc.get("converged"), bool):
             raise CaseError(f"{where}.converged must be true or false")
     return entry["cables"]
@@ -143,6 +143,7 @@ def solved_step(case, result, step: int) -> dict:
 
 def board_svg(board: Board, title: str, date: str | None = None) -> str:
     """The board as an SVG document in millimetres (1:1 when printed at its size)."""
+    check_title(title)
     date = date or datetime.date.today().isoformat()
     points = np.array([board.positions[v] for v in board.vertices]) * MM * np.array([1.0, -1.0])
     low = points.min(axis=0) - MARGIN_MM

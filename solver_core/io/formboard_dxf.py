@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from ..errors import CaseError
+from ..errors import CaseError, check_title
 from .formboard import MM, TEXT_MM, Board, BoardRun
 
 LAYERS = {  # name: AutoCAD colour index
@@ -45,6 +45,7 @@ def board_dxf(board: Board, title: str, date: str | None = None) -> str:
         raise CaseError(
             "a DXF formboard needs the ezdxf package (pip install ezdxf); write the board as SVG (BOARD.svg)"
         ) from None
+    check_title(title)
     date = date or datetime.date.today().isoformat()
     doc = ezdxf.new("R2013", setup=True)
     doc.units = units.MM
@@ -81,6 +82,8 @@ def _run(msp, board: Board, run: BoardRun) -> None:
         band = msp.add_lwpolyline([tuple(a), tuple(b)], dxfattribs={"layer": "COVERINGS"})
         band.dxf.const_width = width + 4.0
     msp.add_line(tuple(a), tuple(b), dxfattribs={"layer": "RUNS", "color": 7 if run.converged else 1})
+    if not np.linalg.norm(b - a) > 1e-6:  # a run of less than a nanometre: no dimension to draw
+        return
     dimension = msp.add_aligned_dim(
         p1=tuple(a),
         p2=tuple(b),

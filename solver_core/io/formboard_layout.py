@@ -24,8 +24,8 @@ class Run:
     """A straight run of the board: ``key`` (the caller's, e.g. a cable id) from vertex ``a`` to ``b``."""
 
     key: str
-    a: str
-    b: str
+    a: object  # vertex ids: any hashable value
+    b: object
     length: float
 
 

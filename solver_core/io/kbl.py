@@ -13,7 +13,8 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
-from .kbl_curves import fit_centre_curve
+from ..errors import check_title
+from .kbl_curves import fit_centre_curves
 from .kbl_model import KblHarness, wire_segments
 
 NAMESPACE = "http://www.prostep.org/Car_electric_container/KBL2.3/KBLSchema"
@@ -27,6 +28,7 @@ CURVE_TOLERANCE = 1e-4  # m: the centre curves' largest deviation from the solve
 
 def kbl_text(harness: KblHarness, title: str, tolerance: float = CURVE_TOLERANCE, date: str | None = None) -> str:
     """The harness as a KBL document (UTF-8 XML text)."""
+    check_title(title)
     w = _Writer()
     date = date or datetime.date.today().isoformat()
     root = ET.Element(f"{{{NAMESPACE}}}KBL_container", {"id": "KBL_container", "version_id": VERSION})
@@ -328,10 +330,12 @@ def _segments(w, harness: KblHarness, nodes: dict, fixings: _Fixings, protection
         _sub(element, "Form", "circular")
         _sub(element, "End_node", nodes[seg.end].get("id"))
         _sub(element, "Start_node", nodes[seg.start].get("id"))
-        control, degree, deviation = fit_centre_curve(seg.points, tolerance)
-        curve = _sub(element, "Center_curve", None, id=w.id("B_spline_curve"))
-        _sub(curve, "Degree", str(degree))
-        _sub(curve, "Control_points", " ".join(w.point(p) for p in control))
+        deviation = 0.0
+        for control, degree, piece_deviation in fit_centre_curves(seg.points, tolerance):
+            curve = _sub(element, "Center_curve", None, id=w.id("B_spline_curve"))
+            _sub(curve, "Degree", str(degree))
+            _sub(curve, "Control_points", " ".join(w.point(p) for p in control))
+            deviation = max(deviation, piece_deviation)
         area = _sub(element, "Cross_section_area_information", None, id=w.id("Cross_section_area"))
         _sub(area, "Value_determination", "calculated")
         w.value(area, "Area", math.pi * (cable.diameter * MM) ** 2 / 4.0, "mm2")

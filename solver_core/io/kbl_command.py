@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 
-from ..errors import CaseError
+from ..errors import CaseError, check_title
 from ..specs.case import load_case, read_json
 from .kbl import CURVE_TOLERANCE, kbl_text
 from .kbl_model import kbl_harness
@@ -53,6 +53,7 @@ def run_kbl_command(args) -> int:
     with np.errstate(all="ignore"):
         harness = kbl_harness(case, result, args.step)
         title = args.title or os.path.splitext(os.path.basename(args.case))[0]
+        check_title(title, "--title" if args.title else "the case file's name (give --title)")
         text = kbl_text(harness, title, args.tolerance)
     _write(args.output, text)
     failed = [cid for cid, c in harness.cables.items() if not c.converged]

@@ -7,9 +7,12 @@ curves written here are clamped (they start at the first control point and end a
 uniform interior knots, and the export says so in each segment's processing information.
 """
 
+import math
+
 import numpy as np
 
 DEGREE = 3
+MAX_PIECE_POINTS = 120  # points of the centre line one curve is fitted to; a longer line gets several
 
 
 def clamped_knots(count: int, degree: int) -> np.ndarray:
@@ -57,24 +60,54 @@ def chord_parameters(points: np.ndarray) -> np.ndarray:
     return s / s[-1] if s[-1] > 0.0 else np.linspace(0.0, 1.0, len(points))
 
 
+def fit_centre_curves(points: np.ndarray, tolerance: float) -> list:
+    """[(control points, degree, deviation)]: the centre line as clamped uniform B-splines end to end,
+    one per run of at most MAX_PIECE_POINTS points (a longer line would make the least squares below
+    slow: its cost grows with the cube of the control points), each by fit_centre_curve."""
+    points = np.asarray(points, dtype=np.float64)
+    pieces = max(1, math.ceil((len(points) - 1) / (MAX_PIECE_POINTS - 1)))
+    bounds = np.linspace(0, len(points) - 1, pieces + 1).round().astype(np.int64)
+    return [fit_centre_curve(points[a : b + 1], tolerance) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
 def fit_centre_curve(points: np.ndarray, tolerance: float) -> tuple:
-    """(control points, degree, deviation): the clamped uniform B-spline with the fewest control points
-    whose point at each polyline point's chord parameter lies within ``tolerance`` (m) of it, the ends
-    interpolated exactly. The deviation is the largest such distance (an upper bound of the polyline
-    points' distance from the curve). Least squares with fixed ends (Piegl & Tiller 1997, Sec. 9.4.1)."""
+    """(control points, degree, deviation): a clamped uniform B-spline whose point at each polyline
+    point's chord parameter lies within ``tolerance`` (m) of it, the ends interpolated exactly, with as
+    few control points as a search finds (doubling, then halving the interval: the deviation falls as
+    control points are added, if not strictly). The deviation is the largest such distance (an upper
+    bound of the polyline points' distance from the curve); where no number of control points meets the
+    tolerance, the best tried. Least squares with fixed ends (Piegl & Tiller 1997, Sec. 9.4.1)."""
     points = np.asarray(points, dtype=np.float64)
     m = len(points)
     degree = min(DEGREE, m - 1)
     u = chord_parameters(points)
-    best = None
-    for count in range(degree + 1, m + 1):
+
+    def fitted(count):
         control = _fixed_end_fit(points, u, count, degree)
-        deviation = float(np.max(np.linalg.norm(curve_points(control, degree, u) - points, axis=1)))
-        if best is None or deviation < best[2]:
-            best = (control, degree, deviation)
-        if deviation <= tolerance:
+        return control, degree, float(np.max(np.linalg.norm(curve_points(control, degree, u) - points, axis=1)))
+
+    low = degree + 1
+    best = fitted(low)
+    if best[2] <= tolerance:
+        return best
+    high = low
+    while True:  # doubling until the tolerance is met (or every point is a control point)
+        high = min(2 * high, m)
+        trial = fitted(high)
+        best = trial if trial[2] < best[2] else best
+        if trial[2] <= tolerance or high == m:
             break
-    return best
+        low = high
+    if not trial[2] <= tolerance:
+        return best
+    while high - low > 1:  # the fewest between the last count that failed and the first that met it
+        middle = (low + high) // 2
+        candidate = fitted(middle)
+        if candidate[2] <= tolerance:
+            high, trial = middle, candidate
+        else:
+            low = middle
+    return trial
 
 
 def _fixed_end_fit(points, u, count, degree) -> np.ndarray:

@@ -13,13 +13,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import CaseError
+from ..specs.case import MAX_EXTENT
 from .formboard import cable_end_vertex, solved_step
 from .run_case import as_case
 
 
 @dataclass
 class KblNode:
-    key: str  # unique within the harness (node_key; "<cable> clip <k>" for clips)
+    key: tuple  # unique within the harness (node_key; ("clip", cable, k) for clips)
     label: str  # KBL's Id
     kind: str  # "connector", "junction", "clip" or "free end"
     point: np.ndarray  # m, world
@@ -31,23 +32,19 @@ class KblNode:
 class KblSegment:
     label: str
     cable: str
-    start: str  # node keys
-    end: str
+    start: tuple  # node keys
+    end: tuple
     points: np.ndarray  # m: the solved centre line from start to end
     arc: tuple  # (s0, s1), m along the case's cable
     length: float  # m: the solved centre line's length
-
-    @property
-    def index(self) -> int:  # the piece's place along its cable, from 1
-        return int(self.label.rsplit(" ", 1)[1])
 
 
 @dataclass
 class KblWire:
     label: str  # the wire's number
     kind: tuple  # (diameter m, material text): its General_wire part
-    start: str  # node keys
-    end: str
+    start: tuple  # node keys
+    end: tuple
     cables: list  # the cables it runs on, from start to end
     length: float  # m: the solved lengths of those cables (the length to cut)
 
@@ -94,9 +91,9 @@ def kbl_harness(case, result: dict | None = None, step: int = 0) -> KblHarness:
         keys = [ends[0]]
         cuts = [0.0]
         for k, clip in enumerate(sorted(cable.clips, key=lambda c: c.s)):
-            key = f"{cable.id} clip {k + 1}"
+            key = ("clip", cable.id, k + 1)
             point = _at(centre, arc, clip.s)
-            nodes[key] = KblNode(key, key, "clip", point, clip.frame.tangent, clip.frame.normal)
+            nodes[key] = KblNode(key, f"{cable.id} clip {k + 1}", "clip", point, clip.frame.tangent, clip.frame.normal)
             clips[key] = clip.kind
             keys.append(key)
             cuts.append(clip.s)
@@ -111,9 +108,23 @@ def kbl_harness(case, result: dict | None = None, step: int = 0) -> KblHarness:
                 )
             )
         cables[cable.id] = _cable_data(cable, doc)
+    _unique_labels(nodes)
     harness = KblHarness(nodes, segments, [], cables, clips)
     harness.wires = _wires(case, harness)
     return harness
+
+
+def _unique_labels(nodes) -> None:
+    """Node Ids are unique in a KBL file: a label used before (a connector named like another cable's
+    end, say) gets " #2", " #3", ... in the order of the nodes."""
+    used = set()
+    for node in nodes.values():
+        label, k = node.label, 1
+        while label in used:
+            k += 1
+            label = f"{node.label} #{k}"
+        node.label = label
+        used.add(label)
 
 
 def _centre_line(cable, doc, step) -> tuple:
@@ -123,8 +134,8 @@ def _centre_line(cable, doc, step) -> tuple:
         centre = np.asarray(doc.get("nodes"), dtype=np.float64)
     except (TypeError, ValueError):
         raise CaseError(f"{where}.nodes must be a list of [x, y, z] points") from None
-    if centre.ndim != 2 or centre.shape[1] != 3 or len(centre) < 2 or not np.all(np.isfinite(centre)):
-        raise CaseError(f"{where}.nodes must be a list of at least two finite [x, y, z] points")
+    if centre.ndim != 2 or centre.shape[1] != 3 or len(centre) < 2 or not np.all(np.abs(centre) <= MAX_EXTENT):
+        raise CaseError(f"{where}.nodes must be a list of at least two [x, y, z] points within {MAX_EXTENT:g} m")
     arc = doc.get("arc_lengths")
     if arc is None:
         return centre, np.linspace(0.0, cable.length, len(centre))
@@ -132,16 +143,21 @@ def _centre_line(cable, doc, step) -> tuple:
         arc = np.asarray(arc, dtype=np.float64)
     except (TypeError, ValueError):
         arc = None
-    if arc is None or arc.shape != (len(centre),) or not np.all(np.isfinite(arc)) or np.any(np.diff(arc) <= 0.0):
+    if (
+        arc is None
+        or arc.shape != (len(centre),)
+        or not np.all(np.abs(arc) <= MAX_EXTENT)
+        or np.any(np.diff(arc) <= 0.0)
+    ):
         raise CaseError(f"{where}.arc_lengths must be one increasing arc length per node")
     return centre, arc
 
 
-def node_key(cable, side: str) -> str:
+def node_key(cable, side: str) -> tuple:
     """The node of a cable end: its junction's, its named connector's (every end naming it shares it),
-    else its own."""
+    else its own. Keys are tuples, so that no name can make the key of a node of another kind."""
     key, kind, label = cable_end_vertex(cable, side)
-    return f"connector {label}" if kind == "connector" and cable.connectors[0 if side == "start" else 1] else key
+    return ("connector", label) if kind == "connector" and cable.connectors[0 if side == "start" else 1] else key
 
 
 def _end_node(nodes, cable, side, point) -> str:
@@ -182,12 +198,18 @@ def _cable_data(cable, doc) -> KblCable:
         given = bundle.covering or {}
         covering = (bundle.wrap, given.get("applied", given.get("factor")), given.get("source"))
     radius = doc.get("min_bend_radius")
+    if radius is not None and (
+        isinstance(radius, bool) or not isinstance(radius, (int, float)) or not 0.0 < radius <= MAX_EXTENT
+    ):
+        raise CaseError(
+            f"result: cables.{cable.id}.min_bend_radius must be a positive length in m or null, got {radius!r}"
+        )
     return KblCable(
         cable.id,
         cable.diameter,
         section,
         bool(doc.get("converged")),
-        float(radius) if isinstance(radius, (int, float)) else None,
+        None if radius is None else float(radius),
         cable.allowed_bend_radius,
         covering,
         float(doc["length"]),

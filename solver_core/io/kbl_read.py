@@ -7,6 +7,7 @@ units than mm and m are refused by name. A malformed file is a CaseError naming 
 """
 
 import os
+import stat
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
@@ -66,15 +67,23 @@ class KblFile:
 
 
 def read_kbl(path: str) -> KblFile:
+    """A KBL file read back; CaseError naming the file for one that is not a regular file of at most
+    MAX_BYTES (a pipe or device is refused before reading: it could block) or not XML."""
     try:
-        size = os.stat(path).st_size
-        if size > MAX_BYTES:
-            raise CaseError(f"{path}: {size} bytes; a KBL file is read up to {MAX_BYTES} bytes")
+        info = os.stat(path)
+    except OSError as exc:
+        raise CaseError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    if not stat.S_ISREG(info.st_mode):
+        kind = "a folder" if stat.S_ISDIR(info.st_mode) else "not a regular file (a device, pipe or socket)"
+        raise CaseError(f"{path}: cannot read it: it is {kind}")
+    if info.st_size > MAX_BYTES:
+        raise CaseError(f"{path}: {info.st_size} bytes; a KBL file is read up to {MAX_BYTES} bytes")
+    try:
         root = ET.parse(path).getroot()
     except OSError as exc:
         raise CaseError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    except ET.ParseError as exc:
-        raise CaseError(f"{path}: not XML ({exc})") from None
+    except (ET.ParseError, LookupError, ValueError) as exc:  # LookupError: an unknown encoding
+        raise CaseError(f"{path}: not XML ({' '.join(str(exc).split())[:200]})") from None
     return parse_kbl(root, path)
 
 
@@ -113,7 +122,11 @@ def parse_kbl(root: ET.Element, where: str = "KBL") -> KblFile:
 
 
 def _wires(root, r) -> dict:
-    routes = {r.text(e, "Routed_wire"): e for e in root.findall("Routing")}
+    routes = {}
+    for e in root.findall("Routing"):
+        routed = r.text(e, "Routed_wire")
+        r.element(routed)  # a routing of no connection is refused
+        routes[routed] = e
     contacts = {}  # contact point id -> connector occurrence label
     for occurrence in root.iter("Connector_occurrence"):
         for contact in occurrence.findall("Contact_points"):
@@ -122,10 +135,13 @@ def _wires(root, r) -> dict:
     for connection in root.iter("Connection"):
         wire = r.element(r.text(connection, "Wire"))
         number = wire.findtext("Wire_number") or wire.findtext("Special_wire_id") or connection.get("id")
-        lengths = [r.length(e.find("Length_value")) for e in wire.findall("Length_information")]
+        lengths = [r.length(r.child(e, "Length_value")) for e in wire.findall("Length_information")]
         ends = sorted(
-            (float(r.text(e, "Position_on_wire")), contacts.get(r.text(e, "Contact_point")))
-            for e in connection.findall("Extremities")
+            (
+                (r.number(e, "Position_on_wire"), contacts.get(r.text(e, "Contact_point")))
+                for e in connection.findall("Extremities")
+            ),
+            key=lambda end: end[0],
         )
         route = routes.get(connection.get("id"))
         segments = [] if route is None else [r.label(s) for s in (route.findtext("Segments") or "").split()]
@@ -156,6 +172,12 @@ class _Reader:
             raise CaseError(f"{self.where}: {element.tag} {element.get('id')!r} has no {tag}")
         return text.strip()
 
+    def child(self, element, tag: str) -> ET.Element:
+        found = element.find(tag)
+        if found is None:
+            raise CaseError(f"{self.where}: {element.tag} {element.get('id')!r} has no {tag}")
+        return found
+
     def label(self, xml_id: str) -> str:
         """The Id (KBL's own name) of the element with that XML id, else the XML id."""
         return self.element(xml_id).findtext("Id") or xml_id
@@ -175,7 +197,10 @@ class _Reader:
         scale = self.units.get(unit)
         if scale is None:
             raise CaseError(f"{self.where}: {value.tag} {value.get('id')!r} is in unit {unit!r}, not a length unit")
-        return self.number(value, "Value_component") * scale
+        metres = self.number(value, "Value_component") * scale
+        if not np.isfinite(metres):
+            raise CaseError(f"{self.where}: {value.tag} {value.get('id')!r} is too large a length")
+        return metres
 
     def point(self, xml_id: str) -> np.ndarray:
         """A Cartesian_point in m (KBL coordinates are in the file's length unit: mm, as written here)."""
@@ -188,8 +213,10 @@ class _Reader:
                 raise CaseError(
                     f"{self.where}: Cartesian_point {xml_id!r} has a coordinate that is not a number"
                 ) from None
-        if len(coords) not in (2, 3) or not np.all(np.isfinite(coords)):
-            raise CaseError(f"{self.where}: Cartesian_point {xml_id!r} needs 2 or 3 finite coordinates")
+        if len(coords) not in (2, 3) or not np.all(np.isfinite(coords)) or max(map(abs, coords)) > 1e12:
+            raise CaseError(
+                f"{self.where}: Cartesian_point {xml_id!r} needs 2 or 3 finite coordinates (mm, at most 1e12)"
+            )
         return np.array((coords + [0.0])[:3]) * 1e-3
 
     def curve(self, element) -> tuple:

@@ -193,3 +193,10 @@ def test_a_reference_that_is_not_text_is_refused():
     doc = calibration({"kind": "three_point", "span": 0.2, "force": 0.2, "deflection": 0.005}) | {"reference": 3}
     with pytest.raises(CaseError, match="reference"):
         fit_stiffness(doc)
+
+
+@pytest.mark.parametrize("name", ["\ud800", "a\x01b", "a\ufffeb"])
+def test_a_name_no_file_can_hold_is_refused_before_anything_is_written(name, tmp_path):
+    doc = calibration({"kind": "three_point", "span": 0.2, "force": 0.2, "deflection": 0.005}, name=name)
+    with pytest.raises(CaseError, match="name"):
+        fit_stiffness(doc)

@@ -6,6 +6,7 @@ basis is scipy's and the fitted curves stay within their tolerance of the solved
 files and options are refused in one line."""
 
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -404,3 +405,116 @@ def test_a_junction_end_naming_a_connector_is_refused():
     other = branch("o", 0.2, at("J1", [1, 1, 0]), connector([0.4, 0.1, 0.0], [1, 0, 0]), [wire(None)])
     with pytest.raises(CaseError, match="cables\\[0\\].end.connector: a junction end has no connector"):
         parse_case(case(trunk, leaf, other, junctions=[{"id": "J1", "position": [0.3, 0.0, 0.0]}]))
+
+
+# ---------------------------------------------------------------- what a fuzz run found
+
+
+def kbl_of(text, tmp_path, name="f.kbl"):
+    path = tmp_path / name
+    path.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
+    return str(path)
+
+
+def kilometres(text, value):
+    """``text`` with the first segment's Physical_length given as ``value`` km."""
+    unit = '<Unit id="unit_km"><Si_unit_name>metre</Si_unit_name><Si_prefix>kilo</Si_prefix></Unit>'
+    text = re.sub(
+        r"(<Physical_length [^>]*>\s*<Unit_component>)unit_mm(</Unit_component>\s*<Value_component>)[^<]*",
+        rf"\g<1>unit_km\g<2>{value}",
+        text,
+        count=1,
+    )
+    return text.replace("</kbl:KBL_container>", unit + "</kbl:KBL_container>")
+
+
+@pytest.mark.parametrize(
+    "change, says",
+    [
+        (lambda t: t.replace('encoding="UTF-8"', 'encoding="x-bogus"', 1), "not XML"),
+        (lambda t: re.sub(r"<Length_value .*?</Length_value>", "", t, count=1, flags=re.S), "no Length_value"),
+        (lambda t: after("<Extremities ", t, "<Position_on_wire>0.0<", "<Position_on_wire>abc<"), "not a number"),
+        (lambda t: after("<Extremities ", t, "<Position_on_wire>0.0<", "<Position_on_wire>nan<"), "not finite"),
+        (lambda t: after("<Routing ", t, "<Routed_wire>Connection_", "<Routed_wire>gone_"), "gone_"),
+        (lambda t: kilometres(t, "1e306"), "too large a length"),
+    ],
+)  # fmt: skip
+def test_damaged_files_found_by_a_fuzz_run_are_refused_by_name(tmp_path, change, says):
+    seed = next(k for k in range(100) if random_tree_case(random.Random(k), 4)[2])  # a tree with wires
+    text = kbl_text(kbl_harness(*random_tree_case(random.Random(seed), 4)[:2]), "t", date="2026-11-30")
+    with pytest.raises(CaseError, match=says):
+        read_kbl(kbl_of(change(text), tmp_path))
+
+
+def test_a_pipe_is_refused_before_it_is_read(tmp_path):
+    import os
+
+    fifo = tmp_path / "pipe.kbl"
+    os.mkfifo(fifo)
+    with pytest.raises(CaseError, match="not a regular file"):
+        read_kbl(str(fifo))
+
+
+@pytest.mark.parametrize(
+    "change, says",
+    [
+        (lambda c: c.update(nodes=(np.asarray(c["nodes"]) * 1e200).tolist()), "within 1e"),
+        (lambda c: c.update(min_bend_radius=float("nan")), "min_bend_radius"),
+        (lambda c: c.update(min_bend_radius=-1.0), "min_bend_radius"),
+        (lambda c: c.update(length=5e-324), "length must be a positive length"),
+    ],
+)
+def test_results_that_no_solve_gives_are_refused(change, says):
+    doc, result, _routes = random_tree_case(random.Random(4), 3)
+    change(result["steps"][0]["cables"]["c1"])
+    with pytest.raises(CaseError, match=says):
+        kbl_harness(doc, result)
+
+
+@pytest.mark.parametrize("title", ["A\x01B", "A\ufffeB", "A\udcffB", "x" * 201, ""])
+def test_a_title_xml_cannot_hold_is_refused(title):
+    from solver_core import board_svg, formboard
+
+    doc, result, _routes = random_tree_case(random.Random(4), 3)
+    with pytest.raises(CaseError, match="title"):
+        kbl_text(kbl_harness(doc, result), title)
+    with pytest.raises(CaseError, match="title"):
+        board_svg(formboard(doc, result), title)
+
+
+def test_a_long_noisy_centre_line_is_several_curves_within_the_tolerance():
+    from solver_core.io.kbl_curves import MAX_PIECE_POINTS, fit_centre_curves
+
+    rng = np.random.default_rng(7)
+    t = np.linspace(0.0, 1.0, 3001)
+    points = np.c_[t, 0.05 * np.sin(9 * t), np.zeros_like(t)] + rng.normal(scale=2e-5, size=(3001, 3))
+    curves = fit_centre_curves(points, TOLERANCE)
+    assert len(curves) == int(np.ceil(3000 / (MAX_PIECE_POINTS - 1)))
+    assert all(deviation <= TOLERANCE for _control, _degree, deviation in curves)
+    dense = np.vstack([curve_points(c, d, np.linspace(0.0, 1.0, 400)) for c, d, _dev in curves])
+    assert distance_to_curve(points, dense) <= TOLERANCE
+    assert np.allclose(dense[0], points[0]) and np.allclose(dense[-1], points[-1])
+
+
+def test_names_that_look_like_other_nodes_stay_other_nodes(tmp_path):
+    """A connector named like another cable's end, a cable named "junction" beside a junction "end": every
+    node is its own, with an Id of its own, and the formboard is still a tree."""
+    from solver_core import formboard
+
+    plain = branch("power", 0.3, AT_ORIGIN, connector([0.25, 0.05, 0.0], [1, 0, 0]), [wire(None)])
+    named = branch(
+        "other", 0.3, AT_ORIGIN | {"connector": "power start"}, connector([0.25, -0.05, 0.0], [1, 0, 0]), [wire(None)]
+    )
+    trunk = branch("junction", 0.3, connector([0.0, 0.3, 0.0], [1, 0, 0]), at("end", [1, 0, 0]), [wire(None)])
+    legs = [
+        branch(f"leg{k}", 0.2, at("end", [1, y, 0]), connector([0.45, 0.3 + y, 0.0], [1, 0, 0]), [wire(None)])
+        for k, y in ((1, 0.1), (2, -0.1))
+    ]
+    doc = case(plain, named, trunk, *legs, junctions=[{"id": "end", "position": [0.3, 0.3, 0.0]}])
+    result = solve_case(parse_case(doc))
+    harness = kbl_harness(doc, result)
+    labels = [n.label for n in harness.nodes.values()]
+    assert len(labels) == len(set(labels)) == 2 + 2 + 1 + 1 + 2  # power x2, other's end, junction trunk x1 + J, legs
+    back = read_kbl(kbl_of(kbl_text(harness, "names", date="2026-11-30"), tmp_path))
+    assert len(back.nodes) == len(labels) and "power start #2" in back.nodes
+    formboard(doc, result)  # a tree: no loop through "junction end"
