@@ -20,22 +20,14 @@ ESCAPE_LARGEST_MOVE = 0.25
 
 
 @njit
-def contact_fraction(pos, rod, extra, pairs, step):
-    """The fraction of ``step`` that carries no contact point through its gap (step_limits), the pairs it
-    could reach evaluated at their true normals first: the limit every trial step (Newton's, its
-    geodesic correction's, a saddle escape's) is held to."""
-    pair_moves(pairs.nodes, node_moves(step, rod.node_dof), pairs.moves)
-    evaluate_reachable(pos, pairs, extra)
-    return approach_fraction(step, rod.node_dof, pairs, extra)
-
-
-@njit
 def saddle_trial(pos, quat, rod, load_factor, extra, pairs, sl_seg, sl_t, step, trial_pos, trial_quat):
     """Energy after ``step``, cut (in place) where a contact point would pass its gap, infinite where it
     sinks a contact deeper than a Newton step may; returns (energy, the fraction of the step kept)."""
     fraction = 1.0
     if extra.contact.uses_contact and pairs.kind.shape[0] > 0:
-        fraction = contact_fraction(pos, rod, extra, pairs, step)
+        pair_moves(pairs.nodes, node_moves(step, rod.node_dof), pairs.moves)
+        evaluate_reachable(pos, pairs, extra)
+        fraction = approach_fraction(step, rod.node_dof, pairs, extra)
         for i in range(step.shape[0]):
             step[i] *= fraction
     trial, work, _extra_energy, too_deep = energy_after_step(
