@@ -6,14 +6,13 @@ Reads what kbl.py writes and the same elements of other tools' KBL 2.3-2.5 files
 units than mm and m are refused by name. A malformed file is a CaseError naming the element.
 """
 
-import os
-import stat
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..errors import CaseError
+from ..specs.case import check_input_file
 from .kbl import EXTENSION, NAMESPACE
 from .kbl_curves import curve_points
 
@@ -69,15 +68,7 @@ class KblFile:
 def read_kbl(path: str) -> KblFile:
     """A KBL file read back; CaseError naming the file for one that is not a regular file of at most
     MAX_BYTES (a pipe or device is refused before reading: it could block) or not XML."""
-    try:
-        info = os.stat(path)
-    except OSError as exc:
-        raise CaseError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    if not stat.S_ISREG(info.st_mode):
-        kind = "a folder" if stat.S_ISDIR(info.st_mode) else "not a regular file (a device, pipe or socket)"
-        raise CaseError(f"{path}: cannot read it: it is {kind}")
-    if info.st_size > MAX_BYTES:
-        raise CaseError(f"{path}: {info.st_size} bytes; a KBL file is read up to {MAX_BYTES} bytes")
+    check_input_file(path, "KBL file", MAX_BYTES)
     try:
         root = ET.parse(path).getroot()
     except OSError as exc:

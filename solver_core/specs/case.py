@@ -1005,10 +1005,9 @@ def _duplicate_key_place(doc) -> tuple | None:
     return None
 
 
-def read_json(path, what="case file"):
-    """A JSON document from a file; CaseError (naming the file) for anything that is not one: a file
-    larger than MAX_INPUT_BYTES, a folder, a device or a pipe (refused before reading, which could
-    block or never end), text that is not JSON, a key given twice in an object."""
+def check_input_file(path, what: str, limit: int = MAX_INPUT_BYTES) -> None:
+    """CaseError (naming the file) unless ``path`` is a regular file of at most ``limit`` bytes: a
+    folder, device or pipe is refused before it is read (reading could block or never end)."""
     try:
         info = os.stat(path)
     except OSError as exc:
@@ -1016,11 +1015,17 @@ def read_json(path, what="case file"):
     if not stat.S_ISREG(info.st_mode):
         kind = "a folder" if stat.S_ISDIR(info.st_mode) else "not a regular file (a device, pipe or socket)"
         raise CaseError(f"cannot read {what} {path}: it is {kind}")
-    if info.st_size > MAX_INPUT_BYTES:
+    if info.st_size > limit:
         raise CaseError(
-            f"{what} {path} is {info.st_size / 2**20:.0f} MB, more than the {MAX_INPUT_BYTES // 2**20} MB a "
-            f"{what} may have"
+            f"{what} {path} is {info.st_size / 2**20:.0f} MB, more than the {limit // 2**20} MB a {what} may have"
         )
+
+
+def read_json(path, what="case file"):
+    """A JSON document from a file; CaseError (naming the file) for anything that is not one: a file
+    larger than MAX_INPUT_BYTES, a folder, a device or a pipe (refused before reading, which could
+    block or never end), text that is not JSON, a key given twice in an object."""
+    check_input_file(path, what)
     try:
         with open(path, "rb") as fh:
             data = fh.read(MAX_INPUT_BYTES + 1)  # the file may have grown since
