@@ -26,6 +26,7 @@ import math
 import numpy as np
 
 from ..errors import CaseError, check_id
+from ..geometry.polyline import point_at as _at
 from ..specs.case import as_float
 from ..specs.materials import MATERIAL_RANGE, PRESETS
 from .run_case import solve_case
@@ -96,10 +97,6 @@ def _solved_nodes(case: dict) -> tuple:
     if not result["converged"]:
         raise CaseError(f"calibration: the solver found no rest for a trial EI ({result.get('message')})")
     return np.asarray(result["nodes"]), np.asarray(result["arc_lengths"])
-
-
-def _at(nodes, arc, s) -> np.ndarray:
-    return np.array([np.interp(s, arc, nodes[:, k]) for k in range(3)])
 
 
 class _Cantilever:

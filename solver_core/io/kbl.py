@@ -14,6 +14,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 
 from ..errors import check_title
+from ..maths.rotations import frame_from_tangent
 from .kbl_curves import fit_centre_curves
 from .kbl_model import KblHarness, wire_segments
 
@@ -113,7 +114,7 @@ class _Writer:
         """A Transformation: its origin, U along ``u`` and V along ``v`` (made perpendicular; any
         perpendicular where ``v`` is None)."""
         u = np.asarray(u, dtype=np.float64) / np.linalg.norm(u)
-        v = _perpendicular(u, v)
+        v = frame_from_tangent(u, v)[:, 0]  # v made perpendicular to u (any, where v is None)
         element = _sub(parent, "Placement", None, id=self.id("Transformation"))
         for tag, axis in (("U", u), ("V", v)):
             for c in axis:
@@ -141,16 +142,6 @@ def _unit(value: float) -> str:
 def _exact(value: float) -> str:
     """A value in SI units, as exactly as a double holds it."""
     return repr(float(value))
-
-
-def _perpendicular(u, v) -> np.ndarray:
-    if v is not None:
-        v = np.asarray(v, dtype=np.float64) - np.dot(v, u) * u
-        if np.linalg.norm(v) > 1e-9:
-            return v / np.linalg.norm(v)
-    trial = np.eye(3)[int(np.argmin(np.abs(u)))]
-    v = trial - np.dot(trial, u) * u
-    return v / np.linalg.norm(v)
 
 
 def _part(element, number: str, description: str) -> ET.Element:
@@ -363,8 +354,7 @@ def _fixing_assignment(w, segment, node, occurrence) -> None:
     element = _sub(segment, "Fixing_assignment", None, id=w.id("Fixing_assignment"))
     _sub(element, "Location", "0.0")
     w.value(element, "Absolute_location", 0.0)
-    u = np.asarray(node.tangent, dtype=np.float64)
-    for c in _perpendicular(u / np.linalg.norm(u), node.normal):
+    for c in frame_from_tangent(node.tangent, node.normal)[:, 0]:
         _sub(element, "Orientation", _unit(c))
     _sub(element, "Fixing", occurrence.get("id"))
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import CaseError
+from ..geometry.polyline import point_at
 from ..specs.case import MAX_EXTENT
 from .formboard import cable_end_vertex, solved_step
 from .run_case import as_case
@@ -92,7 +93,7 @@ def kbl_harness(case, result: dict | None = None, step: int = 0) -> KblHarness:
         cuts = [0.0]
         for k, clip in enumerate(sorted(cable.clips, key=lambda c: c.s)):
             key = ("clip", cable.id, k + 1)
-            point = _at(centre, arc, clip.s)
+            point = point_at(centre, arc, clip.s)
             nodes[key] = KblNode(key, f"{cable.id} clip {k + 1}", "clip", point, clip.frame.tangent, clip.frame.normal)
             clips[key] = clip.kind
             keys.append(key)
@@ -173,14 +174,10 @@ def _end_node(nodes, cable, side, point) -> str:
     return key
 
 
-def _at(centre, arc, s) -> np.ndarray:
-    return np.array([np.interp(s, arc, centre[:, k]) for k in range(3)])
-
-
 def _piece(centre, arc, s0, s1) -> np.ndarray:
     """The centre line from arc length s0 to s1: its nodes between, with the ends interpolated."""
     inside = (arc > s0) & (arc < s1)
-    return np.vstack([_at(centre, arc, s0), centre[inside], _at(centre, arc, s1)])
+    return np.vstack([point_at(centre, arc, s0), centre[inside], point_at(centre, arc, s1)])
 
 
 def _cable_data(cable, doc) -> KblCable:
