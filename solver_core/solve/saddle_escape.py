@@ -20,14 +20,22 @@ ESCAPE_LARGEST_MOVE = 0.25
 
 
 @njit
+def contact_fraction(pos, rod, extra, pairs, step):
+    """The fraction of ``step`` that carries no contact point through its gap (step_limits), the pairs it
+    could reach evaluated at their true normals first: the limit every trial step (Newton's, its
+    geodesic correction's, a saddle escape's) is held to."""
+    pair_moves(pairs.nodes, node_moves(step, rod.node_dof), pairs.moves)
+    evaluate_reachable(pos, pairs, extra)
+    return approach_fraction(step, rod.node_dof, pairs, extra)
+
+
+@njit
 def saddle_trial(pos, quat, rod, load_factor, extra, pairs, sl_seg, sl_t, step, trial_pos, trial_quat):
     """Energy after ``step``, cut (in place) where a contact point would pass its gap, infinite where it
     sinks a contact deeper than a Newton step may; returns (energy, the fraction of the step kept)."""
     fraction = 1.0
     if extra.contact.uses_contact and pairs.kind.shape[0] > 0:
-        pair_moves(pairs.nodes, node_moves(step, rod.node_dof), pairs.moves)
-        evaluate_reachable(pos, pairs, extra)
-        fraction = approach_fraction(step, rod.node_dof, pairs, extra)
+        fraction = contact_fraction(pos, rod, extra, pairs, step)
         for i in range(step.shape[0]):
             step[i] *= fraction
     trial, work, _extra_energy, too_deep = energy_after_step(
@@ -46,32 +54,25 @@ def _scaled(direction, scale, step):
 
 
 @njit
-def leave_saddle(pos, quat, rod, load_factor, extra, pairs, sl_seg, sl_t, grad, direction, energy):
-    """Move the state (in place) downhill along a direction of negative curvature; returns whether
-    the energy fell.
-
-    The direction's sign follows the slope; a symmetric saddle (slope zero) is left the way the
-    direction came out of stability.negative_curvature_direction, which does not depend on
-    round-off. Trial steps double from a small one while the energy keeps falling; each is cut
-    where it would carry a contact point through its gap, as Newton steps are."""
-    node_dof, rot_dof, rest_len = rod.node_dof, rod.rot_dof, rod.rest_len
-    use_contact = extra.contact.uses_contact
-    n_dof = grad.shape[0]
+def _first_escape(grad, direction, rod):
+    """Turn ``direction`` downhill (in place) and size its first trial: (the scale of the first step, the
+    cable's length, the largest node move and frame turn of ``direction``). The first step moves a node
+    by ESCAPE_FIRST_MOVE of the length or turns a frame by ESCAPE_FIRST_TURN, whichever comes first."""
     slope = 0.0
-    for i in range(n_dof):
+    for i in range(grad.shape[0]):
         slope += grad[i] * direction[i]
     if slope > 0.0:
-        for i in range(n_dof):
+        for i in range(grad.shape[0]):
             direction[i] = -direction[i]
     length = 0.0
-    for i in range(rest_len.shape[0]):
-        length += rest_len[i]
+    for i in range(rod.rest_len.shape[0]):
+        length += rod.rest_len[i]
     largest_move = 0.0
-    for m in node_moves(direction, node_dof):
+    for m in node_moves(direction, rod.node_dof):
         largest_move = max(largest_move, m)
     largest_turn = 0.0
-    for r in range(rot_dof.shape[0]):
-        g0 = rot_dof[r]
+    for r in range(rod.rot_dof.shape[0]):
+        g0 = rod.rot_dof[r]
         largest_turn = max(
             largest_turn, math.sqrt(direction[g0] ** 2 + direction[g0 + 1] ** 2 + direction[g0 + 2] ** 2)
         )
@@ -80,6 +81,22 @@ def leave_saddle(pos, quat, rod, load_factor, extra, pairs, sl_seg, sl_t, grad, 
         scale = ESCAPE_FIRST_MOVE * length / largest_move
     if largest_turn > 0.0:
         scale = min(scale, ESCAPE_FIRST_TURN / largest_turn)
+    return scale, length, largest_move, largest_turn
+
+
+@njit
+def leave_saddle(pos, quat, rod, load_factor, extra, pairs, sl_seg, sl_t, grad, direction, energy):
+    """Move the state (in place) downhill along a direction of negative curvature; returns whether
+    the energy fell.
+
+    The direction's sign follows the slope; a symmetric saddle (slope zero) is left the way the
+    direction came out of stability.negative_curvature_direction, which does not depend on
+    round-off. Trial steps double from a small one while the energy keeps falling; each is cut
+    where it would carry a contact point through its gap, as Newton steps are."""
+    node_dof, rot_dof = rod.node_dof, rod.rot_dof
+    use_contact = extra.contact.uses_contact
+    n_dof = grad.shape[0]
+    scale, length, largest_move, largest_turn = _first_escape(grad, direction, rod)
     if not (scale < np.inf):
         return False
     step = np.empty(n_dof)
