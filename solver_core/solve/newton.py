@@ -176,6 +176,7 @@ def newton_iterations(pos, quat, rod, dof_tol, load_factor, max_iterations, extr
             continue
         if it == max_iterations:
             break
+        # a step of the trust region: the system prepared, touching legs coupled, the strains at the state
         prepare_system(buf.band, rod.bw, rod.fixed, buf.damping)
         for i in range(rod.fixed.shape[0]):
             buf.rhs[i] = -buf.grad[i]
