@@ -9,9 +9,10 @@ when the Hessian is indefinite (buckling, compressed starts) or the model was po
 shrinks back to a pure Newton step near the solution. Convergence is judged on the force and
 moment residual of every free degree of freedom, never on the step size.
 
-This module is the loop; each iteration's terms are assembled by newton_assembly.py, contact between
-cables enters as low-rank terms (low_rank_coupling.py), steps near contacts are limited by
-step_limits.py, and a saddle is left along negative curvature by saddle_escape.py.
+This module is the loop and the trust region's step; the phases between the kernels they call are in
+newton_phases.py, each iteration's terms are assembled by newton_assembly.py, contact between cables
+enters as low-rank terms (low_rank_coupling.py), steps near contacts are limited by step_limits.py,
+and a saddle is left along negative curvature by saddle_escape.py.
 """
 
 import math
@@ -37,6 +38,7 @@ from .newton_phases import (
     CONTACT_RISE,
     GN_OVERESTIMATE,
     MAX_DEPTH_HALVINGS,
+    REFUSED,
     better_trial,
     carry_gaps,
     cut_by_contact,
@@ -142,7 +144,7 @@ def newton_iterations(pos, quat, rod, dof_tol, load_factor, max_iterations, extr
     coupling = (ut_store[:0], np.zeros(0), np.zeros(0), np.empty((0, 4), dtype=np.int64), ut_store,
                 np.empty((0, 0)), np.empty(0, dtype=np.int64))  # fmt: skip
     no_panels = (np.zeros(0), np.zeros((0, 5), dtype=np.int64), np.zeros(0, dtype=np.int64))  # (factor_damped)
-    trust = (0.0, 0, False)  # lambda, saddles left, Gauss-Newton steps overestimated
+    trust = (0.0, 0, False)  # lambda, saddles escaped so far, Gauss-Newton steps overestimated
     ratio, energy = np.inf, np.inf
     live = np.zeros(0, dtype=np.int64)
     shift = stability_shift(rod.rest_len)  # of the stability test, for this resolution
@@ -181,10 +183,9 @@ def newton_iterations(pos, quat, rod, dof_tol, load_factor, max_iterations, extr
         for i in range(rod.fixed.shape[0]):
             buf.rhs[i] = -buf.grad[i]
         if contact.self_gap > 0:
-            Ut, k_c, k_s, spans, ut_store = self_coupling(
-                pos, rod, pairs, extra, np.bool_(True), coupling[4], coupling[3]
-            )
-            coupling = (Ut, k_c, k_s, spans, ut_store, coupling[5], coupling[6])
+            Ut, k_c, k_s, spans, ut_store, S, piv = coupling
+            Ut, k_c, k_s, spans, ut_store = self_coupling(pos, rod, pairs, extra, np.bool_(True), ut_store, spans)
+            coupling = (Ut, k_c, k_s, spans, ut_store, S, piv)
         rod_strains(pos, quat, rod, buf.geodesic.s_zero, buf.geodesic.b_zero)
         accepted, trust, coupling = _newton_step(
             pos, quat, rod, load_factor, extra, pairs, live, buf, (coupling, no_panels), (energy, extra_energy), trust
@@ -290,11 +291,13 @@ def _newton_step(pos, quat, rod, load_factor, extra, pairs, live, buf, factor_ar
                 trial_energy, rho = better_trial(
                     buf.trial_pos, buf.trial_quat, g, corrected, energy, (trial_energy, rho), predicted
                 )
-        good = step_verdict(predicted, noise, rho)
-        if good == -2 or (use_contact and step_crosses_triangles(pos, buf.trial_pos, extra.node_part, extra.obstacles)):
-            lam = max(4.0 * lam, 1e-8) if good == -2 else max(4.0 * lam, 1e-6)  # refused (or through a face)
+        verdict = step_verdict(predicted, noise, rho)
+        if verdict == REFUSED or (
+            use_contact and step_crosses_triangles(pos, buf.trial_pos, extra.node_part, extra.obstacles)
+        ):
+            lam = max(4.0 * lam, 1e-8) if verdict == REFUSED else max(4.0 * lam, 1e-6)  # (or through a face)
             continue
-        lam = damping_after(lam, good, shortened)
+        lam = damping_after(lam, verdict, shortened)
         carry_gaps(use_contact, pos, buf.trial_pos, buf.node_move, pairs.nodes, pairs.moves, pairs.gap, pairs.fresh)
         pos[:, :] = buf.trial_pos
         quat[:, :] = buf.trial_quat

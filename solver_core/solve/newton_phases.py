@@ -8,9 +8,10 @@ function is handed, a named tuple's every array, and where the function calls a 
 between it cannot leave them out: handed the rod's, the interactions' and the work arrays (some 100)
 the phases cost a 20-segment iteration 4 us (10 %). So the kernels that need those tuples whole
 (assemble, energy_after_step, contact_fraction, the crossing test) are called from newton.py's two
-loops, and the phases are the arithmetic between them; the phases that run once per solve (the
-stability test, the saddle escape) take the tuples. Hot phases are inlined (``njit_inline``), so that
-each is compiled once, into the kernel. The work arrays one solve allocates are ``NewtonBuffers``
+loops, and the phases are the arithmetic between them. Exceptions: the phases that run once per solve
+(the stability test, the saddle escape) take the tuples, ``searched_pairs`` takes the interactions'
+(only when a search is due) and ``geodesic_step`` the rod's (its strains need them). Hot phases are
+inlined into the kernel (``njit_inline``). The work arrays one solve allocates are ``NewtonBuffers``
 (those of the geodesic correction ``GeodesicBuffers``); the low-rank coupling of touching legs,
 reallocated as contacts come and go, is the tuple ``coupling`` = (Ut, k_c, k_s, spans, ut_store, S, piv).
 """
@@ -59,6 +60,8 @@ MAX_DEPTH_HALVINGS = 6
 # geodesic correction is tried for it; instead of damping and factorising again, it is shortened once to
 # where the pairs it closes balance the model (step_limits.plunge_step_length).
 CONTACT_RISE = 4.0
+# How a trial step did (step_verdict)
+GOOD, FAIR, POOR, REFUSED = 1, 0, -1, -2
 
 
 class GeodesicBuffers(NamedTuple):
@@ -347,14 +350,14 @@ def scaled_step(delta, factor, model, penalty):
 
 @njit_inline
 def step_verdict(predicted, noise, rho):
-    """1 for a step whose model was good (rho > 0.75, or a gain within the noise), 0 for a fair one, -1
-    for a poor one that is still taken (rho < 0.25), -2 for one refused. A step whose predicted gain is
-    negative beyond the noise goes uphill in the model itself: the band is positive definite, but the
-    low-rank terms (-k grad M grad M^T, the distance curvature) can make the whole matrix indefinite
-    along the step. It is refused like a poor one: taken, it would raise the energy."""
+    """GOOD for a step whose model was good (rho > 0.75, or a gain within the noise), FAIR, POOR for one
+    still taken (rho < 0.25), REFUSED. A step whose predicted gain is negative beyond the noise goes
+    uphill in the model itself: the band is positive definite, but the low-rank terms (-k grad M grad M^T,
+    the distance curvature) can make the whole matrix indefinite along the step. It is refused like a
+    poor one: taken, it would raise the energy."""
     if not (abs(predicted) <= noise or rho > 1e-4):
-        return -2
-    return 1 if abs(predicted) <= noise or rho > 0.75 else -1 if rho < 0.25 else 0
+        return REFUSED
+    return GOOD if abs(predicted) <= noise or rho > 0.75 else POOR if rho < 0.25 else FAIR
 
 
 @njit_inline
@@ -405,19 +408,18 @@ def better_trial(trial_pos, trial_quat, g, corrected, energy, tried, predicted):
 
 
 @njit_inline
-def damping_after(lam, good, shortened):
-    """lambda after a step taken. ``good``: rho > 0.75 or a gain within the noise, -1 for rho < 0.25,
-    else 0."""
+def damping_after(lam, verdict, shortened):
+    """lambda after a step taken (``verdict``: step_verdict's)."""
     if shortened:
         # the model held for a part of the step only: the trust region shrinks as for a rejected step,
         # so that the next direction turns away from what it ran into
         return max(4.0 * lam, 1e-8)
-    if good > 0:
+    if verdict == GOOD:
         # a model this good: back towards a pure Newton step at once. On faceted meshes the model breaks
         # at every facet crossing, and a slow return of lambda after each break made the re-settling of a
         # cable dozens of damped steps long.
         return lam / 100.0 if lam > 1e-6 else 0.0
-    if good < 0:
+    if verdict == POOR:
         return max(3.0 * lam, 1e-8)
     return lam
 

@@ -13,7 +13,7 @@ joined into one rod model and minimised together by the same Newton method:
   contact (``node_part`` tells the kernels which cable a node belongs to);
 - contact between two cables is the kernels' self-contact with both sides moving: the blocks
   coupling two cables lie outside the band and enter each Newton step as a low-rank update, as
-  for one cable touching itself (``newton.self_coupling``).
+  for one cable touching itself (``low_rank_coupling.self_coupling``).
 
 ``RodGroup`` is a ``RodModel`` of the joined arrays plus the maps back to its cables;
 ``GroupBoundary`` holds one boundary per cable; ``GroupInteractions`` joins the cables'

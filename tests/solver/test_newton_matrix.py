@@ -19,9 +19,9 @@ def test_the_newton_matrix_counts_a_crossing_at_a_node_once():
     # segment pairs' k grad(D_s) grad(D_s)^T alone made it 2.6-2.7 times too stiff there.
     from solver_core.contact.contact import SELF_NODE, SELF_SEG
     from solver_core.contact.contact_energy import contact_energy_of
+    from solver_core.contact.low_rank_coupling import self_coupling
     from solver_core.contact.obstacles import ObstacleSet
     from solver_core.contact.pair_search import find_pairs
-    from solver_core.solve.newton import self_coupling
 
     s, k = 0.01, 1.26e8
     obstacles = ObstacleSet().kernel_arrays()
@@ -252,9 +252,9 @@ def test_the_newton_matrix_follows_a_pressed_crossing_as_the_cables_slide():
     # k n n^T alone it was zero along the slides.
     from solver_core.contact.contact import SELF_SEG
     from solver_core.contact.contact_energy import contact_energy_of
+    from solver_core.contact.low_rank_coupling import self_coupling
     from solver_core.contact.obstacles import ObstacleSet
     from solver_core.contact.pair_search import find_pairs
-    from solver_core.solve.newton import self_coupling
 
     s, k = 0.01, 1.26e8
     obstacles = ObstacleSet().kernel_arrays()
