@@ -11,6 +11,7 @@ from helpers.contact_scenes import (
     R,
     no_penetration,
 )
+from helpers.drapes import drape_case, far_side
 
 
 class TestFriction:
@@ -120,3 +121,48 @@ def test_every_force_is_reported_and_they_balance_the_weight(mu):
     for c in result["contacts"]:
         f = np.array(c["friction"])
         assert np.linalg.norm(f) <= mu[0] * np.linalg.norm(c["force"]) * (1 + 1e-6) + 1e-12
+
+
+# Drapes drawn as users draw them (helpers/drapes.py, seeds (7, i) of bench_robustness's first-solve
+# study) that slide off their obstacle frictionless during the first solve's descent in pseudo-time
+FAR_WITHOUT_FRICTION = (114, 120, 181, 224, 288)  # a plate, a box, three spheres; 10-74 segments
+
+
+def _drape(seed, mu):
+    rng = np.random.default_rng((7, seed))
+    snapped = bool(rng.random() < 0.5)
+    drawn = drape_case(rng, clear=1e-4 if snapped else None)
+    drawn["case"]["cables"][0]["id"] = "W1"
+    if mu:
+        drawn["case"]["contact"] = {"friction_static": mu, "friction_dynamic": 2.0 * mu / 3.0}
+    return drawn
+
+
+@pytest.mark.parametrize("seed", FAR_WITHOUT_FRICTION)
+def test_friction_holds_a_drape_where_it_lands_during_its_first_solve(seed):
+    """A route drawn clear of a part touches it only on the way down: friction must act on the contacts
+    that close during the solve's descent, not only on those present when it starts. Frictionless,
+    these drapes slide off sideways and hang under their obstacle (the drawn side's equilibrium is
+    unstable); with mu_s = 0.3 each stays on the side it was drawn over, every contact within its
+    friction cone, and the reported forces balance the weight (1e-6)."""
+    frictionless = _drape(seed, 0.0)
+    result = first(solve(frictionless["case"]))
+    obstacle = frictionless["case"]["obstacles"][0]
+    assert result["converged"] and far_side(np.array(result["nodes"]), obstacle, "over")
+
+    drawn = _drape(seed, 0.3)
+    doc = drawn["case"]
+    result = first(solve(doc))
+    assert result["converged"]
+    assert not far_side(np.array(result["nodes"]), obstacle, drawn["side"])
+    assert result["contacts"], "held by friction, so touching"
+    cable_doc = doc["cables"][0]
+    weight = cable_doc["material"]["density"] * math.pi * cable_doc["diameter"] ** 2 / 4.0 * cable_doc["length"]
+    weight = weight * np.array([0.0, 0.0, -9.81])
+    ends = sum((np.array(e["force"]) for e in result["end_forces"].values()), np.zeros(3))
+    normal_forces = sum((np.array(c["force"]) for c in result["contacts"]), np.zeros(3))
+    friction = sum((np.array(c.get("friction", [0.0, 0.0, 0.0])) for c in result["contacts"]), np.zeros(3))
+    assert np.linalg.norm(weight + ends + normal_forces + friction) <= 1e-6 * np.linalg.norm(weight)
+    for c in result["contacts"]:
+        f = np.array(c.get("friction", [0.0, 0.0, 0.0]))
+        assert np.linalg.norm(f) <= 0.3 * np.linalg.norm(c["force"]) * (1 + 1e-6) + 1e-12
