@@ -142,13 +142,14 @@ def _drape(seed, mu):
 def test_friction_holds_a_drape_where_it_lands_during_its_first_solve(seed):
     """A route drawn clear of a part touches it only on the way down: friction must act on the contacts
     that close during the solve's descent, not only on those present when it starts. Frictionless,
-    these drapes slide off sideways and hang under their obstacle (the drawn side's equilibrium is
-    unstable); with mu_s = 0.3 each stays on the side it was drawn over, every contact within its
-    friction cone, and the reported forces balance the weight (1e-6)."""
+    none of these drapes rests on the side it was drawn over (the drawn side's equilibrium is unstable:
+    they slide off sideways and hang under their obstacle, or run out of iterations on the way); with
+    mu_s = 0.3 each stays there, every contact within its friction cone, and the reported forces
+    balance the weight (1e-6)."""
     frictionless = _drape(seed, 0.0)
     result = first(solve(frictionless["case"]))
     obstacle = frictionless["case"]["obstacles"][0]
-    assert result["converged"] and far_side(np.array(result["nodes"]), obstacle, "over")
+    assert not result["converged"] or far_side(np.array(result["nodes"]), obstacle, "over")
 
     drawn = _drape(seed, 0.3)
     doc = drawn["case"]
