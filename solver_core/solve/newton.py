@@ -248,7 +248,8 @@ def _newton_step(pos, quat, rod, load_factor, extra, pairs, live, buf, factor_ar
         if not banded:
             lam, exact, rebuild = indefinite(lam, exact, gn_overestimates, escapes)
             continue
-        too_far = not low_rank or newton_direction(buf.work, buf.rhs, buf.delta, (S, piv, panels), rod.rot_dof)
+        turned = newton_direction(buf.work, buf.rhs, buf.delta, (S, piv, panels), rod.rot_dof) if low_rank else 0.0
+        too_far = not (turned > 0.0)
         fraction = 1.0
         if use_contact and not too_far:  # cut where a contact point would pass its gap
             fraction = contact_fraction(pos, rod, extra, pairs, buf.delta)
@@ -256,7 +257,7 @@ def _newton_step(pos, quat, rod, load_factor, extra, pairs, live, buf, factor_ar
         if too_far:
             lam = max(4.0 * lam, 1e-6) if low_rank else max(10.0 * lam, 1e-8)
             continue
-        slope, curvature, predicted = quadratic_model(buf.grad, buf.delta, buf.damping, fraction, lam)
+        slope, curvature, predicted = quadratic_model(buf.grad, buf.delta, buf.damping, turned * fraction, lam)
         scale, halvings, shortened = 1.0, 0, False  # of the step the model was built for
         while True:  # the trial, halved while too deep, shortened once where it plunges (MAX_DEPTH_HALVINGS)
             trial_energy, couple, trial_extra_energy, too_deep_by = energy_after_step(
