@@ -237,6 +237,7 @@ def _newton_step(pos, quat, rod, load_factor, extra, pairs, live, buf, factor_ar
     use_contact = extra.contact.uses_contact
     Ut, k_c, k_s, spans, ut_store, S, piv = coupling
     exact, rebuild = True, False
+    undamped_refused = False
     for _attempt in range(60):
         if rebuild:  # the Gauss-Newton matrix
             Ut, k_c, k_s, spans, ut_store = _reassembled(
@@ -296,9 +297,10 @@ def _newton_step(pos, quat, rod, load_factor, extra, pairs, live, buf, factor_ar
         if verdict == REFUSED or (
             use_contact and step_crosses_triangles(pos, buf.trial_pos, extra.node_part, extra.obstacles)
         ):
+            undamped_refused = undamped_refused or lam == 0.0
             lam = max(4.0 * lam, 1e-8) if verdict == REFUSED else max(4.0 * lam, 1e-6)  # (or through a face)
             continue
-        lam = damping_after(lam, verdict, shortened)
+        lam = damping_after(lam, verdict, shortened, undamped_refused)
         carry_gaps(use_contact, pos, buf.trial_pos, buf.node_move, pairs.nodes, pairs.moves, pairs.gap, pairs.fresh)
         pos[:, :] = buf.trial_pos
         quat[:, :] = buf.trial_quat

@@ -419,8 +419,9 @@ def better_trial(trial_pos, trial_quat, g, corrected, energy, tried, predicted):
 
 
 @njit_inline
-def damping_after(lam, verdict, shortened):
-    """lambda after a step taken (``verdict``: step_verdict's)."""
+def damping_after(lam, verdict, shortened, undamped_refused):
+    """lambda after a step taken (``verdict``: step_verdict's; ``undamped_refused``: whether this
+    iteration refused the step at lambda = 0)."""
     if shortened:
         # the model held for a part of the step only: the trust region shrinks as for a rejected step,
         # so that the next direction turns away from what it ran into
@@ -428,8 +429,12 @@ def damping_after(lam, verdict, shortened):
     if verdict == GOOD:
         # a model this good: back towards a pure Newton step at once. On faceted meshes the model breaks
         # at every facet crossing, and a slow return of lambda after each break made the re-settling of a
-        # cable dozens of damped steps long.
-        return lam / 100.0 if lam > 1e-6 else 0.0
+        # cable dozens of damped steps long. Where this iteration refused the undamped step, though,
+        # lambda comes back by factors, or the next iteration refuses it again: a heavy cable falling
+        # from straight at 299 nodes took 1285 iterations so, 738 by factors (docs/performance.md).
+        if lam > 1e-6 or (undamped_refused and lam > 1e-12):
+            return lam / 100.0
+        return 0.0
     if verdict == POOR:
         return max(3.0 * lam, 1e-8)
     return lam
