@@ -8,6 +8,7 @@ part of a converged state along with moved connectors and clips so that a warm s
 close to the new equilibrium.
 """
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -300,8 +301,34 @@ def initial_centerline(
         pts[sel] = _resample_polyline(curve, (s[sel] - s0) / max(s1 - s0, 1e-300))
     s_last, p_last, t_last = anchors[-1]
     tail = s >= s_last - 1e-12  # the last anchor's own node too (a free end's only anchor is its start)
-    pts[tail] = p_last + (s[tail] - s_last)[:, None] * t_last
+    pts[tail] = _free_tail(model, s[tail] - s_last, p_last, t_last, sag)
     return pts
+
+
+def _free_tail(model: RodModel, along: np.ndarray, p0: np.ndarray, t0: np.ndarray, sag: float) -> np.ndarray:
+    """A free end's nodes at arc lengths ``along`` from its last holder (p0, t0): straight on where the
+    loads bend it little (a tip deflection under them, w L^4 / 8 EI, below its length), else turned
+    towards the loads within the length sqrt(EI / (w L)) of the hanging cable's boundary layer at the
+    holder and hanging along them beyond, ``sag`` of the whole turn (a heavy cable held at one end and
+    started straight fell through 595-1771 Newton iterations to hang, 7-13 from this guess)."""
+    length = float(along[-1]) if along.size else 0.0
+    load = model.node_force.sum(axis=0)
+    w = float(np.linalg.norm(load)) / max(model.cable.length, 1e-300)
+    ei = float(model.cable.section.bend_stiffness)
+    straight = p0 + along[:, None] * t0
+    if sag <= 0.0 or length <= 0.0 or w <= 0.0 or ei <= 0.0 or w * length**3 < 8.0 * ei:
+        return straight
+    d = load / np.linalg.norm(load)
+    normal = d - t0 * (d @ t0)
+    if np.linalg.norm(normal) < 1e-9:
+        return straight  # already along the loads
+    normal /= np.linalg.norm(normal)
+    turn = sag * math.acos(max(-1.0, min(1.0, float(d @ t0))))
+    scale = math.sqrt(ei / (w * length))
+    mid = 0.5 * (along[1:] + along[:-1])
+    angle = turn * (1.0 - np.exp(-mid / scale))
+    steps = (np.cos(angle)[:, None] * t0 + np.sin(angle)[:, None] * normal) * np.diff(along)[:, None]
+    return p0 + np.vstack((np.zeros(3), np.cumsum(steps, axis=0)))
 
 
 def initial_state(

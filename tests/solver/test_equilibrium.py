@@ -234,9 +234,10 @@ def test_roll_free_start_is_a_swivel_the_cable_turns_about():
 
 
 def test_the_first_guess_of_a_free_end_cable_starts_at_its_connector(monkeypatch):
-    # A cable held at its start only: the first centre line runs straight out of the start connector.
-    # Its first node was once left unset (np.empty): the first frames followed whatever the memory
-    # held, NaN at times. Made visible here by filling new arrays with a huge number.
+    # A cable held at its start only: the first centre line runs out of the start connector (and turns
+    # to hang where its weight bends it far: rod_state._free_tail), its frames along it. Its first node
+    # was once left unset (np.empty): the first frames followed whatever the memory held, NaN at times.
+    # Made visible here by filling new arrays with a huge number.
     from solver_core.rod.rod_model import build_rod_model
     from solver_core.rod.rod_state import initial_centerline, initial_state
 
@@ -248,10 +249,17 @@ def test_the_first_guess_of_a_free_end_cable_starts_at_its_connector(monkeypatch
     model = build_rod_model(doc.cables[0], doc.gravity, doc.solver.tolerance)
     boundary = Boundary.of(doc.cables[0])
     line = initial_centerline(model, boundary, sag=1.0)
-    assert np.allclose(line[0], [0.1, 0.2, 0.3]) and np.allclose(line[-1] - line[0], [0, doc.cables[0].length, 0])
+    assert np.all(np.isfinite(line)) and np.allclose(line[0], [0.1, 0.2, 0.3])
+    edges = np.diff(line, axis=0)
+    assert np.isclose(np.linalg.norm(edges, axis=1).sum(), doc.cables[0].length)
     state = initial_state(model, boundary, sag=1.0)
     tangents = np.array([matrix_from_quat(q)[:, 2] for q in state.quats[: model.n_segments]])
-    assert np.allclose(tangents, [0.0, 1.0, 0.0])
+    assert np.allclose(tangents, edges / np.linalg.norm(edges, axis=1)[:, None])
+    # the start runs along the connector's tangent: straight out where gravity is off
+    doc = parse_case(case(cable(start={"position": [0.1, 0.2, 0.3], "tangent": [0, 1, 0]}), gravity=[0, 0, 0]))
+    model = build_rod_model(doc.cables[0], doc.gravity, doc.solver.tolerance)
+    line = initial_centerline(model, Boundary.of(doc.cables[0]), sag=1.0)
+    assert np.allclose(line[-1] - line[0], [0, doc.cables[0].length, 0])
 
 
 def test_a_route_is_laid_between_the_holders_span_by_span():
