@@ -237,7 +237,6 @@ def _newton_step(pos, quat, rod, load_factor, extra, pairs, live, buf, factor_ar
     use_contact = extra.contact.uses_contact
     Ut, k_c, k_s, spans, ut_store, S, piv = coupling
     exact, rebuild = True, False
-    undamped_refused = False
     for _attempt in range(60):
         if rebuild:  # the Gauss-Newton matrix
             Ut, k_c, k_s, spans, ut_store = _reassembled(
@@ -249,8 +248,7 @@ def _newton_step(pos, quat, rod, load_factor, extra, pairs, live, buf, factor_ar
         if not banded:
             lam, exact, rebuild = indefinite(lam, exact, gn_overestimates, escapes)
             continue
-        turned = newton_direction(buf.work, buf.rhs, buf.delta, (S, piv, panels), rod.rot_dof) if low_rank else 0.0
-        too_far = not (turned > 0.0)
+        too_far = not low_rank or newton_direction(buf.work, buf.rhs, buf.delta, (S, piv, panels), rod.rot_dof)
         fraction = 1.0
         if use_contact and not too_far:  # cut where a contact point would pass its gap
             fraction = contact_fraction(pos, rod, extra, pairs, buf.delta)
@@ -258,7 +256,7 @@ def _newton_step(pos, quat, rod, load_factor, extra, pairs, live, buf, factor_ar
         if too_far:
             lam = max(4.0 * lam, 1e-6) if low_rank else max(10.0 * lam, 1e-8)
             continue
-        slope, curvature, predicted = quadratic_model(buf.grad, buf.delta, buf.damping, turned * fraction, lam)
+        slope, curvature, predicted = quadratic_model(buf.grad, buf.delta, buf.damping, fraction, lam)
         scale, halvings, shortened = 1.0, 0, False  # of the step the model was built for
         while True:  # the trial, halved while too deep, shortened once where it plunges (MAX_DEPTH_HALVINGS)
             trial_energy, couple, trial_extra_energy, too_deep_by = energy_after_step(
@@ -297,10 +295,9 @@ def _newton_step(pos, quat, rod, load_factor, extra, pairs, live, buf, factor_ar
         if verdict == REFUSED or (
             use_contact and step_crosses_triangles(pos, buf.trial_pos, extra.node_part, extra.obstacles)
         ):
-            undamped_refused = undamped_refused or lam == 0.0
             lam = max(4.0 * lam, 1e-8) if verdict == REFUSED else max(4.0 * lam, 1e-6)  # (or through a face)
             continue
-        lam = damping_after(lam, verdict, shortened, undamped_refused)
+        lam = damping_after(lam, verdict, shortened)
         carry_gaps(use_contact, pos, buf.trial_pos, buf.node_move, pairs.nodes, pairs.moves, pairs.gap, pairs.fresh)
         pos[:, :] = buf.trial_pos
         quat[:, :] = buf.trial_quat

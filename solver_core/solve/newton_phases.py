@@ -286,29 +286,18 @@ def indefinite(lam, exact, gn_overestimates, escapes):
 @njit_inline
 def newton_direction(work, rhs, delta, factor, rot_dof):
     """The step delta = -(H + lam D)^-1 g into ``delta`` from the factor in ``work`` (``factor`` = (S,
-    piv, panels)), cut along its direction where it turns a frame further than a step may; returns the
-    fraction kept (1: whole; 0: not finite, refused). Refusing a long turn instead and damping the next
-    system made a heavy cable falling from a straight start alternate between an undamped step turning
-    some frame too far and a step damped to 3e-5 m by the stretch stiffness in the damping's diagonal:
-    1771 iterations at 299 nodes (docs/performance.md)."""
+    piv, panels)); whether it turns a frame further than a step may (it is then refused)."""
     S, piv, panels = factor
     low_rank_solve(work, work.shape[1] - 1, rhs, delta, S, piv, panels)
     for i in range(delta.shape[0]):
         if abs(delta[i]) < 1e-150:
             delta[i] = 0.0  # keep subnormal numbers out of the state (see rotations._flush)
-    largest = 0.0
     for r in range(rot_dof.shape[0]):
         g0 = rot_dof[r]
         step = math.sqrt(delta[g0] ** 2 + delta[g0 + 1] ** 2 + delta[g0 + 2] ** 2)
-        if not math.isfinite(step):
-            return 0.0
-        largest = max(largest, step)
-    if largest <= MAX_ROTATION_STEP:
-        return 1.0
-    turned = MAX_ROTATION_STEP / largest
-    for i in range(delta.shape[0]):
-        delta[i] *= turned
-    return turned
+        if not (step <= MAX_ROTATION_STEP):
+            return True
+    return False
 
 
 @njit_inline
@@ -419,9 +408,8 @@ def better_trial(trial_pos, trial_quat, g, corrected, energy, tried, predicted):
 
 
 @njit_inline
-def damping_after(lam, verdict, shortened, undamped_refused):
-    """lambda after a step taken (``verdict``: step_verdict's; ``undamped_refused``: whether this
-    iteration refused the step at lambda = 0)."""
+def damping_after(lam, verdict, shortened):
+    """lambda after a step taken (``verdict``: step_verdict's)."""
     if shortened:
         # the model held for a part of the step only: the trust region shrinks as for a rejected step,
         # so that the next direction turns away from what it ran into
@@ -429,12 +417,8 @@ def damping_after(lam, verdict, shortened, undamped_refused):
     if verdict == GOOD:
         # a model this good: back towards a pure Newton step at once. On faceted meshes the model breaks
         # at every facet crossing, and a slow return of lambda after each break made the re-settling of a
-        # cable dozens of damped steps long. Where this iteration refused the undamped step, though,
-        # lambda comes back by factors, or the next iteration refuses it again: a heavy cable falling
-        # from straight at 299 nodes took 1285 iterations so, 738 by factors (docs/performance.md).
-        if lam > 1e-6 or (undamped_refused and lam > 1e-12):
-            return lam / 100.0
-        return 0.0
+        # cable dozens of damped steps long.
+        return lam / 100.0 if lam > 1e-6 else 0.0
     if verdict == POOR:
         return max(3.0 * lam, 1e-8)
     return lam
