@@ -476,7 +476,9 @@ def solve_equilibrium(
             counters["status"] = BUDGET_SPENT
             return None
         located = still or tb - ta <= max(STABILITY_BISECTION * ta, 2.0**-30)
-        friction_at_start = interactions.friction_state.copy()
+        # friction's path memory as the piece found it: a failed piece's halves start from it
+        frictional = interactions.settings.friction
+        friction_at_start = interactions.friction_state.copy() if frictional else interactions.friction_state
         trial = start.copy()
         b_a, _, _ = configure(ta)
         b_b, load_factor, rest_len = configure(tb)
@@ -524,7 +526,7 @@ def solve_equilibrium(
             counters["iterations"] += iterations
             counters["substeps"] += 1
             friction_at_end = interactions.friction_state
-            interactions.friction_state = friction_at_start.copy()
+            interactions.friction_state = friction_at_start.copy() if frictional else friction_at_start
             found = halves(start, ta, tb, depth)
             if found is not None or counters["substeps"] >= MAX_SUBSTEPS:
                 return found

@@ -103,6 +103,19 @@ def _incline_case(mu_static, mu_dynamic):
     return doc, down, normal
 
 
+def _contact_forces(result):
+    """(the sum of the contacts' normal forces, of their friction) of a cable's result."""
+    normal_forces = sum((np.array(c["force"]) for c in result["contacts"]), np.zeros(3))
+    friction = sum((np.array(c.get("friction", [0.0, 0.0, 0.0])) for c in result["contacts"]), np.zeros(3))
+    return normal_forces, friction
+
+
+def _out_of_balance(result, weight):
+    """|weight + end forces + contacts' normal forces + friction| of a cable's result (N)."""
+    ends = sum((np.array(e["force"]) for e in result["end_forces"].values()), np.zeros(3))
+    return float(np.linalg.norm(weight + ends + sum(_contact_forces(result))))
+
+
 @pytest.mark.parametrize("mu", [(0.6, 0.5), (0.2, 0.15)], ids=["sticking", "sliding"])
 def test_every_force_is_reported_and_they_balance_the_weight(mu):
     """Weight, the clamp's force, the contacts' normal forces and their friction sum to zero (1e-6 of
@@ -111,10 +124,8 @@ def test_every_force_is_reported_and_they_balance_the_weight(mu):
     result = first(solve(doc))
     assert result["converged"]
     weight = WIRE_MASS_PER_LENGTH * 0.3 * np.array([0.0, 0.0, -9.81])
-    ends = sum((np.array(e["force"]) for e in result["end_forces"].values()), np.zeros(3))
-    normal_forces = sum((np.array(c["force"]) for c in result["contacts"]), np.zeros(3))
-    friction = sum((np.array(c.get("friction", [0.0, 0.0, 0.0])) for c in result["contacts"]), np.zeros(3))
-    assert np.linalg.norm(weight + ends + normal_forces + friction) <= 1e-6 * np.linalg.norm(weight)
+    normal_forces, friction = _contact_forces(result)
+    assert _out_of_balance(result, weight) <= 1e-6 * np.linalg.norm(weight)
     # friction acts along the incline, up it (against the weight's pull down it), within mu N
     assert abs(friction @ normal) <= 1e-9 and friction @ down < 0.0
     assert np.linalg.norm(friction) <= mu[0] * np.linalg.norm(normal_forces) * (1 + 1e-9)
@@ -160,10 +171,7 @@ def test_friction_holds_a_drape_where_it_lands_during_its_first_solve(seed):
     cable_doc = doc["cables"][0]
     weight = cable_doc["material"]["density"] * math.pi * cable_doc["diameter"] ** 2 / 4.0 * cable_doc["length"]
     weight = weight * np.array([0.0, 0.0, -9.81])
-    ends = sum((np.array(e["force"]) for e in result["end_forces"].values()), np.zeros(3))
-    normal_forces = sum((np.array(c["force"]) for c in result["contacts"]), np.zeros(3))
-    friction = sum((np.array(c.get("friction", [0.0, 0.0, 0.0])) for c in result["contacts"]), np.zeros(3))
-    assert np.linalg.norm(weight + ends + normal_forces + friction) <= 1e-6 * np.linalg.norm(weight)
+    assert _out_of_balance(result, weight) <= 1e-6 * np.linalg.norm(weight)
     for c in result["contacts"]:
         f = np.array(c.get("friction", [0.0, 0.0, 0.0]))
         assert np.linalg.norm(f) <= 0.3 * np.linalg.norm(c["force"]) * (1 + 1e-6) + 1e-12
