@@ -33,8 +33,9 @@ degree of freedom's force is within the rod model's tolerance; the rest state is
 minimum with the rod's Hessian (stability.py) and a saddle is left along its lowest mode. The
 projections leave out the constraints' geometric stiffness (XPBD's approximation): they converge
 linearly, and only for time steps short enough that the masses dominate it, which is what bounds
-the time step on stiff cables. Dynamic cases step the same loop at the case's time step
-(pbd_dynamics.py).
+the time step on stiff cables. Where that bound stops the steps from growing, implicit Euler steps
+with the whole Hessian finish the rest search (pbd_implicit.py). Dynamic cases step the XPBD loop
+at the case's time step (pbd_dynamics.py).
 """
 
 import math
@@ -53,6 +54,7 @@ from ..solve.end_stiffness import hessian_band
 from ..solve.newton import rod_gradient
 from ..solve.newton_assembly import constrained_residual, prepare_system, retract
 from ..solve.stability import factor_shifted, negative_curvature_direction, stability_shift
+from .pbd_implicit import implicit_steps, lumped_inertia
 
 MAX_STEPS = 400  # time steps per solve (the harness passes its own budget)
 STEP_ITERATIONS = 60  # projections per step before the step is taken again with half the time step
@@ -441,15 +443,7 @@ def _lowest_mode(model, x, q, inertia=None):
 def incremental_minimum(model, x, q, a: PbdArrays, h: float) -> bool:
     """Whether (x, q) is a minimum of what an XPBD step of length h minimises, the rod's energy plus
     the lumped masses' M |x - x~|^2 / 2 h^2 (the Hessian of the sum positive definite)."""
-    inertia = np.zeros(model.n_dof)
-    for weights, dofs in (
-        (np.repeat(a.node_weight[:, None], 3, axis=1), model.node_dof),
-        (a.rot_weight, model.rot_dof),
-    ):
-        for k in range(3):
-            moving = weights[:, k] > 0.0
-            inertia[dofs[moving] + k] = 1.0 / (weights[moving, k] * h * h)
-    return _lowest_mode(model, x, q, inertia)[0]
+    return _lowest_mode(model, x, q, lumped_inertia(model, a.node_weight, a.rot_weight) / (h * h))[0]
 
 
 def _leave_saddle(model, x, q, direction) -> bool:
@@ -471,10 +465,13 @@ def _leave_saddle(model, x, q, direction) -> bool:
     return False
 
 
-def solve_pbd(model, start, max_steps: int = MAX_STEPS):
+def solve_pbd(model, start, max_steps: int = MAX_STEPS, implicit: bool = True):
     """XPBD steps from ``start`` (a RodState with the boundary applied) to a rest state:
     (state, converged, a verified minimum, steps, projections, largest force relative to the
-    tolerance, milliseconds).
+    tolerance, milliseconds). With ``implicit``, once a step twice as long as the last taken is
+    refused (the projections' missing geometric stiffness), the rest is reached by implicit Euler
+    steps with the rod's whole Hessian from there (pbd_implicit.py); without, by XPBD steps alone
+    (the paper's scheme).
 
     The steps are the paper's dynamics, damped to rest: velocities decay at the cantilever's
     first angular frequency (critical damping of the softest mode a held cable has) and are
@@ -497,6 +494,7 @@ def solve_pbd(model, start, max_steps: int = MAX_STEPS):
     stable = False
     residual = force_residual(model, x, q)
     judged = False  # whether ``stable`` is the minimum test of the state as it is
+    taken = 0  # XPBD steps taken
     while steps < max_steps:
         if residual <= 1.0:
             stable, direction = _lowest_mode(model, x, q)
@@ -511,6 +509,17 @@ def solve_pbd(model, start, max_steps: int = MAX_STEPS):
         used, ok = time_step(x, q, v, a, ws, h, STEP_ITERATIONS, MOVE_TOLERANCE)
         projections += used
         steps += 1
+        if not ok and implicit and taken > 0:
+            inertia = lumped_inertia(model, a.node_weight, a.rot_weight)
+            solves, residual = implicit_steps(model, x, q, inertia, h, max_steps - steps)
+            steps += solves
+            projections += solves
+            v[:] = 0.0
+            kinetic_before = 0.0
+            judged = False
+            if residual <= 1.0:
+                continue  # at rest: judged at the top of the loop
+            implicit = False  # no implicit step lowered the energy: XPBD steps go on, as without
         if not ok:
             h *= 0.5
             v[:] = 0.0
@@ -520,6 +529,7 @@ def solve_pbd(model, start, max_steps: int = MAX_STEPS):
                 break
             continue
         judged = False
+        taken += 1
         v *= math.exp(-decay_rate * h)
         kinetic = float(np.sum(mass[:, None] * v * v))
         if kinetic < kinetic_before:

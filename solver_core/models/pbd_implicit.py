@@ -1,0 +1,85 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Linearly implicit steps that finish a cosserat_pbd rest search once XPBD's steps stop growing.
+
+XPBD's projection (cosserat_pbd.project) leaves out the constraints' geometric stiffness, so a
+step converges only while the lumped masses outweigh it: M / h^2 > T / l for a cable under tension
+T with segments l long. A heavy cable (Chen et al.'s: 50 kg/m, EA 2e8 N) is held there to steps
+some 1e-4 of its slowest period, and damping its fall to rest takes 300-1,500 such steps. Chen et
+al. (2023, Sec. 5) sweep a fixed number of projections per frame and stop before the forces vanish.
+
+Past that length the same step of implicit Euler is taken with the whole Hessian: the velocities
+discarded, (K + M / h^2) dx = -grad E (one Newton iteration on E + |x - x_n|^2_M / 2 h^2, Baraff
+and Witkin 1998, Eq. 6 with v = 0), K the rod's exact Hessian (rod_energy.py), the same energy
+the constraints' compliances express. A step that lowers the energy is kept and the next is twice
+as long; one that does not, or whose matrix is not positive definite, is taken again half as long.
+As h grows the steps become Newton's on the rod's energy and converge quadratically: the rest state
+is the one the XPBD steps damp towards, reached in tens of steps instead of hundreds.
+"""
+
+import numpy as np
+
+from ..maths.banded import band_cholesky, band_cholesky_solve
+from ..rod.rod_state import RodState
+from ..solve.diagnostics import elastic_and_load_energy
+from ..solve.end_stiffness import hessian_band
+from ..solve.newton_assembly import MAX_ROTATION_STEP, constrained_residual, prepare_system, retract
+
+LONGEST = 1e12  # times the first implicit step: beyond it M / h^2 no longer weighs against K
+SHORTEST = 1e-6  # times the first implicit step: shorter steps would not move anything
+# An energy difference near rest is round-off: a step that raises the energy by less than this much
+# of it is kept if it lowers the forces (the residual is then what is judged)
+ENERGY_ROUND_OFF = 1e-13
+
+
+def lumped_inertia(model, node_weight: np.ndarray, rot_weight: np.ndarray) -> np.ndarray:
+    """Per dof of the rod model, the lumped mass (node) or rotary inertia (frame) of
+    cosserat_pbd.arrays_for's inverse weights; 0 where held."""
+    inertia = np.zeros(model.n_dof)
+    for weights, dofs in ((np.repeat(node_weight[:, None], 3, axis=1), model.node_dof), (rot_weight, model.rot_dof)):
+        for k in range(3):
+            moving = weights[:, k] > 0.0
+            inertia[dofs[moving] + k] = 1.0 / weights[moving, k]
+    return inertia
+
+
+def implicit_steps(model, x: np.ndarray, q: np.ndarray, inertia: np.ndarray, h: float, budget: int) -> tuple:
+    """Implicit Euler steps at rest from (x, q), moved in place, starting h long: (steps taken,
+    residual relative to the rod model's tolerance). Stops at rest (residual <= 1), after ``budget``
+    linear solves, or when no step length down to SHORTEST h lowers the energy."""
+    n_dof, bw = model.n_dof, model.bw
+    energy = elastic_and_load_energy(model, RodState(x, q))
+    damping = np.zeros(n_dof)
+    delta = np.zeros(n_dof)
+    trial_x, trial_q, rot_step = np.empty_like(x), np.empty_like(q), np.empty(3)
+    longest, shortest = LONGEST * h, SHORTEST * h
+    grad, band = hessian_band(model, RodState(x, q))
+    residual = constrained_residual(grad, model.fixed, model.dof_tol)  # fixed entries zeroed
+    solves = 0
+    while residual > 1.0 and solves < budget and h >= shortest:
+        solves += 1
+        system = band.copy()
+        system[:, bw] += inertia / (h * h)
+        prepare_system(system, bw, model.fixed, damping)
+        if not band_cholesky(system, bw):
+            h *= 0.5
+            continue
+        band_cholesky_solve(system, bw, -grad, delta)
+        delta[model.fixed] = 0.0
+        if np.abs(delta[model.rot_dof[:, None] + np.arange(3)]).max(initial=0.0) > MAX_ROTATION_STEP:
+            h *= 0.5  # beyond a radian the retraction leaves the quadratic model (newton_assembly)
+            continue
+        retract(x, q, model.node_dof, model.rot_dof, delta, 1.0, trial_x, trial_q, rot_step)
+        trial = RodState(trial_x, trial_q)
+        change = elastic_and_load_energy(model, trial) - energy
+        if not (change <= ENERGY_ROUND_OFF * abs(energy)):  # NaN too
+            h *= 0.5
+            continue
+        trial_grad, trial_band = hessian_band(model, trial)
+        trial_residual = constrained_residual(trial_grad, model.fixed, model.dof_tol)
+        if not (change < 0.0 or trial_residual < residual):
+            h *= 0.5
+            continue
+        x[:], q[:] = trial_x, trial_q
+        energy, grad, band, residual = energy + change, trial_grad, trial_band, trial_residual
+        h = min(2.0 * h, longest)
+    return solves, float(residual)
