@@ -56,6 +56,9 @@ from .still_cables import StillCables, too_near
 
 # a tick solves again (from the same start) when the cables moved beyond the triangles fetched
 BROAD_PHASE_ROUNDS = 4
+# collider triangles are fetched this many contact reaches further out than needed, and reused by later
+# ticks until some node has moved that far (the bay's drag: one fetch in 5-10 ticks)
+SKIN_REACHES = 1.0
 MAX_TICKS_OWED = 4  # Simulate in a dynamic scene: the longest motion one tick solves, in ticks
 # how far from a cable the clearance read-out looks for collider triangles
 CLEARANCE_SEARCH_M = 0.05
@@ -146,6 +149,8 @@ class HarnessSimulation:
         self.signatures = {ob.name: build_signature(scene, ob, self.scale) for ob in cables}
         self.reported_warnings = set()
         self.colliders = ColliderCache()
+        # the collider triangles last fetched: (_fetch_key, points fetched about, skin, ObstacleSet)
+        self._fetched = None
         self.collider_poses = {}  # collider name -> world matrix (4 x 4 nested tuples) at the last tick
         # what the last tick solved from (inputs_key), when its solve settled: the same again is idle
         self.settled_inputs = None
@@ -572,12 +577,45 @@ class HarnessSimulation:
             return np.inf
         depsgraph = context.evaluated_depsgraph_get()
         points_units = np.concatenate([p for n in targets for p in points[n]]) / self.scale
+        key = (tuple(targets), self._fetch_key(colliders, poses, reach))
+        fetched = self._fetched
+        if (
+            fetched is not None
+            and fetched[0] == key
+            and fetched[1].shape == points_units.shape
+            and float(np.einsum("ij,ij->i", d := points_units - fetched[1], d).max(initial=0.0)) <= fetched[2] ** 2
+        ):
+            # no point has moved a skin's width since the triangles were fetched a skin further out:
+            # every triangle within reach now was within reach plus the skin then (a Verlet list)
+            report.candidate_triangles = len(fetched[3].triangles)
+            if self.harness.obstacles is not fetched[3]:
+                self.harness.set_obstacles(fetched[3])
+            return reach
+        skin = SKIN_REACHES * reach / self.scale
         triangles, sharp, folds = self.colliders.nearby_triangles(
-            colliders, depsgraph, points_units, reach / self.scale, poses, self.mounts
+            colliders, depsgraph, points_units, reach / self.scale + skin, poses, self.mounts
         )
         report.candidate_triangles = len(triangles)
-        self.harness.set_obstacles(ObstacleSet().with_triangles(triangles * self.scale, 0, sharp, folds))
+        obstacles = ObstacleSet().with_triangles(triangles * self.scale, 0, sharp, folds)
+        self._fetched = (key, points_units, skin, obstacles)
+        self.harness.set_obstacles(obstacles)
         return reach
+
+    def _fetch_key(self, colliders, poses, reach) -> tuple:
+        """What the triangles fetched for the cables depend on besides where the cables are: the
+        colliders, where they are (``poses`` or their world matrices), their geometry, the connectors'
+        mount zones cut out of them, and the reach."""
+        placed = tuple(
+            (ob.name, poses[ob.name] if poses and ob.name in poses else tuple(map(tuple, ob.matrix_world)))
+            for ob in colliders
+        )
+        zones = tuple(
+            (name, tuple((tuple(np.asarray(c, dtype=float).tolist()), float(r)) for c, r in self.mounts[name]))
+            for name in sorted(self.mounts)
+        )
+        changes = self.colliders.geometry_changes([ob.name for ob in colliders])
+        margins = tuple(ob.cable_harness.collider_margin for ob in colliders)
+        return placed, changes, margins, zones, reach
 
     def clearance(self, context, name: str, search_m: float = CLEARANCE_SEARCH_M):
         """(gap in m, arc length in m) of a solved cable to the scene's colliders; (None, None) when no

@@ -196,3 +196,80 @@ def test_a_dynamic_scene_keeps_moving_with_nothing_changed(extension):
     for _ in range(3):
         report = simulation.tick(bpy.context)
         assert not report.idle and report.solved == 1
+
+
+def _counting_fetches(simulation):
+    """Wrap the simulation's collider fetch to count its calls; returns the counter (a one-item list)."""
+    calls = [0]
+    fetch = simulation.colliders.nearby_triangles
+
+    def counted(*args, **kwargs):
+        calls[0] += 1
+        return fetch(*args, **kwargs)
+
+    simulation.colliders.nearby_triangles = counted
+    return calls
+
+
+def test_a_cable_lowered_by_its_connectors_onto_a_floor_rests_on_it_with_fetches_reused(extension):
+    """The connectors lowered 1 mm per tick until the cable lies on a floor: the collider triangles are
+    fetched a skin further out than the contact reach and reused while no node has moved that far
+    (simulation.SKIN_REACHES), and the cable still comes to rest on the floor, not through it."""
+    simulation_module = sys.modules[f"{extension.__name__}.cable_harness.simulation"]
+    start, end, _clip, cable = simple_harness(with_clip=False)
+    bpy.ops.cable_harness.solve()
+    bottom = curve_world_points(cable)[:, 2].min()
+    floor_z = bottom - 0.02
+    _floor(floor_z, 1.0)
+    simulation = simulation_module.HarnessSimulation(bpy.context.scene)
+    assert not simulation.tick(bpy.context).failed
+    fetches = _counting_fetches(simulation)
+    radius = 0.5 * cable.cable_harness.diameter
+    ticks = 0
+    for _ in range(40):
+        for ob in (start, end):
+            ob.location.z -= 0.001
+        bpy.context.view_layer.update()
+        report = simulation.tick(bpy.context)
+        ticks += 1
+        assert not report.failed, report.failed
+        assert curve_world_points(cable)[:, 2].min() >= floor_z + 0.99 * radius  # never through it
+    resting = curve_world_points(cable)[:, 2].min()
+    assert resting < floor_z + 1.5 * radius  # lying on it
+    assert 0 < fetches[0] < ticks  # fetched again as the cable went, not every tick
+
+
+def test_fetched_triangles_are_fetched_again_when_a_collider_moves_changes_or_gets_a_margin(extension):
+    """A tick whose cables did not move a skin reuses the last fetch only while the colliders are the
+    same: moved, their mesh edited, their margin changed, each fetches again."""
+    simulation_module = sys.modules[f"{extension.__name__}.cable_harness.simulation"]
+    start, _end, _clip, cable = simple_harness(with_clip=False)
+    bpy.ops.cable_harness.solve()
+    floor = _floor(curve_world_points(cable)[:, 2].min() - 0.002, 1.0)
+    simulation = simulation_module.HarnessSimulation(bpy.context.scene)
+    assert not simulation.tick(bpy.context).failed
+    start.location.x += 0.0001
+    bpy.context.view_layer.update()
+    assert not simulation.tick(bpy.context).failed  # (the first solve fetched about two places)
+    fetches = _counting_fetches(simulation)
+
+    def nudge_and_tick():
+        start.location.x += 0.0001  # a tenth of a millimetre: well within the skin
+        bpy.context.view_layer.update()
+        assert not simulation.tick(bpy.context).failed
+        return fetches[0]
+
+    assert nudge_and_tick() == 0  # reused
+    for change in ("moved", "edited", "a margin"):
+        if change == "moved":
+            floor.location.x += 0.001
+        elif change == "edited":
+            floor.data.vertices[0].co.x -= 0.01
+            floor.data.update()
+        else:
+            floor.cable_harness.collider_margin = 0.001
+        bpy.context.view_layer.update()
+        before = fetches[0]
+        after = nudge_and_tick()
+        assert after > before, change  # fetched again
+        assert nudge_and_tick() == after, change  # and that fetch reused
