@@ -80,6 +80,9 @@ STATUS_TEXT = {
 
 # At most this many saddles are left per call (saddle_escape.leave_saddle).
 MAX_ESCAPES = 20
+# lambda (relative to the Marquardt diagonal) of a refinement step taken again after it raised the forces:
+# near 1e-5 the steps across a contact's Hessian jump contract, and each quadrupling costs two iterations
+REFINEMENT_DAMPING = 1e-6
 
 
 @njit
@@ -168,7 +171,10 @@ def newton_iterations(pos, quat, rod, dof_tol, load_factor, max_iterations, extr
         if not math.isfinite(ratio):
             return _result(NOT_FINITE, it, ratio, energy, _deepest(pairs.gap, live), searched_at, pairs, pos)
         undo, trust = _refinement(energy, ratio, kept, trust)
-        if undo:
+        if undo and it < max_iterations:
+            # the pairs' gaps were evaluated here: carried back along the move, they bound those there
+            moves, gaps = pairs.moves, pairs.gap
+            carry_gaps(contact.uses_contact, pos, kept_pos, buf.node_move, pairs.nodes, moves, gaps, pairs.fresh)
             pos[:, :] = kept_pos
             quat[:, :] = kept_quat
             kept = (kept[0], np.inf, kept[2])
@@ -183,6 +189,7 @@ def newton_iterations(pos, quat, rod, dof_tol, load_factor, max_iterations, extr
             if not (may_leave and left_saddle(pos, quat, rod, load_factor, extra, pairs, buf, coupling, shift, energy)):
                 return _result(UNSTABLE, it, ratio, energy, _deepest(pairs.gap, live), searched_at, pairs, pos)
             trust = (0.0, trust[1] + 1, trust[2])
+            kept = (np.inf, np.inf, 0.0)  # the escape is no refinement to judge
             continue
         if it == max_iterations:
             break
@@ -212,16 +219,15 @@ def _refinement(energy, ratio, kept, trust):
     ``kept`` = (energy, ratio, lambda) before it. A step within the energy's round-off (step_verdict takes
     it as a refinement) that raised the forces is taken back and taken again damped: where a contact's
     Hessian jumps at the rest state (the penalty, and the nearest point of a segment clamped at its end,
-    are C1, not C2) undamped steps cycle across the jump (two of the demo bay's cables: 3 -> 355 times
-    the tolerance and back, for the whole budget of 200 iterations). A damped one that lowered them lets
-    its damping go slowly."""
+    are C1, not C2), undamped steps overshoot across the jump and the residual cycles without end
+    (docs/performance.md). A damped one that lowered them keeps its damping while the refinement lasts."""
     kept_energy, kept_ratio, kept_lam = kept
     if not abs(energy - kept_energy) <= 1e-13 * (abs(energy) + abs(kept_energy)):
         return False, trust
     if ratio > kept_ratio:
-        return True, (max(4.0 * kept_lam, 1e-8), trust[1], trust[2])
+        return True, (max(4.0 * kept_lam, REFINEMENT_DAMPING), trust[1], trust[2])
     if kept_lam > 0.0:
-        return False, (max(trust[0], 0.25 * kept_lam), trust[1], trust[2])
+        return False, (max(trust[0], kept_lam), trust[1], trust[2])
     return False, trust
 
 
