@@ -57,7 +57,7 @@ from .still_cables import StillCables, too_near
 # a tick solves again (from the same start) when the cables moved beyond the triangles fetched
 BROAD_PHASE_ROUNDS = 4
 # collider triangles are fetched this many contact reaches further out than needed, and reused by later
-# ticks until some node has moved that far (the bay's drag: one fetch in 5-10 ticks)
+# ticks until some node has moved that far: wider, fewer fetches and more triangles in each solve
 SKIN_REACHES = 1.0
 MAX_TICKS_OWED = 4  # Simulate in a dynamic scene: the longest motion one tick solves, in ticks
 # how far from a cable the clearance read-out looks for collider triangles
@@ -283,7 +283,9 @@ class HarnessSimulation:
             matrices = tuple(None if h is None else tuple(map(tuple, h.matrix_world)) for h in holders)
             parts.append((ob.name, build_signature(scene, ob, self.scale), matrices))
         contact = tuple(sorted(scene.cable_harness.contact_document().items()))
-        colliders = tuple(sorted(poses.items())), self.colliders.geometry_changes(sorted(poses))
+        margins = tuple(getattr(bpy.data.objects.get(name), "cable_harness", None) for name in sorted(poses))
+        margins = tuple(None if m is None else m.collider_margin for m in margins)
+        colliders = tuple(sorted(poses.items())), self.colliders.geometry_changes(sorted(poses)), margins
         return tuple(parts), colliders, contact, self._solver_settings(scene)
 
     def _mount_zones(self, scene, context, targets, report) -> dict:

@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Dragging the equipment bay's power plug along its insertion in Simulate, 1 mm per tick, as a user
-does: every tick converges within a fraction of the Newton budget. Where the power and signal cables
-touch at rest with a contact whose stiffness switches on right there (a penalty is C1, not C2),
-undamped refinement steps used to cycle for the whole budget of 200 iterations and the tick then
-fell back to pseudo-time (some 300 ms); such steps are now taken back and damped (newton.py)."""
+does: every tick converges within half the Newton budget. The power and signal cables touch there, and
+at some positions their rest state sits where a contact's Hessian jumps (a node on the very end of the
+other cable's segment): Newton's refinement steps must not cycle across the jump (newton._refinement),
+or the tick spends its whole budget and then the slow pseudo-time path."""
 
 import sys
 
@@ -24,13 +24,11 @@ def test_every_tick_of_a_millimetre_drag_of_the_bay_plug_converges_well_within_t
     assert not simulation.tick(bpy.context).failed
     start = plug.location.copy()
     millimetre = 0.001 / scene.unit_settings.scale_length
-    worst = 0
-    for step in range(1, 13):
+    for step in range(1, 20):
         plug.location = start + along * millimetre * step
         bpy.context.view_layer.update()
         report = simulation.tick(bpy.context)
         assert not report.failed, report.failed
         iterations = {name: result["iterations"] for name, result in report.results.items()}
-        worst = max(worst, *iterations.values())
+        assert {"power", "signal"} <= set(iterations), iterations  # the dragged cable and the one it touches
         assert max(iterations.values()) <= 100, (step, iterations)
-    assert worst >= 1  # the drag moved and solved something

@@ -211,32 +211,82 @@ def _counting_fetches(simulation):
     return calls
 
 
-def test_a_cable_lowered_by_its_connectors_onto_a_floor_rests_on_it_with_fetches_reused(extension):
-    """The connectors lowered 1 mm per tick until the cable lies on a floor: the collider triangles are
-    fetched a skin further out than the contact reach and reused while no node has moved that far
-    (simulation.SKIN_REACHES), and the cable still comes to rest on the floor, not through it."""
+def _grid_floor(z_m, half_m=0.3, cells=40):
+    """A floor of 2 x cells^2 triangles (given as triangles: no triangulation left to Blender), a collider.
+    Returns (object, its world triangles (k, 3, 3) in metres)."""
+    xs = np.linspace(-half_m, half_m, cells + 1)
+    verts = [(x, y, 0.0) for y in xs for x in xs]
+    faces = []
+    for j in range(cells):
+        for i in range(cells):
+            a, b = j * (cells + 1) + i, j * (cells + 1) + i + 1
+            c, d = a + cells + 1, b + cells + 1
+            faces += [(a, b, d), (a, d, c)]
+    mesh = bpy.data.meshes.new("grid")
+    mesh.from_pydata(verts, [], faces)
+    ob = bpy.data.objects.new("Grid", mesh)
+    bpy.context.scene.collection.objects.link(ob)
+    ob.location = (0.15, 0.0, z_m)
+    ob.cable_harness.role = "COLLIDER"
+    bpy.context.view_layer.update()
+    triangles = np.array(verts)[np.array(faces)] + np.array([0.15, 0.0, z_m])
+    return ob, triangles
+
+
+def _triangles_within(triangles, points, distance):
+    """Indices of the horizontal ``triangles`` within ``distance`` of any of ``points`` (brute force)."""
+    found = set()
+    for p in points:
+        a, b, c = triangles[:, 0, :2], triangles[:, 1, :2], triangles[:, 2, :2]
+        q = p[:2]
+
+        def cross(u, v):
+            return u[:, 0] * v[:, 1] - u[:, 1] * v[:, 0]
+
+        s1, s2, s3 = cross(b - a, q - a), cross(c - b, q - b), cross(a - c, q - c)
+        inside = ((s1 >= 0) & (s2 >= 0) & (s3 >= 0)) | ((s1 <= 0) & (s2 <= 0) & (s3 <= 0))
+        flat = np.full(len(triangles), np.inf)
+        flat[inside] = 0.0
+        for u, v in ((a, b), (b, c), (c, a)):
+            t = np.clip(np.einsum("ij,ij->i", q - u, v - u) / np.einsum("ij,ij->i", v - u, v - u), 0.0, 1.0)
+            flat = np.minimum(flat, np.linalg.norm(u + t[:, None] * (v - u) - q, axis=1))
+        found |= set(np.flatnonzero(np.hypot(flat, p[2] - triangles[:, 0, 2]) <= distance).tolist())
+    return found
+
+
+def test_triangles_reused_within_the_skin_still_hold_every_triangle_near_the_cable(extension):
+    """A cable lowered onto a finely divided floor and moved sideways on it, 1 mm per tick: the collider
+    triangles are fetched a skin further out than the contact reach and reused while no node has moved
+    that far (simulation.SKIN_REACHES), fewer times than there are ticks; after every tick the triangles
+    the solver was given include every floor triangle within half a reach of the solved cable (by brute
+    force), and the cable rests on the floor, never through it."""
     simulation_module = sys.modules[f"{extension.__name__}.cable_harness.simulation"]
     start, end, _clip, cable = simple_harness(with_clip=False)
     bpy.ops.cable_harness.solve()
-    bottom = curve_world_points(cable)[:, 2].min()
-    floor_z = bottom - 0.02
-    _floor(floor_z, 1.0)
+    floor_z = curve_world_points(cable)[:, 2].min() - 0.003
+    _ob, triangles = _grid_floor(floor_z)
     simulation = simulation_module.HarnessSimulation(bpy.context.scene)
     assert not simulation.tick(bpy.context).failed
     fetches = _counting_fetches(simulation)
     radius = 0.5 * cable.cable_harness.diameter
-    ticks = 0
-    for _ in range(40):
-        for ob in (start, end):
-            ob.location.z -= 0.001
+    reach = simulation.harness.contact_reach(cable.name)
+    for tick in range(70):
+        for ob in (start, end):  # lowered onto the floor, then moved sideways on it, past the skin
+            if tick < 10:
+                ob.location.z -= 0.001
+            else:
+                ob.location.y += 0.001
         bpy.context.view_layer.update()
         report = simulation.tick(bpy.context)
-        ticks += 1
         assert not report.failed, report.failed
+        nodes = simulation.harness.world_nodes(cable.name)
+        handed = simulation.harness.obstacles.triangles
+        centres = handed.mean(axis=1)
+        for k in _triangles_within(triangles, nodes, 0.5 * reach):
+            assert np.linalg.norm(centres - triangles[k].mean(axis=0), axis=1).min() < 1e-6, (tick, k)
         assert curve_world_points(cable)[:, 2].min() >= floor_z + 0.99 * radius  # never through it
-    resting = curve_world_points(cable)[:, 2].min()
-    assert resting < floor_z + 1.5 * radius  # lying on it
-    assert 0 < fetches[0] < ticks  # fetched again as the cable went, not every tick
+    assert curve_world_points(cable)[:, 2].min() < floor_z + 1.5 * radius  # lying on it
+    assert 1 < fetches[0] < 70  # fetched again as the cable went, not every tick
 
 
 def test_fetched_triangles_are_fetched_again_when_a_collider_moves_changes_or_gets_a_margin(extension):
