@@ -468,10 +468,10 @@ def _leave_saddle(model, x, q, direction) -> bool:
 def solve_pbd(model, start, max_steps: int = MAX_STEPS, implicit: bool = True):
     """XPBD steps from ``start`` (a RodState with the boundary applied) to a rest state:
     (state, converged, a verified minimum, steps, projections, largest force relative to the
-    tolerance, milliseconds). With ``implicit``, once a step twice as long as the last taken is
-    refused (the projections' missing geometric stiffness), the rest is reached by implicit Euler
-    steps with the rod's whole Hessian from there (pbd_implicit.py); without, by XPBD steps alone
-    (the paper's scheme).
+    tolerance, milliseconds). With ``implicit``, once a step is refused after one was taken (the
+    projections' missing geometric stiffness: the step cannot grow), the rest is reached by implicit
+    Euler steps with the rod's whole Hessian from there (pbd_implicit.py); without, by XPBD steps alone
+    (the paper's scheme). ``projections`` counts the implicit steps' systems too.
 
     The steps are the paper's dynamics, damped to rest: velocities decay at the cantilever's
     first angular frequency (critical damping of the softest mode a held cable has) and are
@@ -519,7 +519,7 @@ def solve_pbd(model, start, max_steps: int = MAX_STEPS, implicit: bool = True):
             judged = False
             if residual <= 1.0:
                 continue  # at rest: judged at the top of the loop
-            implicit = False  # no implicit step lowered the energy: XPBD steps go on, as without
+            implicit = False  # the implicit steps stopped short of rest: XPBD steps go on, as without
         if not ok:
             h *= 0.5
             v[:] = 0.0

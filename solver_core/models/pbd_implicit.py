@@ -43,9 +43,9 @@ def lumped_inertia(model, node_weight: np.ndarray, rot_weight: np.ndarray) -> np
 
 
 def implicit_steps(model, x: np.ndarray, q: np.ndarray, inertia: np.ndarray, h: float, budget: int) -> tuple:
-    """Implicit Euler steps at rest from (x, q), moved in place, starting h long: (steps taken,
-    residual relative to the rod model's tolerance). Stops at rest (residual <= 1), after ``budget``
-    linear solves, or when no step length down to SHORTEST h lowers the energy."""
+    """Implicit Euler steps at rest from (x, q), moved in place, starting h long: (systems tried, each
+    factored or refused, residual relative to the rod model's tolerance). Stops at rest (residual <= 1),
+    after ``budget`` systems, or when no step length down to SHORTEST h lowers the energy."""
     n_dof, bw = model.n_dof, model.bw
     energy = elastic_and_load_energy(model, RodState(x, q))
     damping = np.zeros(n_dof)
@@ -65,12 +65,14 @@ def implicit_steps(model, x: np.ndarray, q: np.ndarray, inertia: np.ndarray, h: 
             continue
         band_cholesky_solve(system, bw, -grad, delta)
         delta[model.fixed] = 0.0
-        if np.abs(delta[model.rot_dof[:, None] + np.arange(3)]).max(initial=0.0) > MAX_ROTATION_STEP:
+        turns = np.linalg.norm(delta[model.rot_dof[:, None] + np.arange(3)], axis=1)
+        if turns.max(initial=0.0) > MAX_ROTATION_STEP:
             h *= 0.5  # beyond a radian the retraction leaves the quadratic model (newton_assembly)
             continue
         retract(x, q, model.node_dof, model.rot_dof, delta, 1.0, trial_x, trial_q, rot_step)
         trial = RodState(trial_x, trial_q)
-        change = elastic_and_load_energy(model, trial) - energy
+        after = elastic_and_load_energy(model, trial)
+        change = after - energy
         if not (change <= ENERGY_ROUND_OFF * abs(energy)):  # NaN too
             h *= 0.5
             continue
@@ -80,6 +82,6 @@ def implicit_steps(model, x: np.ndarray, q: np.ndarray, inertia: np.ndarray, h: 
             h *= 0.5
             continue
         x[:], q[:] = trial_x, trial_q
-        energy, grad, band, residual = energy + change, trial_grad, trial_band, trial_residual
+        energy, grad, band, residual = after, trial_grad, trial_band, trial_residual
         h = min(2.0 * h, longest)
     return solves, float(residual)
