@@ -8,17 +8,12 @@ or the tick spends its whole budget and then the slow pseudo-time path."""
 import sys
 
 import bpy
-from helpers.blender_env import ROOT
+from helpers.blender_scenes import open_bay
 
 
 def test_every_tick_of_a_millimetre_drag_of_the_bay_plug_converges_well_within_the_budget(extension):
-    bpy.ops.wm.open_mainfile(filepath=str(ROOT / "demo_blends" / "equipment_bay.blend"))
-    scene = bpy.context.scene
-    plug = bpy.data.objects["B_power_plug"]
-    scene.frame_set(scene.frame_end)
-    inserted = plug.matrix_world.translation.copy()
-    scene.frame_set(scene.frame_start)
-    along = (inserted - plug.matrix_world.translation).normalized()
+    scene, plug, first, inserted = open_bay()
+    along = (inserted - first).normalized()
     cables = [ob for ob in scene.objects if ob.cable_harness.role == "CABLE"]
     simulation = sys.modules[f"{extension.__name__}.cable_harness.simulation"].HarnessSimulation(scene, cables)
     assert not simulation.tick(bpy.context).failed

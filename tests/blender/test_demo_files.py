@@ -5,6 +5,7 @@ import bpy
 import pytest
 import zstandard
 from helpers.blender_env import ROOT
+from helpers.blender_scenes import open_bay
 
 
 @pytest.mark.parametrize("name", ["equipment_bay.blend", "desk.blend", "branched_harness.blend"])
@@ -39,12 +40,6 @@ def test_demo_file_opens_with_a_routed_harness(name, cables):
 
 
 def test_bay_plug_is_animated_into_its_socket():
-    bpy.ops.wm.open_mainfile(filepath=str(ROOT / "demo_blends" / "equipment_bay.blend"))
-    scene = bpy.context.scene
-    plug = bpy.data.objects["B_power_plug"]
-    scene.frame_set(scene.frame_start)
-    first = plug.matrix_world.translation.copy()
-    scene.frame_set(scene.frame_end)
-    last = plug.matrix_world.translation.copy()
+    scene, _plug, first, last = open_bay()
     assert (last - first).length > 50.0  # millimetre scene: it travels more than 5 cm
     assert scene.unit_settings.scale_length == pytest.approx(0.001)

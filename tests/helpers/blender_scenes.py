@@ -41,6 +41,20 @@ def simple_harness(unit_scale=1.0, with_clip=True, segments=40):
     return start, end, clip, cable
 
 
+def open_bay():
+    """demo_blends/equipment_bay.blend opened: (scene, its power plug, the plug's world position at the
+    first frame and at the last, in scene units: the insertion it is animated along)."""
+    from helpers.blender_env import ROOT
+
+    bpy.ops.wm.open_mainfile(filepath=str(ROOT / "demo_blends" / "equipment_bay.blend"))
+    scene = bpy.context.scene
+    plug = bpy.data.objects["B_power_plug"]
+    scene.frame_set(scene.frame_end)
+    last = plug.matrix_world.translation.copy()
+    scene.frame_set(scene.frame_start)
+    return scene, plug, plug.matrix_world.translation.copy(), last
+
+
 def curve_world_points(ob, scale=1.0):
     """Points of the cable curve in world space, metres."""
     pts = np.empty(len(ob.data.splines[0].points) * 4, dtype=np.float32)
