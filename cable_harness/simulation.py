@@ -519,7 +519,8 @@ class HarnessSimulation:
             if ob.name != name:  # renamed while running: carry its solver session over
                 self._rename(name, ob.name)
             try:
-                signature = build_signature(scene, ob, self.scale)
+                own = self._own_inputs.get(ob.name)  # this tick's inputs_key read it already
+                signature = own[1] if own is not None else build_signature(scene, ob, self.scale)
                 branch = self.harness.is_branch(ob.name)
                 if self.signatures.get(ob.name) != signature and (branch or cable_junctions(scene, ob)):
                     rebuild = True

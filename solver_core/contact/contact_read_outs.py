@@ -246,11 +246,11 @@ class ContactReadOuts:
         """Force on the cable and its moment about ``centre`` from an energy gradient over node dofs."""
         force = np.zeros(3)
         moment = np.zeros(3)
-        for k in range(self.model.n_nodes):
-            f = -grad[self.model.node_dof[k] : self.model.node_dof[k] + 3]
-            if f.any():
-                force += f
-                moment += np.cross(state.positions[k] - centre, f)
+        per_node = -grad[self.model.node_dof[:, None] + np.arange(3)]
+        for k in np.flatnonzero(per_node.any(axis=1)):  # the few nodes a mount acts on, in order
+            f = per_node[k]
+            force += f
+            moment += np.cross(state.positions[k] - centre, f)
         return force, moment
 
     def _normal_forces(self, state: RodState):
