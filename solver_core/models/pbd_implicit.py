@@ -11,7 +11,8 @@ Past that length the same step of implicit Euler is taken with the whole Hessian
 discarded, (K + M / h^2) dx = -grad E (one Newton iteration on E + |x - x_n|^2_M / 2 h^2, Baraff
 and Witkin 1998, Eq. 6 with v = 0), K the rod's exact Hessian (rod_energy.py), the same energy
 the constraints' compliances express. A step that lowers the energy is kept and the next is twice
-as long; one that does not, or whose matrix is not positive definite, is taken again half as long.
+as long (after a refused one, from the second kept step on); one that does not, or whose matrix is
+not positive definite, is taken again half as long.
 As h grows the steps become Newton's on the rod's energy and converge quadratically: the rest state
 is the one the XPBD steps damp towards, reached in tens of steps instead of hundreds.
 """
@@ -29,6 +30,9 @@ SHORTEST = 1e-6  # times the first implicit step: shorter steps would not move a
 # An energy difference near rest is round-off: a step that raises the energy by less than this much
 # of it is kept if it lowers the forces (the residual is then what is judged)
 ENERGY_ROUND_OFF = 1e-13
+# kept steps after a refused one before the step grows again: growing at once, a falling chain's steps
+# alternated between a kept length and its refused double
+GROW_AFTER = 2
 
 
 def lumped_inertia(model, node_weight: np.ndarray, rot_weight: np.ndarray) -> np.ndarray:
@@ -55,6 +59,7 @@ def implicit_steps(model, x: np.ndarray, q: np.ndarray, inertia: np.ndarray, h: 
     grad, band = hessian_band(model, RodState(x, q))
     residual = constrained_residual(grad, model.fixed, model.dof_tol)  # fixed entries zeroed
     solves = 0
+    calm = 0  # steps kept since the last refused one
     while residual > 1.0 and solves < budget and h >= shortest:
         solves += 1
         system = band.copy()
@@ -62,12 +67,14 @@ def implicit_steps(model, x: np.ndarray, q: np.ndarray, inertia: np.ndarray, h: 
         prepare_system(system, bw, model.fixed, damping)
         if not band_cholesky(system, bw):
             h *= 0.5
+            calm = 0
             continue
         band_cholesky_solve(system, bw, -grad, delta)
         delta[model.fixed] = 0.0
         turns = np.linalg.norm(delta[model.rot_dof[:, None] + np.arange(3)], axis=1)
         if turns.max(initial=0.0) > MAX_ROTATION_STEP:
             h *= 0.5  # beyond a radian the retraction leaves the quadratic model (newton_assembly)
+            calm = 0
             continue
         retract(x, q, model.node_dof, model.rot_dof, delta, 1.0, trial_x, trial_q, rot_step)
         trial = RodState(trial_x, trial_q)
@@ -75,13 +82,17 @@ def implicit_steps(model, x: np.ndarray, q: np.ndarray, inertia: np.ndarray, h: 
         change = after - energy
         if not (change <= ENERGY_ROUND_OFF * abs(energy)):  # NaN too
             h *= 0.5
+            calm = 0
             continue
         trial_grad, trial_band = hessian_band(model, trial)
         trial_residual = constrained_residual(trial_grad, model.fixed, model.dof_tol)
         if not (change < 0.0 or trial_residual < residual):
             h *= 0.5
+            calm = 0
             continue
         x[:], q[:] = trial_x, trial_q
         energy, grad, band, residual = after, trial_grad, trial_band, trial_residual
-        h = min(2.0 * h, longest)
+        calm += 1
+        if calm >= GROW_AFTER:
+            h = min(2.0 * h, longest)
     return solves, float(residual)
