@@ -8,7 +8,7 @@ and clips, and change nothing.
 import numpy as np
 
 from ..kernel_arrays import CompliantClips, PairBuffers
-from ..maths.rotations import matrix_from_quat
+from ..maths.rotations import cross3, matrix_from_quat
 from ..rod.rod_model import Boundary
 from ..rod.rod_state import RodState
 from .contact import NODE_KINDS, SELF_KINDS
@@ -250,7 +250,7 @@ class ContactReadOuts:
         for k in np.flatnonzero(per_node.any(axis=1)):  # the few nodes a mount acts on, in order
             f = per_node[k]
             force += f
-            moment += np.cross(state.positions[k] - centre, f)
+            moment += cross3(state.positions[k] - centre, f)
         return force, moment
 
     def _normal_forces(self, state: RodState):

@@ -50,11 +50,7 @@ def implicit_steps(model, x: np.ndarray, q: np.ndarray, inertia: np.ndarray, h: 
     """Implicit Euler steps at rest from (x, q), moved in place, starting h long: (systems tried, each
     factored or refused, residual relative to the rod model's tolerance). Stops at rest (residual <= 1),
     after ``budget`` systems, or when no step length down to SHORTEST h lowers the energy."""
-    n_dof, bw = model.n_dof, model.bw
     energy = elastic_and_load_energy(model, RodState(x, q))
-    damping = np.zeros(n_dof)
-    delta = np.zeros(n_dof)
-    trial_x, trial_q, rot_step = np.empty_like(x), np.empty_like(q), np.empty(3)
     longest, shortest = LONGEST * h, SHORTEST * h
     grad, band = hessian_band(model, RodState(x, q))
     residual = constrained_residual(grad, model.fixed, model.dof_tol)  # fixed entries zeroed
@@ -62,37 +58,44 @@ def implicit_steps(model, x: np.ndarray, q: np.ndarray, inertia: np.ndarray, h: 
     calm = 0  # steps kept since the last refused one
     while residual > 1.0 and solves < budget and h >= shortest:
         solves += 1
-        system = band.copy()
-        system[:, bw] += inertia / (h * h)
-        prepare_system(system, bw, model.fixed, damping)
-        if not band_cholesky(system, bw):
+        kept = _step(model, x, q, inertia, h, grad, band, energy, residual)
+        if kept is None:
             h *= 0.5
             calm = 0
             continue
-        band_cholesky_solve(system, bw, -grad, delta)
-        delta[model.fixed] = 0.0
-        turns = np.linalg.norm(delta[model.rot_dof[:, None] + np.arange(3)], axis=1)
-        if turns.max(initial=0.0) > MAX_ROTATION_STEP:
-            h *= 0.5  # beyond a radian the retraction leaves the quadratic model (newton_assembly)
-            calm = 0
-            continue
-        retract(x, q, model.node_dof, model.rot_dof, delta, 1.0, trial_x, trial_q, rot_step)
-        trial = RodState(trial_x, trial_q)
-        after = elastic_and_load_energy(model, trial)
-        change = after - energy
-        if not (change <= ENERGY_ROUND_OFF * abs(energy)):  # NaN too
-            h *= 0.5
-            calm = 0
-            continue
-        trial_grad, trial_band = hessian_band(model, trial)
-        trial_residual = constrained_residual(trial_grad, model.fixed, model.dof_tol)
-        if not (change < 0.0 or trial_residual < residual):
-            h *= 0.5
-            calm = 0
-            continue
-        x[:], q[:] = trial_x, trial_q
-        energy, grad, band, residual = after, trial_grad, trial_band, trial_residual
+        trial, energy, grad, band, residual = kept
+        x[:], q[:] = trial.positions, trial.quats
         calm += 1
         if calm >= GROW_AFTER:
             h = min(2.0 * h, longest)
     return solves, float(residual)
+
+
+def _step(model, x, q, inertia, h, grad, band, energy, residual):
+    """One implicit Euler step h long from (x, q), whose energy, gradient, Hessian band and residual are
+    given: (state, its energy, gradient, band, residual) where it is kept, None where it is refused (the
+    matrix not positive definite, a frame turned more than MAX_ROTATION_STEP, the energy raised beyond
+    round-off, or within it without lowering the forces)."""
+    n_dof, bw = model.n_dof, model.bw
+    system = band.copy()
+    system[:, bw] += inertia / (h * h)
+    prepare_system(system, bw, model.fixed, np.zeros(n_dof))
+    if not band_cholesky(system, bw):
+        return None
+    delta = np.zeros(n_dof)
+    band_cholesky_solve(system, bw, -grad, delta)
+    delta[model.fixed] = 0.0
+    turns = np.linalg.norm(delta[model.rot_dof[:, None] + np.arange(3)], axis=1)
+    if turns.max(initial=0.0) > MAX_ROTATION_STEP:
+        return None  # beyond a radian the retraction leaves the quadratic model (newton_assembly)
+    trial = RodState(np.empty_like(x), np.empty_like(q))
+    retract(x, q, model.node_dof, model.rot_dof, delta, 1.0, trial.positions, trial.quats, np.empty(3))
+    after = elastic_and_load_energy(model, trial)
+    change = after - energy
+    if not (change <= ENERGY_ROUND_OFF * abs(energy)):  # NaN too
+        return None
+    trial_grad, trial_band = hessian_band(model, trial)
+    trial_residual = constrained_residual(trial_grad, model.fixed, model.dof_tol)
+    if not (change < 0.0 or trial_residual < residual):
+        return None
+    return trial, after, trial_grad, trial_band, trial_residual
