@@ -17,10 +17,12 @@ the bpy module, with the extension loaded from this checkout:
 """
 
 import argparse
+import subprocess
 import sys
 import time
 from pathlib import Path
 
+from tools import prebuild_kernels
 from tools.blender_session import MODULE, ROOT, enable_extension, prepare_environment
 
 OUT = ROOT / "out"
@@ -65,6 +67,33 @@ def render(scene, path: Path, frame: int, samples: int, resolution=(1280, 720)) 
     bpy.ops.render.render(write_still=True)
 
 
+def _kernels_ready() -> str:
+    """Load the extension with the solver's kernels compiled, and say how they came. They are built as
+    the Linux zip ships them (tools/prebuild_kernels.py): once per solver version on this machine,
+    kept for the user, so that another clone or the tests copy them; the routing then solves without
+    compiling (a fresh clone's first routing took 224-243 s when it compiled, most of it compiling)."""
+    t = time.perf_counter()
+    before = prebuild_kernels.built_before()
+    try:
+        kernels = prebuild_kernels.build()
+    except (OSError, RuntimeError, subprocess.CalledProcessError) as exc:
+        print(f"[main job] the kernels could not be built ahead ({exc}); compiling them in Blender", flush=True)
+        kernels, before = None, False
+    prepare_environment(kernels)
+    enable_extension()
+    # Where the built kernels do not serve (a CPU chosen with NUMBA_CPU_NAME), as an interactive Blender
+    # does on enabling the extension: compiled in a separate process into .venv/numba-cache.
+    warmup = sys.modules[f"{MODULE}.cable_harness.warmup"]
+    if not warmup.kernels_are_warm():
+        before = False
+        if warmup.start(force=True) and not warmup.wait(3600):
+            raise SystemExit("[main job] compiling the solver's kernels failed (see .venv/numba-cache/warmup.log)")
+    seconds = time.perf_counter() - t
+    if before:
+        return f"were compiled before (ready in {seconds:.1f} s)"
+    return f"compiled in {seconds:.0f} s (once per solver version on this machine)"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--samples", type=int, default=24, help="Cycles samples of the picture (denoised)")
@@ -73,23 +102,8 @@ def main(argv=None) -> int:
     progress = Progress(13)
     OUT.mkdir(exist_ok=True)
 
-    prepare_environment()
+    progress(f"extension loaded into the bpy module; the solver's kernels {_kernels_ready()}")
     import bpy
-
-    enable_extension()
-    # As an interactive Blender does on enabling the extension (a background one skips it): compile the
-    # solver's kernels in a separate process, once per solver version, into .venv/numba-cache. The
-    # routing below then solves without compiling (a fresh clone's first routing took 224-243 s, most
-    # of it compiling).
-    warmup = sys.modules[f"{MODULE}.cable_harness.warmup"]
-    t = time.perf_counter()
-    if warmup.start(force=True) and not warmup.wait(3600):
-        raise SystemExit("[main job] compiling the solver's kernels failed (see .venv/numba-cache/warmup.log)")
-    compiled = time.perf_counter() - t
-    progress(
-        "extension loaded into the bpy module; the solver's kernels "
-        + (f"compiled in {compiled:.0f} s (once per solver version)" if compiled > 1.0 else "were compiled before")
-    )
 
     from demo_blends.bay_geometry import write_step
     from demo_blends.scenes import build_equipment_bay

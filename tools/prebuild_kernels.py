@@ -10,7 +10,12 @@ files with their kernels.json into FOLDER. A FOLDER that already holds the kerne
 sources is kept. SciPy is unimportable during the compile, as in Blender's own Python: a kernel
 calling BLAS or LAPACK (numba reaches them through SciPy) fails the build rather than abort a user's
 Blender. Needs the project's environment (numba and Python as in the zip's cp311 wheels); about
-4 minutes on 2 cores.
+2 minutes on 2 cores.
+
+Kernels built once are kept for the user too (``store``: ~/.cache/cable_harness/kernels/<digest>), so
+that another clone of the same solver on this machine, and the other of the README's two commands,
+copies them instead of compiling them again (32 MB a version, the newest STORE_VERSIONS kept). CI
+(CI=true) neither reads nor fills the store: a clean checkout compiles as a new machine does.
 """
 
 import importlib.util
@@ -47,10 +52,75 @@ def _current(folder: Path) -> bool:
         return False
 
 
+STORE_VERSIONS = 4  # solver versions whose kernels the user's store keeps (the newest used)
+
+
+def store() -> Path | None:
+    """The user's store of built kernels for the checkout's solver sources, or None under CI."""
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        return None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    digest = _prebuilt_module().source_digest(ROOT / "solver_core")
+    return Path(base, "cable_harness", "kernels", digest)
+
+
+def _copy_whole(source: Path, target: Path) -> None:
+    """``source``'s files into ``target`` as a whole: copied beside it and renamed, so that a process
+    reading ``target`` meanwhile sees the old folder or the new one, never half of it."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        shutil.copytree(source, partial, dirs_exist_ok=True)
+        old = target.with_name(f".{target.name}.old.{os.getpid()}")
+        if target.exists():
+            os.replace(target, old)
+        os.replace(partial, target)
+        shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+
+
+def _keep_newest(kept: Path) -> None:
+    """Of the store's solver versions, keep the STORE_VERSIONS used last (``kept`` just now)."""
+    os.utime(kept)
+    versions = sorted(
+        (p for p in kept.parent.iterdir() if p.is_dir() and not p.name.startswith(".")),
+        key=lambda p: p.stat().st_mtime,
+        reverse=True,
+    )
+    for old in versions[STORE_VERSIONS:]:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def built_before(folder: Path = DEFAULT_FOLDER) -> bool:
+    """Whether ``build`` has the kernels without compiling them: in FOLDER or the user's store."""
+    kept = store()
+    return _current(folder) or (kept is not None and _current(kept))
+
+
 def build(folder: Path = DEFAULT_FOLDER) -> Path:
-    """FOLDER with the kernels of the checkout's solver_core for the generic CPU; returns it."""
-    if _current(folder):
-        return folder
+    """FOLDER with the kernels of the checkout's solver_core for the generic CPU (copied from the
+    user's store where it has them, else compiled), and the store with them too; returns FOLDER."""
+    kept = store()
+    if not _current(folder):
+        if kept is not None and _current(kept):
+            try:
+                _copy_whole(kept, folder)
+            except OSError:
+                pass  # a store being pruned by another process meanwhile: compiled below
+        if not _current(folder):
+            _compile(folder)
+    if kept is not None:
+        try:
+            if not _current(kept):
+                _copy_whole(folder, kept)
+            _keep_newest(kept)
+        except OSError:
+            pass  # a full or read-only home: the next clone compiles again
+    return folder
+
+
+def _compile(folder: Path) -> None:
     shutil.rmtree(folder, ignore_errors=True)
     with tempfile.TemporaryDirectory() as scratch:
         stage = Path(scratch, "stage")
@@ -75,7 +145,6 @@ def build(folder: Path = DEFAULT_FOLDER) -> Path:
         )
     if not _current(folder):
         raise RuntimeError(f"{folder}: the exported kernels are not those of this checkout's solver_core")
-    return folder
 
 
 if __name__ == "__main__":
