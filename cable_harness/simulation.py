@@ -157,6 +157,8 @@ class HarnessSimulation:
         self.still = StillCables()  # the cables' inputs at their last converged solve, and its result
         self._own_inputs, self._shared_inputs = {}, None  # this tick's inputs_key, per cable and shared
         self._left_still = set()  # the cables the tick's last solve left where they were
+        # per cable, the inputs_key part its holders' frames were last read at, and those frames
+        self._frames_read = {}
 
     # ------------------------------------------------------------ one tick
 
@@ -222,13 +224,15 @@ class HarnessSimulation:
         solved_all = set(reports) | report.carried == set(targets)
         settled = inputs is not None and report.to_follow == 0.0 and bool(targets) and solved_all
         t3 = time.perf_counter()
-        if write:
-            self.write(report)
+        moved = self.write(report) if write else False
         if settled:
-            # solved (or refused) whole: the same inputs give the same again. Read once the scene has
-            # taken what was written (the free junctions' empties moved to their balance)
-            context.evaluated_depsgraph_get()
-            self.settled_inputs = self.inputs_key(scene, poses)
+            # solved (or refused) whole: the same inputs give the same again. Read again once the scene
+            # has taken what was written where that moved a holder (a free junction's empty moved to
+            # its balance); the curves written are no input
+            if moved:
+                context.evaluated_depsgraph_get()
+                inputs = self.inputs_key(scene, poses)
+            self.settled_inputs = inputs
         t4 = time.perf_counter()
         # what is not solving between reading the scene and the results is fetching collider triangles
         report.read_ms, report.collide_ms = (t1 - t0) * 1e3, max(0.0, (t2 - t1) * 1e3 - solve_ms)
@@ -280,8 +284,11 @@ class HarnessSimulation:
                 return None
             s = ob.cable_harness
             holders = (s.start, s.end, *(ref.clip for ref in s.clips))
-            matrices = tuple(None if h is None else tuple(map(tuple, h.matrix_world)) for h in holders)
-            parts.append((ob.name, build_signature(scene, ob, self.scale), matrices))
+            # where each holder is, whether it is still in the scene (one deleted lets go of the cable),
+            # and which way round the cable passes each clip
+            matrices = tuple(None if attached(scene, h) is None else tuple(map(tuple, h.matrix_world)) for h in holders)
+            passes = tuple(ref.reversed for ref in s.clips)
+            parts.append((ob.name, build_signature(scene, ob, self.scale), matrices, passes))
         contact = tuple(sorted(scene.cable_harness.contact_document().items()))
         margins = tuple(getattr(bpy.data.objects.get(name), "cable_harness", None) for name in sorted(poses))
         margins = tuple(None if m is None else m.collider_margin for m in margins)
@@ -483,9 +490,10 @@ class HarnessSimulation:
                 moves[jid] = JunctionMove(position, rotation_of(ob) @ self.junction_frames[jid].T)
         return moves
 
-    def write_junctions(self) -> None:
+    def write_junctions(self) -> bool:
         """Move the free junctions' empties to their solved frames (their scale kept); every junction's
-        read-out says what its branches pull it with."""
+        read-out says what its branches pull it with. Returns whether an empty was moved."""
+        moved = False
         for jid, doc in self.harness.junction_documents().items():
             ob = bpy.data.objects.get(jid)
             if not is_junction(ob):
@@ -501,6 +509,8 @@ class HarnessSimulation:
             R = np.asarray(doc["rotation"]) @ self.junction_frames[jid]
             location = Vector((np.asarray(doc["position"]) / self.scale).tolist())
             ob.matrix_world = Matrix.LocRotScale(location, Matrix(R.tolist()), ob.matrix_world.to_scale())
+            moved = True
+        return moved
 
     def _read(self, scene, report) -> dict:
         """Frames of every live cable's holders; rebuild cables whose settings changed (the whole
@@ -541,9 +551,17 @@ class HarnessSimulation:
                     self.harness.add_cable(rebuilt.cables[0])
                     self.signatures[ob.name] = signature
                     self.settled_inputs = None  # the rebuilt cable is solved afresh
+                read = self._frames_read.get(ob.name)
+                if own is not None and not branch and read is not None and read[0] == own:
+                    # the same holders where they were, the same settings: the frames read then, which
+                    # passed the reach check (a branch's ends follow its junctions: read every tick)
+                    targets[ob.name] = read[1]
+                    continue
                 change = holder_frames(scene, ob, self.scale)
                 self.harness.check_reach(ob.name, change)  # holders out of reach: no equilibrium to seek
                 targets[ob.name] = change
+                if own is not None and not branch:
+                    self._frames_read[ob.name] = (own, change)
             except HarnessInputError as exc:
                 report.failed[ob.name] = str(exc)
             except CaseError as exc:  # a step out of reach: in the scene's words and units
@@ -636,8 +654,9 @@ class HarnessSimulation:
         )
         return self.harness.clearance(name, triangles * self.scale, search_m)
 
-    def write(self, report: TickReport) -> None:
-        self.write_junctions()
+    def write(self, report: TickReport) -> bool:
+        """Write the tick's results to the scene; returns whether a junction's empty was moved."""
+        moved = self.write_junctions()
         scene = bpy.data.scenes.get(self.scene_name)
         settings = scene.cable_harness if scene is not None else None
         if settings is not None:
@@ -667,6 +686,7 @@ class HarnessSimulation:
             own += [] if scene is None else detached_notes(scene, ob)
             if own:  # shown in the panel next to the result
                 s.result_message = "; ".join(filter(None, [s.result_message, *own]))
+        return moved
 
     def _choose_arrow_length(self, settings, report: TickReport) -> None:
         """The scene's arrow length per newton from the size of the cables solved (converged), unless the

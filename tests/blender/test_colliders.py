@@ -188,6 +188,28 @@ def test_a_tick_with_nothing_changed_solves_nothing_and_any_change_solves_again(
     solves_after(lambda: setattr(cable.cable_harness, "length", cable.cable_harness.length + 0.01))
 
 
+def test_a_settled_tick_notices_a_clip_turned_round_and_a_connector_deleted(extension):
+    """What a settled Simulate compares against includes which way the cable passes each clip and
+    whether each holder is still in the scene: neither moves anything, and both were once missed
+    (the tick idled on the last result; a deleted end now hangs free, as Solve leaves it)."""
+    simulation_module = sys.modules[f"{extension.__name__}.cable_harness.simulation"]
+    _start, end, _clip, cable = simple_harness()
+    simulation = simulation_module.HarnessSimulation(bpy.context.scene)
+    assert simulation.tick(bpy.context).solved == 1
+    assert simulation.tick(bpy.context).idle
+    before = curve_world_points(cable)
+    cable.cable_harness.clips[0].reversed = True
+    turned = simulation.tick(bpy.context)
+    assert not turned.idle and turned.solved + len(turned.failed) == 1, turned.summary()
+    assert turned.failed or np.abs(curve_world_points(cable) - before).max() > 1e-4  # it went the other way
+    simulation.tick(bpy.context)
+    bpy.context.scene.collection.objects.unlink(end)  # deleted with X: out of the scene, still pointed at
+    bpy.context.view_layer.update()
+    deleted = simulation.tick(bpy.context)
+    assert not deleted.idle and deleted.solved == 1, deleted.summary()
+    assert any(f"{end.name!r} was deleted" in w and "hangs free" in w for w in deleted.warnings)
+
+
 def test_a_dynamic_scene_keeps_moving_with_nothing_changed(extension):
     simulation_module = sys.modules[f"{extension.__name__}.cable_harness.simulation"]
     simple_harness(with_clip=False, segments=20)
