@@ -762,7 +762,7 @@ def sync_cable_bevel(ob) -> None:
     same thickness), unless the user set another depth since the extension last set it."""
     s = ob.cable_harness
     M = _matrix(ob)[:3, :3]
-    scale = abs(float(np.linalg.det(M))) ** (1.0 / 3.0)
+    scale = abs(_det3(M)) ** (1.0 / 3.0)
     diameter = cable_diameter(s)
     wanted = 0.5 * diameter / scale if scale > 1e-12 else 0.5 * diameter
     curve = ob.data
@@ -790,11 +790,42 @@ def ensure_cable_curve(ob, n_points: int) -> None:
     sync_cable_bevel(ob)
 
 
+def _det3(A: np.ndarray) -> float:
+    """The determinant of a 3 x 3 matrix, by its rows' triple product (LAPACK's LU for a 3 x 3 cost
+    a Simulate tick more than the arithmetic, and far more with its threads waking on a busy machine)."""
+    return float(
+        A[0, 0] * (A[1, 1] * A[2, 2] - A[1, 2] * A[2, 1])
+        - A[0, 1] * (A[1, 0] * A[2, 2] - A[1, 2] * A[2, 0])
+        + A[0, 2] * (A[1, 0] * A[2, 1] - A[1, 1] * A[2, 0])
+    )
+
+
+def _to_local(M: np.ndarray, world: np.ndarray) -> np.ndarray:
+    """Points (n, 3) from world into the local space of the affine world matrix ``M`` (4 x 4): A^-1 (p - t),
+    A^-1 as the adjugate over the determinant (see _det3); a singular A raises as np.linalg.inv does."""
+    A = M[:3, :3]
+    det = _det3(A)
+    if not (det != 0.0 and math.isfinite(det)):
+        return (np.linalg.inv(M) @ np.column_stack((world, np.ones(len(world)))).T).T[:, :3]
+    a, b, c = A[:, 0], A[:, 1], A[:, 2]
+    # the rows of A^-1 are b x c, c x a, a x b over det (A's columns a, b, c)
+    inverse = (
+        np.array(
+            [
+                [b[1] * c[2] - b[2] * c[1], b[2] * c[0] - b[0] * c[2], b[0] * c[1] - b[1] * c[0]],
+                [c[1] * a[2] - c[2] * a[1], c[2] * a[0] - c[0] * a[2], c[0] * a[1] - c[1] * a[0]],
+                [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]],
+            ]
+        )
+        / det
+    )
+    return (world - M[:3, 3]) @ inverse.T
+
+
 def write_curve_points(ob, world_points_units: np.ndarray, tilts: np.ndarray) -> None:
     """Write centre-line points (world, Blender units) into the cable curve with foreach_set."""
-    M = _matrix(ob)
-    local = (np.linalg.inv(M) @ np.column_stack((world_points_units, np.ones(len(world_points_units)))).T).T
-    local[:, 3] = 1.0
+    local = np.ones((len(world_points_units), 4))
+    local[:, :3] = _to_local(_matrix(ob), world_points_units)
     spline = ob.data.splines[0]
     spline.points.foreach_set("co", local.astype(np.float32).ravel())
     spline.points.foreach_set("tilt", tilts.astype(np.float32))

@@ -58,16 +58,25 @@ def too_near(still_nodes: dict, moved_nodes: dict, radius: dict) -> set:
     """The still cables (name -> (n, 3) nodes, m) that a moved cable's nodes come near: within both
     radii (``radius``: name -> m) and GROUPING_REACHES of the larger contact reach, widened by half the
     longest segment of each (two segments are no nearer than their nearest nodes less that). Bounding
-    boxes first, then node to node."""
+    boxes first, then node to node among the nodes inside the other's box widened by the distance
+    (no node outside it is that near any of its nodes)."""
     near = set()
-    half = {n: 0.5 * _longest_segment(x) for n, x in {**still_nodes, **moved_nodes}.items()}
-    reach = {n: max(radius[n], half[n]) for n in half}
+    boxes = {
+        n: (x.min(axis=0), x.max(axis=0), 0.5 * _longest_segment(x)) for n, x in {**still_nodes, **moved_nodes}.items()
+    }
     for s, a in still_nodes.items():
+        lo_s, hi_s, half_s = boxes[s]
         for m, b in moved_nodes.items():
-            gap = radius[s] + radius[m] + GROUPING_REACHES * max(reach[s], reach[m]) + half[s] + half[m]
-            if np.any(a.min(axis=0) - gap > b.max(axis=0)) or np.any(b.min(axis=0) - gap > a.max(axis=0)):
+            lo_m, hi_m, half_m = boxes[m]
+            reach = max(radius[s], half_s, radius[m], half_m)
+            gap = radius[s] + radius[m] + GROUPING_REACHES * reach + half_s + half_m
+            if np.any(lo_s - gap > hi_m) or np.any(lo_m - gap > hi_s):
                 continue
-            d2 = ((a[:, None, :] - b[None, :, :]) ** 2).sum(axis=2)
+            a_in = a[np.all((a >= lo_m - gap) & (a <= hi_m + gap), axis=1)]
+            b_in = b[np.all((b >= lo_s - gap) & (b <= hi_s + gap), axis=1)]
+            if not (len(a_in) and len(b_in)):
+                continue
+            d2 = ((a_in[:, None, :] - b_in[None, :, :]) ** 2).sum(axis=2)
             if float(d2.min()) <= gap * gap:
                 near.add(s)
                 break
@@ -75,4 +84,5 @@ def too_near(still_nodes: dict, moved_nodes: dict, radius: dict) -> set:
 
 
 def _longest_segment(nodes: np.ndarray) -> float:
-    return float(np.linalg.norm(np.diff(nodes, axis=0), axis=1).max(initial=0.0))
+    d = np.diff(nodes, axis=0)
+    return float(np.sqrt(np.einsum("ij,ij->i", d, d).max(initial=0.0)))

@@ -20,8 +20,19 @@ class PenetrationChecks:
         their closest points lie at the search (newton.minimise_rod_energy): segment pairs against
         capsules. Segments against mesh edges, self-contact and contact between the cables of a group
         do not: every such pair within reach is a candidate, wherever its closest points lie (a
-        segment piercing a face is found at the search only, but no step can make one)."""
-        return len(self.obstacles.capsule_radius) > 0
+        segment piercing a face is found at the search only, but no step can make one). Capsules
+        whose boxes stay further than ``margin`` and both radii from the box of the cable's nodes
+        cannot pair with it: a group dragged past a still cable 34 mm away searched afresh for nothing
+        (0.5 ms of a 9 ms Simulate tick)."""
+        if not len(self.obstacles.capsule_radius):
+            return False
+        capsules = self._shifted_obstacles()
+        a, b, radius = capsules.capsule_a, capsules.capsule_b, capsules.capsule_radius
+        pad = (margin + float(self.node_radius.max()) + radius)[:, None]
+        lo = state.positions.min(axis=0) - pad
+        hi = state.positions.max(axis=0) + pad
+        overlap = (np.minimum(a, b) <= hi).all(axis=1) & (np.maximum(a, b) >= lo).all(axis=1)
+        return bool(overlap.any())
 
     def deepest_pair_penetration(self, state: RodState) -> float:
         """Largest penetration of any contact pair at ``state``, from a fresh search (0 when clear)."""

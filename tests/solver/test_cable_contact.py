@@ -15,6 +15,8 @@ from helpers.contact_scenes import (
     no_penetration,
 )
 from helpers.kernel_inputs import contact_interactions, pair_buffers
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from solver_core import CableChange, Frame, Harness, parse_case
 from solver_core.contact.obstacles import ObstacleSet
@@ -406,3 +408,42 @@ def test_kernel_arrays_are_kept_only_while_what_they_depend_on_stays():
     rubbing.friction_state.force[3] = 5.0
     b = rubbing.kernel_arrays(session.boundary)
     assert a is not b and b.fr_force[3] == 5.0
+
+
+def _segment_gap(p0, p1, q0, q1, samples=201):
+    """Distance between two segments by dense sampling of both: never below the exact one."""
+    s = np.linspace(0.0, 1.0, samples)[:, None]
+    a, b = p0 + s * (p1 - p0), q0 + s * (q1 - q0)
+    return float(np.sqrt(((a[:, None, :] - b[None, :, :]) ** 2).sum(axis=2).min()))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    spread=st.floats(0.001, 0.3),
+    margin=st.floats(0.0, 0.02),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_capsules_said_out_of_reach_are_out_of_reach(spread, margin, seed):
+    """pairs_depend_on_search leaves out capsules (another cable's segments) by boxes: it may say a
+    capsule is near when it is not, never the other way. Brute force over random capsules about a
+    solved cable: any capsule within ``margin`` of the cable's surface must be reported."""
+    from solver_core.contact.interactions import Interactions
+    from solver_core.contact.obstacles import ObstacleSet
+
+    rng = np.random.default_rng(seed)
+    h = harness(case(cable(id="c", length=0.3, segments=12)))
+    session = h.cables["c"]
+    x = session.state.positions + session.model.origin
+    a = x[rng.integers(0, len(x), 6)] + rng.normal(0.0, spread, (6, 3))
+    b = a + rng.normal(0.0, 0.03, (6, 3))
+    radius = rng.uniform(0.001, 0.004, 6)
+    inter = Interactions(session.model, ObstacleSet().with_capsules(a, b, radius))
+    cable_radius = 0.5 * session.model.cable.diameter
+    within = any(
+        _segment_gap(x[i], x[i + 1], a[k], b[k]) <= margin + cable_radius + radius[k]  # sampled: never below
+        for k in range(6)
+        for i in range(len(x) - 1)
+    )
+    if within:
+        assert inter.pairs_depend_on_search(session.state, margin)
+    assert not Interactions(session.model, ObstacleSet()).pairs_depend_on_search(session.state, margin)
