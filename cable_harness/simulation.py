@@ -288,7 +288,11 @@ class HarnessSimulation:
             # and which way round the cable passes each clip
             matrices = tuple(None if attached(scene, h) is None else tuple(map(tuple, h.matrix_world)) for h in holders)
             passes = tuple(ref.reversed for ref in s.clips)
-            parts.append((ob.name, build_signature(scene, ob, self.scale), matrices, passes))
+            # and the collider each end connector is Mounted On (its zone is cut out of that one)
+            mounted = tuple(
+                None if h is None else getattr(h.cable_harness.mounted_on, "name", None) for h in holders[:2]
+            )
+            parts.append((ob.name, build_signature(scene, ob, self.scale), matrices, passes, mounted))
         contact = tuple(sorted(scene.cable_harness.contact_document().items()))
         margins = tuple(getattr(bpy.data.objects.get(name), "cable_harness", None) for name in sorted(poses))
         margins = tuple(None if m is None else m.collider_margin for m in margins)

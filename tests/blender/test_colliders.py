@@ -189,8 +189,9 @@ def test_a_tick_with_nothing_changed_solves_nothing_and_any_change_solves_again(
 
 
 def test_a_settled_tick_notices_a_clip_turned_round_and_a_connector_deleted(extension):
-    """What a settled Simulate compares against includes which way the cable passes each clip and
-    whether each holder is still in the scene: neither moves anything, and both were once missed
+    """What a settled Simulate compares against includes which way the cable passes each clip, the
+    collider each connector is Mounted On and whether each holder is still in the scene: none moves
+    anything, and all were once missed
     (the tick idled on the last result; a deleted end now hangs free, as Solve leaves it)."""
     simulation_module = sys.modules[f"{extension.__name__}.cable_harness.simulation"]
     _start, end, _clip, cable = simple_harness()
@@ -202,7 +203,13 @@ def test_a_settled_tick_notices_a_clip_turned_round_and_a_connector_deleted(exte
     turned = simulation.tick(bpy.context)
     assert not turned.idle and turned.solved + len(turned.failed) == 1, turned.summary()
     assert turned.failed or np.abs(curve_world_points(cable) - before).max() > 1e-4  # it went the other way
-    simulation.tick(bpy.context)
+    assert simulation.tick(bpy.context).idle
+    floor = _floor(-0.5, 1.0)
+    assert simulation.tick(bpy.context).solved == 1  # a new collider
+    end.cable_harness.mounted_on = floor
+    mounted = simulation.tick(bpy.context)
+    assert not mounted.idle and mounted.solved == 1, mounted.summary()
+    assert simulation.tick(bpy.context).idle
     bpy.context.scene.collection.objects.unlink(end)  # deleted with X: out of the scene, still pointed at
     bpy.context.view_layer.update()
     deleted = simulation.tick(bpy.context)
