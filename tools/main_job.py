@@ -68,30 +68,29 @@ def render(scene, path: Path, frame: int, samples: int, resolution=(1280, 720)) 
 
 
 def _kernels_ready() -> str:
-    """Load the extension with the solver's kernels compiled, and say how they came. They are built as
-    the Linux zip ships them (tools/prebuild_kernels.py): once per solver version on this machine,
-    kept for the user, so that another clone or the tests copy them; the routing then solves without
-    compiling (a fresh clone's first routing took 224-243 s when it compiled, most of it compiling)."""
+    """Load the extension with the solver's kernels compiled, and say how they came: built as the
+    Linux zip ships them (tools/prebuild_kernels.py), once per solver version on this machine and
+    kept for the user, so that the routing solves without compiling."""
     t = time.perf_counter()
-    before = prebuild_kernels.built_before()
     try:
-        kernels = prebuild_kernels.build()
+        kernels, how = prebuild_kernels.provide()
     except (OSError, RuntimeError, subprocess.CalledProcessError) as exc:
         print(f"[main job] the kernels could not be built ahead ({exc}); compiling them in Blender", flush=True)
-        kernels, before = None, False
+        kernels, how = None, "compiled"
     prepare_environment(kernels)
     enable_extension()
     # Where the built kernels do not serve (a CPU chosen with NUMBA_CPU_NAME), as an interactive Blender
     # does on enabling the extension: compiled in a separate process into .venv/numba-cache.
     warmup = sys.modules[f"{MODULE}.cable_harness.warmup"]
     if not warmup.kernels_are_warm():
-        before = False
+        how = "compiled"
         if warmup.start(force=True) and not warmup.wait(3600):
             raise SystemExit("[main job] compiling the solver's kernels failed (see .venv/numba-cache/warmup.log)")
     seconds = time.perf_counter() - t
-    if before:
-        return f"were compiled before (ready in {seconds:.1f} s)"
-    return f"compiled in {seconds:.0f} s (once per solver version on this machine)"
+    if how == "compiled":
+        return f"compiled in {seconds:.0f} s (once per solver version on this machine)"
+    where = "copied from the user's store" if how == "copied" else "compiled before"
+    return f"were {where} (ready in {seconds:.1f} s)"
 
 
 def main(argv=None) -> int:

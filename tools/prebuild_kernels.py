@@ -12,10 +12,10 @@ calling BLAS or LAPACK (numba reaches them through SciPy) fails the build rather
 Blender. Needs the project's environment (numba and Python as in the zip's cp311 wheels); about
 2 minutes on 2 cores.
 
-Kernels built once are kept for the user too (``store``: ~/.cache/cable_harness/kernels/<digest>), so
-that another clone of the same solver on this machine, and the other of the README's two commands,
-copies them instead of compiling them again (32 MB a version, the newest STORE_VERSIONS kept). CI
-(CI=true) neither reads nor fills the store: a clean checkout compiles as a new machine does.
+Kernels built once are kept for the user too (tools/kernel_store.py), so that another clone of the
+same solver on this machine, and the other of the README's two commands, copies them instead of
+compiling them again; under CI=true there is no store. A release (tools/dev.py build) may so ship
+kernels copied from the store: the files a compile of the same sources, Python and numba made.
 """
 
 import importlib.util
@@ -26,6 +26,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from tools import kernel_store
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "bl_ext.user_default.cable_harness"
@@ -44,80 +46,49 @@ def _prebuilt_module():
 
 def _current(folder: Path) -> bool:
     """Whether FOLDER holds kernels for these sources, this Python and numba (the zip's cp311 wheels)."""
-    prebuilt = _prebuilt_module()
-    wanted = prebuilt.identity(prebuilt.source_digest(ROOT / "solver_core"), f"{PACKAGE}.solver_core")
     try:
-        return json.loads((folder / "kernels.json").read_text()) == wanted
+        return json.loads((folder / "kernels.json").read_text()) == _wanted()
     except (OSError, ValueError):
         return False
 
 
-STORE_VERSIONS = 4  # solver versions whose kernels the user's store keeps (the newest used)
+def _wanted() -> dict:
+    prebuilt = _prebuilt_module()
+    return prebuilt.identity(prebuilt.source_digest(ROOT / "solver_core"), f"{PACKAGE}.solver_core")
 
 
 def store() -> Path | None:
-    """The user's store of built kernels for the checkout's solver sources, or None under CI."""
-    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-        return None
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    digest = _prebuilt_module().source_digest(ROOT / "solver_core")
-    return Path(base, "cable_harness", "kernels", digest)
+    """Where the user's store keeps the kernels of the checkout's solver (tools/kernel_store.py)."""
+    return kernel_store.store_folder(_wanted())
 
 
-def _copy_whole(source: Path, target: Path) -> None:
-    """``source``'s files into ``target`` as a whole: copied beside it and renamed, so that a process
-    reading ``target`` meanwhile sees the old folder or the new one, never half of it."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    try:
-        shutil.copytree(source, partial, dirs_exist_ok=True)
-        old = target.with_name(f".{target.name}.old.{os.getpid()}")
-        if target.exists():
-            os.replace(target, old)
-        os.replace(partial, target)
-        shutil.rmtree(old, ignore_errors=True)
-    finally:
-        shutil.rmtree(partial, ignore_errors=True)
-
-
-def _keep_newest(kept: Path) -> None:
-    """Of the store's solver versions, keep the STORE_VERSIONS used last (``kept`` just now)."""
-    os.utime(kept)
-    versions = sorted(
-        (p for p in kept.parent.iterdir() if p.is_dir() and not p.name.startswith(".")),
-        key=lambda p: p.stat().st_mtime,
-        reverse=True,
-    )
-    for old in versions[STORE_VERSIONS:]:
-        shutil.rmtree(old, ignore_errors=True)
-
-
-def built_before(folder: Path = DEFAULT_FOLDER) -> bool:
-    """Whether ``build`` has the kernels without compiling them: in FOLDER or the user's store."""
-    kept = store()
-    return _current(folder) or (kept is not None and _current(kept))
+def provide(folder: Path = DEFAULT_FOLDER) -> tuple:
+    """(FOLDER, how) with FOLDER holding the kernels of the checkout's solver_core for the generic
+    CPU: "present" already, "copied" from the user's store or "compiled"; the store gets them too."""
+    stored = store()
+    how = "present"
+    if not _current(folder) and stored is not None and _current(stored):
+        try:
+            kernel_store.copy_whole(stored, folder, _current)
+            how = "copied"
+        except OSError:
+            pass  # a store being pruned meanwhile: compiled below
+    if not _current(folder):
+        _compile(folder)
+        how = "compiled"
+    if stored is not None:
+        try:
+            if not _current(stored):
+                kernel_store.copy_whole(folder, stored, _current)
+            kernel_store.keep_newest(stored)
+        except OSError:
+            pass  # a full or read-only home: the next clone compiles again
+    return folder, how
 
 
 def build(folder: Path = DEFAULT_FOLDER) -> Path:
-    """FOLDER with the kernels of the checkout's solver_core for the generic CPU (copied from the
-    user's store where it has them, else compiled), and the store with them too; returns FOLDER."""
-    kept = store()
-    if not _current(folder):
-        if kept is not None and _current(kept):
-            try:
-                _copy_whole(kept, folder)
-            except OSError:
-                pass  # a store being pruned by another process meanwhile: compiled below
-        if not _current(folder):
-            _compile(folder)
-    if kept is not None:
-        try:
-            if not _current(kept):
-                _copy_whole(folder, kept)
-            _keep_newest(kept)
-        except OSError:
-            pass  # a full or read-only home: the next clone compiles again
-    return folder
+    """FOLDER with the kernels of the checkout's solver_core for the generic CPU (``provide``)."""
+    return provide(folder)[0]
 
 
 def _compile(folder: Path) -> None:
