@@ -224,12 +224,12 @@ class HarnessSimulation:
         solved_all = set(reports) | report.carried == set(targets)
         settled = inputs is not None and report.to_follow == 0.0 and bool(targets) and solved_all
         t3 = time.perf_counter()
-        moved = self.write(report) if write else False
+        wrote_holders = self.write(report) if write else False
         if settled:
             # solved (or refused) whole: the same inputs give the same again. Read again once the scene
-            # has taken what was written where that moved a holder (a free junction's empty moved to
-            # its balance); the curves written are no input
-            if moved:
+            # has taken what was written where that wrote a holder (a free junction's empty set to its
+            # balance); the curves written are no input
+            if wrote_holders:
                 context.evaluated_depsgraph_get()
                 inputs = self.inputs_key(scene, poses)
             self.settled_inputs = inputs
@@ -284,9 +284,9 @@ class HarnessSimulation:
                 return None
             s = ob.cable_harness
             holders = (s.start, s.end, *(ref.clip for ref in s.clips))
-            # where each holder is, whether it is still in the scene (one deleted lets go of the cable),
-            # and which way round the cable passes each clip
-            matrices = tuple(None if attached(scene, h) is None else tuple(map(tuple, h.matrix_world)) for h in holders)
+            # where each holder is (one deleted changes the signature: build_signature reads the
+            # holders in the scene), which way round the cable passes each clip
+            matrices = tuple(None if h is None else tuple(map(tuple, h.matrix_world)) for h in holders)
             passes = tuple(ref.reversed for ref in s.clips)
             # and the collider each end connector is Mounted On (its zone is cut out of that one)
             mounted = tuple(
@@ -496,8 +496,9 @@ class HarnessSimulation:
 
     def write_junctions(self) -> bool:
         """Move the free junctions' empties to their solved frames (their scale kept); every junction's
-        read-out says what its branches pull it with. Returns whether an empty was moved."""
-        moved = False
+        read-out says what its branches pull it with. Returns whether a free junction's empty was
+        written (moved, or set where it was)."""
+        wrote = False
         for jid, doc in self.harness.junction_documents().items():
             ob = bpy.data.objects.get(jid)
             if not is_junction(ob):
@@ -513,8 +514,8 @@ class HarnessSimulation:
             R = np.asarray(doc["rotation"]) @ self.junction_frames[jid]
             location = Vector((np.asarray(doc["position"]) / self.scale).tolist())
             ob.matrix_world = Matrix.LocRotScale(location, Matrix(R.tolist()), ob.matrix_world.to_scale())
-            moved = True
-        return moved
+            wrote = True
+        return wrote
 
     def _read(self, scene, report) -> dict:
         """Frames of every live cable's holders; rebuild cables whose settings changed (the whole
@@ -585,6 +586,7 @@ class HarnessSimulation:
     def _rename(self, old: str, new: str) -> None:
         self.harness.rename_cable(old, new)
         self.signatures[new] = self.signatures.pop(old, None)
+        self._frames_read.pop(old, None)
 
     def _positions(self, targets) -> dict:
         return {n: self.harness.world_nodes(n) for n in targets}
@@ -659,8 +661,8 @@ class HarnessSimulation:
         return self.harness.clearance(name, triangles * self.scale, search_m)
 
     def write(self, report: TickReport) -> bool:
-        """Write the tick's results to the scene; returns whether a junction's empty was moved."""
-        moved = self.write_junctions()
+        """Write the tick's results to the scene; returns whether a free junction's empty was written."""
+        wrote = self.write_junctions()
         scene = bpy.data.scenes.get(self.scene_name)
         settings = scene.cable_harness if scene is not None else None
         if settings is not None:
@@ -690,7 +692,7 @@ class HarnessSimulation:
             own += [] if scene is None else detached_notes(scene, ob)
             if own:  # shown in the panel next to the result
                 s.result_message = "; ".join(filter(None, [s.result_message, *own]))
-        return moved
+        return wrote
 
     def _choose_arrow_length(self, settings, report: TickReport) -> None:
         """The scene's arrow length per newton from the size of the cables solved (converged), unless the

@@ -33,6 +33,7 @@ The pieces: obstacles.py (the obstacles as arrays), pair_search.py (candidate pa
 # segment piercing a face (a start drawn through a plate); TRI_EDGE: a segment against a mesh edge
 # (primitive 3 * triangle + edge).
 PLANE, SPHERE, TRI_NODE, TRI_SEG, CAP_NODE, CAP_SEG, SELF_NODE, SELF_SEG, TRI_EDGE = 0, 1, 2, 3, 4, 5, 6, 7, 8
+PAIR_KINDS = (PLANE, SPHERE, TRI_NODE, TRI_SEG, CAP_NODE, CAP_SEG, SELF_NODE, SELF_SEG, TRI_EDGE)
 NODE_KINDS = (PLANE, TRI_NODE, CAP_NODE, SELF_NODE)
 SELF_KINDS = (SELF_NODE, SELF_SEG)
 END_POWER = 32.0  # the power mean of a segment pair's end depths: within 4 % below their maximum

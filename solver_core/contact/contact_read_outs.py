@@ -11,13 +11,13 @@ from ..kernel_arrays import CompliantClips, PairBuffers
 from ..maths.rotations import cross3, matrix_from_quat
 from ..rod.rod_model import Boundary
 from ..rod.rod_state import RodState
-from .contact import NODE_KINDS, SELF_KINDS, TRI_EDGE
+from .contact import NODE_KINDS, PAIR_KINDS, SELF_KINDS
 from .contact_energy import contact_energy_of
 from .mounts import compliant_energy, sliding_crossings, sliding_energy
 
 # By pair kind: a node's pair with an obstacle (not another part of the cable), which a held node does
 # not feel. A table lookup: np.isin on a report's few pairs cost more than the pairs' energy.
-_NODE_ON_OBSTACLE = np.array([k in NODE_KINDS and k not in SELF_KINDS for k in range(TRI_EDGE + 1)])
+_NODE_ON_OBSTACLE = np.array([k in NODE_KINDS and k not in SELF_KINDS for k in range(max(PAIR_KINDS) + 1)])
 
 
 def evaluated_pairs(kind, elem, prim, gap, t, normal, point, u, force) -> PairBuffers:

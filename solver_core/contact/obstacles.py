@@ -90,8 +90,7 @@ class ObstacleSet:
     def with_capsules(self, a, b, radius) -> "ObstacleSet":
         """The same obstacles plus segments of other cables (capsules from a to b of the given radii).
         The mesh's tree and edge flags are made here, once, and shared: a group of cables gets new
-        capsules every step, and building its mesh's tree again each time cost 0.1 ms of a 9 ms
-        Simulate tick."""
+        capsules every step, and each copy would otherwise build the same tree again."""
         self._mesh_arrays()
         return ObstacleSet(
             self.plane_point,

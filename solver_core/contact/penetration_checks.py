@@ -22,8 +22,8 @@ class PenetrationChecks:
         do not: every such pair within reach is a candidate, wherever its closest points lie (a
         segment piercing a face is found at the search only, but no step can make one). Capsules
         whose boxes stay further than ``margin`` and both radii from the box of the cable's nodes
-        cannot pair with it: a group dragged past a still cable 34 mm away searched afresh for nothing
-        (0.5 ms of a 9 ms Simulate tick)."""
+        cannot pair with it (a cable solved beside another out of reach, as Simulate's still cables
+        are, would otherwise search afresh after every solve)."""
         if not len(self.obstacles.capsule_radius):
             return False
         capsules = self._shifted_obstacles()

@@ -189,10 +189,9 @@ def test_a_tick_with_nothing_changed_solves_nothing_and_any_change_solves_again(
 
 
 def test_a_settled_tick_notices_a_clip_turned_round_and_a_connector_deleted(extension):
-    """What a settled Simulate compares against includes which way the cable passes each clip, the
-    collider each connector is Mounted On and whether each holder is still in the scene: none moves
-    anything, and all were once missed
-    (the tick idled on the last result; a deleted end now hangs free, as Solve leaves it)."""
+    """What a settled Simulate compares against includes which way the cable passes each clip and the
+    collider each connector is Mounted On, though neither moves anything (both idled on the last
+    result before); and a connector deleted with X lets go of the cable's end, as Solve does."""
     simulation_module = sys.modules[f"{extension.__name__}.cable_harness.simulation"]
     _start, end, _clip, cable = simple_harness()
     simulation = simulation_module.HarnessSimulation(bpy.context.scene)
