@@ -36,6 +36,10 @@ def run_probe(mode: str, user_dir, *args, timeout=600, background_compile=False,
         os.environ, BLENDER_USER_RESOURCES=str(user_dir), CABLE_HARNESS_WARMUP="1" if background_compile else "0"
     )
     env.pop("NUMBA_CACHE_DIR", None)  # the installed extension picks its own per-user cache folder
+    # A new Blender, not a child of this process: that this one could not take shipped kernels (it
+    # defined the checkout's kernels for its own CPU first, as the Blender tests do when NUMBA_CPU_NAME
+    # is not set) says nothing about the installed zip, which must take its own.
+    env.pop("CABLE_HARNESS_PREBUILT_KERNELS", None)
     root = Path(__file__).resolve().parent.parent
     if without_scipy:
         env["PYTHONPATH"] = os.pathsep.join(
