@@ -31,6 +31,7 @@ from . import _jit, prebuilt_kernels
 from . import warmup_cases as cases
 from ._jit import CACHE_DIR, SOURCE_DIGEST, WARM_MARKER
 from .contact.clearance import clearance_to_triangles
+from .geometry.contact_geometry import segments_near_capsules
 from .io.run_case import solve_case
 from .models import mass_spring_rest
 from .specs.case import parse_case
@@ -146,6 +147,8 @@ def warm_up() -> float:
     solve_case(parse_case(cases.CONTACT))
     # the clearance read-out of a bake and a report (not part of a solve)
     clearance_to_triangles(np.array([[0.15, 0.0, -0.1], [0.15, 0.0, -0.12]]), 0.002, _box_triangles())
+    # whether other cables' segments come near (reached by a solve only where they are inside its box)
+    segments_near_capsules(np.zeros((2, 3)), np.zeros(2, dtype=np.int64), np.ones((1, 3)), np.ones((1, 3)), np.ones(1))
     # every other feature, so that none stops to compile on its first use (the helper's cases again:
     # loaded from the cache where it compiled them, compiled here where it could not run)
     for _name, case in cases.feature_cases():

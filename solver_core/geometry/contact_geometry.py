@@ -34,6 +34,21 @@ def nodes_within(a, b, distance):
 
 
 @njit
+def segments_near_capsules(pos, node_part, cap_a, cap_b, within):
+    """Whether some segment of the chain ``pos`` (two consecutive nodes of one part, ``node_part``)
+    comes within ``within[j]`` of the centre segment ``cap_a[j]`` ``cap_b[j]`` of some capsule j
+    (exact distances, segment_segment; stops at the first such pair)."""
+    cp, cq = np.empty(3), np.empty(3)
+    for i in range(pos.shape[0] - 1):
+        if node_part[i] != node_part[i + 1]:
+            continue
+        for j in range(cap_a.shape[0]):
+            if segment_segment(pos[i], pos[i + 1], cap_a[j], cap_b[j], cp, cq)[2] <= within[j]:
+                return True
+    return False
+
+
+@njit
 def closest_point_on_segment(p0, p1, q, out):
     """Parameter t of the point of segment p0 p1 closest to q; the point goes to out."""
     dx, dy, dz = p1[0] - p0[0], p1[1] - p0[1], p1[2] - p0[2]
