@@ -37,13 +37,26 @@ def nodes_within(a, b, distance):
 def segments_near_capsules(pos, node_part, cap_a, cap_b, within):
     """Whether some segment of the chain ``pos`` (two consecutive nodes of one part, ``node_part``)
     comes within ``within[j]`` of the centre segment ``cap_a[j]`` ``cap_b[j]`` of some capsule j
-    (exact distances, segment_segment; stops at the first such pair)."""
+    (exact distances, segment_segment, for the pairs whose boxes, the capsule's grown by within[j],
+    overlap; stops at the first such pair)."""
     cp, cq = np.empty(3), np.empty(3)
-    for i in range(pos.shape[0] - 1):
-        if node_part[i] != node_part[i + 1]:
-            continue
-        for j in range(cap_a.shape[0]):
-            if segment_segment(pos[i], pos[i + 1], cap_a[j], cap_b[j], cp, cq)[2] <= within[j]:
+    n_seg = pos.shape[0] - 1
+    lo, hi = np.empty((n_seg, 3)), np.empty((n_seg, 3))
+    for i in range(n_seg):
+        for k in range(3):
+            lo[i, k] = min(pos[i, k], pos[i + 1, k])
+            hi[i, k] = max(pos[i, k], pos[i + 1, k])
+    for j in range(cap_a.shape[0]):
+        w = within[j]
+        c_lo0, c_hi0 = min(cap_a[j, 0], cap_b[j, 0]) - w, max(cap_a[j, 0], cap_b[j, 0]) + w
+        c_lo1, c_hi1 = min(cap_a[j, 1], cap_b[j, 1]) - w, max(cap_a[j, 1], cap_b[j, 1]) + w
+        c_lo2, c_hi2 = min(cap_a[j, 2], cap_b[j, 2]) - w, max(cap_a[j, 2], cap_b[j, 2]) + w
+        for i in range(n_seg):
+            if lo[i, 0] > c_hi0 or hi[i, 0] < c_lo0 or lo[i, 1] > c_hi1 or hi[i, 1] < c_lo1:
+                continue
+            if lo[i, 2] > c_hi2 or hi[i, 2] < c_lo2 or node_part[i] != node_part[i + 1]:
+                continue
+            if segment_segment(pos[i], pos[i + 1], cap_a[j], cap_b[j], cp, cq)[2] <= w:
                 return True
     return False
 
