@@ -14,8 +14,9 @@ the constraints' compliances express. A step that lowers the energy is kept and 
 as long (after a refused one, from the second kept step on); one that does not is tried shorter
 along its own direction (a line search), and failing that, or where neither the exact matrix nor
 its Gauss-Newton form is positive definite, taken again from a system half as long. A step of a
-cable held at one end only is first laid out again from that end (_rechained), without the stretch
-a linear step adds to every segment it turns.
+cable held at one end only that raises the energy as it is is laid out again from that end
+(_laid_out_from_clamp), without the stretch a linear step adds to every segment it turns, and its
+shorter tries are laid out so too.
 As h grows the steps become Newton's on the rod's energy and converge quadratically: the rest state
 is the one the XPBD steps damp towards, reached in tens of steps instead of hundreds.
 """
@@ -89,7 +90,7 @@ def _step(model, x, q, inertia, h, grad, band, energy, residual):
     matrix not positive definite even in Gauss-Newton form, a frame turned more than
     MAX_ROTATION_STEP, the energy raised beyond round-off, or within it without lowering the forces;
     a step that raised the energy is tried again laid out from the held end of a cable held at one end
-    only (_rechained), and shorter, HALVINGS times). The last entry is the part of the
+    only (_laid_out_from_clamp), and shorter, HALVINGS times). The last entry is the part of the
     step taken."""
     n_dof, bw = model.n_dof, model.bw
     system = _system(band, inertia, h, model)
@@ -102,23 +103,23 @@ def _step(model, x, q, inertia, h, grad, band, energy, residual):
             return None
     delta = np.zeros(n_dof)
     band_cholesky_solve(system, bw, -grad, delta)
-    delta[model.fixed] = 0.0
+    delta[model.fixed != 0] = 0.0  # (fixed is a 0/1 array, not indices)
     turns = np.linalg.norm(delta[model.rot_dof[:, None] + np.arange(3)], axis=1)
     if turns.max(initial=0.0) > MAX_ROTATION_STEP:
         return None  # beyond a radian the retraction leaves the quadratic model (newton_assembly)
-    # As it is; laid out again from the held end (only where it raised the energy as it is: near rest
-    # the exact Hessian's step anticipates its second-order stretch, and leaving that out there
-    # stopped the quadratic convergence, a hanging cable's rest 8.6e-7 m from the rod's instead of
-    # 5e-12); then shorter along the same direction.
-    root = held_root(model)
-    chained = root is not None
-    tries = [(1.0, False)] + [(1.0, True)] * chained
-    tries += [(0.5**k, chained) for k in range(1, HALVINGS + 1)]
-    for scale, rechain in tries:
+    # As it is; laid out again from the clamp (only where it raised the energy as it is: near rest the
+    # exact Hessian's step anticipates its second-order stretch, and leaving that out there stopped
+    # the quadratic convergence, a hanging cable's rest 8.6e-7 m from the rod's instead of 5e-12);
+    # then shorter along the same direction (laid out too where the cable has a clamp).
+    clamp = clamped_end(model)
+    has_clamp = clamp is not None
+    tries = [(1.0, False)] + [(1.0, True)] * has_clamp
+    tries += [(0.5**k, has_clamp) for k in range(1, HALVINGS + 1)]
+    for scale, lay_out in tries:
         trial = RodState(np.empty_like(x), np.empty_like(q))
         retract(x, q, model.node_dof, model.rot_dof, delta, scale, trial.positions, trial.quats, np.empty(3))
-        if rechain:
-            trial.positions[:] = _rechained(x, trial.positions, root)
+        if lay_out:
+            trial.positions[:] = _laid_out_from_clamp(x, trial.positions, clamp)
         after = elastic_and_load_energy(model, trial)
         if after - energy <= ENERGY_ROUND_OFF * abs(energy):
             break
@@ -140,9 +141,10 @@ def _system(band, inertia, h, model):
     return system if band_cholesky(system, model.bw) else None
 
 
-def held_root(model) -> int | None:
-    """The node (0 or the last) that holds the cable's only held position, or None where any other
-    node has a held dof (or none is held)."""
+def clamped_end(model) -> int | None:
+    """The end node (0 or the last) whose position is the cable's only held one, or None where any
+    other node has a held dof (or none is held). cosserat_pbd refuses clips, and every cable's start
+    is held: the start where the end is free."""
     held = model.fixed[model.node_dof[:, None] + np.arange(3)].any(axis=1)
     nodes = np.flatnonzero(held)
     if len(nodes) == 1 and nodes[0] in (0, model.n_nodes - 1):
@@ -150,26 +152,28 @@ def held_root(model) -> int | None:
     return None
 
 
-def _rechained(x: np.ndarray, trial: np.ndarray, root: int) -> np.ndarray:
-    """The trial's nodes laid out again from the held ``root``: each segment along its direction in the
-    trial, as long as it was at ``x`` plus the step's change of its length to first order (where that
-    is not positive, as long as in the trial).
+def _laid_out_from_clamp(x: np.ndarray, trial: np.ndarray, clamp: int) -> np.ndarray:
+    """The trial's nodes laid out again from the ``clamp`` node: each segment along its direction in
+    the trial, as long as it was at ``x`` plus the step's change of its length to first order (where
+    that is not positive, as long as in the trial; a segment of no length in either stays as it is).
 
-    A linear step turns a segment along the tangent of its arc and lengthens it by (theta l)^2 / 2l:
-    on Chen's cable (EA 2e8 N) a node moved by 3 mm, about a segment at 300 nodes, stretched the chain
-    by more energy than the fall gave, and the step was refused; steps of a falling cable stayed some
-    2 mm long, 1,000 of them. Laid out again from the root (as the follow-the-leader projection of
-    Mueller et al. 2012 lays out hair, but along the step's own directions, so that the frames still
-    match), the step keeps its turns and its first-order stretch and loses the second-order one."""
+    A linear step turns a segment along the tangent of its arc and lengthens it by (theta l)^2 / 2l,
+    which a stiff cable's stretch turns into more energy than the turn gains (Chen's cable, EA 2e8 N:
+    a strain of 4e-4 along it holds 16 J). Laid out again from the clamp (as the follow-the-leader
+    projection of Mueller et al. 2012 lays out hair, but along the step's own directions, so that the
+    frames still match), the step keeps its turns and its first-order stretch and loses the
+    second-order one."""
     before = np.diff(x, axis=0)
     length = np.sqrt(np.einsum("ij,ij->i", before, before))
     after = np.diff(trial, axis=0)
     now = np.sqrt(np.einsum("ij,ij->i", after, after))
-    length = length + np.einsum("ij,ij->i", before, after - before) / length
-    length = np.where(length > 0.0, length, now)  # a step shortening a segment past nothing: as it is
-    segments = after * (length / now)[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        length = length + np.einsum("ij,ij->i", before, after - before) / length
+        length = np.where(length > 0.0, length, now)  # a step shortening a segment past nothing: as it is
+        scale = np.where(now > 0.0, length / now, 1.0)
+    segments = after * scale[:, None]
     out = np.empty_like(trial)
-    if root == 0:
+    if clamp == 0:
         out[0] = trial[0]
         out[1:] = trial[0] + np.cumsum(segments, axis=0)
     else:

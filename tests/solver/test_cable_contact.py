@@ -454,3 +454,35 @@ def test_capsules_said_out_of_reach_are_out_of_reach(spread, margin, seed):
     if all(gap > error for gap, error in zip(gaps, errors)):
         assert not said
     assert not Interactions(session.model, ObstacleSet()).pairs_depend_on_search(session.state, margin)
+
+
+def test_a_group_is_near_a_capsule_by_its_cables_segments_not_the_link_between_them():
+    """pairs_depend_on_search on two cables joined into a group (rod_group.py), 2 m from the origin:
+    the joined chain's link from one cable's last node to the next one's first is no segment, so a
+    capsule lying across it, clear of both cables, is out of reach; the same capsule moved onto the
+    second cable's middle is within it. Positions and capsules are compared in the group's frame
+    (relative to its origin)."""
+    from solver_core.contact.interactions import ContactSettings
+    from solver_core.contact.obstacles import ObstacleSet
+    from solver_core.solve.rod_group import GroupInteractions, join_models
+
+    def along(cid, y):
+        start = {"position": [2.0, y, 1.0], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}
+        end = {"position": [2.2, y, 1.0], "tangent": [1.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}
+        return cable(id=cid, length=0.2, segments=10, start=start, end=end)
+
+    h = harness(case(along("A", 0.0), along("B", 0.1), gravity=[0.0, 0.0, 0.0]))
+    a, b = h.cables["A"], h.cables["B"]
+    group = join_models([a.model, b.model], [a.state, b.state])
+    state = group.join_states([a.state, b.state])
+    link_middle = 0.5 * (a.state.positions[-1] + a.model.origin + b.state.positions[0] + b.model.origin)
+    across = np.array([[0.0, 0.0, -0.01], [0.0, 0.0, 0.01]])  # 2 cm long, across the link's middle
+
+    def near(centre):
+        obstacles = ObstacleSet().with_capsules(centre + across[:1], centre + across[1:], np.array([0.001]))
+        inter = GroupInteractions(group, obstacles, ContactSettings(), members=(a.interactions, b.interactions))
+        return inter.pairs_depend_on_search(state, 0.0)
+
+    assert np.linalg.norm(link_middle - np.array([2.1, 0.05, 1.0])) < 1e-9  # where the link is
+    assert not near(link_middle)
+    assert near(b.state.positions[5] + b.model.origin)
