@@ -2,9 +2,10 @@
 """Exact closest points between a cable segment and obstacle primitives (numba kernels).
 
 The cable's centre line is a chain of segments; contact is measured from segments, not nodes,
-so a cable cannot slip through a thin plate or over an edge between two nodes. Every function
-returns the parameter t in [0, 1] of the closest point on the segment p0 + t (p1 - p0), the
-closest point on the primitive and the distance between them. Algorithms follow Ericson,
+so a cable cannot slip through a thin plate or over an edge between two nodes. Every closest-point
+function returns the parameter t in [0, 1] of the closest point on the segment p0 + t (p1 - p0),
+the closest point on the primitive and the distance between them; ``nodes_within`` and
+``segments_near_capsules`` say only whether two chains come that near. Algorithms follow Ericson,
 Real-Time Collision Detection (2005), 5.1.5 and 5.1.9.
 """
 
