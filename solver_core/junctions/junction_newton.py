@@ -33,8 +33,8 @@ from ..rod.rod_state import apply_boundary
 from ..solve.diagnostics import elastic_and_load_energy
 from ..solve.end_stiffness import Condensation, end_dofs, end_rotations, exact_for
 from ..solve.newton import rod_gradient
-from ..solve.newton_assembly import MAX_ROTATION_STEP, retract
 from ..solve.stability import band_matvec
+from ..solve.tangent_predictor import retracted
 
 MAX_ITERATIONS = 10  # from the last equilibrium
 # Stop once every free dof's residual is this fraction of its tolerance: the solve that confirms the
@@ -168,28 +168,6 @@ def linear_response(model, state, condensation, moved):
     delta = free_step(moved)
     delta[model.fixed.astype(bool)] = 0.0
     return retracted(model, state, delta, 1.0) if np.isfinite(delta).all() else None
-
-
-@njit
-def largest_turn(delta, rot_dof) -> float:
-    """The largest component of the frames' rotation vectors in the step ``delta``."""
-    out = 0.0
-    for r in range(rot_dof.shape[0]):
-        for c in range(3):
-            out = max(out, abs(delta[rot_dof[r] + c]))
-    return out
-
-
-def retracted(model, state, delta, alpha):
-    """``state`` moved by ``alpha`` ``delta`` (positions linearly, frames by body rotations), or None
-    where that turns a frame further than a Newton step may (newton_assembly.MAX_ROTATION_STEP)."""
-    if alpha * largest_turn(delta, model.rot_dof) > MAX_ROTATION_STEP:
-        return None
-    out = state.copy()
-    retract(
-        state.positions, state.quats, model.node_dof, model.rot_dof, delta, alpha, out.positions, out.quats, np.empty(3)
-    )
-    return out
 
 
 class HarnessNewton:

@@ -22,6 +22,16 @@ MAX_ROTATION_STEP = 1.0
 
 
 @njit
+def largest_turn(delta, rot_dof) -> float:
+    """The largest component of the frames' rotation vectors in the step ``delta``."""
+    out = 0.0
+    for r in range(rot_dof.shape[0]):
+        for c in range(3):
+            out = max(out, abs(delta[rot_dof[r] + c]))
+    return out
+
+
+@njit
 def constrained_residual(grad, fixed, dof_tol):
     """The largest free entry of ``grad`` over its tolerance (inf where one is not a number); the fixed
     entries are zeroed."""
