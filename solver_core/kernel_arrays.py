@@ -83,7 +83,10 @@ class CandidatePairs(NamedTuple):
 class NewtonResult(NamedTuple):
     """What newton.minimise_rod_energy returns: how it ended (newton.CONVERGED ...), after how many
     iterations, the residual over its tolerance, the energy at the last iterate, the deepest
-    penetration of a candidate pair, and the candidate pairs for the next solve."""
+    penetration of a candidate pair, the candidate pairs for the next solve, and the band Cholesky
+    factor of the free block of H + shift D its stability test formed at the final state (fixed rows
+    the identity; stability.factor_shifted), or an empty one where none was formed alone (not
+    converged, not tested, or coupled beside the band by self-contact)."""
 
     status: int
     iterations: int
@@ -91,6 +94,7 @@ class NewtonResult(NamedTuple):
     energy: float
     depth: float
     pairs: CandidatePairs
+    factor: np.ndarray
 
 
 class ObstacleArrays(NamedTuple):

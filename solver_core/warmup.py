@@ -34,6 +34,8 @@ from .contact.clearance import clearance_to_triangles
 from .geometry.contact_geometry import segments_near_capsules
 from .io.run_case import solve_case
 from .models import mass_spring_rest
+from .session.harness import Harness
+from .solve.tangent_predictor import tangent_guess
 from .specs.case import parse_case
 
 
@@ -149,6 +151,11 @@ def warm_up() -> float:
     clearance_to_triangles(np.array([[0.15, 0.0, -0.1], [0.15, 0.0, -0.12]]), 0.002, _box_triangles())
     # whether other cables' segments come near (reached by a solve only where they are inside its box)
     segments_near_capsules(np.zeros((2, 3)), np.zeros(2, dtype=np.int64), np.ones((1, 3)), np.ones((1, 3)), np.ones(1))
+    # a warm step's tangent predictor where no factor was kept (a state restored or solved with others)
+    bare = Harness.from_case(parse_case(cases.BARE))
+    bare.solve_step()
+    session = bare.cables["clamped"]
+    tangent_guess(session.model, session.state, session.boundary)
     # every other feature, so that none stops to compile on its first use (the helper's cases again:
     # loaded from the cache where it compiled them, compiled here where it could not run)
     for _name, case in cases.feature_cases():

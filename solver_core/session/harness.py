@@ -68,6 +68,8 @@ class CableSession:
     last_report: SolveReport | None = None
     group_contacts: list | None = None  # contact documents of its last solve together with others
     last_step: StepMemory | None = None  # its last converged warm step alone, for the secant predictor
+    # (SolveReport.free_factor, positions, quaternions) of its last solve alone, for the tangent predictor
+    free_factor: tuple | None = None
     held: tuple = (None, 0.0, None)  # (boundary, length, predictor.hold_vector of them), its last one
     solved_with: tuple = ()  # the cables its state was solved together with, itself included
     # per node, what its last solve together with others pushes it with in contact (None: solved alone,
@@ -123,7 +125,12 @@ def tangent_start(session: CableSession, previous: Boundary, target: Boundary):
         return None
     if not exact_for(session):
         return None
-    return tangent_guess(session.model, session.state, target)
+    factor = None
+    if session.free_factor is not None:  # formed where this state was solved (not restored or moved since)
+        kept, positions, quats = session.free_factor
+        if np.array_equal(positions, session.state.positions) and np.array_equal(quats, session.state.quats):
+            factor = kept
+    return tangent_guess(session.model, session.state, target, factor)
 
 
 MAX_SAG_STEPS = 64  # the initial sag is lowered onto obstacles in at most this many steps
@@ -467,6 +474,9 @@ class Harness(CableGroups, HarnessReadOuts):
                     hold_now, hold_next, session.state.positions.copy(), report.state.positions.copy()
                 )
             session.state = report.state
+            session.free_factor = None
+            if report.free_factor is not None:
+                session.free_factor = (report.free_factor, report.state.positions.copy(), report.state.quats.copy())
             session.boundary = target
             session.solved, session.refines_coarse = True, False
             session.solved_with = (cable_id,)

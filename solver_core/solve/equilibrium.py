@@ -70,6 +70,10 @@ class SolveReport:
     # (stability.py); every converged report is stable, except that with a dead couple, which is not
     # conservative, stability is not assessed (None)
     stable: bool | None = False
+    # the band factor of the free block of the Hessian of the energy it minimised (+ the stability
+    # test's shift) at ``state``, where the solve's last Newton call formed it (NewtonResult.factor),
+    # for the next step's tangent predictor (tangent_predictor.py); None where none was
+    free_factor: np.ndarray | None = None
 
 
 def _minimise(
@@ -83,7 +87,9 @@ def _minimise(
     interactions: Interactions | None = None,
     leave_saddles: bool = True,
 ):
-    """Returns (status, iterations, residual ratio, energy at the last iterate, deepest penetration).
+    """Returns (status, iterations, residual ratio, energy at the last iterate, deepest penetration,
+    the factor the stability test formed at the final state: NewtonResult.factor, empty where the
+    refinement below the floor moved the state on).
 
     With ``interactions``, the candidate contact pairs of the last call against the same obstacles
     are handed on (a warm step moves a cable less than the search reach, and on a fine mesh the
@@ -105,15 +111,17 @@ def _minimise(
     result = minimise_rod_energy(
         state.positions, state.quats, rod, dof_tol, load_factor, max_iterations, extra, handed, leave_saddles
     )
-    status, iterations, ratio, energy, depth, handed = result
+    status, iterations, ratio, energy, depth, handed, factor = result
     if status == CONVERGED:
         refined = _refine_below_floor(model, state, load_factor, rod, extra, dof_tol, handed, ratio)
         if refined is not None:
             status, more, ratio, handed = refined
             iterations += more
+            if more:
+                factor = factor[:0]
     if interactions is not None:
         interactions.keep_candidates(PairCandidates(extra.obstacles, *handed))
-    return status, iterations, ratio, energy, depth
+    return status, iterations, ratio, energy, depth, factor
 
 
 # Newton iterations past a residual that met only the round-off floor of a stiff cable, looking for a
@@ -154,7 +162,7 @@ def _refine_below_floor(model, state, load_factor, rod, extra, dof_tol, handed, 
     total = 0
     for _round in range(FLOOR_REFINEMENTS):
         before_pos, before_quat = state.positions.copy(), state.quats.copy()
-        status, iterations, ratio, _energy, _depth, handed = minimise_rod_energy(
+        status, iterations, ratio, _energy, _depth, handed, _factor = minimise_rod_energy(
             state.positions, state.quats, rod, strict, load_factor, 1, extra, handed, False
         )
         handed = handed._replace(**no_gaps)
@@ -234,7 +242,7 @@ def settle_in_pseudo_time(
             cc_K=np.concatenate([base.cc_K, K]),
         )
         trial = state.copy()
-        status, iterations, _ratio, _energy, _depth = _minimise(
+        status, iterations, _ratio, _energy, _depth, _factor = _minimise(
             model,
             trial,
             load_factor,
@@ -258,7 +266,7 @@ def settle_in_pseudo_time(
             continue  # a hard step: the next one as long, and no finish tried from here
         weight *= 0.5
         finish = state.copy()
-        status, iterations, _ratio, _energy, _depth = _minimise(
+        status, iterations, _ratio, _energy, _depth, _factor = _minimise(
             model,
             finish,
             load_factor,
@@ -295,16 +303,18 @@ FRICTION_FIXED_POINT = 1e-7
 def _minimise_with_interactions(
     model, interactions, state, boundary, load_factor, rest_len, max_iterations, leave_saddles=True
 ):
-    """Minimise, then stiffen contact until penetration is small and settle friction's fixed point."""
+    """Minimise, then stiffen contact until penetration is small and settle friction's fixed point.
+    Returns (status, iterations, residual ratio, energy, the last call's factor: _minimise's)."""
     total = 0
     status, iterations, ratio, energy = CONVERGED, 0, 0.0, np.inf
+    factor = np.empty((0, 0))
     if interactions.needs_normal_forces():
         # anchored nodes without a normal force yet: get one from a frictionless probe of a copy,
         # so that the first friction round already knows what static friction can hold
         probe = state.copy()
         saved = interactions.friction_state
         interactions.friction_state = type(saved).empty(model.n_nodes)
-        status, iterations, ratio, energy, _depth = _minimise(
+        status, iterations, ratio, energy, _depth, _factor = _minimise(
             model,
             probe,
             load_factor,
@@ -319,7 +329,7 @@ def _minimise_with_interactions(
         interactions.set_normal_forces(probe)
     for _round in range(MAX_FRICTION_ROUNDS):
         for _stiffen in range(MAX_STIFFENING + 1):
-            status, iterations, ratio, energy, depth = _minimise(
+            status, iterations, ratio, energy, depth, factor = _minimise(
                 model,
                 state,
                 load_factor,
@@ -345,7 +355,7 @@ def _minimise_with_interactions(
             break
         if interactions.update_friction(state, settle=False) < FRICTION_FIXED_POINT:
             break
-    return status, total, ratio, energy
+    return status, total, ratio, energy, factor
 
 
 def _carried_into_obstacle(interactions: Interactions, start: RodState, carried: RodState) -> bool:
@@ -528,7 +538,7 @@ def solve_equilibrium(
                 return None
             return halves(start, ta, tb, depth + 1)
         first = trial.copy()
-        status, iterations, ratio, energy = _minimise_with_interactions(
+        status, iterations, ratio, energy, factor = _minimise_with_interactions(
             model, interactions, trial, b_b, load_factor, rest_len, max_iterations, located
         )
         if status == UNSTABLE and not located and trial.is_finite():
@@ -543,7 +553,7 @@ def solve_equilibrium(
             # Just past a bifurcation the new branch can be too flat to converge on (a rod twisted a
             # hair beyond its critical twist): the saddle at this piece's end, deeper in the unstable
             # range, is left instead.
-            status, iterations, ratio, energy = _minimise_with_interactions(
+            status, iterations, ratio, energy, factor = _minimise_with_interactions(
                 model, interactions, trial, b_b, load_factor, rest_len, max_iterations
             )
         if status in (MAX_ITERATIONS, STALLED) and first.is_finite() and snap_through_rounds > 0 and depth == 0:
@@ -568,7 +578,7 @@ def solve_equilibrium(
                     break
                 # contact pairs searched afresh can show the settled state a little short of the end
                 # of its descent: it goes on from there
-                status, more, ratio, energy = _minimise_with_interactions(
+                status, more, ratio, energy, factor = _minimise_with_interactions(
                     model, interactions, trial, b_b, load_factor, rest_len, max_iterations
                 )
                 iterations += more
@@ -578,6 +588,7 @@ def solve_equilibrium(
         counters["substeps"] += 1
         counters["status"], counters["ratio"] = status, ratio
         if status == CONVERGED and trial.is_finite():
+            counters["factor"] = (factor, trial)
             return trial
         if depth >= max_depth or still:
             return None
@@ -618,8 +629,17 @@ def solve_equilibrium(
             interactions.update_friction(result, settle=True)
         # with a dead couple the energy's Hessian says nothing about stability (newton.minimise_rod_energy)
         stable = None if np.any(model.rot_couple) else True
+        factor, at = counters.get("factor", (None, None))
         return SolveReport(
-            result, True, counters["iterations"], residual, counters["substeps"], elapsed, "converged", stable=stable
+            result,
+            True,
+            counters["iterations"],
+            residual,
+            counters["substeps"],
+            elapsed,
+            "converged",
+            stable=stable,
+            free_factor=factor if at is result and factor.shape[0] else None,
         )
     interactions.friction_state = friction_before
     # contact stiffened on the way to a failure stays as it was (stiffer contact only makes the next

@@ -86,11 +86,11 @@ REFINEMENT_DAMPING = 1e-6
 
 
 @njit
-def _result(status, iterations, ratio, energy, depth, searched_at, pairs, pos):
+def _result(status, iterations, ratio, energy, depth, searched_at, pairs, pos, factor):
     """The fields of a NewtonResult, as plain tuples (newton_iterations), handing on the pairs with
     lower bounds of their gaps at the positions now."""
     handed = (searched_at, pairs.kind, pairs.elem, pairs.prim, pairs.gap, pos.copy())
-    return status, iterations, ratio, energy, depth, handed
+    return status, iterations, ratio, energy, depth, handed, factor
 
 
 @njit
@@ -116,8 +116,8 @@ def as_newton_result(out: tuple) -> NewtonResult:
     one by calling its class, Python code in which a signal handler can raise (Blender's Cancel sends
     SIGTERM), and the process then crashed (a segfault, measured with numba 0.68); a plain tuple is
     built in C."""
-    status, iterations, ratio, energy, depth, handed = out
-    return NewtonResult(status, iterations, ratio, energy, depth, CandidatePairs(*handed))
+    status, iterations, ratio, energy, depth, handed, factor = out
+    return NewtonResult(status, iterations, ratio, energy, depth, CandidatePairs(*handed), factor)
 
 
 @njit
@@ -125,8 +125,8 @@ def newton_iterations(pos, quat, rod, dof_tol, load_factor, max_iterations, extr
     """Newton-minimise the energy of the rod ``rod`` (kernel_arrays.RodArrays) and ``extra``
     (InteractionArrays) in place, to the residual ``dof_tol`` per dof. Returns the fields of a
     NewtonResult (as_newton_result): status, iterations, residual / tolerance, energy, deepest
-    penetration of a candidate contact pair, and the candidate pairs with where they were searched and
-    lower bounds of their gaps at the final positions.
+    penetration of a candidate contact pair, the candidate pairs with where they were searched and
+    lower bounds of their gaps at the final positions, and the factor the stability test formed there.
 
     ``handed`` (CandidatePairs): candidate pairs from an earlier call with the same obstacles
     (find_pairs within twice the reach at ``searched_at``), used until a node has moved a reach from
@@ -154,6 +154,7 @@ def newton_iterations(pos, quat, rod, dof_tol, load_factor, max_iterations, extr
     contact = extra.contact
     kept_pos, kept_quat = np.empty_like(pos), np.empty_like(quat)  # before the last step
     kept = (np.inf, np.inf, 0.0)  # energy, residual ratio and lambda before the last step
+    no_factor = np.empty((0, rod.bw + 1))
     for it in range(max_iterations + 1):
         if contact.uses_contact and not (largest_move(pos, searched_at) <= contact.reach):
             pairs = searched_pairs(pos, searched_at, extra)  # once some node has moved a reach
@@ -166,10 +167,10 @@ def newton_iterations(pos, quat, rod, dof_tol, load_factor, max_iterations, extr
         )
         energy += extra_energy
         if not math.isfinite(energy):
-            return _result(NOT_FINITE, it, ratio, energy, _deepest(pairs.gap, live), searched_at, pairs, pos)
+            return _result(NOT_FINITE, it, ratio, energy, _deepest(pairs.gap, live), searched_at, pairs, pos, no_factor)
         ratio = constrained_residual(buf.grad, rod.fixed, dof_tol)
         if not math.isfinite(ratio):
-            return _result(NOT_FINITE, it, ratio, energy, _deepest(pairs.gap, live), searched_at, pairs, pos)
+            return _result(NOT_FINITE, it, ratio, energy, _deepest(pairs.gap, live), searched_at, pairs, pos, no_factor)
         undo, trust = _refinement(energy, ratio, kept, trust)
         if undo and it < max_iterations:
             # the pairs' gaps were evaluated here: carried back along the move, they bound those there
@@ -180,14 +181,19 @@ def newton_iterations(pos, quat, rod, dof_tol, load_factor, max_iterations, extr
             kept = (kept[0], np.inf, kept[2])
             continue
         if ratio <= 1.0 and not test_stability:
-            return _result(CONVERGED, it, ratio, energy, _deepest(pairs.gap, live), searched_at, pairs, pos)
+            return _result(CONVERGED, it, ratio, energy, _deepest(pairs.gap, live), searched_at, pairs, pos, no_factor)
         if ratio <= 1.0:
             stable, coupling = stable_at_rest(pos, quat, rod, load_factor, extra, pairs, live, buf, coupling, shift)
             if stable:
-                return _result(CONVERGED, it, ratio, energy, _deepest(pairs.gap, live), searched_at, pairs, pos)
+                # the factor of the free block tested, kept for the next step's prediction (where no
+                # coupling beside the band enters it: tangent_predictor.py)
+                factor = buf.work if coupling[0].shape[0] == 0 else no_factor
+                return _result(CONVERGED, it, ratio, energy, _deepest(pairs.gap, live), searched_at, pairs, pos, factor)
             may_leave = leave_saddles and it < max_iterations and trust[1] < MAX_ESCAPES
             if not (may_leave and left_saddle(pos, quat, rod, load_factor, extra, pairs, buf, coupling, shift, energy)):
-                return _result(UNSTABLE, it, ratio, energy, _deepest(pairs.gap, live), searched_at, pairs, pos)
+                return _result(
+                    UNSTABLE, it, ratio, energy, _deepest(pairs.gap, live), searched_at, pairs, pos, no_factor
+                )
             trust = (0.0, trust[1] + 1, trust[2])
             kept = (np.inf, np.inf, 0.0)  # the escape is no refinement to judge
             continue
@@ -209,8 +215,10 @@ def newton_iterations(pos, quat, rod, dof_tol, load_factor, max_iterations, extr
             pos, quat, rod, load_factor, extra, pairs, live, buf, (coupling, no_panels), (energy, extra_energy), trust
         )
         if not accepted:
-            return _result(STALLED, it, ratio, energy, _deepest(pairs.gap, live), searched_at, pairs, pos)
-    return _result(MAX_ITERATIONS, max_iterations, ratio, energy, _deepest(pairs.gap, live), searched_at, pairs, pos)
+            return _result(STALLED, it, ratio, energy, _deepest(pairs.gap, live), searched_at, pairs, pos, no_factor)
+    return _result(
+        MAX_ITERATIONS, max_iterations, ratio, energy, _deepest(pairs.gap, live), searched_at, pairs, pos, no_factor
+    )
 
 
 @njit_inline

@@ -68,17 +68,23 @@ def _equilibrium(doc, target):
     ],
     ids=["clamped", "roll free", "clipped"],
 )
-def test_the_prediction_is_off_the_equilibrium_by_the_square_of_the_move(doc):
+@pytest.mark.parametrize("kept", [False, True], ids=["assembled", "kept factor"])
+def test_the_prediction_is_off_the_equilibrium_by_the_square_of_the_move(doc, kept):
     """The distance of the prediction from the equilibrium falls four-fold when the move halves (the
     carried start's two-fold): the response is right to first order, the held frames' turns, a free
-    roll and a clip's held nodes included."""
+    roll and a clip's held nodes included; with the Hessian assembled at the state, and with the
+    factor its solve's stability test formed there and the held move's central difference."""
     h = _solved(doc)
     session = h.cables["U"]
+    factor = None
+    if kept:
+        factor, positions, quats = session.free_factor
+        assert np.array_equal(positions, session.state.positions) and np.array_equal(quats, session.state.quats)
     errors, carried = [], []
     for scale in (4.0, 2.0, 1.0):
         target = _moved_end(h, scale)
         exact = _equilibrium(doc, target)
-        guess = tangent_guess(session.model, session.state, target)
+        guess = tangent_guess(session.model, session.state, target, factor)
         assert guess is not None
         errors.append(np.abs(guess.positions - exact.positions).max())
         start = session.state.copy()
@@ -89,6 +95,24 @@ def test_the_prediction_is_off_the_equilibrium_by_the_square_of_the_move(doc):
     for a, b in zip(carried, carried[1:]):
         assert 1.5 < a / b < 2.5, carried
     assert errors[-1] < 0.05 * carried[-1]
+
+
+def test_the_kept_factor_serves_only_the_state_it_was_formed_at(monkeypatch):
+    """A warm step uses the factor its cable's last solve formed, and assembles where the state has
+    changed since (restored, moved by anything else): a factor of another state would predict from
+    the wrong Hessian."""
+    factors = []
+    real = harness_module.tangent_guess
+    monkeypatch.setattr(harness_module, "tangent_guess", lambda *args: factors.append(args[3]) or real(*args))
+    h = _solved(case(_u_cable()))
+    session = h.cables["U"]
+    formed = session.free_factor[0]  # by the solve before
+    assert h.solve_cable("U", _moved_end(h, 1.0)).converged
+    assert factors[-1] is formed is not None
+    session.state = session.state.copy()
+    session.state.positions[10, 2] += 1e-9  # the same object no longer, nor the same values
+    assert h.solve_cable("U", _moved_end(h, 1.0)).converged
+    assert factors[-1] is None
 
 
 def _drag(doc, steps, predictor_on, monkeypatch):
