@@ -33,8 +33,8 @@ from ..rod.rod_state import apply_boundary
 from ..solve.diagnostics import elastic_and_load_energy
 from ..solve.end_stiffness import Condensation, end_dofs, end_rotations, exact_for
 from ..solve.newton import rod_gradient
+from ..solve.newton_assembly import retracted
 from ..solve.stability import band_matvec
-from ..solve.tangent_predictor import retracted
 
 MAX_ITERATIONS = 10  # from the last equilibrium
 # Stop once every free dof's residual is this fraction of its tolerance: the solve that confirms the

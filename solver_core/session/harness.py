@@ -33,15 +33,12 @@ from ..rod.rod_state import (
 )
 from ..solve.diagnostics import max_axial_strain
 from ..solve.dynamics import Motion, solve_dynamic_step
-from ..solve.end_stiffness import exact_for
 from ..solve.equilibrium import (
     SolveReport,
     held_frames,
-    same_hold,
     solve_equilibrium,
 )
 from ..solve.sessions import restore_sessions, snapshot_sessions
-from ..solve.tangent_predictor import tangent_guess
 from ..specs.case import (
     DEFAULT_DURATION,
     CableChange,
@@ -54,7 +51,7 @@ from ..specs.case import (
 )
 from ..specs.model_features import check_model_features
 from .cable_groups import CableGroups
-from .predictor import StepMemory, hold_vector, secant_displacement
+from .predictor import StepMemory, hold_vector, secant_displacement, tangent_start
 from .read_outs import HarnessReadOuts
 
 
@@ -109,28 +106,6 @@ def held_vector(session: CableSession, boundary: Boundary, length: float) -> np.
     if session.held[0] is not boundary or session.held[1] != length:
         session.held = (boundary, length, hold_vector(boundary, length))
     return session.held[2]
-
-
-def tangent_start(session: CableSession, previous: Boundary, target: Boundary):
-    """The tangent predictor's start (tangent_predictor.tangent_guess) for a warm step of the rod model
-    from ``previous`` to ``target``, or None where it does not apply: the holders stay (nothing to
-    predict), friction acts (its equilibrium depends on the path) or anything but the rod's own energy
-    acts about the state (end_stiffness.exact_for: contact within a reach, compliant or sliding clips),
-    where the secant predictor or the carried start is used as before. A cable whose last solve had
-    candidate contact pairs (anything within two reaches of it) is taken to be in contact without the
-    search exact_for makes (0.8 ms on a cable lying on 200k triangles, an eighth of its step)."""
-    interactions = session.interactions
-    kept = interactions.candidates
-    if interactions.settings.friction or (kept is not None and len(kept.kind)) or same_hold(previous, target):
-        return None
-    if not exact_for(session):
-        return None
-    factor = None
-    if session.free_factor is not None:  # formed where this state was solved (not restored or moved since)
-        kept, positions, quats = session.free_factor
-        if np.array_equal(positions, session.state.positions) and np.array_equal(quats, session.state.quats):
-            factor = kept
-    return tangent_guess(session.model, session.state, target, factor)
 
 
 MAX_SAG_STEPS = 64  # the initial sag is lowered onto obstacles in at most this many steps

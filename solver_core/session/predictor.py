@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Secant predictor for warm steps along a path of holder motions.
+"""Predictors for warm steps along a path of holder motions: the secant predictor, and where the
+tangent predictor applies (tangent_start; solve/tangent_predictor.py).
 
 A connector dragged or animated moves by much the same amount from one step to the next, and so
 does the cable's response. Starting a step from the last equilibrium plus the last step's motion of
@@ -18,6 +19,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..rod.rod_model import Boundary
+from ..solve.end_stiffness import exact_for
+from ..solve.equilibrium import same_hold
+from ..solve.tangent_predictor import tangent_guess
 
 SIMILAR = 0.25  # largest part of this step's holder motion that the last step's may not explain
 MAX_SCALE = 2.0  # a step more than twice the last one's is no continuation of it
@@ -72,3 +76,26 @@ def secant_displacement(
     if float(off @ off) > SIMILAR**2 * float(step @ step):
         return None
     return scale * (memory.positions_after - memory.positions_before)
+
+
+def tangent_start(session, previous: Boundary, target: Boundary):
+    """The tangent predictor's start (tangent_predictor.tangent_guess) for a warm step of the rod model
+    of ``session`` (harness.CableSession) from ``previous`` to ``target``, or None where it does not
+    apply: the holders stay (nothing to predict); friction acts (its equilibrium depends on the path);
+    a time step's inertia springs act (dynamics: they are not the rod's energy); or anything else but
+    the rod's own energy acts about the state (end_stiffness.exact_for: contact within a reach,
+    compliant or sliding clips). A cable whose last solve kept candidate contact pairs (anything within
+    two reaches of it) is taken to be in contact without the search exact_for makes. The factor its
+    last solve formed is used where the state is still the one it was formed at, to the bit."""
+    interactions = session.interactions
+    kept = interactions.candidates
+    if interactions.settings.friction or interactions.inertia is not None:
+        return None
+    if (kept is not None and len(kept.kind)) or same_hold(previous, target) or not exact_for(session):
+        return None
+    factor = None
+    if session.free_factor is not None:
+        formed, positions, quats = session.free_factor
+        if np.array_equal(positions, session.state.positions) and np.array_equal(quats, session.state.quats):
+            factor = formed
+    return tangent_guess(session.model, session.state, target, factor)

@@ -266,3 +266,15 @@ def energy_after_step(pos, quat, rod, load_factor, extra, pairs, sl_seg, sl_t, s
 def node_distances(a, b, out):
     for n in range(a.shape[0]):
         out[n] = math.sqrt((a[n, 0] - b[n, 0]) ** 2 + (a[n, 1] - b[n, 1]) ** 2 + (a[n, 2] - b[n, 2]) ** 2)
+
+
+def retracted(model, state, delta, alpha):
+    """``state`` moved by ``alpha`` ``delta`` (positions linearly, frames by body rotations), or None
+    where that turns a frame further than a Newton step may (MAX_ROTATION_STEP)."""
+    if not alpha * largest_turn(delta, model.rot_dof) <= MAX_ROTATION_STEP:
+        return None
+    out = state.copy()
+    retract(
+        state.positions, state.quats, model.node_dof, model.rot_dof, delta, alpha, out.positions, out.quats, np.empty(3)
+    )
+    return out

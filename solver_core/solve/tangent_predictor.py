@@ -3,19 +3,16 @@
 equilibrium.
 
 With the free dofs f balanced for the held ones h (g_f(f, h) = 0), a move dh of the holders moves the
-equilibrium by df = -H_ff^-1 (g_f + H_fh dh) + O(dh^2) (the implicit function theorem; the tangent
-predictor of continuation methods, Allgower & Georg 1990, Sec. 2.2), H the exact Hessian at the last
-equilibrium and g_f its residual there. H_fh dh is formed as a product with the held dofs' own move,
-not as the gradient at the holders moved alone (a chord step): that gradient carries the second-order
-strain of a held frame turned against its segment (GA theta^2 / 2), and a 100-segment cable started
-from it took 3-4 Newton iterations for a 1 mm, 2 degree move instead of 2.
+equilibrium by df = -H_ff^-1 dg_f + O(dh^2), dg_f the change of the free rows of the gradient along
+the move (the implicit function theorem; the tangent predictor of continuation methods, Allgower &
+Georg 1990, Sec. 2.2), H the exact Hessian at the last equilibrium. dg_f is the derivative along the
+move (a central difference, _held_load), not the gradient at the holders moved alone: that chord step
+carries the second-order strain of a held frame turned against its segment (GA theta^2 / 2).
 
-Started there instead of at the free span carried along with its holders
-(rod_state.carry_boundary_motion), a 100-segment cable whose end moves 1 mm and turns 2 degrees
-converges in 2 Newton iterations instead of 5, a 1000-segment one in 2 instead of 4, and a drag, a
-rigid turn of both ends, a 5 cm move or a twist in 3-5 instead of 5-10, to the same equilibria
-(docs/performance.md). The rod's own energy only: used where nothing else acts on the cable about its
-state (end_stiffness.exact_for).
+A warm step started there, instead of at the free span carried with its holders
+(rod_state.carry_boundary_motion), starts off its equilibrium by the square of the move where the
+carried start is off by the move itself (docs/performance.md). The rod's own energy only: used where
+nothing else acts on the cable about its state (session.predictor.tangent_start).
 """
 
 import math
@@ -27,8 +24,7 @@ from ..maths.banded import band_cholesky, band_cholesky_solve
 from ..maths.rotations import quat_conj_mul
 from ..rod.rod_energy import rod_gradient_hessian
 from ..rod.rod_state import RodState, apply_boundary
-from .newton_assembly import MAX_ROTATION_STEP, largest_turn, prepare_system, retract
-from .stability import band_matvec
+from .newton_assembly import prepare_system, retract, retracted
 
 # Largest move of a free node the prediction may make, in multiples of the holders' motion (their
 # largest shift plus their largest turn times the cable's length): a hanging U whose ends move apart
@@ -66,65 +62,86 @@ def held_move(pos, quat, moved_pos, moved_quat, rod, held) -> tuple:
 
 
 @njit
-def _free_response(factor, bw, fixed, load, delta) -> bool:
+def _held_load(pos, quat, held, rod, load):
+    """``load`` = d/dt g(x + t dh) at t = 0 by the central difference (g(x + dh) - g(x - dh)) / 2 (error of
+    third order in the move), g the rod's energy gradient, x + dh the held dofs moved by ``held``
+    (newton_assembly.retract). The derivative of the gradient Newton drives to zero: at a frame held in
+    part (an end free to roll, a rotating clip) its free rows turn with the held ones, and there this
+    differs from the symmetric Hessian's H_fh dh by a term in the held reaction moment."""
+    n = rod.fixed.shape[0]
+    side_pos, side_quat, rot_step = np.empty_like(pos), np.empty_like(quat), np.empty(3)
+    behind, no_band = np.zeros(n), np.zeros((1, 1))
+    retract(pos, quat, rod.node_dof, rod.rot_dof, held, 1.0, side_pos, side_quat, rot_step)
+    rod_gradient_hessian(side_pos, side_quat, rod, 1.0, load, no_band, np.int64(0), np.bool_(False), 1.0)
+    retract(pos, quat, rod.node_dof, rod.rot_dof, held, -1.0, side_pos, side_quat, rot_step)
+    rod_gradient_hessian(side_pos, side_quat, rod, 1.0, behind, no_band, np.int64(0), np.bool_(False), 1.0)
+    for i in range(n):
+        load[i] = 0.5 * (load[i] - behind[i])
+
+
+@njit
+def _free_response(factor, bw, rod, load, delta) -> bool:
     """``delta`` = -H_ff^-1 ``load`` on the free dofs from the factor of H_ff (held rows the identity),
-    the held entries 0; False where it is not finite."""
+    the held entries 0, and entries below the round-off of the largest of their kind (positions,
+    rotations) 0: a symmetric path stays symmetric, as from the carried start (a step amplifying
+    noise of 1e-151 across a plane can choose the side of a later snap); False where not finite."""
+    fixed = rod.fixed
     for i in range(fixed.shape[0]):
-        if fixed[i]:
-            load[i] = 0.0
-        else:
-            load[i] = -load[i]
+        load[i] = 0.0 if fixed[i] else -load[i]
     band_cholesky_solve(factor, bw, load, delta)
+    largest_move, largest_turn_ = 0.0, 0.0
     for i in range(delta.shape[0]):
         if not math.isfinite(delta[i]):
             return False
+    for k in range(rod.node_dof.shape[0]):
+        for c in range(3):
+            largest_move = max(largest_move, abs(delta[rod.node_dof[k] + c]))
+    for r in range(rod.rot_dof.shape[0]):
+        for c in range(3):
+            largest_turn_ = max(largest_turn_, abs(delta[rod.rot_dof[r] + c]))
+    eps = np.finfo(np.float64).eps
+    for k in range(rod.node_dof.shape[0]):
+        for c in range(3):
+            if abs(delta[rod.node_dof[k] + c]) <= 16.0 * eps * largest_move:
+                delta[rod.node_dof[k] + c] = 0.0
+    for r in range(rod.rot_dof.shape[0]):
+        for c in range(3):
+            if abs(delta[rod.rot_dof[r] + c]) <= 16.0 * eps * largest_turn_:
+                delta[rod.rot_dof[r] + c] = 0.0
     return True
 
 
 @njit
 def tangent_step(pos, quat, moved_pos, moved_quat, rod, bw, delta) -> tuple:
-    """``delta`` = the free dofs' first-order response -H_ff^-1 (g_f + H_fh dh) at (pos, quat) for the
-    move dh of the held dofs to (moved_pos, moved_quat) (held_move), H the exact Hessian of the rod's
-    energy and g its gradient there; the held dofs' entries 0. Returns (whether the step was formed,
-    held_move's shift and turn); not formed where H_ff is not positive definite (no strict minimum to
-    continue from) or the step is not finite."""
+    """``delta`` = the free dofs' first-order response -H_ff^-1 dg_f at (pos, quat) to the move dh of the
+    held dofs to (moved_pos, moved_quat) (held_move), H the exact Hessian of the rod's energy there and
+    dg_f the gradient's change along the move (_held_load); the held dofs' entries 0. Returns (whether
+    the step was formed, held_move's shift and turn); not formed where H_ff is not positive definite (no
+    strict minimum to continue from) or the step is not finite. g_f at (pos, quat), the last solve's
+    residual, is within its tolerance and left out."""
     n = rod.fixed.shape[0]
     held = np.empty(n)
     shift, turned = held_move(pos, quat, moved_pos, moved_quat, rod, held)
     band, grad, damping = np.zeros((n, bw + 1)), np.zeros(n), np.empty(n)
     rod_gradient_hessian(pos, quat, rod, 1.0, grad, band, bw, np.bool_(True), 1.0)
-    load = np.empty(n)
-    band_matvec(band, bw, held, load)  # H dh, before the held rows and columns are cleared
     prepare_system(band, bw, rod.fixed, damping)  # held rows and columns the identity
     if not band_cholesky(band, bw):
         return False, shift, turned
-    for i in range(n):
-        load[i] += grad[i]
-    return _free_response(band, bw, rod.fixed, load, delta), shift, turned
+    _held_load(pos, quat, held, rod, grad)
+    return _free_response(band, bw, rod, grad, delta), shift, turned
 
 
 @njit
 def tangent_step_factored(pos, quat, moved_pos, moved_quat, rod, factor, delta) -> tuple:
-    """tangent_step with the factor of H_ff the last solve's stability test formed at (pos, quat)
-    (SolveReport.free_factor), and H_fh dh as the central difference of the gradient over the held
-    dofs' move, (g(x + dh) - g(x - dh)) / 2 (exact to third order in the move; the held frames turned
-    by +-theta, free ones not, so the free rows' gradients are in the same frames): two gradients and
-    one solve where tangent_step assembles and factors the Hessian. g_f at (pos, quat), the last solve's
-    residual, is within its tolerance and left out."""
+    """tangent_step with the factor of H_ff + shift D that the last solve's stability test formed at
+    (pos, quat) (SolveReport.free_factor; shift 1e-9 to 1e-11 of the diagonal): two gradients and a
+    solve, where tangent_step also assembles and factors the Hessian."""
     n = rod.fixed.shape[0]
-    bw = factor.shape[1] - 1
     held = np.empty(n)
     shift, turned = held_move(pos, quat, moved_pos, moved_quat, rod, held)
-    side_pos, side_quat, rot_step = np.empty_like(pos), np.empty_like(quat), np.empty(3)
-    ahead, behind = np.zeros(n), np.zeros(n)
-    no_band = np.zeros((1, 1))
-    retract(pos, quat, rod.node_dof, rod.rot_dof, held, 1.0, side_pos, side_quat, rot_step)
-    rod_gradient_hessian(side_pos, side_quat, rod, 1.0, ahead, no_band, np.int64(0), np.bool_(False), 1.0)
-    retract(pos, quat, rod.node_dof, rod.rot_dof, held, -1.0, side_pos, side_quat, rot_step)
-    rod_gradient_hessian(side_pos, side_quat, rod, 1.0, behind, no_band, np.int64(0), np.bool_(False), 1.0)
-    for i in range(n):
-        ahead[i] = 0.5 * (ahead[i] - behind[i])
-    return _free_response(factor, bw, rod.fixed, ahead, delta), shift, turned
+    load = np.zeros(n)
+    _held_load(pos, quat, held, rod, load)
+    return _free_response(factor, factor.shape[1] - 1, rod, load, delta), shift, turned
 
 
 def tangent_guess(model, state: RodState, boundary, factor: np.ndarray | None = None) -> RodState | None:
@@ -151,16 +168,4 @@ def tangent_guess(model, state: RodState, boundary, factor: np.ndarray | None = 
     out = retracted(model, state, delta, 1.0)
     if out is not None:
         apply_boundary(model, out, boundary)
-    return out
-
-
-def retracted(model, state, delta, alpha):
-    """``state`` moved by ``alpha`` ``delta`` (positions linearly, frames by body rotations), or None
-    where that turns a frame further than a Newton step may (newton_assembly.MAX_ROTATION_STEP)."""
-    if not alpha * largest_turn(delta, model.rot_dof) <= MAX_ROTATION_STEP:
-        return None
-    out = state.copy()
-    retract(
-        state.positions, state.quats, model.node_dof, model.rot_dof, delta, alpha, out.positions, out.quats, np.empty(3)
-    )
     return out
