@@ -24,7 +24,7 @@ from ..maths.banded import band_cholesky, band_cholesky_solve
 from ..maths.rotations import quat_conj_mul
 from ..rod.rod_energy import rod_gradient_hessian
 from ..rod.rod_state import RodState, apply_boundary
-from .newton_assembly import prepare_system, retract, retracted
+from .newton_assembly import largest_turn, prepare_system, retract, retracted
 
 # Largest move of a free node the prediction may make, in multiples of the holders' motion (their
 # largest shift plus their largest turn times the cable's length): a hanging U whose ends move apart
@@ -80,45 +80,44 @@ def _held_load(pos, quat, held, rod, load):
 
 
 @njit
-def _free_response(factor, bw, rod, load, delta) -> bool:
+def _free_response(factor, bw, rod, load, delta) -> float:
     """``delta`` = -H_ff^-1 ``load`` on the free dofs from the factor of H_ff (held rows the identity),
     the held entries 0, and entries below the round-off of the largest of their kind (positions,
     rotations) 0: a symmetric path stays symmetric, as from the carried start (a step amplifying
-    noise of 1e-151 across a plane can choose the side of a later snap); False where not finite."""
-    fixed = rod.fixed
+    noise of 1e-151 across a plane can choose the side of a later snap). Returns the largest node
+    move in ``delta``, -1 where it is not finite."""
+    fixed, node_dof, rot_dof = rod.fixed, rod.node_dof, rod.rot_dof
     for i in range(fixed.shape[0]):
         load[i] = 0.0 if fixed[i] else -load[i]
     band_cholesky_solve(factor, bw, load, delta)
-    largest_move, largest_turn_ = 0.0, 0.0
     for i in range(delta.shape[0]):
         if not math.isfinite(delta[i]):
-            return False
-    for k in range(rod.node_dof.shape[0]):
+            return -1.0
+    largest_move = 0.0
+    for k in range(node_dof.shape[0]):
         for c in range(3):
-            largest_move = max(largest_move, abs(delta[rod.node_dof[k] + c]))
-    for r in range(rod.rot_dof.shape[0]):
+            largest_move = max(largest_move, abs(delta[node_dof[k] + c]))
+    move_floor = 16.0 * np.finfo(np.float64).eps * largest_move
+    turn_floor = 16.0 * np.finfo(np.float64).eps * largest_turn(delta, rot_dof)
+    for k in range(node_dof.shape[0]):
         for c in range(3):
-            largest_turn_ = max(largest_turn_, abs(delta[rod.rot_dof[r] + c]))
-    eps = np.finfo(np.float64).eps
-    for k in range(rod.node_dof.shape[0]):
+            if abs(delta[node_dof[k] + c]) <= move_floor:
+                delta[node_dof[k] + c] = 0.0
+    for r in range(rot_dof.shape[0]):
         for c in range(3):
-            if abs(delta[rod.node_dof[k] + c]) <= 16.0 * eps * largest_move:
-                delta[rod.node_dof[k] + c] = 0.0
-    for r in range(rod.rot_dof.shape[0]):
-        for c in range(3):
-            if abs(delta[rod.rot_dof[r] + c]) <= 16.0 * eps * largest_turn_:
-                delta[rod.rot_dof[r] + c] = 0.0
-    return True
+            if abs(delta[rot_dof[r] + c]) <= turn_floor:
+                delta[rot_dof[r] + c] = 0.0
+    return largest_move
 
 
 @njit
 def tangent_step(pos, quat, moved_pos, moved_quat, rod, bw, delta) -> tuple:
     """``delta`` = the free dofs' first-order response -H_ff^-1 dg_f at (pos, quat) to the move dh of the
     held dofs to (moved_pos, moved_quat) (held_move), H the exact Hessian of the rod's energy there and
-    dg_f the gradient's change along the move (_held_load); the held dofs' entries 0. Returns (whether
-    the step was formed, held_move's shift and turn); not formed where H_ff is not positive definite (no
-    strict minimum to continue from) or the step is not finite. g_f at (pos, quat), the last solve's
-    residual, is within its tolerance and left out."""
+    dg_f the gradient's change along the move (_held_load); the held dofs' entries 0. Returns (the
+    step's largest node move, held_move's shift and turn); the move -1 where no step was formed: H_ff
+    not positive definite (no strict minimum to continue from) or the step not finite. g_f at (pos,
+    quat), the last solve's residual, is within its tolerance and left out."""
     n = rod.fixed.shape[0]
     held = np.empty(n)
     shift, turned = held_move(pos, quat, moved_pos, moved_quat, rod, held)
@@ -126,7 +125,7 @@ def tangent_step(pos, quat, moved_pos, moved_quat, rod, bw, delta) -> tuple:
     rod_gradient_hessian(pos, quat, rod, 1.0, grad, band, bw, np.bool_(True), 1.0)
     prepare_system(band, bw, rod.fixed, damping)  # held rows and columns the identity
     if not band_cholesky(band, bw):
-        return False, shift, turned
+        return -1.0, shift, turned
     _held_load(pos, quat, held, rod, grad)
     return _free_response(band, bw, rod, grad, delta), shift, turned
 
@@ -157,13 +156,10 @@ def tangent_guess(model, state: RodState, boundary, factor: np.ndarray | None = 
     delta = np.empty(model.n_dof)
     P, Q, rod = state.positions, state.quats, model.arrays()
     if factor is not None and factor.shape == (model.n_dof, model.bw + 1):
-        formed, shift, turned = tangent_step_factored(P, Q, moved.positions, moved.quats, rod, factor, delta)
+        free_move, shift, turned = tangent_step_factored(P, Q, moved.positions, moved.quats, rod, factor, delta)
     else:
-        formed, shift, turned = tangent_step(P, Q, moved.positions, moved.quats, rod, model.bw, delta)
-    if not formed:
-        return None
-    free_move = float(np.abs(delta[model.node_dof[:, None] + np.arange(3)]).max(initial=0.0))
-    if not free_move <= MAX_AMPLIFICATION * (shift + turned * float(model.rest_len.sum())):
+        free_move, shift, turned = tangent_step(P, Q, moved.positions, moved.quats, rod, model.bw, delta)
+    if not 0.0 <= free_move <= MAX_AMPLIFICATION * (shift + turned * float(model.rest_len.sum())):
         return None
     out = retracted(model, state, delta, 1.0)
     if out is not None:
