@@ -16,6 +16,15 @@ the cluster started and its workers loaded the kernels): wall time, speed-up, an
 variant over the solve itself, and how parallel the machine is at the moment (two busy loops in two
 processes against one). Targets: 2 workers >= 1.7x one on 2 cores;
 overhead <= 20 %. Figures are printed, not asserted.
+
+Then the sweep at more workers than this machine has cores (``--emulate 16``): ``run_sweep`` on 16
+worker processes whose variants stand in for themselves, each sleeping the time it took to solve
+above and returning the row it gave. The cores then carry only the sweep's machinery (scheduler,
+chunks, transfers, the table streamed to disk), so its efficiency at 16 workers is measured as it
+would be on 16 cores; the kernels' own scaling (memory, clock) is not. Beside it, what one worker
+costs to start (process, imports, kernels, as ``run_sweep`` starts it), measured on its own, and the
+speed-up the two give on 16 cores for the issue's 640 variants: serial time over start plus the
+emulated sweep.
 """
 
 import argparse
@@ -119,14 +128,73 @@ def bay_sweep(samples: int) -> dict:
 
 
 def serial(sweep):
-    """Every variant solved here, one after another: (wall s, self-reported solve ms, rows)."""
+    """Every variant solved here, one after another: (wall s, self-reported solve ms, rows, each
+    variant's wall s)."""
     variants = sweep.variants()
     _warm_up()  # kernels loaded, as a worker has them
+    rows, durations = [], []
     t0 = time.perf_counter()
-    rows = [solve_variant(sweep.case_doc, i, a) for i, a in enumerate(variants)]
+    for i, a in enumerate(variants):
+        t = time.perf_counter()
+        rows.append(solve_variant(sweep.case_doc, i, a))
+        durations.append(time.perf_counter() - t)
     wall = time.perf_counter() - t0
     solve_ms = sum(v for r in rows for k, v in r.items() if k.endswith(".solve_ms") and v is not None)
-    return wall, solve_ms, rows
+    return wall, solve_ms, rows, durations
+
+
+def _stand_in(durations, rows):
+    """Run in each worker of the emulated sweep: variant i sleeps the time variant i mod n took to
+    solve in ``serial`` and returns that variant's row under its own index and values; the kernels
+    are not loaded (no variant is solved)."""
+    from solver_core.io import sweep as module
+
+    def solve_variant(case_doc, index, assignment, keep_shapes=False, timeout=None):
+        time.sleep(durations[index % len(durations)])
+        return {**rows[index % len(rows)], "variant": index, **assignment}
+
+    module.solve_variant = solve_variant  # solve_chunk looks it up when called
+    module._warm_up = lambda: True
+    return True
+
+
+def worker_start() -> float:
+    """Wall seconds from nothing to one worker ready to solve, as run_sweep makes it: the LocalCluster
+    started, its worker process spawned, then the worker's imports and kernels loaded (_warm_up)."""
+    from distributed import Client, LocalCluster
+
+    t0 = time.perf_counter()
+    cluster = LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=logging.ERROR
+    )
+    try:
+        with Client(cluster) as client:
+            client.run(_warm_up)
+            return time.perf_counter() - t0
+    finally:
+        cluster.close()
+
+
+def emulated(sweep, durations, rows, workers: int):
+    """``run_sweep`` of ``sweep`` on ``workers`` processes whose variants stand in for themselves
+    (_stand_in): (wall s, the ideal: the variants' solve time over the workers, converged)."""
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(
+        n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=logging.ERROR
+    )
+    try:
+        with Client(cluster) as client:
+            client.run(_stand_in, durations, rows)
+        with tempfile.TemporaryDirectory() as out:
+            t0 = time.perf_counter()
+            summary = run_sweep(sweep, out, scheduler=cluster.scheduler_address, plots=False)
+            wall = time.perf_counter() - t0
+    finally:
+        cluster.close()
+    n = len(sweep.variants())
+    ideal = sum(durations[i % len(durations)] for i in range(n)) / workers
+    return wall, ideal, summary["converged"]
 
 
 def _busy(_):
@@ -175,10 +243,12 @@ def on_cluster(sweep, workers: int):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--variants", type=int, default=200, help="an even number (two grid points)")
+    parser.add_argument("--emulate", type=int, default=16, help="workers of the emulated sweep (0: none)")
+    parser.add_argument("--emulated-variants", type=int, default=640, help="variants of the emulated sweep")
     args = parser.parse_args(argv)
     sweep = parse_sweep(json.loads(json.dumps(bay_sweep(max(1, args.variants // 2)))))
     n = len(sweep.variants())
-    wall, solve_ms, rows = serial(sweep)
+    wall, solve_ms, rows, durations = serial(sweep)
     converged = sum(r["converged"] for r in rows)
     print(f"{n} variants of the equipment bay (3 cables, 80/70/70 segments), {converged} converged")
     print(
@@ -204,6 +274,23 @@ def main(argv=None) -> int:
         f"  sweep cost per variant over the solve itself (1 worker against one after another): "
         f"{100.0 * (times[1] - wall) / wall:+.1f} % (target <= 20 %)"
     )
+    if args.emulate > 0:
+        big = parse_sweep(json.loads(json.dumps(bay_sweep(max(1, args.emulated_variants // 2)))))
+        m = len(big.variants())
+        start = min(worker_start() for _ in range(3))
+        sweep_wall, ideal, converged = emulated(big, durations, rows, args.emulate)
+        one = start + ideal * args.emulate  # one worker: its start, then every variant
+        print(
+            f"  {m} variants on {args.emulate} workers, each variant sleeping its solve time above (the "
+            f"machinery alone): {sweep_wall:.2f} s against {ideal:.2f} s of solving per worker: efficiency "
+            f"{ideal / sweep_wall:.3f}, {converged} rows",
+            flush=True,
+        )
+        print(
+            f"  a worker's start (process, imports, kernels; best of 3): {start:.2f} s; on {args.emulate} cores "
+            f"that sweep would take {start + sweep_wall:.1f} s against {one:.1f} s on one worker: "
+            f"{one / (start + sweep_wall):.1f}x (target >= 13x at 16 workers)"
+        )
     return 0
 
 
