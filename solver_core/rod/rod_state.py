@@ -24,6 +24,7 @@ from ..maths.rotations import (
 )
 from ..specs.case import Frame
 from .rod_model import FIXED_ALL, Boundary, RodModel
+from .sag_kernels import polyline_length, resample_polyline, sagged_span
 
 
 @dataclass
@@ -42,10 +43,10 @@ class RodState:
 
 
 def _resample_polyline(points: np.ndarray, fractions: np.ndarray) -> np.ndarray:
-    seg = np.linalg.norm(np.diff(points, axis=0), axis=1)
-    cum = np.concatenate(([0.0], np.cumsum(seg)))
-    target = fractions * cum[-1]
-    return np.column_stack([np.interp(target, cum, points[:, k]) for k in range(3)])
+    """Points at ``fractions`` of the polyline's length, linearly between its points."""
+    return resample_polyline(
+        np.ascontiguousarray(points, dtype=np.float64), np.ascontiguousarray(fractions, dtype=np.float64)
+    )
 
 
 def _route_positions(route: np.ndarray, points) -> np.ndarray:
@@ -181,8 +182,9 @@ def _hermite(p0, t0, p1, t1, scale, u):
     return h00 * p0 + h10 * scale * t0 + h01 * p1 + h11 * scale * t1
 
 
-def _curve_of_length(p0, t0, p1, t1, length, sag_direction, samples=96, sag=1.0):
-    """A smooth curve from p0 (leaving along t0) to p1 (arriving along t1) with the given arc length.
+def _curves_of_length(p0, t0, p1, t1, length, sag_direction, samples=96):
+    """A smooth curve from p0 (leaving along t0) to p1 (arriving along t1) with the given arc length,
+    as a function of ``sag`` (the part of the missing length the sag makes up).
 
     A Hermite curve whose tangent scale stays below the chord (beyond it the curve can fold back on
     itself); length it cannot give is added as a sag along ``sag_direction`` (the loads).
@@ -195,16 +197,24 @@ def _curve_of_length(p0, t0, p1, t1, length, sag_direction, samples=96, sag=1.0)
 
     chord = float(np.linalg.norm(p1 - p0))
     if length <= chord * (1.0 + 1e-9):
-        return np.array([p0, p1])
+        straight = np.array([p0, p1])
+        return lambda sag: straight
     pts, longest = arc(chord)
-    if longest < length and sag <= 0.0:
-        return pts  # shorter than the cable: paid out by the solver
     if longest < length:
         s = np.linspace(0.0, length, samples)
-        _add_sag(pts[1:-1], s[1:-1], [(0.0, p0, None), (length, p1, None)], sag_direction, sag)
-        return pts
+        anchors = [(0.0, p0, None), (length, p1, None)]
+
+        def sagged(sag):
+            if sag <= 0.0:
+                return pts  # shorter than the cable: paid out by the solver
+            out = pts.copy()
+            _add_sag(out[1:-1], s[1:-1], anchors, sag_direction, sag)
+            return out
+
+        return sagged
     scale = _increasing_root(lambda a: arc(a)[1] - length, 0.0, chord, 1e-14 * chord)
-    return arc(scale)[0]
+    curve = arc(scale)[0]
+    return lambda sag: curve
 
 
 def _anchors(model: RodModel, boundary: Boundary):
@@ -241,7 +251,7 @@ def _add_sag(pts: np.ndarray, s: np.ndarray, anchors, direction: np.ndarray, fra
             continue
         poly = np.vstack((p0, pts[inside], p1))
         target = s1 - s0
-        current = float(np.linalg.norm(np.diff(poly, axis=0), axis=1).sum())
+        current = polyline_length(poly)
         if current >= target * (1.0 - 1e-6):
             continue
         chord = p1 - p0
@@ -256,15 +266,10 @@ def _add_sag(pts: np.ndarray, s: np.ndarray, anchors, direction: np.ndarray, fra
         d /= np.linalg.norm(d)
         u = np.concatenate(([0.0], (s[inside] - s0) / (s1 - s0), [1.0]))
         bump = np.sin(np.pi * u)[:, None] * d
-
-        def length(a):
-            return float(np.linalg.norm(np.diff(poly + a * bump, axis=0), axis=1).sum())
-
         wanted = current + min(max(fraction, 0.0), 1.0) * (target - current)
-        amplitude = _increasing_root(lambda a: length(a) - wanted, 0.0, target, 1e-14 * target)
-        sagged = poly + amplitude * bump
-        # nodes evenly by arc length along the sagged span, so that no segment starts strained
-        pts[inside] = _resample_polyline(sagged, u[1:-1])
+        # the amplitude that gives the span its length, then the nodes evenly by arc length along
+        # the sagged span, so that no segment starts strained
+        pts[inside] = sagged_span(poly, bump, u[1:-1], wanted, target, 1e-14 * target)
 
 
 def initial_centerline(
@@ -277,32 +282,49 @@ def initial_centerline(
     cut them (_through_route_corners; for a coarse cable whose chords would cut into what the route
     was drawn round). ``route``: the route to follow instead of the cable's own (the cable's route
     lifted off the surfaces it was drawn onto: contact/drawn_routes.py)."""
+    return initial_centerlines(model, boundary, through_corners, route)(sag)
+
+
+def initial_centerlines(model: RodModel, boundary: Boundary, through_corners: bool = False, route=None):
+    """initial_centerline as a function of ``sag``, for a search over it (the first guess lowers the
+    sag in up to 64 steps): what does not depend on the sag is computed once."""
     cable = model.cable
     s = model.node_s
     if route is None:
         route = cable.route
+    anchors = _anchors(model, boundary)
+    direction = _sag_direction(model)
     if route is not None:
-        anchors = _anchors(model, boundary)
         route = np.asarray(route, dtype=np.float64)
-        pts = _route_by_spans(route, s, anchors, cable.length)
+        laid = _route_by_spans(route, s, anchors, cable.length)
         if through_corners and len(route) > 2:
             held = np.zeros(len(s), dtype=bool)
             for a, _, _ in anchors:
                 held |= np.abs(s - a) <= 1e-12 * max(cable.length, 1.0)
-            pts = _through_route_corners(pts, route, _route_arc_of_nodes(route, s, anchors, cable.length), held)
-        if sag > 0.0:
-            _add_sag(pts, s, anchors, _sag_direction(model), sag)
-        return pts
-    pts = np.empty((model.n_nodes, 3))
-    anchors = _anchors(model, boundary)
+            laid = _through_route_corners(laid, route, _route_arc_of_nodes(route, s, anchors, cable.length), held)
+
+        def along_route(sag):
+            pts = laid.copy()
+            if sag > 0.0:
+                _add_sag(pts, s, anchors, direction, sag)
+            return pts
+
+        return along_route
+    spans = []
     for (s0, p0, t0), (s1, p1, t1) in zip(anchors, anchors[1:]):
         sel = (s >= s0 - 1e-12) & (s <= s1 + 1e-12)
-        curve = _curve_of_length(p0, t0, p1, t1, s1 - s0, _sag_direction(model), sag=sag)
-        pts[sel] = _resample_polyline(curve, (s[sel] - s0) / max(s1 - s0, 1e-300))
+        spans.append((sel, (s[sel] - s0) / max(s1 - s0, 1e-300), _curves_of_length(p0, t0, p1, t1, s1 - s0, direction)))
     s_last, p_last, t_last = anchors[-1]
     tail = s >= s_last - 1e-12  # the last anchor's own node too (a free end's only anchor is its start)
-    pts[tail] = _free_tail(model, s[tail] - s_last, p_last, t_last, sag)
-    return pts
+
+    def through_holders(sag):
+        pts = np.empty((model.n_nodes, 3))
+        for sel, fractions, curve in spans:
+            pts[sel] = _resample_polyline(curve(sag), fractions)
+        pts[tail] = _free_tail(model, s[tail] - s_last, p_last, t_last, sag)
+        return pts
+
+    return through_holders
 
 
 def _free_tail(model: RodModel, along: np.ndarray, p0: np.ndarray, t0: np.ndarray, sag: float) -> np.ndarray:

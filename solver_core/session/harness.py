@@ -26,7 +26,7 @@ from ..rod.rod_model import Boundary, RodModel, build_rod_model
 from ..rod.rod_state import (
     RodState,
     framed_state,
-    initial_centerline,
+    initial_centerlines,
     initial_state,
     interpolate_boundary,
     prolong_state,
@@ -220,9 +220,10 @@ class Harness(CableGroups, HarnessReadOuts):
             session.state = initial_state(session.model, session.boundary, sag=1.0, route=drawn)
             return
 
+        centerline = initial_centerlines(session.model, session.boundary, corners, drawn)
+
         def sagged(fraction):  # the centre line only: the checks need no frames
-            positions = initial_centerline(session.model, session.boundary, fraction, corners, drawn)
-            return RodState(positions - session.model.origin, route.quats)
+            return RodState(centerline(fraction) - session.model.origin, route.quats)
 
         state, chosen = route, 0.0
         full = sagged(1.0)
