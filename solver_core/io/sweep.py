@@ -929,6 +929,10 @@ def _solve_locally(sweep, todo, sink, n_workers, chunk_size):
         for c in chunks:
             sink.take(solve_chunk(sweep.case_doc, c, keep, sink.timeout))
         return
+    # the kernels loaded here, before the fork, are every worker's from its start: a worker that
+    # loaded its own would pay numba's code generator and the kernels (0.3 s) on every core, the
+    # fixed cost that kept 16 workers under 13x one on a sweep of 640 variants (docs/performance.md)
+    _warm_up()
     context = multiprocessing.get_context("fork")
     pool = concurrent.futures.ProcessPoolExecutor(
         n_workers, mp_context=context, initializer=_start_worker, initargs=(os.getpid(),)
