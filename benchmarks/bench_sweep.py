@@ -160,15 +160,34 @@ def _stand_in(durations, rows):
     return True
 
 
+def _local_cluster(workers: int):
+    from distributed import LocalCluster
+
+    return LocalCluster(
+        n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=logging.ERROR
+    )
+
+
+def _timed_sweep(sweep, **options):
+    """(wall s, summary) of ``run_sweep`` into a scratch folder."""
+    with tempfile.TemporaryDirectory() as out:
+        t0 = time.perf_counter()
+        summary = run_sweep(sweep, out, plots=False, **options)
+        return time.perf_counter() - t0, summary
+
+
+def _ideal(sweep, durations, workers: int) -> float:
+    """The sweep's solve time (variant i as variant i mod n of ``serial``) over the workers."""
+    return sum(durations[i % len(durations)] for i in range(len(sweep.variants()))) / workers
+
+
 def worker_start() -> float:
     """Wall seconds from nothing to one worker ready to solve, as run_sweep makes it: the LocalCluster
     started, its worker process spawned, then the worker's imports and kernels loaded (_warm_up)."""
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
     t0 = time.perf_counter()
-    cluster = LocalCluster(
-        n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=logging.ERROR
-    )
+    cluster = _local_cluster(1)
     try:
         with Client(cluster) as client:
             client.run(_warm_up)
@@ -197,37 +216,25 @@ def emulated_forked(sweep, durations, rows, workers: int):
     saved = module.solve_variant, module._warm_up
     _stand_in(durations, rows)
     try:
-        with tempfile.TemporaryDirectory() as out:
-            t0 = time.perf_counter()
-            summary = run_sweep(sweep, out, workers=workers, executor="processes", plots=False)
-            wall = time.perf_counter() - t0
+        wall, summary = _timed_sweep(sweep, workers=workers, executor="processes")
     finally:
         module.solve_variant, module._warm_up = saved
-    n = len(sweep.variants())
-    ideal = sum(durations[i % len(durations)] for i in range(n)) / workers
-    return wall, ideal, summary["converged"]
+    return wall, _ideal(sweep, durations, workers), summary["converged"]
 
 
 def emulated(sweep, durations, rows, workers: int):
     """``run_sweep`` of ``sweep`` on ``workers`` processes whose variants stand in for themselves
     (_stand_in): (wall s, the ideal: the variants' solve time over the workers, converged)."""
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
-    cluster = LocalCluster(
-        n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=logging.ERROR
-    )
+    cluster = _local_cluster(workers)
     try:
         with Client(cluster) as client:
             client.run(_stand_in, durations, rows)
-        with tempfile.TemporaryDirectory() as out:
-            t0 = time.perf_counter()
-            summary = run_sweep(sweep, out, scheduler=cluster.scheduler_address, plots=False)
-            wall = time.perf_counter() - t0
+        wall, summary = _timed_sweep(sweep, scheduler=cluster.scheduler_address)
     finally:
         cluster.close()
-    n = len(sweep.variants())
-    ideal = sum(durations[i % len(durations)] for i in range(n)) / workers
-    return wall, ideal, summary["converged"]
+    return wall, _ideal(sweep, durations, workers), summary["converged"]
 
 
 def _busy(_):
@@ -252,22 +259,15 @@ def machine_parallelism() -> float:
 
 
 def on_cluster(sweep, workers: int):
-    from distributed import LocalCluster
+    from distributed import Client
 
     t0 = time.perf_counter()
-    cluster = LocalCluster(
-        n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=logging.ERROR
-    )
+    cluster = _local_cluster(workers)
     started = time.perf_counter() - t0
     try:
-        from distributed import Client
-
         with Client(cluster) as client:  # every worker loads the kernels before the clock starts
             client.run(_warm_up)
-        with tempfile.TemporaryDirectory() as out:
-            t1 = time.perf_counter()
-            summary = run_sweep(sweep, out, scheduler=cluster.scheduler_address, plots=False)
-            wall = time.perf_counter() - t1
+        wall, summary = _timed_sweep(sweep, scheduler=cluster.scheduler_address)
     finally:
         cluster.close()
     return started, wall, summary

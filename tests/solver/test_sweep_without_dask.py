@@ -35,11 +35,13 @@ _WITHOUT_DASK = (
 )
 
 
-def run_without_dask(*args):
+def _python(*args):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run(
-        [sys.executable, "-c", _WITHOUT_DASK, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
-    )
+    return subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+
+
+def run_without_dask(*args):
+    return _python("-c", _WITHOUT_DASK, *args)
 
 
 def sweep_file(folder):
@@ -87,28 +89,13 @@ def test_a_scheduler_without_dask_is_refused_by_name(tmp_path):
 def test_forked_processes_on_request_where_dask_is_installed(tmp_path):
     # what Blender's panel asks for: Dask's workers are new interpreters, which cannot import the
     # solver under Blender's package name
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    args = [sys.executable, "-m", "solver_core", "sweep", str(sweep_file(tmp_path)), "-o", str(tmp_path / "out")]
-    done = subprocess.run(
-        [*args, "--executor", "processes", "--workers", "2", "--no-plots"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    args = ["-m", "solver_core", "sweep", str(sweep_file(tmp_path)), "-o", str(tmp_path / "out")]
+    done = _python(*args, "--executor", "processes", "--workers", "2", "--no-plots")
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     assert "distributed" not in done.stdout + done.stderr
     with open(tmp_path / "out" / "results.csv", newline="") as fh:
         assert [r["converged"] for r in csv.DictReader(fh)] == ["true", "true", "true", "false"]
-    refused = subprocess.run(
-        [*args, "--executor", "processes", "--scheduler", "tcp://127.0.0.1:1"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    refused = _python(*args, "--executor", "processes", "--scheduler", "tcp://127.0.0.1:1")
     assert refused.returncode == 2 and refused.stderr.strip().endswith("--scheduler needs --executor dask")
 
 
@@ -133,16 +120,8 @@ def test_forked_workers_start_with_the_kernels_loaded(tmp_path):
     # generator and the kernels on every core (0.3 s; the fixed cost that kept 16 workers under 13x)
     starts = tmp_path / "starts"
     starts.mkdir()
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    done = subprocess.run(
-        [sys.executable, "-c", _RECORDING_WORKER_STARTS, str(starts), "sweep", str(sweep_file(tmp_path))]
-        + ["-o", str(tmp_path / "out"), "--workers", "2", "--no-plots"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    args = [str(starts), "sweep", str(sweep_file(tmp_path)), "-o", str(tmp_path / "out"), "--workers", "2"]
+    done = _python("-c", _RECORDING_WORKER_STARTS, *args, "--no-plots")
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     loaded = [int(p.read_text()) for p in starts.iterdir()]
     assert len(loaded) == 2 and all(n > 0 for n in loaded), loaded
