@@ -111,13 +111,25 @@ def _segment_lengths(points, amplitude, bump, out):
 
 
 @njit
+def _chord_lengths(points, out):
+    """out[i] = |points[i+1] - points[i]|, as ``np.linalg.norm(np.diff(points, axis=0), axis=1)``
+    computes it (inf stays inf: no zero-amplitude bump is added)."""
+    for i in range(points.shape[0] - 1):
+        s = 0.0
+        for k in range(3):
+            d = points[i + 1, k] - points[i, k]
+            s += d * d
+        out[i] = math.sqrt(s)
+
+
+@njit
 def polyline_length(points):
     """The length of the polyline ``points`` (m, 3): ``norm(diff(points), axis=1).sum()`` to the bit."""
     m = points.shape[0] - 1
     if m < 1:
         return 0.0
     lengths = np.empty(m)
-    _segment_lengths(points, 0.0, points, lengths)
+    _chord_lengths(points, lengths)
     return numpy_sum(lengths, m)
 
 
@@ -151,11 +163,16 @@ def resample_polyline(points, fractions):
     arc[0] = 0.0
     if m > 1:
         lengths = np.empty(m - 1)
-        _segment_lengths(points, 0.0, points, lengths)
+        _chord_lengths(points, lengths)
         for i in range(m - 1):  # cumsum: in order
             arc[i + 1] = arc[i] + lengths[i]
     total = arc[m - 1]
     out = np.empty((fractions.shape[0], 3))
+    if m == 1:  # np.interp's own case for one point: that point, whatever x (NaN too)
+        for q in range(fractions.shape[0]):
+            for k in range(3):
+                out[q, k] = points[0, k]
+        return out
     for q in range(fractions.shape[0]):
         x = fractions[q] * total
         j = _interval(arc, x)

@@ -15,10 +15,11 @@ finite = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, allow_infinit
 
 
 def _numpy_resample(points, fractions):
-    # the numpy formulation the kernel replaced (np.interp per coordinate)
-    seg = np.linalg.norm(np.diff(points, axis=0), axis=1)
-    arc = np.concatenate(([0.0], np.cumsum(seg)))
-    return np.column_stack([np.interp(fractions * arc[-1], arc, points[:, k]) for k in range(3)])
+    # the numpy formulation the kernel replaced (np.interp per coordinate); inf - inf is NaN there too
+    with np.errstate(invalid="ignore"):
+        seg = np.linalg.norm(np.diff(points, axis=0), axis=1)
+        arc = np.concatenate(([0.0], np.cumsum(seg)))
+        return np.column_stack([np.interp(fractions * arc[-1], arc, points[:, k]) for k in range(3)])
 
 
 @settings(max_examples=200, deadline=None)
@@ -45,6 +46,24 @@ def test_resample_is_numpys_interp(points, fractions, repeat):
         points[len(points) // 2] = points[len(points) // 2 - 1]  # a segment of zero length
     np.testing.assert_array_equal(resample_polyline(points, fractions), _numpy_resample(points, fractions))
     assert polyline_length(points) == np.linalg.norm(np.diff(points, axis=0), axis=1).sum()
+
+
+@pytest.mark.parametrize(
+    "points",
+    [
+        [[0.0, 0, 0], [1, 0, 0], [np.inf, 0, 0]],
+        [[0.0, 0, 0], [np.inf, 0, 0], [2, 0, 0]],
+        [[0.0, 0, 0], [np.nan, 1, 0], [2, 0, 0]],
+        [[1.0, 2, 3]],
+        [[1.0, 2, 3], [1.0, 2, 3]],
+    ],
+    ids=["inf at the end", "inf inside", "NaN inside", "one point", "no length"],
+)
+def test_resample_and_length_of_degenerate_polylines_are_numpys(points):
+    points = np.array(points, dtype=np.float64)
+    fractions = np.array([np.nan, -np.inf, -0.5, 0.0, 0.3, 1.0, 2.0, np.inf])
+    np.testing.assert_array_equal(resample_polyline(points, fractions), _numpy_resample(points, fractions))
+    np.testing.assert_array_equal(polyline_length(points), np.linalg.norm(np.diff(points, axis=0), axis=1).sum())
 
 
 def _span(n, seed):
