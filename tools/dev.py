@@ -63,12 +63,60 @@ def ensure_environment(where: Path = VENV, requirements: Path = REQUIREMENTS) ->
             venv.EnvBuilder(with_pip=True, clear=True).create(where)
         else:
             subprocess.run([base, "-m", "venv", "--clear", str(where)], check=True)
+    build = None
+    if requirements == REQUIREMENTS:
+        # the solver's kernels need only numpy and numba: compiled (tools/prebuild_kernels.py, ~2 min on
+        # 2 cores) while pip fetches and unpacks the rest, so that the main job's routing finds them
+        core = _pins(requirements, ("numpy", "numba", "llvmlite"))
+        if len(core) == 3:
+            _pip_install(python, *core)
+            build = _start_kernel_build(python, where)
     _say(f"installing {requirements.name} (bpy is a ~370-520 MB download the first time)")
-    subprocess.run(
-        [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q", "-r", str(requirements)], check=True
-    )
+    try:
+        _pip_install(python, "-r", str(requirements))
+    except BaseException:
+        if build is not None:
+            build[0].kill()
+            build[0].wait()
+        raise
+    if build is not None:
+        _finish_kernel_build(*build)
     stamp.write_text(wanted)
     return python
+
+
+def _pins(requirements: Path, names) -> list:
+    """The requirement lines (``name==version``) of ``names`` in the requirements file."""
+    lines = [line.split("#", 1)[0].strip() for line in requirements.read_text().splitlines()]
+    return [line for line in lines if line.split("==", 1)[0].strip().lower() in names]
+
+
+def _pip_install(python: Path, *args: str) -> None:
+    subprocess.run([str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q", *args], check=True)
+
+
+def _start_kernel_build(python: Path, where: Path):
+    """(process, log path, start time) of the kernels' build in the background, or None."""
+    log = where / "kernel-build.log"
+    try:
+        with open(log, "wb") as out:
+            process = subprocess.Popen(
+                [str(python), "-m", "tools.prebuild_kernels"], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT
+            )
+    except OSError:
+        return None
+    _say("compiling the solver's kernels beside the install (once per solver version)")
+    return process, log, time.monotonic()
+
+
+def _finish_kernel_build(process, log: Path, started: float) -> None:
+    """Wait for the kernels' build: the main job and the tests take them from dist/kernel_cache, and a
+    second build into that folder must not start beside this one."""
+    code = process.wait()
+    if code == 0:
+        _say(f"solver kernels ready ({time.monotonic() - started:.0f} s after the build started)")
+    else:
+        _say(f"compiling the kernels beside the install failed ({log}); they are compiled when first needed")
 
 
 def run(python: Path, *args: str) -> int:
