@@ -50,7 +50,7 @@ def venv_python(where: Path = VENV) -> Path:
     return where / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
 
 
-def ensure_environment(where: Path = VENV, requirements: Path = REQUIREMENTS) -> Path:
+def ensure_environment(where: Path = VENV, requirements: Path = REQUIREMENTS, build_kernels: bool = False) -> Path:
     wanted = hashlib.sha256(requirements.read_bytes()).hexdigest()
     python = venv_python(where)
     stamp = where / ".requirements.sha256"
@@ -64,9 +64,10 @@ def ensure_environment(where: Path = VENV, requirements: Path = REQUIREMENTS) ->
         else:
             subprocess.run([base, "-m", "venv", "--clear", str(where)], check=True)
     build = None
-    if requirements == REQUIREMENTS:
-        # the solver's kernels need only numpy and numba: compiled (tools/prebuild_kernels.py, ~2 min on
-        # 2 cores) while pip fetches and unpacks the rest, so that the main job's routing finds them
+    if build_kernels:
+        # the kernels the main job loads need only numpy and numba: compiled (tools/prebuild_kernels.py,
+        # ~2 min on 2 cores) while pip fetches and unpacks the rest, so that its routing finds them. Not
+        # for the tests: they compile these beside the solver tests' own, on the other core
         core = _pins(requirements, ("numpy", "numba", "llvmlite"))
         if len(core) == 3:
             _pip_install(python, *core)
@@ -136,7 +137,7 @@ def main(argv: list[str]) -> int:
     if command == "demos":
         ensure_environment()  # the extension's kernel cache and repository link live in .venv
         return run(ensure_environment(DEMOS_VENV, DEMOS_REQUIREMENTS), "-m", "demo_blends.build_demos", *rest)
-    python = ensure_environment()
+    python = ensure_environment(build_kernels=command == "demo")
     if command == "lint":
         return run(python, "-m", "ruff", "check", ".", *rest) or run(python, "-m", "ruff", "format", "--check", ".")
     if command == "demo":
