@@ -111,8 +111,8 @@ def _start_kernel_build(python: Path, where: Path):
 
 
 def _finish_kernel_build(process, log: Path, started: float) -> None:
-    """Wait for the kernels' build: the main job and the tests take them from dist/kernel_cache, and a
-    second build into that folder must not start beside this one."""
+    """Wait for the kernels' build: the main job takes them from dist/kernel_cache, and a second build
+    into that folder must not start beside this one."""
     code = process.wait()
     if code == 0:
         _say(f"solver kernels ready ({time.monotonic() - started:.0f} s after the build started)")
