@@ -48,6 +48,7 @@ import numpy as np
 from ..errors import CaseError, show
 from ..specs.case import as_float, as_int, read_json
 from ..specs.materials import MATERIAL_KEYS
+from .forked_cluster import ForkedCluster, can_fork
 from .signals import as_interruption
 
 SWEEP_FORMAT = "cable-harness-sweep/1"
@@ -578,9 +579,11 @@ class ClusterLost(CaseError):
     """The scheduler or every worker went away during a sweep: the rows so far are kept."""
 
 
-def _client(scheduler, workers, timeout=CLUSTER_TIMEOUT):
+def _client(scheduler, workers, timeout=CLUSTER_TIMEOUT, before_fork=None):
     """(Dask client, its local cluster or None); (None, None) where ``distributed`` is missing and no
-    scheduler is named: the variants then run in processes of the standard library."""
+    scheduler is named: the variants then run in processes of the standard library. The local
+    cluster's workers are forked from this process where it can fork (forked_cluster), after
+    ``before_fork`` (default: loading the kernels), else spawned."""
     try:
         from distributed import Client, LocalCluster
     except ImportError:
@@ -592,6 +595,19 @@ def _client(scheduler, workers, timeout=CLUSTER_TIMEOUT):
     if scheduler:
         return _connect(Client, scheduler, timeout), None
     n = workers or os.cpu_count() or 1
+    if can_fork():
+        # the kernels loaded here once, and every worker forked with them: a spawned worker's start
+        # (0.8 s: a new interpreter, its imports, numba's code generator, the kernels) on every core
+        # kept 16 workers at 12x one on a sweep of 640 variants (docs/performance.md)
+        cluster = ForkedCluster(n, before_fork or _warm_up, timeout)
+        try:
+            # not waiting for the workers: the scheduler hands the first variants to the first that
+            # register while the others still start
+            client = Client(cluster.cluster)
+        except BaseException:
+            cluster.close(timeout)
+            raise
+        return client, cluster
     cluster = LocalCluster(
         n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=logging.ERROR
     )
@@ -718,7 +734,15 @@ def run_sweep(
     if todo:
         sink = _Sink(columns, table, rows, progress, len(todo), os.path.join(outdir, "shapes") if shapes else None)
         sink.timeout = variant_timeout
-        client, cluster = _client(scheduler, workers, cluster_timeout) if executor == "dask" else (None, None)
+        rest = todo
+
+        def before_fork():
+            nonlocal rest
+            rest = _solve_first_here(sweep, todo, sink)
+
+        client, cluster = (
+            _client(scheduler, workers, cluster_timeout, before_fork) if executor == "dask" else (None, None)
+        )
         if client is None:
             _solve_locally(sweep, todo, sink, workers or os.cpu_count() or 1, chunk_size)
         else:
@@ -730,15 +754,18 @@ def run_sweep(
             levels = [logger.level for logger in quiet]
             for logger in quiet:
                 logger.setLevel(logging.CRITICAL)
+            finished = False
             try:
                 where = f"--scheduler {scheduler}" if scheduler else "the local Dask cluster"
-                _solve_on(client, sweep, todo, sink, chunk_size, where, cluster_timeout)
+                forked = len(cluster.processes) if isinstance(cluster, ForkedCluster) else 0
+                _solve_on(client, sweep, rest, sink, chunk_size, where, cluster_timeout, forked)
+                finished = True
             except ClusterLost as exc:
                 raise ClusterLost(
                     f"{exc}; the rows solved so far are kept in {table}, run the sweep again to resume"
                 ) from None
             finally:
-                _close(client, cluster, cluster_timeout)
+                _close(client, cluster, cluster_timeout, finished)
                 gc.collect()
                 for logger, level in zip(quiet, levels):
                     logger.setLevel(level)
@@ -816,8 +843,12 @@ def _chunks(todo, n_workers, chunk_size) -> list:
     return [todo[k : k + size] for k in range(0, len(todo), size)]
 
 
-def _close(client, cluster, timeout) -> None:
-    """Close a client (and its local cluster), bounded in time: the scheduler may be gone."""
+def _close(client, cluster, timeout, finished=True) -> None:
+    """Close a client (and its local cluster), bounded in time: the scheduler may be gone. Forked
+    workers are stopped first (killed unless the sweep ``finished``): running on after the client,
+    each result they report makes the scheduler log a traceback of the closed client."""
+    if isinstance(cluster, ForkedCluster):
+        cluster.stop_workers(timeout, finished)
     try:
         client.close(timeout=timeout)
     except Exception:  # nothing is left to say to a scheduler that is gone
@@ -842,10 +873,11 @@ class _Call:
         return self.function, self.args
 
 
-def _solve_on(client, sweep, todo, sink, chunk_size, where="the local Dask cluster", timeout=CLUSTER_TIMEOUT):
+def _solve_on(client, sweep, todo, sink, chunk_size, where="the local Dask cluster", timeout=CLUSTER_TIMEOUT, forked=0):
     """Solve the variants on a Dask cluster, checking it every WATCH_INTERVAL: a scheduler that is lost
     or does not answer within ``timeout``, or a cluster without workers for ``timeout``, is
-    ClusterLost, never a wait for good."""
+    ClusterLost, never a wait for good. ``forked``: the number of workers forked with the kernels
+    (ForkedCluster), which need no warm-up and may still be registering."""
     import asyncio
     import concurrent.futures
     import pickle
@@ -869,8 +901,9 @@ def _solve_on(client, sweep, todo, sink, chunk_size, where="the local Dask clust
         return threads
 
     try:
-        n_workers = max(1, len(workers()))
-        client.run(_warm_up)
+        n_workers = forked or max(1, len(workers()))
+        if not forked:
+            client.run(_warm_up)
         keep = sink.shape_dir is not None
         futures = [
             client.submit(
@@ -916,15 +949,24 @@ def _solve_on(client, sweep, todo, sink, chunk_size, where="the local Dask clust
         raise ClusterLost(f"{where}: {lost} ({type(exc).__name__})") from None
 
 
+def _solve_first_here(sweep, todo, sink) -> list:
+    """Load the kernels and solve the first variant in this process, before workers are forked from
+    it: the kernels that variant adds to ``_warm_up``'s (contact, clips; 0.15 s for the equipment
+    bay) are then every forked worker's from its start, loaded once. Returns the variants left."""
+    _warm_up()
+    sink.take(solve_chunk(sweep.case_doc, todo[:1], sink.shape_dir is not None, sink.timeout))
+    return todo[1:]
+
+
 def _solve_locally(sweep, todo, sink, n_workers, chunk_size):
-    """Without Dask: forked worker processes (each warms its kernels once), or this process alone
-    where the platform cannot fork or one worker is asked for."""
+    """Without Dask: worker processes forked after this one loaded the kernels and solved the first
+    variant, or this process alone where the platform cannot fork or one worker is asked for."""
     import concurrent.futures
     import multiprocessing
 
     keep = sink.shape_dir is not None
-    chunks = _chunks(todo, n_workers, chunk_size)
     if n_workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        chunks = _chunks(todo, n_workers, chunk_size)
         _warm_up()  # as a worker does: loading the kernels is not the first variant's time (nor limit)
         for c in chunks:
             sink.take(solve_chunk(sweep.case_doc, c, keep, sink.timeout))
@@ -932,7 +974,10 @@ def _solve_locally(sweep, todo, sink, n_workers, chunk_size):
     # the kernels loaded here, before the fork, are every worker's from its start: a worker that
     # loaded its own would pay numba's code generator and the kernels (0.3 s) on every core, the
     # fixed cost that kept 16 workers under 13x one on a sweep of 640 variants (docs/performance.md)
-    _warm_up()
+    todo = _solve_first_here(sweep, todo, sink)
+    if not todo:
+        return
+    chunks = _chunks(todo, n_workers, chunk_size)
     context = multiprocessing.get_context("fork")
     pool = concurrent.futures.ProcessPoolExecutor(
         n_workers, mp_context=context, initializer=_start_worker, initargs=(os.getpid(),)

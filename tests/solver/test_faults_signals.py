@@ -95,7 +95,14 @@ pytestmark = pytest.mark.skipif(not os.path.isdir("/proc"), reason="the process 
 
 
 @pytest.mark.parametrize(
-    "how", ["SIGTERM to the parent", "SIGINT to the process group", "SIGTERM to a one-process sweep"]
+    "how",
+    [
+        "SIGTERM to the parent",
+        "SIGINT to the process group",
+        "SIGTERM to a one-process sweep",
+        "SIGTERM to a local Dask cluster's sweep",
+        "SIGINT to a local Dask cluster's process group",
+    ],
 )
 def test_a_signalled_sweep_stops_its_workers_and_keeps_its_rows(tmp_path, how):
     doc = {
@@ -114,7 +121,7 @@ def test_a_signalled_sweep_stops_its_workers_and_keeps_its_rows(tmp_path, how):
         "-o",
         str(out),
         "--executor",
-        "processes",
+        "dask" if "Dask" in how else "processes",  # Dask's workers are forked from the sweep's process too
         "--workers",
         workers_asked,
     ]

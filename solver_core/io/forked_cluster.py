@@ -1,0 +1,139 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""A local Dask cluster whose workers are forked from the sweep's own process after it loaded the
+solver's kernels, so that every worker starts with them.
+
+A worker that Dask spawns is a new interpreter: it imports distributed, numba and the solver, sets up
+numba's code generator and loads the kernels, 0.8 s of one core before its first variant. On 16
+cores that fixed start is a fifth of a 640-variant sweep of the equipment bay and kept 16 workers at
+12x one (docs/performance.md). Forked here, after the kernels were loaded once (0.3-0.5 s), 16
+workers are registered with the scheduler within 0.4 s even on 2 cores.
+
+Only a process with one thread is forked: a lock another thread holds at the fork (the scheduler's
+event loop, a logging handler) would stay held in the child for good. So the workers are forked
+before the scheduler starts, and are sent its address through a pipe once it runs. They run
+``distributed.Worker`` without a nanny: a worker that dies is not restarted (the scheduler gives its
+variants to the others, and a variant that kills three workers fails the sweep, as with a nanny).
+"""
+
+import asyncio
+import contextlib
+import logging
+import multiprocessing
+import os
+import sys
+import threading
+import time
+
+STARTUP_TIMEOUT = 60.0  # [s] a forked worker waits this long for the scheduler's address, then ends
+
+
+def can_fork() -> bool:
+    """Whether this process may fork the workers: the platform forks, no other thread runs, and the
+    process is not a daemonic worker itself (which multiprocessing forbids to have children)."""
+    return (
+        "fork" in multiprocessing.get_all_start_methods()
+        and threading.active_count() == 1
+        and not multiprocessing.current_process().daemon
+    )
+
+
+def _serve(receive, inherited, parent: int, index: int, timeout: float) -> None:
+    """A forked worker: waits for the scheduler's address on ``receive``, then serves it until the
+    scheduler or a second message on ``receive`` tells it to close. ``inherited``: the pipes to the
+    workers forked before this one, which are not this worker's to hold open."""
+    from .signals import for_worker
+
+    for_worker(parent)  # Ctrl-C is the parent's to handle; dies with the parent
+    for pipe in inherited:
+        pipe.close()
+    logging.getLogger("distributed").setLevel(logging.ERROR)  # as LocalCluster's silence_logs
+    if not receive.poll(STARTUP_TIMEOUT):
+        return
+    address = receive.recv()
+    if not address:  # the scheduler did not start
+        return
+    from distributed import Worker
+
+    async def serve():
+        # death_timeout: a scheduler that never answers ends the worker rather than keeping it
+        async with Worker(address, nthreads=1, name=f"forked-{index}", death_timeout=timeout) as worker:
+            told = asyncio.Event()
+            asyncio.get_running_loop().add_reader(receive.fileno(), told.set)  # a message, or the parent gone
+            finished, stop = asyncio.ensure_future(worker.finished()), asyncio.ensure_future(told.wait())
+            await asyncio.wait([finished, stop], return_when=asyncio.FIRST_COMPLETED)
+            stop.cancel()
+        # leaving the block closed the worker: it said goodbye to the scheduler, which still runs
+
+    try:
+        asyncio.run(serve())
+    except Exception as exc:  # one line, not multiprocessing's traceback: the others go on without it
+        sys.stderr.write(f"sweep worker {index} stopped: {type(exc).__name__}: {' '.join(str(exc).split())[:120]}\n")
+        sys.exit(1)
+
+
+class ForkedCluster:
+    """A LocalCluster's scheduler (its dashboard, the same code as on a cluster) with ``n_workers``
+    single-threaded workers forked from this process after ``warm_up`` loaded the kernels. Call
+    ``can_fork`` first; ``stop_workers`` before the client closes, ``close`` after it."""
+
+    def __init__(self, n_workers: int, warm_up, timeout: float):
+        from distributed import LocalCluster
+
+        warm_up()
+        context = multiprocessing.get_context("fork")
+        self.processes, self._pipes = [], []
+        try:
+            for index in range(n_workers):
+                receive, send = context.Pipe(duplex=False)
+                process = context.Process(
+                    target=_serve,
+                    args=(receive, list(self._pipes), os.getpid(), index, timeout),
+                    name=f"sweep-worker-{index}",
+                    daemon=True,
+                )
+                process.start()
+                receive.close()
+                self.processes.append(process)
+                self._pipes.append(send)
+            self.cluster = LocalCluster(n_workers=0, processes=True, dashboard_address=":0", silence_logs=logging.ERROR)
+        except BaseException:
+            self._tell(None)
+            self._reap(5.0)
+            for pipe in self._pipes:
+                pipe.close()
+            raise
+        self.scheduler_address = self.cluster.scheduler_address
+        self._tell(self.scheduler_address)
+
+    def _tell(self, message) -> None:
+        for pipe in self._pipes:
+            with contextlib.suppress(OSError):  # a worker that is gone reads nothing
+                pipe.send(message)
+
+    def stop_workers(self, timeout: float, finished: bool) -> None:
+        """Before the client closes. A ``finished`` sweep's workers are told to close (each says
+        goodbye to the scheduler and exits; one still there after ``timeout`` is killed); an
+        interrupted or failed sweep's are killed at once: one may be inside a variant for minutes,
+        and what they would still solve has nowhere to go (rows are written as they come in)."""
+        if finished:
+            self._tell("close")
+        self._reap(timeout if finished else 0.0)
+
+    def close(self, timeout: float) -> None:
+        """Close the scheduler, after the workers (closed first, it would meet a worker's heartbeat
+        on its way, which the worker logs as a traceback), and the pipes to them."""
+        self._reap(0.0)
+        for pipe in self._pipes:
+            pipe.close()
+        with contextlib.suppress(Exception):
+            self.cluster.close(timeout=timeout)
+
+    def _reap(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        for process in self.processes:
+            process.join(max(0.0, deadline - time.monotonic()))
+        for process in self.processes:
+            if process.is_alive():
+                with contextlib.suppress(OSError):
+                    process.kill()
+                process.join(1.0)

@@ -1,0 +1,138 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The command line's local Dask cluster: its workers are forked from the sweep's process after the
+kernels were loaded there and the first variant solved (issue 54, target 4), give the rows the
+standard library's processes give, and a worker killed midway leaves its variants to the others. A
+process that runs other threads cannot fork safely: it spawns its workers as before."""
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from helpers.cases import cable, case
+
+from solver_core.io import forked_cluster
+from solver_core.io.sweep import parse_sweep, run_sweep
+
+pytest.importorskip("distributed")
+
+ROOT = Path(__file__).resolve().parents[2]
+ENV = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+SMALL = case(cable(segments=8, end={"position": [0.2, 0, 0], "tangent": [1, 0, 0], "normal": [0, 0, 1]}))
+LENGTHS = [0.3, 0.29, 0.28, 0.27, 0.1]  # 0.1 m is shorter than its ends' distance: an invalid variant
+
+# each forked worker writes, as it starts, how many compiled versions of the Newton kernel it holds
+_RECORDING_WORKER_STARTS = (
+    "import os, sys\n"
+    "from solver_core.io import forked_cluster\n"
+    "from solver_core.solve.newton import newton_iterations\n"
+    "original = forked_cluster._serve\n"
+    "def serve(*args):\n"
+    "    with open(os.path.join(sys.argv[1], str(os.getpid())), 'w') as fh:\n"
+    "        fh.write(f'{os.getppid()} {len(newton_iterations.overloads)}')\n"
+    "    return original(*args)\n"
+    "forked_cluster._serve = serve\n"
+    "from solver_core.io.cli import main\n"
+    "sys.exit(main(sys.argv[2:]))\n"
+)
+
+
+def sweep_file(folder, vary, **more):
+    path = folder / "sweep.json"
+    path.write_text(json.dumps({"format": "cable-harness-sweep/1", "case": SMALL, "vary": vary, **more}))
+    return str(path)
+
+
+def table(path) -> list:
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def cli(*args, **kwargs):
+    return subprocess.run(
+        [sys.executable, *args], cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600, **kwargs
+    )
+
+
+def test_the_workers_are_forked_with_the_kernels_and_give_the_same_rows(tmp_path):
+    path = sweep_file(tmp_path, [{"path": "cables[0].length", "values": LENGTHS}])
+    starts = tmp_path / "starts"
+    starts.mkdir()
+    dask = cli("-c", _RECORDING_WORKER_STARTS, str(starts), "sweep", path, "-o", str(tmp_path / "dask"),
+               "--workers", "2", "--no-plots")  # fmt: skip
+    assert dask.returncode == 1 and dask.stderr.count("\n") == 0, dask.stderr  # the last variant is invalid
+    recorded = [p.read_text().split() for p in starts.iterdir()]
+    # two workers, children of the sweep's process, each holding the kernels from its start
+    assert len(recorded) == 2 and len({parent for parent, _ in recorded}) == 1, recorded
+    assert all(int(kernels) > 0 for _, kernels in recorded), recorded
+    forked = cli("-m", "solver_core", "sweep", path, "-o", str(tmp_path / "forked"), "--executor", "processes",
+                 "--workers", "2", "--no-plots")  # fmt: skip
+    assert forked.returncode == 1, forked.stderr
+    rows, want = table(tmp_path / "dask" / "results.csv"), table(tmp_path / "forked" / "results.csv")
+    assert [float(r["cables[0].length"]) for r in rows] == LENGTHS
+    assert [r["converged"] for r in rows] == ["true"] * 4 + ["false"]
+    timeless = [{k: v for k, v in r.items() if not k.endswith("solve_ms")} for r in rows]
+    assert timeless == [{k: v for k, v in r.items() if not k.endswith("solve_ms")} for r in want]
+
+
+def _children(pid) -> list:
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    if int(fh.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        out.append(int(entry))
+            except OSError:
+                pass
+    return out
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="the worker is found in /proc")
+def test_a_worker_killed_midway_leaves_its_variants_to_the_others(tmp_path):
+    path = sweep_file(tmp_path, [{"path": "cables[0].length", "uniform": [0.25, 0.3]}], samples=2000)
+    out = tmp_path / "out"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "solver_core", "sweep", path, "-o", str(out), "--workers", "2", "--no-plots"],
+        cwd=ROOT, env=ENV, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        results = out / "results.csv"
+        deadline = time.monotonic() + 120
+        while not (results.exists() and results.read_text().count("\n") > 8 and len(_children(process.pid)) == 2):
+            assert time.monotonic() < deadline and process.poll() is None, "no rows from two workers"
+            time.sleep(0.05)
+        os.kill(_children(process.pid)[0], signal.SIGKILL)
+        at_kill = results.read_text().count("\n") - 1
+        stdout, stderr = process.communicate(timeout=300)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 0, stderr
+    assert at_kill < 1000  # killed midway
+    assert "2000 of 2000 variants converged" in stdout and stderr == "", stderr
+    assert sorted(int(r["variant"]) for r in table(results)) == list(range(2000))
+
+
+def test_a_process_running_other_threads_spawns_its_workers(tmp_path):
+    # a lock another thread holds at a fork stays held in the child: no fork then
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait, daemon=True)
+    other.start()
+    try:
+        assert not forked_cluster.can_fork()
+        sweep = parse_sweep({"format": "cable-harness-sweep/1", "case": SMALL,
+                             "vary": [{"path": "cables[0].length", "values": LENGTHS[:2]}]})  # fmt: skip
+        summary = run_sweep(sweep, str(tmp_path / "out"), workers=1, plots=False)
+    finally:
+        stop.set()
+        other.join()
+    assert summary["variants"] == 2 and summary["failed"] == []
+    assert [float(r["cables[0].length"]) for r in table(tmp_path / "out" / "results.csv")] == LENGTHS[:2]
