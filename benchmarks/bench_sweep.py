@@ -17,15 +17,17 @@ variant over the solve itself, and how parallel the machine is at the moment (tw
 processes against one). Targets: 2 workers >= 1.7x one on 2 cores;
 overhead <= 20 %. Figures are printed, not asserted.
 
-Then the sweep at more workers than this machine has cores (``--emulate 16``): ``run_sweep`` on 16
-worker processes whose variants stand in for themselves, each sleeping the time it took to solve
-above and returning the row it gave. The cores then carry only the sweep's machinery (scheduler,
-chunks, transfers, the table streamed to disk), so its efficiency at 16 workers is measured as it
-would be on 16 cores; the kernels' own scaling (memory, clock) is not. Beside it, what one worker
-costs to start (process, imports, kernels, as ``run_sweep`` starts it), measured on its own, and the
-speed-up the two give on 16 cores for the issue's 640 variants: serial time over start plus the
-emulated sweep. The same for ``--executor processes`` (what Blender's Variation Study runs), whose
-workers are forked after the kernels were loaded once, so that none loads its own.
+Then the sweep at more workers than this machine has cores (``--emulate 16``): the issue's 640
+variants on 16 worker processes whose variants stand in for themselves, each sleeping the time it
+took to solve above and returning the row it gave. The cores then carry only the sweep's machinery
+(scheduler, chunks, transfers, the table streamed to disk), as 16 cores would, though the 16 workers'
+own starts and event loops share 2 cores here; the kernels' own scaling (memory, clock) is not
+measured. First the command line's default, run as the command line runs it, in a new process (its
+local Dask cluster, whose workers are forked after the kernels were loaded and the first variant
+solved), from start to end at 16 workers and at 1; the kernels' load, measured in a new process, is
+added to both: the speed-up of 16 workers over one. Then ``--executor processes`` (Blender's Variation
+Study) and a local cluster of spawned workers (where the sweep's process runs other threads, or with
+``--scheduler``; each worker's own start measured alone), against the variants' solve time alone.
 """
 
 import argparse
@@ -196,16 +198,38 @@ def worker_start() -> float:
         cluster.close()
 
 
-def forked_start() -> float:
-    """Wall seconds a fresh process that has imported the solver (as the command line has when it
-    starts a sweep) takes to load the kernels its forked workers inherit (_warm_up)."""
+_FIRST_VARIANT = """
+import json, sys, time
+from benchmarks.bench_sweep import bay_sweep
+from solver_core.io.sweep import _warm_up, parse_sweep, solve_variant
+sweep = parse_sweep(bay_sweep(1))
+t = time.perf_counter()
+_warm_up()
+t1 = time.perf_counter()
+solve_variant(sweep.case_doc, 0, sweep.variants()[0])
+print(json.dumps([t1 - t, time.perf_counter() - t1]))
+"""
+
+
+def _python(code: str, *args) -> str:
+    """The last line ``code`` prints, run in a new interpreter at the repository's root."""
     import subprocess
 
-    code = (
-        "import time, solver_core.io.sweep as s; t = time.perf_counter(); s._warm_up(); print(time.perf_counter() - t)"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    return float(done.stdout.split()[-1])
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root)
+    done = subprocess.run([sys.executable, "-c", code, *args], cwd=root, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"bench_sweep: a measuring process failed:\n{done.stderr[-2000:]}")
+    return done.stdout.splitlines()[-1]
+
+
+def first_variant(durations) -> tuple:
+    """(the kernels' load, the first variant's own kernels) in seconds, in a new process that has
+    imported the solver, as the command line has when a sweep starts: ``_warm_up`` there, then the
+    bay's first variant beyond the time it takes once its kernels are loaded (``durations[0]``). A
+    forked worker inherits both from the sweep's process; a spawned worker pays both itself."""
+    warm, first = json.loads(_python(_FIRST_VARIANT))
+    return warm, max(0.0, first - durations[0])
 
 
 def emulated_forked(sweep, durations, rows, workers: int):
@@ -220,6 +244,31 @@ def emulated_forked(sweep, durations, rows, workers: int):
     finally:
         module.solve_variant, module._warm_up = saved
     return wall, _ideal(sweep, durations, workers), summary["converged"]
+
+
+def emulate_default(path: str) -> None:
+    """Run in a new process by ``emulated_default``: the stand-ins installed, then ``run_sweep`` as
+    the command line runs it by default; prints (wall s, converged, whether the workers were forked)."""
+    from solver_core.io.forked_cluster import can_fork
+
+    spec = json.load(open(path, encoding="utf-8"))
+    _stand_in(spec["durations"], spec["rows"])
+    forked = can_fork()
+    wall, summary = _timed_sweep(parse_sweep(spec["sweep"]), workers=spec["workers"])
+    print(json.dumps([wall, summary["converged"], forked]))
+
+
+def emulated_default(sweep_doc, durations, rows, workers: int):
+    """As ``emulated``, with the command line's default: its local Dask cluster, whose workers are
+    forked from the sweep's process. Run in a new process: this one runs Dask's threads by now (and
+    would spawn its workers). (wall s, the ideal, converged, forked)."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "emulated.json")
+        with open(path, "w", encoding="utf-8") as fh:
+            json.dump({"sweep": sweep_doc, "durations": durations, "rows": rows, "workers": workers}, fh)
+        code = "import sys; from benchmarks.bench_sweep import emulate_default; emulate_default(sys.argv[1])"
+        wall, converged, forked = json.loads(_python(code, path))
+    return wall, _ideal(parse_sweep(sweep_doc), durations, workers), converged, forked
 
 
 def emulated(sweep, durations, rows, workers: int):
@@ -308,31 +357,42 @@ def main(argv=None) -> int:
         f"{100.0 * (times[1] - wall) / wall:+.1f} % (target <= 20 %)"
     )
     if args.emulate > 0:
-        big = parse_sweep(json.loads(json.dumps(bay_sweep(max(1, args.emulated_variants // 2)))))
-        m = len(big.variants())
-        start = min(worker_start() for _ in range(3))
-        sweep_wall, ideal, converged = emulated(big, durations, rows, args.emulate)
-        one = start + ideal * args.emulate  # one worker: its start, then every variant
+        big_doc = json.loads(json.dumps(bay_sweep(max(1, args.emulated_variants // 2))))
+        big = parse_sweep(json.loads(json.dumps(big_doc)))
+        m, k = len(big.variants()), args.emulate
+        warm, first = min(first_variant(durations) for _ in range(3))
         print(
-            f"  {m} variants on {args.emulate} workers, each variant sleeping its solve time above (the "
-            f"machinery alone): {sweep_wall:.2f} s against {ideal:.2f} s of solving per worker: efficiency "
-            f"{ideal / sweep_wall:.3f}, {converged} rows",
+            f"  {m} variants on {k} workers, each variant sleeping its solve time above (the machinery alone; "
+            f"the start added, then on {k} cores against one worker that starts the same way):"
+        )
+        start = warm + first  # loaded once, in the sweep's process, before the fork
+        sweep_wall, ideal, converged, forked = emulated_default(big_doc, durations, rows, k)
+        alone, _, _, _ = emulated_default(big_doc, durations, rows, 1)
+        one = start + ideal * k
+        print(
+            f"  the command line's default, a local Dask cluster{'' if forked else ' (NOT forked)'}: {k} workers "
+            f"{sweep_wall:.2f} s against {ideal:.2f} s of solving per worker (efficiency {ideal / sweep_wall:.3f}, "
+            f"{converged} rows; the cluster's start and close included, {k} workers on {os.cpu_count()} cores), "
+            f"1 worker {alone:.1f} s; the kernels loaded once before the fork, {warm:.2f} s + the first variant's "
+            f"{first:.2f} s, added to both: {(start + alone) / (start + sweep_wall):.1f}x one worker (target >= 13x); "
+            f"{one / (start + sweep_wall):.1f}x the variants' solve time alone",
             flush=True,
         )
+        sweep_wall, ideal, converged = emulated_forked(big, durations, rows, k)
         print(
-            f"  a worker's start (process, imports, kernels; best of 3): {start:.2f} s; on {args.emulate} cores "
-            f"that sweep would take {start + sweep_wall:.1f} s against {one:.1f} s on one worker: "
-            f"{one / (start + sweep_wall):.1f}x (target >= 13x at 16 workers)",
+            f"  --executor processes (forked workers of the standard library, Blender's Variation Study): "
+            f"{sweep_wall:.2f} s (efficiency {ideal / sweep_wall:.3f}, {converged} rows): "
+            f"{one / (start + sweep_wall):.1f}x the variants' solve time alone",
             flush=True,
         )
-        start = min(forked_start() for _ in range(3))
-        sweep_wall, ideal, converged = emulated_forked(big, durations, rows, args.emulate)
-        one = start + ideal * args.emulate
+        start = min(worker_start() for _ in range(3)) + first
+        sweep_wall, ideal, converged = emulated(big, durations, rows, k)
+        one = start + ideal * k
         print(
-            f"  the same with --executor processes (forked workers, Blender's Variation Study): machinery "
-            f"{sweep_wall:.2f} s against {ideal:.2f} s (efficiency {ideal / sweep_wall:.3f}, {converged} rows); "
-            f"kernels loaded once before the fork {start:.2f} s; on {args.emulate} cores {start + sweep_wall:.1f} s "
-            f"against {one:.1f} s on one worker: {one / (start + sweep_wall):.1f}x"
+            f"  a local Dask cluster with spawned workers (where the sweep's process runs other threads, "
+            f"or --scheduler): {sweep_wall:.2f} s (efficiency {ideal / sweep_wall:.3f}); each worker's own start "
+            f"(process, imports, kernels, the first variant's; best of 3) {start:.2f} s: "
+            f"{one / (start + sweep_wall):.1f}x the variants' solve time alone"
         )
     return 0
 
