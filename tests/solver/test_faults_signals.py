@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from helpers.cases import cable, case
+from helpers.processes import children, running
 
 from solver_core.io import cli
 from solver_core.io.sweep import read_rows
@@ -45,30 +46,6 @@ def wait_for(predicate, timeout, what):
             return
         time.sleep(0.05)
     raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-
-
-def children(pid) -> list:
-    """The pids whose parent is ``pid`` (from /proc)."""
-    out = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as fh:
-                    fields = fh.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == pid:
-                out.append(int(entry))
-    return out
-
-
-def running(pid) -> bool:
-    """Alive and not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def finish(process, timeout=30):

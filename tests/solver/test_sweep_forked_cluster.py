@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from helpers.cases import cable, case
+from helpers.processes import children
 
 from solver_core.io import forked_cluster
 from solver_core.io.sweep import parse_sweep, run_sweep
@@ -81,19 +82,6 @@ def test_the_workers_are_forked_with_the_kernels_and_give_the_same_rows(tmp_path
     assert timeless == [{k: v for k, v in r.items() if not k.endswith("solve_ms")} for r in want]
 
 
-def _children(pid) -> list:
-    out = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as fh:
-                    if int(fh.read().rsplit(")", 1)[1].split()[1]) == pid:
-                        out.append(int(entry))
-            except OSError:
-                pass
-    return out
-
-
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="the worker is found in /proc")
 def test_a_worker_killed_midway_leaves_its_variants_to_the_others(tmp_path):
     path = sweep_file(tmp_path, [{"path": "cables[0].length", "uniform": [0.25, 0.3]}], samples=2000)
@@ -106,10 +94,10 @@ def test_a_worker_killed_midway_leaves_its_variants_to_the_others(tmp_path):
     try:
         results = out / "results.csv"
         deadline = time.monotonic() + 120
-        while not (results.exists() and results.read_text().count("\n") > 8 and len(_children(process.pid)) == 2):
+        while not (results.exists() and results.read_text().count("\n") > 8 and len(children(process.pid)) == 2):
             assert time.monotonic() < deadline and process.poll() is None, "no rows from two workers"
             time.sleep(0.05)
-        os.kill(_children(process.pid)[0], signal.SIGKILL)
+        os.kill(children(process.pid)[0], signal.SIGKILL)
         at_kill = results.read_text().count("\n") - 1
         stdout, stderr = process.communicate(timeout=300)
     finally:
