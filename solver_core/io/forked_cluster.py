@@ -11,8 +11,8 @@ workers are registered with the scheduler within 0.4 s even on 2 cores.
 Only a process with one thread is forked: a lock another thread holds at the fork (the scheduler's
 event loop, a logging handler) would stay held in the child for good. So the workers are forked
 before the scheduler starts, and are sent its address through a pipe once it runs. They run
-``distributed.Worker`` without a nanny: a worker that dies is not restarted (the scheduler gives its
-variants to the others, and a variant that kills three workers fails the sweep, as with a nanny).
+``distributed.Worker`` without a nanny: the scheduler gives a dead worker's variants to the others,
+and the sweep starts a spawned worker in its place (``replace_lost``), as a nanny would.
 """
 
 import asyncio
@@ -46,13 +46,19 @@ def _serve(receive, inherited, parent: int, index: int, timeout: float) -> None:
     for_worker(parent)  # Ctrl-C is the parent's to handle; dies with the parent
     for pipe in inherited:
         pipe.close()
-    logging.getLogger("distributed").setLevel(logging.ERROR)  # as LocalCluster's silence_logs
     if not receive.poll(STARTUP_TIMEOUT):
         return
     address = receive.recv()
     if not address:  # the scheduler did not start
         return
     from distributed import Worker
+
+    # what a worker would log (its start and close at INFO, a heartbeat meeting a closing scheduler
+    # as a traceback) is the sweep's to say, in its one line; a worker spawned in place of a lost one
+    # has distributed's own levels, not those its parent set
+    for name in list(logging.root.manager.loggerDict):
+        if name.startswith(("distributed", "tornado")):
+            logging.getLogger(name).setLevel(logging.CRITICAL)
 
     async def serve():
         # death_timeout: a scheduler that never answers ends the worker rather than keeping it
@@ -80,6 +86,7 @@ class ForkedCluster:
         from distributed import LocalCluster
 
         warm_up()
+        self.timeout = timeout
         context = multiprocessing.get_context("fork")
         self.processes, self._pipes = [], []
         try:
@@ -109,6 +116,30 @@ class ForkedCluster:
         for pipe in self._pipes:
             with contextlib.suppress(OSError):  # a worker that is gone reads nothing
                 pipe.send(message)
+
+    def replace_lost(self) -> None:
+        """Start a worker in place of each that died (what a nanny does), spawned: this process runs
+        threads now, so the new worker is a new interpreter that loads its own kernels. A variant
+        that kills every worker that takes it still fails the sweep: the scheduler gives up on it
+        after three (distributed's allowed-failures)."""
+        context = multiprocessing.get_context("spawn")
+        for index, process in enumerate(self.processes):
+            if process.is_alive():
+                continue
+            process.join(0)
+            receive, send = context.Pipe(duplex=False)
+            worker = context.Process(
+                target=_serve,
+                args=(receive, [], os.getpid(), index, self.timeout),
+                name=f"sweep-worker-{index}",
+                daemon=True,
+            )
+            worker.start()
+            receive.close()
+            self._pipes[index].close()
+            self.processes[index], self._pipes[index] = worker, send
+            with contextlib.suppress(OSError):
+                send.send(self.scheduler_address)
 
     def stop_workers(self, timeout: float, finished: bool) -> None:
         """Before the client closes. A ``finished`` sweep's workers are told to close (each says

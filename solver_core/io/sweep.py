@@ -579,6 +579,24 @@ class ClusterLost(CaseError):
     """The scheduler or every worker went away during a sweep: the rows so far are kept."""
 
 
+def _quiet_dask_loggers() -> list:
+    """Set the loggers of distributed, tornado and asyncio to CRITICAL for a sweep on Dask; returns
+    (logger, level before) pairs to give back. distributed logs a lost connection as tracebacks on
+    stderr (from loggers with levels of their own, configured as it is imported), asyncio reports the
+    gathers of a closed client's lost results when collected, and tornado's loop reports
+    distributed's cancel callback failing (a NameError) when a signal interrupts a call into the
+    client or cluster before its future exists: the sweep's one line says what happened."""
+    try:
+        import distributed  # noqa: F401  (its loggers and their levels exist once it is imported)
+    except ImportError:
+        return []
+    names = [n for n in list(logging.root.manager.loggerDict) if n.startswith(("distributed", "tornado"))]
+    quiet = [(logging.getLogger(n), logging.getLogger(n).level) for n in [*names, "asyncio"]]
+    for logger, _ in quiet:
+        logger.setLevel(logging.CRITICAL)
+    return quiet
+
+
 def _client(scheduler, workers, timeout=CLUSTER_TIMEOUT, before_fork=None):
     """(Dask client, its local cluster or None); (None, None) where ``distributed`` is missing and no
     scheduler is named: the variants then run in processes of the standard library. The local
@@ -740,35 +758,30 @@ def run_sweep(
             nonlocal rest
             rest = _solve_first_here(sweep, todo, sink)
 
-        client, cluster = (
-            _client(scheduler, workers, cluster_timeout, before_fork) if executor == "dask" else (None, None)
-        )
-        if client is None:
-            _solve_locally(sweep, todo, sink, workers or os.cpu_count() or 1, chunk_size)
-        else:
-            # distributed logs a lost connection as tracebacks on stderr (from its loggers, which have
-            # levels of their own): the one line below says it
-            names = [n for n in list(logging.root.manager.loggerDict) if n.startswith("distributed")]
-            # and asyncio, which reports the gathers of a closed client's lost results when collected
-            quiet = [logging.getLogger(n) for n in [*names, "asyncio"]]
-            levels = [logger.level for logger in quiet]
-            for logger in quiet:
-                logger.setLevel(logging.CRITICAL)
-            finished = False
-            try:
-                where = f"--scheduler {scheduler}" if scheduler else "the local Dask cluster"
-                forked = len(cluster.processes) if isinstance(cluster, ForkedCluster) else 0
-                _solve_on(client, sweep, rest, sink, chunk_size, where, cluster_timeout, forked)
-                finished = True
-            except ClusterLost as exc:
-                raise ClusterLost(
-                    f"{exc}; the rows solved so far are kept in {table}, run the sweep again to resume"
-                ) from None
-            finally:
-                _close(client, cluster, cluster_timeout, finished)
-                gc.collect()
-                for logger, level in zip(quiet, levels):
-                    logger.setLevel(level)
+        quiet = _quiet_dask_loggers() if executor == "dask" else []
+        try:
+            client, cluster = (
+                _client(scheduler, workers, cluster_timeout, before_fork) if executor == "dask" else (None, None)
+            )
+            if client is None:
+                _solve_locally(sweep, todo, sink, workers or os.cpu_count() or 1, chunk_size)
+            else:
+                finished = False
+                try:
+                    where = f"--scheduler {scheduler}" if scheduler else "the local Dask cluster"
+                    forked = cluster if isinstance(cluster, ForkedCluster) else None
+                    _solve_on(client, sweep, rest, sink, chunk_size, where, cluster_timeout, forked)
+                    finished = True
+                except ClusterLost as exc:
+                    raise ClusterLost(
+                        f"{exc}; the rows solved so far are kept in {table}, run the sweep again to resume"
+                    ) from None
+                finally:
+                    _close(client, cluster, cluster_timeout, finished)
+                    gc.collect()
+        finally:
+            for logger, level in quiet:
+                logger.setLevel(level)
     ordered = [rows[i] for i in range(len(variants))]
     _write_atomic(
         table, "".join([_csv_line(columns, dict(zip(columns, columns)))] + [_csv_line(columns, r) for r in ordered])
@@ -873,11 +886,13 @@ class _Call:
         return self.function, self.args
 
 
-def _solve_on(client, sweep, todo, sink, chunk_size, where="the local Dask cluster", timeout=CLUSTER_TIMEOUT, forked=0):
+def _solve_on(
+    client, sweep, todo, sink, chunk_size, where="the local Dask cluster", timeout=CLUSTER_TIMEOUT, forked=None
+):
     """Solve the variants on a Dask cluster, checking it every WATCH_INTERVAL: a scheduler that is lost
     or does not answer within ``timeout``, or a cluster without workers for ``timeout``, is
-    ClusterLost, never a wait for good. ``forked``: the number of workers forked with the kernels
-    (ForkedCluster), which need no warm-up and may still be registering."""
+    ClusterLost, never a wait for good. ``forked``: the ForkedCluster whose workers started with the
+    kernels (no warm-up; they may still be registering), each that dies replaced."""
     import asyncio
     import concurrent.futures
     import pickle
@@ -901,8 +916,8 @@ def _solve_on(client, sweep, todo, sink, chunk_size, where="the local Dask clust
         return threads
 
     try:
-        n_workers = forked or max(1, len(workers()))
-        if not forked:
+        n_workers = len(forked.processes) if forked is not None else max(1, len(workers()))
+        if forked is None:
             client.run(_warm_up)
         keep = sink.shape_dir is not None
         futures = [
@@ -936,6 +951,8 @@ def _solve_on(client, sweep, todo, sink, chunk_size, where="the local Dask clust
                 break
             if client.status != "running":
                 raise ClusterLost(f"{where}: the connection to the scheduler was lost")
+            if forked is not None:
+                forked.replace_lost()
             if workers():
                 workerless_since = None
             elif workerless_since is None:

@@ -83,19 +83,22 @@ def test_the_workers_are_forked_with_the_kernels_and_give_the_same_rows(tmp_path
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="the worker is found in /proc")
-def test_a_worker_killed_midway_leaves_its_variants_to_the_others(tmp_path):
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_worker_killed_midway_leaves_its_variants_to_the_others(tmp_path, workers):
+    # with one worker, the one started in its place (spawned: the sweep's process runs threads now)
     path = sweep_file(tmp_path, [{"path": "cables[0].length", "uniform": [0.25, 0.3]}], samples=2000)
     out = tmp_path / "out"
     process = subprocess.Popen(
-        [sys.executable, "-m", "solver_core", "sweep", path, "-o", str(out), "--workers", "2", "--no-plots"],
+        [sys.executable, "-m", "solver_core", "sweep", path, "-o", str(out), "--workers", str(workers),
+         "--no-plots"],
         cwd=ROOT, env=ENV, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         start_new_session=True,
     )  # fmt: skip
     try:
         results = out / "results.csv"
         deadline = time.monotonic() + 120
-        while not (results.exists() and results.read_text().count("\n") > 8 and len(children(process.pid)) == 2):
-            assert time.monotonic() < deadline and process.poll() is None, "no rows from two workers"
+        while not (results.exists() and results.read_text().count("\n") > 8 and len(children(process.pid)) == workers):
+            assert time.monotonic() < deadline and process.poll() is None, "no rows from the workers"
             time.sleep(0.05)
         os.kill(children(process.pid)[0], signal.SIGKILL)
         at_kill = results.read_text().count("\n") - 1
