@@ -3,10 +3,11 @@
 solver's kernels, so that every worker starts with them.
 
 A worker that Dask spawns is a new interpreter: it imports distributed, numba and the solver, sets up
-numba's code generator and loads the kernels, 0.8 s of one core before its first variant. On 16
-cores that fixed start is a fifth of a 640-variant sweep of the equipment bay and kept 16 workers at
-12x one (docs/performance.md). Forked here, after the kernels were loaded once (0.3-0.5 s), 16
-workers are registered with the scheduler within 0.4 s even on 2 cores.
+numba's code generator and loads the kernels, then those its first variant adds: 1.3 s of one core
+before its first variant. On 16 cores that fixed start is a third of a 640-variant sweep of the
+equipment bay and kept 16 workers near 10x one (docs/performance.md). Forked here, after the kernels
+were loaded once (0.3-0.5 s), 16 workers are registered with the scheduler within 0.4 s even on 2
+cores.
 
 Only a process with one thread is forked: a lock another thread holds at the fork (the scheduler's
 event loop, a logging handler) would stay held in the child for good. So the workers are forked

@@ -615,8 +615,8 @@ def _client(scheduler, workers, timeout=CLUSTER_TIMEOUT, before_fork=None):
     n = workers or os.cpu_count() or 1
     if can_fork():
         # the kernels loaded here once, and every worker forked with them: a spawned worker's start
-        # (0.8 s: a new interpreter, its imports, numba's code generator, the kernels) on every core
-        # kept 16 workers at 12x one on a sweep of 640 variants (docs/performance.md)
+        # (1.3 s: a new interpreter, its imports, numba's code generator, the kernels, those of its
+        # first variant) on every core kept 16 workers near 10x one on 640 variants (docs/performance.md)
         cluster = ForkedCluster(n, before_fork or _warm_up, timeout)
         try:
             # not waiting for the workers: the scheduler hands the first variants to the first that
@@ -968,8 +968,9 @@ def _solve_on(
 
 def _solve_first_here(sweep, todo, sink) -> list:
     """Load the kernels and solve the first variant in this process, before workers are forked from
-    it: the kernels that variant adds to ``_warm_up``'s (contact, clips; 0.15 s for the equipment
-    bay) are then every forked worker's from its start, loaded once. Returns the variants left."""
+    it: the kernels that variant adds to ``_warm_up``'s (contact, clips; 0.10-0.14 s for the
+    equipment bay) are then every forked worker's from its start, loaded once. Returns the variants
+    left."""
     _warm_up()
     sink.take(solve_chunk(sweep.case_doc, todo[:1], sink.shape_dir is not None, sink.timeout))
     return todo[1:]
