@@ -686,8 +686,8 @@ def _warm_up():
     }
     Harness.from_case(parse_case(doc)).solve_step()
     # what the worker holds now (modules, kernels) lives as long as it does: the garbage collector
-    # need not traverse it again after every variant
-    gc.collect()
+    # need not traverse it again after every variant (a collection first would find some 70
+    # objects, for 30-55 ms of every worker's start)
     gc.freeze()
     return True
 
@@ -754,9 +754,11 @@ def run_sweep(
         sink.timeout = variant_timeout
         rest = todo
 
+        n_workers = workers or os.cpu_count() or 1
+
         def before_fork():
             nonlocal rest
-            rest = _solve_first_here(sweep, todo, sink)
+            rest = _load_before_fork(sweep, todo, sink, n_workers)
 
         quiet = _quiet_dask_loggers() if executor == "dask" else []
         try:
@@ -764,7 +766,7 @@ def run_sweep(
                 _client(scheduler, workers, cluster_timeout, before_fork) if executor == "dask" else (None, None)
             )
             if client is None:
-                _solve_locally(sweep, todo, sink, workers or os.cpu_count() or 1, chunk_size)
+                _solve_locally(sweep, todo, sink, n_workers, chunk_size)
             else:
                 finished = False
                 try:
@@ -966,19 +968,32 @@ def _solve_on(
         raise ClusterLost(f"{where}: {lost} ({type(exc).__name__})") from None
 
 
-def _solve_first_here(sweep, todo, sink) -> list:
-    """Load the kernels and solve the first variant in this process, before workers are forked from
-    it: the kernels that variant adds to ``_warm_up``'s (contact, clips; 0.10-0.14 s for the
-    equipment bay) are then every forked worker's from its start, loaded once. Returns the variants
-    left."""
+def _cores() -> int:
+    """The cores this process may run on (its affinity: a container's or taskset's share)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # macOS, Windows
+        return os.cpu_count() or 1
+
+
+def _load_before_fork(sweep, todo, sink, n_workers: int) -> list:
+    """Load the kernels in this process before ``n_workers`` workers are forked from it, so that each
+    starts with them. The first variant adds kernels of its own to ``_warm_up``'s (contact, clips:
+    0.10-0.14 s for the equipment bay). Where each worker has a core, every worker loads those
+    beside the others while it solves its first variant, and no worker waits for a variant solved
+    here (one of a few seconds would keep every core idle that long). Where the workers outnumber
+    the cores, those loads would queue for the cores: the first variant is solved here, its kernels
+    loaded once, before the fork. Returns the variants left to the workers."""
     _warm_up()
+    if n_workers <= _cores():
+        return todo
     sink.take(solve_chunk(sweep.case_doc, todo[:1], sink.shape_dir is not None, sink.timeout))
     return todo[1:]
 
 
 def _solve_locally(sweep, todo, sink, n_workers, chunk_size):
-    """Without Dask: worker processes forked after this one loaded the kernels and solved the first
-    variant, or this process alone where the platform cannot fork or one worker is asked for."""
+    """Without Dask: worker processes forked after this one loaded the kernels (_load_before_fork),
+    or this process alone where the platform cannot fork or one worker is asked for."""
     import concurrent.futures
     import multiprocessing
 
@@ -992,7 +1007,7 @@ def _solve_locally(sweep, todo, sink, n_workers, chunk_size):
     # the kernels loaded here, before the fork, are every worker's from its start: a worker that
     # loaded its own would pay numba's code generator and the kernels (0.3 s) on every core, the
     # fixed cost that kept 16 workers under 13x one on a sweep of 640 variants (docs/performance.md)
-    todo = _solve_first_here(sweep, todo, sink)
+    todo = _load_before_fork(sweep, todo, sink, n_workers)
     if not todo:
         return
     chunks = _chunks(todo, n_workers, chunk_size)

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The command line's local Dask cluster: its workers are forked from the sweep's process after the
-kernels were loaded there and the first variant solved (issue 54, target 4), give the rows the
-standard library's processes give, and a worker killed midway leaves its variants to the others. A
-process that runs other threads cannot fork safely: it spawns its workers as before."""
+kernels were loaded there (issue 54, target 4; the first variant is solved there too where the
+workers outnumber the cores), give the rows the standard library's processes give, and a worker
+killed midway leaves its variants to the others. A process that runs other threads cannot fork
+safely: it spawns its workers as before."""
 
 import csv
 import json
@@ -80,6 +81,50 @@ def test_the_workers_are_forked_with_the_kernels_and_give_the_same_rows(tmp_path
     assert [r["converged"] for r in rows] == ["true"] * 4 + ["false"]
     timeless = [{k: v for k, v in r.items() if not k.endswith("solve_ms")} for r in rows]
     assert timeless == [{k: v for k, v in r.items() if not k.endswith("solve_ms")} for r in want]
+
+
+# which process solves each variant: the sweep's own, or a worker (issue 54, target 4)
+_RECORDING_SOLVERS = (
+    "import os, sys\n"
+    "from solver_core.io import sweep\n"
+    "sweep._cores = lambda: int(sys.argv[2])\n"
+    "original = sweep.solve_variant\n"
+    "def solve_variant(case_doc, index, *args, **kwargs):\n"
+    "    open(os.path.join(sys.argv[1], f'{index}-{os.getpid()}'), 'w').close()\n"
+    "    return original(case_doc, index, *args, **kwargs)\n"
+    "sweep.solve_variant = solve_variant\n"
+    "open(os.path.join(sys.argv[1], f'sweep-{os.getpid()}'), 'w').close()\n"
+    "from solver_core.io.cli import main\n"
+    "sys.exit(main(sys.argv[3:]))\n"
+)
+
+
+@pytest.mark.parametrize("executor", ["dask", "processes"])
+def test_the_first_variant_is_solved_before_the_fork_only_where_workers_outnumber_cores(tmp_path, executor):
+    # with a core each, the workers load the kernels the first variant adds side by side, and none
+    # waits for a variant solved in the sweep's process; outnumbering the cores, those loads would
+    # queue for them: the first variant is solved (its kernels loaded) once, before the fork
+    path = sweep_file(tmp_path, [{"path": "cables[0].length", "values": LENGTHS}])
+    tables = []
+    for cores in (1, 64):
+        record = tmp_path / f"solvers-{cores}"
+        record.mkdir()
+        done = cli("-c", _RECORDING_SOLVERS, str(record), str(cores), "sweep", path, "-o", str(tmp_path / str(cores)),
+                   "--workers", "2", "--executor", executor, "--no-plots")  # fmt: skip
+        assert done.returncode == 1 and done.stderr.count("\n") == 0, done.stderr  # the last variant is invalid
+        names = [p.name.split("-") for p in record.iterdir()]
+        (main,) = [pid for what, pid in names if what == "sweep"]
+        solved = sorted((int(what), pid) for what, pid in names if what != "sweep")
+        assert [index for index, _ in solved] == list(range(len(LENGTHS))), solved  # each variant once
+        here = [index for index, pid in solved if pid == main]
+        assert here == ([0] if cores == 1 else []), solved
+        tables.append(
+            [
+                {k: v for k, v in r.items() if not k.endswith("solve_ms")}
+                for r in table(tmp_path / str(cores) / "results.csv")
+            ]
+        )
+    assert tables[0] == tables[1]  # the same rows either way
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="the worker is found in /proc")
