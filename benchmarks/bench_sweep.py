@@ -20,14 +20,18 @@ overhead <= 20 %. Figures are printed, not asserted.
 Then the sweep at more workers than this machine has cores (``--emulate 16``): the issue's 640
 variants on 16 worker processes whose variants stand in for themselves, each sleeping the time it
 took to solve above and returning the row it gave. The cores then carry only the sweep's machinery
-(scheduler, chunks, transfers, the table streamed to disk), as 16 cores would, though the 16 workers'
-own starts and event loops share 2 cores here; the kernels' own scaling (memory, clock) is not
-measured. First the command line's default, run as the command line runs it, in a new process (its
-local Dask cluster, whose workers are forked after the kernels were loaded and the first variant
-solved), from start to end at 16 workers and at 1; the kernels' load, measured in a new process, is
-added to both: the speed-up of 16 workers over one. Then ``--executor processes`` (Blender's Variation
-Study) and a local cluster of spawned workers (where the sweep's process runs other threads, or with
-``--scheduler``; each worker's own start measured alone), against the variants' solve time alone.
+(scheduler, chunks, transfers, the table streamed to disk); the kernels' own scaling (memory, clock)
+is not measured. First the command line's default, run whole as the command line runs it, in a new
+process: the import of distributed, the kernels loaded and the first variant solved there (for
+real), the workers forked, the scheduler, the sweep, the close; at 16 workers, whose starts,
+messages and closes share this machine's cores, and at 1: the speed-up of 16 workers over one. Then
+each worker on a core of its own, as on 16 cores: as many workers as this machine has cores, each
+with the variants a worker has at 16 (2 workers, 80 variants), whose fixed cost (the sweep's time
+beyond its workers' sleeping) is added to the 640 variants' time per worker at 16, with the forks
+of the 14 more workers (measured): the speed-up projected on 16 cores. Then ``--executor processes``
+(Blender's Variation Study) and a local cluster of spawned workers (where the sweep's process runs
+other threads, or with ``--scheduler``; each worker's own start measured alone), against the
+variants' solve time alone.
 """
 
 import argparse
@@ -147,18 +151,28 @@ def serial(sweep):
     return wall, solve_ms, rows, durations
 
 
-def _stand_in(durations, rows):
+def _stand_in(durations, rows, parent=None):
     """Run in each worker of the emulated sweep: variant i sleeps the time variant i mod n took to
     solve in ``serial`` and returns that variant's row under its own index and values; the kernels
-    are not loaded (no variant is solved)."""
+    are not loaded (no variant is solved). With ``parent`` (the sweep's process, which loads the
+    kernels before it forks the workers) variants are solved as they are there, and so is a worker's
+    first variant where the worker lacks kernels it calls (which it then loads, as it would)."""
+    from solver_core.contact.pair_search import find_pairs
     from solver_core.io import sweep as module
 
+    real = module.solve_variant
+    solved_here = []
+
     def solve_variant(case_doc, index, assignment, keep_shapes=False, timeout=None):
+        if parent is not None and (os.getpid() == parent or (not solved_here and not find_pairs.overloads)):
+            solved_here.append(index)
+            return real(case_doc, index, assignment, keep_shapes, timeout)
         time.sleep(durations[index % len(durations)])
         return {**rows[index % len(rows)], "variant": index, **assignment}
 
     module.solve_variant = solve_variant  # solve_chunk looks it up when called
-    module._warm_up = lambda: True
+    if parent is None:
+        module._warm_up = lambda: True
     return True
 
 
@@ -166,7 +180,7 @@ def _local_cluster(workers: int):
     from distributed import LocalCluster
 
     return LocalCluster(
-        n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=logging.ERROR
+        n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=logging.CRITICAL
     )
 
 
@@ -225,9 +239,8 @@ def _python(code: str, *args) -> str:
 
 def first_variant(durations) -> tuple:
     """(the kernels' load, the first variant's own kernels) in seconds, in a new process that has
-    imported the solver, as the command line has when a sweep starts: ``_warm_up`` there, then the
-    bay's first variant beyond the time it takes once its kernels are loaded (``durations[0]``). A
-    forked worker inherits both from the sweep's process; a spawned worker pays both itself."""
+    imported the solver, as a spawned worker has when it starts: ``_warm_up`` there, then the bay's
+    first variant beyond the time it takes once its kernels are loaded (``durations[0]``)."""
     warm, first = json.loads(_python(_FIRST_VARIANT))
     return warm, max(0.0, first - durations[0])
 
@@ -238,7 +251,7 @@ def emulated_forked(sweep, durations, rows, workers: int):
     from solver_core.io import sweep as module
 
     saved = module.solve_variant, module._warm_up
-    _stand_in(durations, rows)
+    _stand_in(durations, rows, parent=os.getpid())
     try:
         wall, summary = _timed_sweep(sweep, workers=workers, executor="processes")
     finally:
@@ -247,28 +260,38 @@ def emulated_forked(sweep, durations, rows, workers: int):
 
 
 def emulate_default(path: str) -> None:
-    """Run in a new process by ``emulated_default``: the stand-ins installed, then ``run_sweep`` as
-    the command line runs it by default; prints (wall s, converged, whether the workers were forked)."""
+    """Run in a new process by ``emulated_default``: the stand-ins installed for the workers, then
+    ``run_sweep`` as the command line runs it by default, this process loading the kernels before it
+    forks them; prints (wall s, converged, whether the workers were forked, one fork's seconds)."""
     from solver_core.io.forked_cluster import can_fork
 
     spec = json.load(open(path, encoding="utf-8"))
-    _stand_in(spec["durations"], spec["rows"])
+    _stand_in(spec["durations"], spec["rows"], parent=os.getpid())
     forked = can_fork()
     wall, summary = _timed_sweep(parse_sweep(spec["sweep"]), workers=spec["workers"])
-    print(json.dumps([wall, summary["converged"], forked]))
+    forks = []
+    for _ in range(8):  # a fork of this process as it is now, the kernels loaded
+        t0 = time.perf_counter()
+        child = os.fork()
+        if child == 0:
+            os._exit(0)
+        forks.append(time.perf_counter() - t0)
+        os.waitpid(child, 0)
+    print(json.dumps([wall, summary["converged"], forked, float(np.median(forks))]))
 
 
 def emulated_default(sweep_doc, durations, rows, workers: int):
     """As ``emulated``, with the command line's default: its local Dask cluster, whose workers are
-    forked from the sweep's process. Run in a new process: this one runs Dask's threads by now (and
-    would spawn its workers). (wall s, the ideal, converged, forked)."""
+    forked from the sweep's process once it loaded the kernels. Run whole in a new process, which
+    loads the kernels itself: this one runs Dask's threads by now (and would spawn its workers).
+    (wall s, the ideal, converged, forked, one fork's seconds)."""
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "emulated.json")
         with open(path, "w", encoding="utf-8") as fh:
             json.dump({"sweep": sweep_doc, "durations": durations, "rows": rows, "workers": workers}, fh)
         code = "import sys; from benchmarks.bench_sweep import emulate_default; emulate_default(sys.argv[1])"
-        wall, converged, forked = json.loads(_python(code, path))
-    return wall, _ideal(parse_sweep(sweep_doc), durations, workers), converged, forked
+        wall, converged, forked, fork = json.loads(_python(code, path))
+    return wall, _ideal(parse_sweep(sweep_doc), durations, workers), converged, forked, fork
 
 
 def emulated(sweep, durations, rows, workers: int):
@@ -359,29 +382,42 @@ def main(argv=None) -> int:
     if args.emulate > 0:
         big_doc = json.loads(json.dumps(bay_sweep(max(1, args.emulated_variants // 2))))
         big = parse_sweep(json.loads(json.dumps(big_doc)))
-        m, k = len(big.variants()), args.emulate
-        warm, first = min(first_variant(durations) for _ in range(3))
+        m, k, cores = len(big.variants()), args.emulate, os.cpu_count() or 1
         print(
-            f"  {m} variants on {k} workers, each variant sleeping its solve time above (the machinery alone; "
-            f"the start added, then on {k} cores against one worker that starts the same way):"
+            f"  {m} variants on {k} workers, each variant sleeping its solve time above (the machinery alone), "
+            f"the sweep run whole, its process loading the kernels:"
         )
-        start = warm + first  # loaded once, in the sweep's process, before the fork
-        sweep_wall, ideal, converged, forked = emulated_default(big_doc, durations, rows, k)
-        alone, _, _, _ = emulated_default(big_doc, durations, rows, 1)
-        one = start + ideal * k
+        sweep_wall, ideal, converged, forked, fork = emulated_default(big_doc, durations, rows, k)
+        alone, _, _, _, _ = emulated_default(big_doc, durations, rows, 1)
         print(
             f"  the command line's default, a local Dask cluster{'' if forked else ' (NOT forked)'}: {k} workers "
             f"{sweep_wall:.2f} s against {ideal:.2f} s of solving per worker (efficiency {ideal / sweep_wall:.3f}, "
-            f"{converged} rows; the cluster's start and close included, {k} workers on {os.cpu_count()} cores), "
-            f"1 worker {alone:.1f} s; the kernels loaded once before the fork, {warm:.2f} s + the first variant's "
-            f"{first:.2f} s, added to both: {(start + alone) / (start + sweep_wall):.1f}x one worker (target >= 13x); "
-            f"{one / (start + sweep_wall):.1f}x the variants' solve time alone",
+            f"{converged} rows; {k} workers' starts, messages and closes on {cores} cores), 1 worker {alone:.1f} s: "
+            f"{alone / sweep_wall:.1f}x one worker",
             flush=True,
         )
+        # each worker on a core of its own, as on k cores: as many workers as there are cores here, each
+        # with the variants a worker has at k (and so the same chunks); the forks this leaves out added
+        here = max(1, min(k, cores))
+        part_doc = json.loads(json.dumps(bay_sweep(max(1, m * here // k // 2))))
+        part_wall, part_ideal, _, _, _ = emulated_default(part_doc, durations, rows, here)
+        projected = ideal + (part_wall - part_ideal) + (k - here) * fork
+        print(
+            f"  each worker on a core of its own: {here} worker{'s' if here > 1 else ''} on {cores} cores with "
+            f"{m * here // k} variants ({m // k} each, as at {k}): {part_wall:.2f} s against {part_ideal:.2f} s "
+            f"(efficiency {part_ideal / part_wall:.3f}, the sweep's fixed cost {part_wall - part_ideal:.2f} s); "
+            f"with {k - here} forks more ({1e3 * fork:.1f} ms each), on {k} cores {projected:.2f} s: "
+            f"{alone / projected:.1f}x one worker (target >= 13x)",
+            flush=True,
+        )
+        warm, first = min(first_variant(durations) for _ in range(3))
+        start = warm + first  # loaded once, in the sweep's process, before the fork
+        one = start + ideal * k
         sweep_wall, ideal, converged = emulated_forked(big, durations, rows, k)
         print(
             f"  --executor processes (forked workers of the standard library, Blender's Variation Study): "
-            f"{sweep_wall:.2f} s (efficiency {ideal / sweep_wall:.3f}, {converged} rows): "
+            f"{sweep_wall:.2f} s (efficiency {ideal / sweep_wall:.3f}, {converged} rows); the kernels loaded "
+            f"before the fork, in a new process {warm:.2f} s + the first variant's {first:.2f} s, added: "
             f"{one / (start + sweep_wall):.1f}x the variants' solve time alone",
             flush=True,
         )
