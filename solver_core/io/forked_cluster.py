@@ -18,6 +18,7 @@ and the sweep starts a spawned worker in its place (``replace_lost``), as a nann
 
 import asyncio
 import contextlib
+import gc
 import logging
 import multiprocessing
 import os
@@ -36,6 +37,20 @@ def can_fork() -> bool:
         and threading.active_count() == 1
         and not multiprocessing.current_process().daemon
     )
+
+
+@contextlib.contextmanager
+def frozen_heap():
+    """What this process holds, frozen for the processes forked inside the block: a forked worker's
+    garbage collector then never traverses the heap it inherits (the modules, the kernels), nor
+    writes to its pages, which stay shared. This process gets its own back after the block: a
+    program that runs a sweep keeps collecting what it frees later. (A collection first would find
+    some 70 objects, for 30-55 ms before every fork.)"""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def _serve(receive, inherited, parent: int, index: int, timeout: float) -> None:
@@ -91,18 +106,8 @@ class ForkedCluster:
         context = multiprocessing.get_context("fork")
         self.processes, self._pipes = [], []
         try:
-            for index in range(n_workers):
-                receive, send = context.Pipe(duplex=False)
-                process = context.Process(
-                    target=_serve,
-                    args=(receive, list(self._pipes), os.getpid(), index, timeout),
-                    name=f"sweep-worker-{index}",
-                    daemon=True,
-                )
-                process.start()
-                receive.close()
-                self.processes.append(process)
-                self._pipes.append(send)
+            with frozen_heap():
+                self._fork(n_workers, context, timeout)
             self.cluster = LocalCluster(n_workers=0, processes=True, dashboard_address=":0", silence_logs=logging.ERROR)
         except BaseException:
             self._tell(None)
@@ -112,6 +117,20 @@ class ForkedCluster:
             raise
         self.scheduler_address = self.cluster.scheduler_address
         self._tell(self.scheduler_address)
+
+    def _fork(self, n_workers: int, context, timeout: float) -> None:
+        for index in range(n_workers):
+            receive, send = context.Pipe(duplex=False)
+            process = context.Process(
+                target=_serve,
+                args=(receive, list(self._pipes), os.getpid(), index, timeout),
+                name=f"sweep-worker-{index}",
+                daemon=True,
+            )
+            process.start()
+            receive.close()
+            self.processes.append(process)
+            self._pipes.append(send)
 
     def _tell(self, message) -> None:
         for pipe in self._pipes:

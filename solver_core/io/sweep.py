@@ -48,7 +48,7 @@ import numpy as np
 from ..errors import CaseError, show
 from ..specs.case import as_float, as_int, read_json
 from ..specs.materials import MATERIAL_KEYS
-from .forked_cluster import ForkedCluster, can_fork
+from .forked_cluster import ForkedCluster, can_fork, frozen_heap
 from .signals import as_interruption
 
 SWEEP_FORMAT = "cable-harness-sweep/1"
@@ -612,7 +612,7 @@ def _client(scheduler, workers, timeout=CLUSTER_TIMEOUT, before_fork=None):
         return None, None
     if scheduler:
         return _connect(Client, scheduler, timeout), None
-    n = workers or os.cpu_count() or 1
+    n = workers or _cores()
     if can_fork():
         # the kernels loaded here once, and every worker forked with them: a spawned worker's start
         # (1.3 s: a new interpreter, its imports, numba's code generator, the kernels, those of its
@@ -685,10 +685,6 @@ def _warm_up():
         ],
     }
     Harness.from_case(parse_case(doc)).solve_step()
-    # what the worker holds now (modules, kernels) lives as long as it does: the garbage collector
-    # need not traverse it again after every variant (a collection first would find some 70
-    # objects, for 30-55 ms of every worker's start)
-    gc.freeze()
     return True
 
 
@@ -754,7 +750,7 @@ def run_sweep(
         sink.timeout = variant_timeout
         rest = todo
 
-        n_workers = workers or os.cpu_count() or 1
+        n_workers = workers or _cores()
 
         def before_fork():
             nonlocal rest
@@ -969,7 +965,8 @@ def _solve_on(
 
 
 def _cores() -> int:
-    """The cores this process may run on (its affinity: a container's or taskset's share)."""
+    """The cores this process may run on: its affinity (taskset, a container's cpuset), not a CPU
+    quota, which the system does not say per process."""
     try:
         return len(os.sched_getaffinity(0)) or 1
     except (AttributeError, OSError):  # macOS, Windows
@@ -1016,7 +1013,8 @@ def _solve_locally(sweep, todo, sink, n_workers, chunk_size):
         n_workers, mp_context=context, initializer=_start_worker, initargs=(os.getpid(),)
     )
     try:
-        futures = [pool.submit(solve_chunk, sweep.case_doc, c, keep, sink.timeout) for c in chunks]
+        with frozen_heap():  # the first submit forks the workers
+            futures = [pool.submit(solve_chunk, sweep.case_doc, c, keep, sink.timeout) for c in chunks]
         for future in concurrent.futures.as_completed(futures):
             sink.take(future.result())
     except BaseException:

@@ -35,9 +35,10 @@ _RECORDING_WORKER_STARTS = (
     "from solver_core.io import forked_cluster\n"
     "from solver_core.solve.newton import newton_iterations\n"
     "original = forked_cluster._serve\n"
+    "import gc\n"
     "def serve(*args):\n"
     "    with open(os.path.join(sys.argv[1], str(os.getpid())), 'w') as fh:\n"
-    "        fh.write(f'{os.getppid()} {len(newton_iterations.overloads)}')\n"
+    "        fh.write(f'{os.getppid()} {len(newton_iterations.overloads)} {gc.get_freeze_count()}')\n"
     "    return original(*args)\n"
     "forked_cluster._serve = serve\n"
     "from solver_core.io.cli import main\n"
@@ -70,9 +71,10 @@ def test_the_workers_are_forked_with_the_kernels_and_give_the_same_rows(tmp_path
                "--workers", "2", "--no-plots")  # fmt: skip
     assert dask.returncode == 1 and dask.stderr.count("\n") == 0, dask.stderr  # the last variant is invalid
     recorded = [p.read_text().split() for p in starts.iterdir()]
-    # two workers, children of the sweep's process, each holding the kernels from its start
-    assert len(recorded) == 2 and len({parent for parent, _ in recorded}) == 1, recorded
-    assert all(int(kernels) > 0 for _, kernels in recorded), recorded
+    # two workers, children of the sweep's process, each holding the kernels from its start, and the
+    # heap it inherited frozen (its collector never traverses it)
+    assert len(recorded) == 2 and len({parent for parent, _, _ in recorded}) == 1, recorded
+    assert all(int(kernels) > 0 and int(frozen) > 100_000 for _, kernels, frozen in recorded), recorded
     forked = cli("-m", "solver_core", "sweep", path, "-o", str(tmp_path / "forked"), "--executor", "processes",
                  "--workers", "2", "--no-plots")  # fmt: skip
     assert forked.returncode == 1, forked.stderr

@@ -104,10 +104,11 @@ _RECORDING_WORKER_STARTS = (
     "sys.modules['matplotlib'] = None\n"
     "from solver_core.io import sweep\n"
     "from solver_core.solve.newton import newton_iterations\n"
+    "import gc\n"
     "original = sweep._start_worker\n"
     "def start(parent):\n"
     "    with open(os.path.join(sys.argv[1], str(os.getpid())), 'w') as fh:\n"
-    "        fh.write(str(len(newton_iterations.overloads)))\n"
+    "        fh.write(f'{len(newton_iterations.overloads)} {gc.get_freeze_count()}')\n"
     "    return original(parent)\n"
     "sweep._start_worker = start\n"
     "from solver_core.io.cli import main\n"
@@ -123,5 +124,27 @@ def test_forked_workers_start_with_the_kernels_loaded(tmp_path):
     args = [str(starts), "sweep", str(sweep_file(tmp_path)), "-o", str(tmp_path / "out"), "--workers", "2"]
     done = _python("-c", _RECORDING_WORKER_STARTS, *args, "--no-plots")
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
-    loaded = [int(p.read_text()) for p in starts.iterdir()]
-    assert len(loaded) == 2 and all(n > 0 for n in loaded), loaded
+    loaded = [[int(n) for n in p.read_text().split()] for p in starts.iterdir()]
+    # the kernels, and the inherited heap frozen (the worker's collector never traverses it)
+    assert len(loaded) == 2 and all(kernels > 0 and frozen > 100_000 for kernels, frozen in loaded), loaded
+
+
+_FREEZE_COUNTS = (
+    "import gc, sys\n"
+    "if sys.argv[3] == 'processes': sys.modules['distributed'] = None; sys.modules['dask'] = None\n"
+    "from solver_core.io.sweep import load_sweep, run_sweep\n"
+    "before = gc.get_freeze_count()\n"
+    "summary = run_sweep(load_sweep(sys.argv[1]), sys.argv[2], workers=2, plots=False)\n"
+    "print(before, gc.get_freeze_count(), summary['variants'], summary['failed'])\n"
+)
+
+
+@pytest.mark.parametrize("executor", ["processes", "dask"])
+def test_a_sweep_leaves_its_callers_collector_as_it_was(tmp_path, executor):
+    # the heap is frozen only while the workers are forked: a program that runs a sweep keeps
+    # collecting what it frees later
+    if executor == "dask":
+        pytest.importorskip("distributed")
+    done = _python("-c", _FREEZE_COUNTS, str(sweep_file(tmp_path)), str(tmp_path / "out"), executor)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert done.stdout.split() == ["0", "0", "4", "[3]"], done.stdout
