@@ -28,7 +28,9 @@ messages and closes share this machine's cores, and at 1: the speed-up of 16 wor
 each worker on a core of its own, as on 16 cores: as many workers as this machine has cores, each
 with the variants a worker has at 16 (2 workers, 80 variants), whose fixed cost (the sweep's time
 beyond its workers' sleeping) is added to the 640 variants' time per worker at 16, with the forks
-of the 14 more workers (measured): the speed-up projected on 16 cores. Then ``--executor processes``
+of the 14 more workers (measured): the speed-up projected on 16 cores; and again with what 16
+workers add for the one scheduler and client (the sweep's process's CPU while they solve, against
+that at 2) counted whole as waiting, a bound. Then ``--executor processes``
 (Blender's Variation Study) and a local cluster of spawned workers (where the sweep's process runs
 other threads, or with ``--scheduler``; each worker's own start measured alone), against the
 variants' solve time alone.
@@ -45,7 +47,7 @@ import time
 import numpy as np
 
 from demo_blends import bay_geometry as bay
-from solver_core.io.sweep import _warm_up, parse_sweep, run_sweep, solve_variant
+from solver_core.io.sweep import _cores, _warm_up, parse_sweep, run_sweep, solve_variant
 
 
 def _mm(p):
@@ -262,36 +264,52 @@ def emulated_forked(sweep, durations, rows, workers: int):
 def emulate_default(path: str) -> None:
     """Run in a new process by ``emulated_default``: the stand-ins installed for the workers, then
     ``run_sweep`` as the command line runs it by default, this process loading the kernels before it
-    forks them; prints (wall s, converged, whether the workers were forked, one fork's seconds)."""
+    forks them; prints (wall s, converged, whether the workers were forked, one fork's seconds, this
+    process's CPU seconds while the workers solve: its client and scheduler)."""
+    import multiprocessing
+
+    from solver_core.io import sweep as module
     from solver_core.io.forked_cluster import can_fork
 
     spec = json.load(open(path, encoding="utf-8"))
     _stand_in(spec["durations"], spec["rows"], parent=os.getpid())
     forked = can_fork()
+    solve_on, busy = module._solve_on, []
+
+    def timed_solve_on(*args, **kwargs):
+        t0 = time.process_time()  # every thread of this process: the client's and the scheduler's
+        try:
+            return solve_on(*args, **kwargs)
+        finally:
+            busy.append(time.process_time() - t0)
+
+    module._solve_on = timed_solve_on
     wall, summary = _timed_sweep(parse_sweep(spec["sweep"]), workers=spec["workers"])
-    forks = []
-    for _ in range(8):  # a fork of this process as it is now, the kernels loaded
+    forks, context = [], multiprocessing.get_context("fork")
+    for _ in range(8):  # a worker's fork as ForkedCluster makes it, this process as it is now
+        receive, send = context.Pipe(duplex=False)
         t0 = time.perf_counter()
-        child = os.fork()
-        if child == 0:
-            os._exit(0)
+        child = context.Process(target=receive.poll, args=(5.0,), daemon=True)
+        child.start()
         forks.append(time.perf_counter() - t0)
-        os.waitpid(child, 0)
-    print(json.dumps([wall, summary["converged"], forked, float(np.median(forks))]))
+        send.send(None)
+        child.join()
+    print(json.dumps([wall, summary["converged"], forked, float(np.median(forks)), sum(busy)]))
 
 
 def emulated_default(sweep_doc, durations, rows, workers: int):
     """As ``emulated``, with the command line's default: its local Dask cluster, whose workers are
     forked from the sweep's process once it loaded the kernels. Run whole in a new process, which
     loads the kernels itself: this one runs Dask's threads by now (and would spawn its workers).
-    (wall s, the ideal, converged, forked, one fork's seconds)."""
+    (wall s, the ideal, converged, forked, one fork's seconds, the sweep's process's CPU seconds
+    while the workers solve)."""
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "emulated.json")
         with open(path, "w", encoding="utf-8") as fh:
             json.dump({"sweep": sweep_doc, "durations": durations, "rows": rows, "workers": workers}, fh)
         code = "import sys; from benchmarks.bench_sweep import emulate_default; emulate_default(sys.argv[1])"
-        wall, converged, forked, fork = json.loads(_python(code, path))
-    return wall, _ideal(parse_sweep(sweep_doc), durations, workers), converged, forked, fork
+        wall, converged, forked, fork, busy = json.loads(_python(code, path))
+    return wall, _ideal(parse_sweep(sweep_doc), durations, workers), converged, forked, fork, busy
 
 
 def emulated(sweep, durations, rows, workers: int):
@@ -382,32 +400,37 @@ def main(argv=None) -> int:
     if args.emulate > 0:
         big_doc = json.loads(json.dumps(bay_sweep(max(1, args.emulated_variants // 2))))
         big = parse_sweep(json.loads(json.dumps(big_doc)))
-        m, k, cores = len(big.variants()), args.emulate, os.cpu_count() or 1
+        m, k, cores = len(big.variants()), args.emulate, _cores()
         print(
             f"  {m} variants on {k} workers, each variant sleeping its solve time above (the machinery alone), "
             f"the sweep run whole, its process loading the kernels:"
         )
-        sweep_wall, ideal, converged, forked, fork = emulated_default(big_doc, durations, rows, k)
-        alone, _, _, _, _ = emulated_default(big_doc, durations, rows, 1)
+        sweep_wall, ideal, converged, forked, _, busy_k = emulated_default(big_doc, durations, rows, k)
+        alone, _, _, _, _, _ = emulated_default(big_doc, durations, rows, 1)
         print(
             f"  the command line's default, a local Dask cluster{'' if forked else ' (NOT forked)'}: {k} workers "
             f"{sweep_wall:.2f} s against {ideal:.2f} s of solving per worker (efficiency {ideal / sweep_wall:.3f}, "
-            f"{converged} rows; {k} workers' starts, messages and closes on {cores} cores), 1 worker {alone:.1f} s: "
-            f"{alone / sweep_wall:.1f}x one worker",
+            f"{converged} rows), 1 worker {alone:.1f} s: {alone / sweep_wall:.1f}x one worker, emulated, with the "
+            f"{k} workers' starts, messages and closes sharing {cores} cores",
             flush=True,
         )
         # each worker on a core of its own, as on k cores: as many workers as there are cores here, each
         # with the variants a worker has at k (and so the same chunks); the forks this leaves out added
         here = max(1, min(k, cores))
         part_doc = json.loads(json.dumps(bay_sweep(max(1, m * here // k // 2))))
-        part_wall, part_ideal, _, _, _ = emulated_default(part_doc, durations, rows, here)
+        part_wall, part_ideal, _, _, fork, busy_here = emulated_default(part_doc, durations, rows, here)
         projected = ideal + (part_wall - part_ideal) + (k - here) * fork
+        # what k workers add for the one scheduler and client (registrations, k/here times the chunks
+        # and rows), counted whole as if none of it overlapped the workers' solving
+        bound = projected + max(0.0, busy_k - busy_here)
         print(
             f"  each worker on a core of its own: {here} worker{'s' if here > 1 else ''} on {cores} cores with "
             f"{m * here // k} variants ({m // k} each, as at {k}): {part_wall:.2f} s against {part_ideal:.2f} s "
             f"(efficiency {part_ideal / part_wall:.3f}, the sweep's fixed cost {part_wall - part_ideal:.2f} s); "
             f"with {k - here} forks more ({1e3 * fork:.1f} ms each), on {k} cores {projected:.2f} s: "
-            f"{alone / projected:.1f}x one worker (target >= 13x)",
+            f"{alone / projected:.1f}x one worker projected (target >= 13x); the sweep's process busy "
+            f"{busy_k:.2f} s while {k} workers solve, {busy_here:.2f} s while {here} do: with the difference "
+            f"all on the critical path {alone / bound:.1f}x",
             flush=True,
         )
         warm, first = min(first_variant(durations) for _ in range(3))
