@@ -597,10 +597,10 @@ def _quiet_dask_loggers() -> list:
     return quiet
 
 
-def _client(scheduler, workers, timeout=CLUSTER_TIMEOUT, before_fork=None):
+def _client(scheduler, n_workers: int, timeout=CLUSTER_TIMEOUT, before_fork=None):
     """(Dask client, its local cluster or None); (None, None) where ``distributed`` is missing and no
     scheduler is named: the variants then run in processes of the standard library. The local
-    cluster's workers are forked from this process where it can fork (forked_cluster), after
+    cluster's ``n_workers`` workers are forked from this process where it can fork (forked_cluster), after
     ``before_fork`` (default: loading the kernels), else spawned."""
     try:
         from distributed import Client, LocalCluster
@@ -612,12 +612,11 @@ def _client(scheduler, workers, timeout=CLUSTER_TIMEOUT, before_fork=None):
         return None, None
     if scheduler:
         return _connect(Client, scheduler, timeout), None
-    n = workers or _cores()
     if can_fork():
         # the kernels loaded here once, and every worker forked with them: a spawned worker's start
         # (1.3 s: a new interpreter, its imports, numba's code generator, the kernels, those of its
         # first variant) on every core kept 16 workers near 10x one on 640 variants (docs/performance.md)
-        cluster = ForkedCluster(n, before_fork or _warm_up, timeout)
+        cluster = ForkedCluster(n_workers, before_fork or _warm_up, timeout)
         try:
             # not waiting for the workers: the scheduler hands the first variants to the first that
             # register while the others still start
@@ -627,7 +626,7 @@ def _client(scheduler, workers, timeout=CLUSTER_TIMEOUT, before_fork=None):
             raise
         return client, cluster
     cluster = LocalCluster(
-        n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=logging.ERROR
+        n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=logging.ERROR
     )
     return Client(cluster), cluster
 
@@ -759,7 +758,7 @@ def run_sweep(
         quiet = _quiet_dask_loggers() if executor == "dask" else []
         try:
             client, cluster = (
-                _client(scheduler, workers, cluster_timeout, before_fork) if executor == "dask" else (None, None)
+                _client(scheduler, n_workers, cluster_timeout, before_fork) if executor == "dask" else (None, None)
             )
             if client is None:
                 _solve_locally(sweep, todo, sink, n_workers, chunk_size)
