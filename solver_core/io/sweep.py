@@ -48,8 +48,9 @@ import numpy as np
 from ..errors import CaseError, show
 from ..specs.case import as_float, as_int, read_json
 from ..specs.materials import MATERIAL_KEYS
-from .forked_cluster import ForkedCluster, can_fork, frozen_heap
+from .forked_cluster import ForkedCluster, can_fork
 from .signals import as_interruption
+from .worker_pool import WorkerPool, WorkersLost
 
 SWEEP_FORMAT = "cable-harness-sweep/1"
 METRICS = ("converged", "length", "min_bend_radius", "max_tension", "peak_force", "min_clearance", "solve_ms")
@@ -747,38 +748,7 @@ def run_sweep(
     if todo:
         sink = _Sink(columns, table, rows, progress, len(todo), os.path.join(outdir, "shapes") if shapes else None)
         sink.timeout = variant_timeout
-        rest = todo
-
-        n_workers = workers or _cores()
-
-        def before_fork():
-            nonlocal rest
-            rest = _load_before_fork(sweep, todo, sink, n_workers)
-
-        quiet = _quiet_dask_loggers() if executor == "dask" else []
-        try:
-            client, cluster = (
-                _client(scheduler, n_workers, cluster_timeout, before_fork) if executor == "dask" else (None, None)
-            )
-            if client is None:
-                _solve_locally(sweep, todo, sink, n_workers, chunk_size)
-            else:
-                finished = False
-                try:
-                    where = f"--scheduler {scheduler}" if scheduler else "the local Dask cluster"
-                    forked = cluster if isinstance(cluster, ForkedCluster) else None
-                    _solve_on(client, sweep, rest, sink, chunk_size, where, cluster_timeout, forked)
-                    finished = True
-                except ClusterLost as exc:
-                    raise ClusterLost(
-                        f"{exc}; the rows solved so far are kept in {table}, run the sweep again to resume"
-                    ) from None
-                finally:
-                    _close(client, cluster, cluster_timeout, finished)
-                    gc.collect()
-        finally:
-            for logger, level in quiet:
-                logger.setLevel(level)
+        _solve(sweep, todo, sink, executor, scheduler, workers or _cores(), chunk_size, cluster_timeout)
     ordered = [rows[i] for i in range(len(variants))]
     _write_atomic(
         table, "".join([_csv_line(columns, dict(zip(columns, columns)))] + [_csv_line(columns, r) for r in ordered])
@@ -795,6 +765,42 @@ def run_sweep(
         summary["plots"] = [os.path.relpath(p, outdir) for p in written]
     _write_atomic(os.path.join(outdir, "summary.json"), json.dumps(summary, indent=1, allow_nan=False))
     return summary
+
+
+def _solve(sweep, todo, sink, executor, scheduler, n_workers, chunk_size, cluster_timeout) -> None:
+    """Solve the variants ``todo`` into ``sink`` with ``executor``; a lost cluster or pool is
+    ClusterLost saying that the rows so far are kept."""
+    rest = todo
+
+    def before_fork():
+        nonlocal rest
+        rest = _load_before_fork(sweep, todo, sink, n_workers)
+
+    quiet = _quiet_dask_loggers() if executor == "dask" else []
+    try:
+        client, cluster = (
+            _client(scheduler, n_workers, cluster_timeout, before_fork) if executor == "dask" else (None, None)
+        )
+        finished = False
+        try:
+            if client is None:
+                _solve_locally(sweep, todo, sink, n_workers, chunk_size)
+            else:
+                where = f"--scheduler {scheduler}" if scheduler else "the local Dask cluster"
+                forked = cluster if isinstance(cluster, ForkedCluster) else None
+                _solve_on(client, sweep, rest, sink, chunk_size, where, cluster_timeout, forked)
+            finished = True
+        except ClusterLost as exc:
+            raise ClusterLost(
+                f"{exc}; the rows solved so far are kept in {sink.table}, run the sweep again to resume"
+            ) from None
+        finally:
+            if client is not None:
+                _close(client, cluster, cluster_timeout, finished)
+                gc.collect()
+    finally:
+        for logger, level in quiet:
+            logger.setLevel(level)
 
 
 class _Sink:
@@ -988,9 +994,9 @@ def _load_before_fork(sweep, todo, sink, n_workers: int) -> list:
 
 
 def _solve_locally(sweep, todo, sink, n_workers, chunk_size):
-    """Without Dask: worker processes forked after this one loaded the kernels (_load_before_fork),
-    or this process alone where the platform cannot fork or one worker is asked for."""
-    import concurrent.futures
+    """Without Dask: worker processes (worker_pool) forked after this one loaded the kernels
+    (_load_before_fork), or this process alone where the platform cannot fork or one worker is
+    asked for."""
     import multiprocessing
 
     keep = sink.shape_dir is not None
@@ -1000,53 +1006,21 @@ def _solve_locally(sweep, todo, sink, n_workers, chunk_size):
         for c in chunks:
             sink.take(solve_chunk(sweep.case_doc, c, keep, sink.timeout))
         return
-    # the kernels loaded here, before the fork, are every worker's from its start: a worker that
-    # loaded its own would pay numba's code generator and the kernels (0.3 s) on every core, the
-    # fixed cost that kept 16 workers under 13x one on a sweep of 640 variants (docs/performance.md)
-    todo = _load_before_fork(sweep, todo, sink, n_workers)
-    if not todo:
-        return
-    chunks = _chunks(todo, n_workers, chunk_size)
-    context = multiprocessing.get_context("fork")
-    pool = concurrent.futures.ProcessPoolExecutor(
-        n_workers, mp_context=context, initializer=_start_worker, initargs=(os.getpid(),)
-    )
+    if can_fork():
+        # the kernels loaded here, before the fork, are every worker's from its start: a worker that
+        # loaded its own would pay numba's code generator and the kernels (0.3 s) on every core, the
+        # fixed cost that kept 16 workers under 13x one on a sweep of 640 variants (docs/performance.md)
+        todo = _load_before_fork(sweep, todo, sink, n_workers)
+    pool = WorkerPool(solve_chunk, sweep.case_doc, (keep, sink.timeout), n_workers, _warm_up, sink.take, _failed_row)
     try:
-        with frozen_heap():  # the first submit forks the workers
-            futures = [pool.submit(solve_chunk, sweep.case_doc, c, keep, sink.timeout) for c in chunks]
-        for future in concurrent.futures.as_completed(futures):
-            sink.take(future.result())
-    except BaseException:
-        # interrupted (Cancel in Blender sends SIGTERM), or the output failed: the workers would
-        # otherwise finish their queue (minutes) holding the caller's pipes, or outlive it for good
-        stop_pool(pool)
-        raise
-    pool.shutdown(wait=True)
+        pool.solve(_chunks(todo, n_workers, chunk_size))
+    except WorkersLost as exc:
+        raise ClusterLost(str(exc)) from None
 
 
-def _start_worker(parent: int):
-    from .signals import for_worker
-
-    for_worker(parent)
-    return _warm_up()
-
-
-def stop_pool(pool, timeout: float = 5.0) -> None:
-    """Kill a ProcessPoolExecutor's worker processes and wait (bounded) until they are gone."""
-    # the executor has no public way to stop running work; its processes are in ``_processes``
-    processes = list((getattr(pool, "_processes", None) or {}).values())
-    for p in processes:
-        try:
-            p.kill()
-        except (OSError, ValueError, AttributeError):
-            pass
-    deadline = time.monotonic() + timeout
-    for p in processes:
-        try:
-            p.join(max(0.0, deadline - time.monotonic()))
-        except (OSError, ValueError, AssertionError):
-            pass
-    pool.shutdown(wait=False, cancel_futures=True)
+def _failed_row(variant, message) -> dict:
+    index, assignment = variant
+    return {"variant": index, **assignment, "converged": False, "message": message}
 
 
 def add_sweep_parser(sub) -> None:

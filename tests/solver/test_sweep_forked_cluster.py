@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The command line's local Dask cluster: its workers are forked from the sweep's process after the
-kernels were loaded there (issue 54, target 4; the first variant is solved there too where the
-workers outnumber the cores), give the rows the standard library's processes give, and a worker
-killed midway leaves its variants to the others. A process that runs other threads cannot fork
-safely: it spawns its workers as before."""
+"""The command line's local Dask cluster (``--executor dask``): its workers are forked from the
+sweep's process after the kernels were loaded there (issue 54, target 4; the first variant is
+solved there too where the workers outnumber the cores), give the rows the standard library's
+processes give, and a worker killed midway leaves its variants to the others. A process that runs
+other threads cannot fork safely: it spawns its workers as before."""
 
 import csv
 import json
@@ -68,7 +68,7 @@ def test_the_workers_are_forked_with_the_kernels_and_give_the_same_rows(tmp_path
     starts = tmp_path / "starts"
     starts.mkdir()
     dask = cli("-c", _RECORDING_WORKER_STARTS, str(starts), "sweep", path, "-o", str(tmp_path / "dask"),
-               "--workers", "2", "--no-plots")  # fmt: skip
+               "--executor", "dask", "--workers", "2", "--no-plots")  # fmt: skip
     assert dask.returncode == 1 and dask.stderr.count("\n") == 0, dask.stderr  # the last variant is invalid
     recorded = [p.read_text().split() for p in starts.iterdir()]
     # two workers, children of the sweep's process, each holding the kernels from its start, and the
@@ -136,8 +136,8 @@ def test_a_worker_killed_midway_leaves_its_variants_to_the_others(tmp_path, work
     path = sweep_file(tmp_path, [{"path": "cables[0].length", "uniform": [0.25, 0.3]}], samples=2000)
     out = tmp_path / "out"
     process = subprocess.Popen(
-        [sys.executable, "-m", "solver_core", "sweep", path, "-o", str(out), "--workers", str(workers),
-         "--no-plots"],
+        [sys.executable, "-m", "solver_core", "sweep", path, "-o", str(out), "--executor", "dask",
+         "--workers", str(workers), "--no-plots"],
         cwd=ROOT, env=ENV, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         start_new_session=True,
     )  # fmt: skip
@@ -168,7 +168,7 @@ def test_a_process_running_other_threads_spawns_its_workers(tmp_path):
         assert not forked_cluster.can_fork()
         sweep = parse_sweep({"format": "cable-harness-sweep/1", "case": SMALL,
                              "vary": [{"path": "cables[0].length", "values": LENGTHS[:2]}]})  # fmt: skip
-        summary = run_sweep(sweep, str(tmp_path / "out"), workers=1, plots=False)
+        summary = run_sweep(sweep, str(tmp_path / "out"), workers=1, plots=False, executor="dask")
     finally:
         stop.set()
         other.join()

@@ -102,15 +102,15 @@ def test_forked_processes_on_request_where_dask_is_installed(tmp_path):
 _RECORDING_WORKER_STARTS = (
     "import os, sys; sys.modules['distributed'] = None; sys.modules['dask'] = None\n"
     "sys.modules['matplotlib'] = None\n"
-    "from solver_core.io import sweep\n"
+    "from solver_core.io import worker_pool\n"
     "from solver_core.solve.newton import newton_iterations\n"
     "import gc\n"
-    "original = sweep._start_worker\n"
-    "def start(parent):\n"
+    "original = worker_pool._start\n"
+    "def start(*args):\n"
     "    with open(os.path.join(sys.argv[1], str(os.getpid())), 'w') as fh:\n"
     "        fh.write(f'{len(newton_iterations.overloads)} {gc.get_freeze_count()}')\n"
-    "    return original(parent)\n"
-    "sweep._start_worker = start\n"
+    "    return original(*args)\n"
+    "worker_pool._start = start\n"
     "from solver_core.io.cli import main\n"
     "sys.exit(main(sys.argv[2:]))\n"
 )
@@ -134,7 +134,7 @@ _FREEZE_COUNTS = (
     "if sys.argv[3] == 'processes': sys.modules['distributed'] = None; sys.modules['dask'] = None\n"
     "from solver_core.io.sweep import load_sweep, run_sweep\n"
     "before = gc.get_freeze_count()\n"
-    "summary = run_sweep(load_sweep(sys.argv[1]), sys.argv[2], workers=2, plots=False)\n"
+    "summary = run_sweep(load_sweep(sys.argv[1]), sys.argv[2], workers=2, plots=False, executor=sys.argv[3])\n"
     "print(before, gc.get_freeze_count(), summary['variants'], summary['failed'])\n"
 )
 

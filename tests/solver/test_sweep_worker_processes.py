@@ -1,0 +1,152 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""A sweep's worker processes on one machine (``--executor processes``, Blender's Variation
+Study): a worker that dies leaves its variants to a new pool; a variant that kills its worker every
+time gets a row saying so; workers that keep dying end the sweep in one line, the rows kept; a
+process running other threads spawns its workers rather than fork it."""
+
+import csv
+import json
+import multiprocessing
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from helpers.cases import cable, case
+from helpers.processes import children
+
+from solver_core.io import forked_cluster, worker_pool
+from solver_core.io.sweep import parse_sweep, run_sweep
+
+ROOT = Path(__file__).resolve().parents[2]
+ENV = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+SMALL = case(cable(segments=8, end={"position": [0.2, 0, 0], "tangent": [1, 0, 0], "normal": [0, 0, 1]}))
+LENGTHS = [0.3, 0.29, 0.28, 0.27]
+TWO_WORKERS = ("--workers", "2", "--no-plots", "--executor", "processes")
+
+
+def sweep_doc(vary, **more) -> dict:
+    return {"format": "cable-harness-sweep/1", "case": SMALL, "vary": vary, **more}
+
+
+def sweep_file(folder, vary, **more):
+    path = folder / "sweep.json"
+    path.write_text(json.dumps(sweep_doc(vary, **more)))
+    return str(path)
+
+
+def table(path) -> list:
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, *args], cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="the worker is found in /proc")
+def test_a_worker_killed_midway_leaves_its_variants_to_a_new_pool(tmp_path):
+    path = sweep_file(tmp_path, [{"path": "cables[0].length", "uniform": [0.25, 0.3]}], samples=2000)
+    out = tmp_path / "out"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "solver_core", "sweep", path, "-o", str(out), *TWO_WORKERS],
+        cwd=ROOT, env=ENV, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        results = out / "results.csv"
+        deadline = time.monotonic() + 120
+        while not (results.exists() and results.read_text().count("\n") > 8 and len(children(process.pid)) >= 2):
+            assert time.monotonic() < deadline and process.poll() is None, "no rows from the workers"
+            time.sleep(0.05)
+        workers = children(process.pid)
+        os.kill(workers[0], 9)
+        at_kill = results.read_text().count("\n") - 1
+        stdout, stderr = process.communicate(timeout=300)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, 9)
+    assert process.returncode == 0, stderr
+    assert at_kill < 1000  # killed midway
+    assert "2000 of 2000 variants converged" in stdout and stderr == "", stderr
+    assert sorted(int(r["variant"]) for r in table(results)) == list(range(2000))  # each once
+
+
+# variant 3 kills the process that solves it, every time
+_KILLING_VARIANT = (
+    "import os, signal, sys\n"
+    "from solver_core.io import sweep\n"
+    "original = sweep.solve_variant\n"
+    "def solve_variant(case_doc, index, *args, **kwargs):\n"
+    "    if index == 3:\n"
+    "        os.kill(os.getpid(), signal.SIGKILL)\n"
+    "    return original(case_doc, index, *args, **kwargs)\n"
+    "sweep.solve_variant = solve_variant\n"
+    "from solver_core.io.cli import main\n"
+    "sys.exit(main(sys.argv[1:]))\n"
+)
+
+
+def test_a_variant_that_kills_its_worker_every_time_gets_a_row_saying_so(tmp_path):
+    # the pool's death takes every task not yet returned; the variants being solved then are solved
+    # again alone, and the one whose lone worker dies too is a row, as an invalid variant is
+    path = sweep_file(tmp_path, [{"path": "cables[0].length", "uniform": [0.25, 0.3]}], samples=40)
+    out = tmp_path / "out"
+    done = cli("-c", _KILLING_VARIANT, "sweep", path, "-o", str(out), *TWO_WORKERS)
+    assert done.returncode == 1 and done.stderr == "", done.stderr  # a variant failed
+    assert "39 of 40 variants converged" in done.stdout, done.stdout
+    rows = table(out / "results.csv")
+    assert [int(r["variant"]) for r in rows] == list(range(40))  # each once
+    assert [r["variant"] for r in rows if r["converged"] != "true"] == ["3"]
+    assert rows[3]["message"].startswith("its worker process died while solving it, 3 times, 2 of them alone")
+
+
+# every worker dies as it starts: no variant is to blame
+_DYING_WORKERS = (
+    "import os, signal, sys\n"
+    "from solver_core.io import worker_pool\n"
+    "def start(*args):\n"
+    "    os.kill(os.getpid(), signal.SIGKILL)\n"
+    "worker_pool._start = start\n"
+    "from solver_core.io.cli import main\n"
+    "sys.exit(main(sys.argv[1:]))\n"
+)
+
+
+def test_workers_that_keep_dying_end_the_sweep_in_one_line(tmp_path):
+    path = sweep_file(tmp_path, [{"path": "cables[0].length", "uniform": [0.25, 0.3]}], samples=40)
+    out = tmp_path / "out"
+    done = cli("-c", _DYING_WORKERS, "sweep", path, "-o", str(out), *TWO_WORKERS)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert f"died {worker_pool.LOST_POOLS_IN_A_ROW} times in a row" in done.stderr
+    assert "not solved: variants 0, 1, 2, 3, 4, ...; the rows solved so far are kept" in done.stderr
+    assert "run the sweep again to resume" in done.stderr
+
+
+def test_a_process_running_other_threads_spawns_its_workers(tmp_path):
+    # a lock another thread holds at a fork stays held in the child: the pool is spawned then
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait, daemon=True)
+    other.start()
+    methods = []
+    get_context = multiprocessing.get_context
+
+    def recorded(method=None):
+        methods.append(method)
+        return get_context(method)
+
+    multiprocessing.get_context = recorded
+    try:
+        assert not forked_cluster.can_fork()
+        sweep = parse_sweep(sweep_doc([{"path": "cables[0].length", "values": LENGTHS}]))
+        summary = run_sweep(sweep, str(tmp_path / "out"), workers=2, plots=False, executor="processes")
+    finally:
+        multiprocessing.get_context = get_context
+        stop.set()
+        other.join()
+    assert methods == ["spawn"], methods
+    assert summary["variants"] == 4 and summary["failed"] == []
+    assert [float(r["cables[0].length"]) for r in table(tmp_path / "out" / "results.csv")] == LENGTHS
