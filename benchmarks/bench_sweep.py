@@ -11,29 +11,30 @@ What varies: the power cable's length (+-1 %, uniform), its first clip's height 
 signal cable's modulus (a grid of two values), 100 samples each: 200 variants.
 
 Prints: the variants solved one after another in this process (the solve itself: parse, build, solve,
-result documents, outputs), then ``run_sweep`` on a LocalCluster of 1 and of 2 worker processes (after
-the cluster started and its workers loaded the kernels): wall time, speed-up, and the sweep's cost per
-variant over the solve itself, and how parallel the machine is at the moment (two busy loops in two
-processes against one). Targets: 2 workers >= 1.7x one on 2 cores;
-overhead <= 20 %. Figures are printed, not asserted.
+result documents, outputs), then ``run_sweep`` as the command line runs it by default (worker
+processes forked from this one; one worker solves in this process) on 1 and 2 workers, timed whole:
+wall time, speed-up, and the sweep's cost per variant over the solve itself, and how parallel the
+machine is at the moment (two busy loops in two processes against one); the same on a local Dask
+cluster of 1 and 2 workers started beforehand (``--executor dask``). Targets: 2 workers >= 1.7x one
+on 2 cores; overhead <= 20 %. Figures are printed, not asserted.
 
 Then the sweep at more workers than this machine has cores (``--emulate 16``): the issue's 640
-variants on 16 worker processes whose variants stand in for themselves, each sleeping the time it
-took to solve above and returning the row it gave. The cores then carry only the sweep's machinery
-(scheduler, chunks, transfers, the table streamed to disk); the kernels' own scaling (memory, clock)
-is not measured. First the command line's default, run whole as the command line runs it, in a new
-process: the import of distributed, the kernels loaded and the first variant solved there (for
-real), the workers forked, the scheduler, the sweep, the close; at 16 workers, whose starts,
-messages and closes share this machine's cores, and at 1: the speed-up of 16 workers over one. Then
-each worker on a core of its own, as on 16 cores: as many workers as this machine has cores, each
-with the variants a worker has at 16 (2 workers, 80 variants), whose fixed cost (the sweep's time
-beyond its workers' sleeping) is added to the 640 variants' time per worker at 16, with the forks
-of the 14 more workers (measured): the speed-up projected on 16 cores; and again with what 16
-workers add for the one scheduler and client (the sweep's process's CPU while they solve, against
-that at 2) counted whole as waiting, a bound. Then ``--executor processes``
-(Blender's Variation Study) and a local cluster of spawned workers (where the sweep's process runs
-other threads, or with ``--scheduler``; each worker's own start measured alone), against the
-variants' solve time alone.
+variants on 16 workers whose variants stand in for themselves, each sleeping the time it took to
+solve above and returning the row it gave. The cores then carry only the sweep's machinery (forks,
+chunks, transfers, the table streamed to disk; with Dask the scheduler and client); the kernels' own
+scaling (memory, clock) is not measured. Each sweep runs whole as the command line runs it, in a new
+process: the kernels loaded there, what is solved before the fork solved there (for real), the
+workers forked, the sweep, the close; a worker's first variant is solved for real where the worker
+lacks kernels it calls. One worker (the default solves in the sweep's process: every variant for
+real) is the reference. For the default and for ``--executor dask``: 16 workers, whose starts,
+messages and closes share this machine's cores; then each worker on a core of its own, as on 16
+cores: as many workers as this machine has cores, each with the variants a worker has at 16 (2
+workers, 80 variants), whose fixed cost (the sweep's time beyond its workers' sleeping) is added to
+the 640 variants' time per worker at 16, with the forks of the 14 more workers (measured): the
+speed-up projected on 16 cores; and again with what 16 workers add for the sweep's one process (its
+CPU while they solve, against that at 2) counted whole as waiting, a bound. Last a local Dask
+cluster of spawned workers (where the sweep's process runs other threads, or with ``--scheduler``;
+each worker's own start measured alone), against the variants' solve time alone.
 """
 
 import argparse
@@ -247,46 +248,42 @@ def first_variant(durations) -> tuple:
     return warm, max(0.0, first - durations[0])
 
 
-def emulated_forked(sweep, durations, rows, workers: int):
-    """As ``emulated``, with ``--executor processes`` (forked workers, what Blender's Variation Study
-    runs): the stand-ins are installed here, where the workers are forked from, and taken out after."""
-    from solver_core.io import sweep as module
-
-    saved = module.solve_variant, module._warm_up
-    _stand_in(durations, rows, parent=os.getpid())
-    try:
-        wall, summary = _timed_sweep(sweep, workers=workers, executor="processes")
-    finally:
-        module.solve_variant, module._warm_up = saved
-    return wall, _ideal(sweep, durations, workers), summary["converged"]
-
-
 def emulate_default(path: str) -> None:
     """Run in a new process by ``emulated_default``: the stand-ins installed for the workers, then
-    ``run_sweep`` as the command line runs it by default, this process loading the kernels before it
-    forks them; prints (wall s, converged, whether the workers were forked, one fork's seconds, this
-    process's CPU seconds while the workers solve: its client and scheduler)."""
+    ``run_sweep`` as the command line runs it (its default, or the spec's executor), this process
+    loading the kernels before it forks the workers; prints (wall s, converged, whether the workers
+    were forked, one fork's seconds, this process's CPU seconds while the workers solve)."""
     import multiprocessing
 
     from solver_core.io import sweep as module
     from solver_core.io.forked_cluster import can_fork
+    from solver_core.io.worker_pool import WorkerPool
 
     spec = json.load(open(path, encoding="utf-8"))
     _stand_in(spec["durations"], spec["rows"], parent=os.getpid())
     forked = can_fork()
-    solve_on, busy = module._solve_on, []
+    busy = []
 
-    def timed_solve_on(*args, **kwargs):
-        t0 = time.process_time()  # every thread of this process: the client's and the scheduler's
-        try:
-            return solve_on(*args, **kwargs)
-        finally:
-            busy.append(time.process_time() - t0)
+    def timed(function):
+        def run(*args, **kwargs):
+            t0 = time.process_time()  # every thread of this process: a client's and a scheduler's too
+            try:
+                return function(*args, **kwargs)
+            finally:
+                busy.append(time.process_time() - t0)
 
-    module._solve_on = timed_solve_on
-    wall, summary = _timed_sweep(parse_sweep(spec["sweep"]), workers=spec["workers"])
+        return run
+
+    module._solve_on = timed(module._solve_on)  # Dask: the sweep once the workers are forked
+    solve = WorkerPool.solve
+    WorkerPool.solve = timed(solve)  # the worker processes: likewise
+    try:
+        sweep = parse_sweep(spec["sweep"])
+        wall, summary = _timed_sweep(sweep, workers=spec["workers"], executor=spec["executor"])
+    finally:
+        WorkerPool.solve = solve
     forks, context = [], multiprocessing.get_context("fork")
-    for _ in range(8):  # a worker's fork as ForkedCluster makes it, this process as it is now
+    for _ in range(8):  # a worker's fork, this process as it is now
         receive, send = context.Pipe(duplex=False)
         t0 = time.perf_counter()
         child = context.Process(target=receive.poll, args=(5.0,), daemon=True)
@@ -297,16 +294,17 @@ def emulate_default(path: str) -> None:
     print(json.dumps([wall, summary["converged"], forked, float(np.median(forks)), sum(busy)]))
 
 
-def emulated_default(sweep_doc, durations, rows, workers: int):
-    """As ``emulated``, with the command line's default: its local Dask cluster, whose workers are
-    forked from the sweep's process once it loaded the kernels. Run whole in a new process, which
-    loads the kernels itself: this one runs Dask's threads by now (and would spawn its workers).
-    (wall s, the ideal, converged, forked, one fork's seconds, the sweep's process's CPU seconds
-    while the workers solve)."""
+def emulated_default(sweep_doc, durations, rows, workers: int, executor=None):
+    """As ``emulated``, as the command line runs it: by default worker processes forked from the
+    sweep's process once it loaded the kernels (``executor`` "dask": a local Dask cluster whose
+    workers are forked likewise). Run whole in a new process, which loads the kernels itself (this
+    one may run Dask's threads by now, and would spawn its workers). (wall s, the ideal, converged,
+    forked, one fork's seconds, the sweep's process's CPU seconds while the workers solve)."""
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "emulated.json")
+        spec = {"sweep": sweep_doc, "durations": durations, "rows": rows, "workers": workers, "executor": executor}
         with open(path, "w", encoding="utf-8") as fh:
-            json.dump({"sweep": sweep_doc, "durations": durations, "rows": rows, "workers": workers}, fh)
+            json.dump(spec, fh)
         code = "import sys; from benchmarks.bench_sweep import emulate_default; emulate_default(sys.argv[1])"
         wall, converged, forked, fork, busy = json.loads(_python(code, path))
     return wall, _ideal(parse_sweep(sweep_doc), durations, workers), converged, forked, fork, busy
@@ -363,6 +361,38 @@ def on_cluster(sweep, workers: int):
     return started, wall, summary
 
 
+def projected(big_doc, durations, rows, k: int, alone: float, executor=None, name="") -> None:
+    """Print ``k`` workers emulated on this machine's cores, then projected with each worker on a core
+    of its own, against ``alone`` (one worker, the command line's default)."""
+    m, cores = len(parse_sweep(big_doc).variants()), _cores()
+    sweep_wall, ideal, converged, forked, _, busy_k = emulated_default(big_doc, durations, rows, k, executor)
+    print(
+        f"  {name}{'' if forked else ' (NOT forked)'}: {k} workers {sweep_wall:.2f} s against {ideal:.2f} s of "
+        f"solving per worker (efficiency {ideal / sweep_wall:.3f}, {converged} rows): {alone / sweep_wall:.1f}x "
+        f"one worker, emulated, with the {k} workers' starts, messages and closes sharing {cores} cores",
+        flush=True,
+    )
+    # each worker on a core of its own, as on k cores: as many workers as there are cores here, each
+    # with the variants a worker has at k (and so the same chunks); the forks this leaves out added
+    here = max(1, min(k, cores))
+    part_doc = json.loads(json.dumps(bay_sweep(max(1, m * here // k // 2))))
+    part_wall, part_ideal, _, _, fork, busy_here = emulated_default(part_doc, durations, rows, here, executor)
+    on_cores = ideal + (part_wall - part_ideal) + (k - here) * fork
+    # what k workers add for the sweep's one process (k/here times the chunks and rows; with Dask the
+    # registrations, the scheduler and client), counted whole as if none of it overlapped the solving
+    bound = on_cores + max(0.0, busy_k - busy_here)
+    print(
+        f"    each worker on a core of its own: {here} worker{'s' if here > 1 else ''} on {cores} cores with "
+        f"{m * here // k} variants ({m // k} each, as at {k}): {part_wall:.2f} s against {part_ideal:.2f} s "
+        f"(efficiency {part_ideal / part_wall:.3f}, the sweep's fixed cost {part_wall - part_ideal:.2f} s); "
+        f"with {k - here} forks more ({1e3 * fork:.1f} ms each), on {k} cores {on_cores:.2f} s: "
+        f"{alone / on_cores:.1f}x one worker projected (target >= 13x); the sweep's process busy "
+        f"{busy_k:.2f} s while {k} workers solve, {busy_here:.2f} s while {here} do: with the difference "
+        f"all on the critical path {alone / bound:.1f}x",
+        flush=True,
+    )
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--variants", type=int, default=200, help="an even number (two grid points)")
@@ -379,15 +409,19 @@ def main(argv=None) -> int:
         f"({solve_ms / n:.1f} ms of it solving, self-reported)",
         flush=True,
     )
-    times = {}
+    # the default first: once this process runs Dask's threads, it would spawn its workers
+    times, dask = {}, {}
     for workers in (1, 2):
-        started, w, summary = on_cluster(sweep, workers)
+        w, summary = _timed_sweep(sweep, workers=workers)
         times[workers] = w
         print(
-            f"  sweep on {workers} worker{'s' if workers > 1 else ''}: {w:.2f} s ({1e3 * w / n:.1f} ms per variant; "
-            f"cluster start {started:.1f} s, not counted), {summary['converged']} converged",
+            f"  the command line's default (worker processes, forked), timed whole, on {workers} "
+            f"worker{'s' if workers > 1 else ''}: {w:.2f} s ({1e3 * w / n:.1f} ms per variant), "
+            f"{summary['converged']} converged",
             flush=True,
         )
+    for workers in (1, 2):
+        started, dask[workers], _ = on_cluster(sweep, workers)
     print(
         f"  speed-up 2 workers / 1: {times[1] / times[2]:.2f}x (target >= 1.7x on 2 cores, "
         f"{os.cpu_count()} cores here; two busy loops in two processes run {machine_parallelism():.2f}x "
@@ -395,62 +429,31 @@ def main(argv=None) -> int:
     )
     print(
         f"  sweep cost per variant over the solve itself (1 worker against one after another): "
-        f"{100.0 * (times[1] - wall) / wall:+.1f} % (target <= 20 %)"
+        f"{100.0 * (times[1] - wall) / wall:+.1f} % (target <= 20 %); on a local Dask cluster started "
+        f"beforehand (--executor dask): {100.0 * (dask[1] - wall) / wall:+.1f} %, 2 workers {dask[2]:.2f} s, "
+        f"{dask[1] / dask[2]:.2f}x one",
+        flush=True,
     )
     if args.emulate > 0:
         big_doc = json.loads(json.dumps(bay_sweep(max(1, args.emulated_variants // 2))))
         big = parse_sweep(json.loads(json.dumps(big_doc)))
-        m, k, cores = len(big.variants()), args.emulate, _cores()
+        m, k = len(big.variants()), args.emulate
         print(
             f"  {m} variants on {k} workers, each variant sleeping its solve time above (the machinery alone), "
-            f"the sweep run whole, its process loading the kernels:"
+            f"the sweep run whole in a new process, which loads the kernels:"
         )
-        sweep_wall, ideal, converged, forked, _, busy_k = emulated_default(big_doc, durations, rows, k)
         alone, _, _, _, _, _ = emulated_default(big_doc, durations, rows, 1)
-        print(
-            f"  the command line's default, a local Dask cluster{'' if forked else ' (NOT forked)'}: {k} workers "
-            f"{sweep_wall:.2f} s against {ideal:.2f} s of solving per worker (efficiency {ideal / sweep_wall:.3f}, "
-            f"{converged} rows), 1 worker {alone:.1f} s: {alone / sweep_wall:.1f}x one worker, emulated, with the "
-            f"{k} workers' starts, messages and closes sharing {cores} cores",
-            flush=True,
-        )
-        # each worker on a core of its own, as on k cores: as many workers as there are cores here, each
-        # with the variants a worker has at k (and so the same chunks); the forks this leaves out added
-        here = max(1, min(k, cores))
-        part_doc = json.loads(json.dumps(bay_sweep(max(1, m * here // k // 2))))
-        part_wall, part_ideal, _, _, fork, busy_here = emulated_default(part_doc, durations, rows, here)
-        projected = ideal + (part_wall - part_ideal) + (k - here) * fork
-        # what k workers add for the one scheduler and client (registrations, k/here times the chunks
-        # and rows), counted whole as if none of it overlapped the workers' solving
-        bound = projected + max(0.0, busy_k - busy_here)
-        print(
-            f"  each worker on a core of its own: {here} worker{'s' if here > 1 else ''} on {cores} cores with "
-            f"{m * here // k} variants ({m // k} each, as at {k}): {part_wall:.2f} s against {part_ideal:.2f} s "
-            f"(efficiency {part_ideal / part_wall:.3f}, the sweep's fixed cost {part_wall - part_ideal:.2f} s); "
-            f"with {k - here} forks more ({1e3 * fork:.1f} ms each), on {k} cores {projected:.2f} s: "
-            f"{alone / projected:.1f}x one worker projected (target >= 13x); the sweep's process busy "
-            f"{busy_k:.2f} s while {k} workers solve, {busy_here:.2f} s while {here} do: with the difference "
-            f"all on the critical path {alone / bound:.1f}x",
-            flush=True,
-        )
-        warm, first = min(first_variant(durations) for _ in range(3))
-        start = warm + first  # loaded once, in the sweep's process, before the fork
-        one = start + ideal * k
-        sweep_wall, ideal, converged = emulated_forked(big, durations, rows, k)
-        print(
-            f"  --executor processes (forked workers of the standard library, Blender's Variation Study): "
-            f"{sweep_wall:.2f} s (efficiency {ideal / sweep_wall:.3f}, {converged} rows); the kernels loaded "
-            f"before the fork, in a new process {warm:.2f} s + the first variant's {first:.2f} s, added: "
-            f"{one / (start + sweep_wall):.1f}x the variants' solve time alone",
-            flush=True,
-        )
+        print(f"  one worker (the default: in the sweep's process, no variant sleeping): {alone:.1f} s", flush=True)
+        projected(big_doc, durations, rows, k, alone, None, "the command line's default, worker processes")
+        projected(big_doc, durations, rows, k, alone, "dask", "--executor dask, a local Dask cluster")
+        _, first = min(first_variant(durations) for _ in range(3))
         start = min(worker_start() for _ in range(3)) + first
         sweep_wall, ideal, converged = emulated(big, durations, rows, k)
         one = start + ideal * k
         print(
-            f"  a local Dask cluster with spawned workers (where the sweep's process runs other threads, "
-            f"or --scheduler): {sweep_wall:.2f} s (efficiency {ideal / sweep_wall:.3f}); each worker's own start "
-            f"(process, imports, kernels, the first variant's; best of 3) {start:.2f} s: "
+            f"  a local Dask cluster with spawned workers (--executor dask where the sweep's process runs other "
+            f"threads, or --scheduler): {sweep_wall:.2f} s (efficiency {ideal / sweep_wall:.3f}); each worker's "
+            f"own start (process, imports, kernels, the first variant's; best of 3) {start:.2f} s: "
             f"{one / (start + sweep_wall):.1f}x the variants' solve time alone"
         )
     return 0

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Variation sweeps: variants of a case solved in parallel on Dask, tabulated and summarised.
+"""Variation sweeps: variants of a case solved in parallel, tabulated and summarised.
 
 A sweep file (format ``cable-harness-sweep/1``) names a base case and what varies::
 
@@ -23,10 +23,10 @@ come in, so a sweep run again into the same folder solves only the variants stil
 
 With ``shapes`` (``--shapes``) each variant's solved centre lines (last step) are kept as well, in
 ``shapes/<variant>.npz`` with one (nodes, 3) array per cable named ``c0``, ``c1``, ... in the case's
-order (metres): what draws the envelope of the shapes in Blender. The variants run on Dask; where
-the ``distributed`` package is missing and no scheduler is named, or with ``--executor processes``
-(Blender's panel), they run in processes of the standard library (``concurrent.futures``, forked
-where the platform allows it, else one after another in this process), with the same rows.
+order (metres): what draws the envelope of the shapes in Blender. The variants run in processes
+of the standard library (``concurrent.futures``) forked from this one after it loaded the kernels
+(spawned where it runs other threads; one after another in this process where the platform cannot
+fork), or with ``--executor dask`` or a ``--scheduler`` on Dask, with the same rows.
 """
 
 import copy
@@ -697,14 +697,17 @@ def run_sweep(
     plots=True,
     chunk_size=None,
     shapes=False,
-    executor="dask",
+    executor=None,
     cluster_timeout=CLUSTER_TIMEOUT,
     variant_timeout=None,
 ) -> dict:
-    """Solve the variants missing from ``outdir``/results.csv on Dask; write results.csv (all rows, in
-    variant order), summary.json, plots/ and with ``shapes`` shapes/<variant>.npz. Returns the summary.
-    ``executor`` "processes" runs them in forked processes without Dask (as where it is not installed):
-    what a solver imported under a package name that a new interpreter cannot import needs (Blender's)."""
+    """Solve the variants missing from ``outdir``/results.csv; write results.csv (all rows, in variant
+    order), summary.json, plots/ and with ``shapes`` shapes/<variant>.npz. Returns the summary.
+    ``executor`` "processes" runs them in processes of the standard library forked from this one (the
+    default on this machine: no scheduler to start or talk to, docs/performance.md), "dask" on a local
+    Dask cluster or the one at ``scheduler`` (the default with a scheduler)."""
+    if executor is None:
+        executor = "dask" if scheduler else "processes"
     if executor not in ("dask", "processes"):
         raise CaseError(f"--executor must be dask or processes, got {show(executor)}")
     if executor == "processes" and scheduler:
@@ -1026,10 +1029,10 @@ def _failed_row(variant, message) -> dict:
 def add_sweep_parser(sub) -> None:
     sweep = sub.add_parser(
         "sweep",
-        help="solve variants of a case in parallel (Dask) and summarise them",
-        description="Solve the variants of a sweep file (cable-harness-sweep/1) on Dask and "
-        "write OUTDIR/results.csv (a row per variant), summary.json and plots/. Run it again "
-        "with the same OUTDIR to finish an interrupted sweep.",
+        help="solve variants of a case in parallel and summarise them",
+        description="Solve the variants of a sweep file (cable-harness-sweep/1) in parallel, on this "
+        "machine or a Dask cluster, and write OUTDIR/results.csv (a row per variant), summary.json and "
+        "plots/. Run it again with the same OUTDIR to finish an interrupted sweep.",
     )
     sweep.add_argument("sweep", help="sweep JSON file (format cable-harness-sweep/1)")
     sweep.add_argument(
@@ -1038,16 +1041,15 @@ def add_sweep_parser(sub) -> None:
     sweep.add_argument(
         "--scheduler",
         metavar="ADDRESS",
-        help="address of a running Dask scheduler, e.g. tcp://host:8786 (default: a local cluster "
-        "with one worker per core)",
+        help="address of a running Dask scheduler, e.g. tcp://host:8786 (default: worker processes on "
+        "this machine, one per core)",
     )
-    sweep.add_argument("--workers", type=int, help="workers of the local cluster (default: one per core)")
+    sweep.add_argument("--workers", type=int, help="worker processes on this machine (default: one per core)")
     sweep.add_argument(
         "--executor",
         choices=("dask", "processes"),
-        default="dask",
-        help="dask (default; forked processes where it is not installed) or processes: forked processes of "
-        "the standard library on this machine, without Dask",
+        help="processes (default without --scheduler): processes of the standard library forked on this "
+        "machine; dask (default with --scheduler): a local Dask cluster, or the one at --scheduler",
     )
     sweep.add_argument(
         "--cluster-timeout",

@@ -167,7 +167,7 @@ def read_csv_text(lines):
     return list(csv.DictReader(lines))
 
 
-def test_a_local_cluster_by_default(tmp_path):
+def test_one_worker_on_this_machine_by_default(tmp_path):
     vary = [{"path": "cables[0].length", "values": [0.3, 0.29]}]
     code, out, err = run_cli(
         "sweep", str(write_sweep(tmp_path, vary)), "-o", str(tmp_path / "out"), "--workers", "1", "--no-plots"

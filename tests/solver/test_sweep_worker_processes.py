@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""A sweep's worker processes on one machine (``--executor processes``, Blender's Variation
-Study): a worker that dies leaves its variants to a new pool; a variant that kills its worker every
-time gets a row saying so; workers that keep dying end the sweep in one line, the rows kept; a
-process running other threads spawns its workers rather than fork it."""
+"""The command line's sweep on one machine by default: worker processes of the standard library
+forked from the sweep's process (issue 54, target 4: no scheduler to start or talk to), Dask with
+``--scheduler`` or ``--executor dask``. A worker that dies leaves its variants to a new pool; a
+variant that kills its worker every time gets a row saying so; workers that keep dying end the sweep
+in one line, the rows kept; a process running other threads spawns its workers rather than fork
+it."""
 
 import csv
 import json
@@ -19,13 +21,14 @@ from helpers.cases import cable, case
 from helpers.processes import children
 
 from solver_core.io import forked_cluster, worker_pool
+from solver_core.io import sweep as sweep_module
 from solver_core.io.sweep import parse_sweep, run_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
 SMALL = case(cable(segments=8, end={"position": [0.2, 0, 0], "tangent": [1, 0, 0], "normal": [0, 0, 1]}))
 LENGTHS = [0.3, 0.29, 0.28, 0.27]
-TWO_WORKERS = ("--workers", "2", "--no-plots", "--executor", "processes")
+TWO_WORKERS = ("--workers", "2", "--no-plots")  # the default executor
 
 
 def sweep_doc(vary, **more) -> dict:
@@ -45,6 +48,65 @@ def table(path) -> list:
 
 def cli(*args):
     return subprocess.run([sys.executable, *args], cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=600)
+
+
+# which executor run_sweep was given, and whether the Dask path was taken
+_RECORDING_EXECUTOR = (
+    "import sys\n"
+    "from solver_core.io import sweep\n"
+    "solve = sweep._solve\n"
+    "def recorded(sweep_, todo, sink, executor, *args):\n"
+    "    print('executor', executor)\n"
+    "    return solve(sweep_, todo, sink, executor, *args)\n"
+    "sweep._solve = recorded\n"
+    "from solver_core.io.cli import main\n"
+    "code = main(sys.argv[1:])\n"
+    "print('distributed imported', 'distributed' in sys.modules)\n"
+    "sys.exit(code)\n"
+)
+
+
+def test_worker_processes_by_default_and_dask_on_request(tmp_path):
+    path = sweep_file(tmp_path, [{"path": "cables[0].length", "values": LENGTHS}])
+    tables = {}
+    for name, extra in [("default", []), ("dask", ["--executor", "dask"])]:
+        if name == "dask":
+            pytest.importorskip("distributed")
+        done = cli("-c", _RECORDING_EXECUTOR, "sweep", path, "-o", str(tmp_path / name), "--workers", "2",
+                   "--no-plots", *extra)  # fmt: skip
+        assert done.returncode == 0 and done.stderr == "", done.stderr
+        want = "processes" if name == "default" else "dask"
+        assert f"executor {want}" in done.stdout and f"distributed imported {name == 'dask'}" in done.stdout
+        tables[name] = [
+            {k: v for k, v in r.items() if not k.endswith("solve_ms")} for r in table(tmp_path / name / "results.csv")
+        ]
+    assert [float(r["cables[0].length"]) for r in tables["default"]] == LENGTHS
+    if "dask" in tables:
+        assert tables["dask"] == tables["default"]  # the same rows either way
+
+
+class _Chosen(Exception):
+    pass
+
+
+def test_a_scheduler_means_dask(tmp_path):
+    # the choice run_sweep makes: Dask where a scheduler is named, else this machine's processes
+    seen = []
+    original = sweep_module._solve
+
+    def recorded(sweep, todo, sink, executor, scheduler, *args):
+        seen.append((executor, scheduler))
+        raise _Chosen
+
+    sweep_module._solve = recorded
+    try:
+        sweep = parse_sweep(sweep_doc([{"path": "cables[0].length", "values": LENGTHS[:1]}]))
+        for k, scheduler in enumerate((None, "tcp://127.0.0.1:1")):
+            with pytest.raises(_Chosen):
+                run_sweep(sweep, str(tmp_path / str(k)), scheduler=scheduler, plots=False)
+    finally:
+        sweep_module._solve = original
+    assert seen == [("processes", None), ("dask", "tcp://127.0.0.1:1")]
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="the worker is found in /proc")
@@ -142,7 +204,7 @@ def test_a_process_running_other_threads_spawns_its_workers(tmp_path):
     try:
         assert not forked_cluster.can_fork()
         sweep = parse_sweep(sweep_doc([{"path": "cables[0].length", "values": LENGTHS}]))
-        summary = run_sweep(sweep, str(tmp_path / "out"), workers=2, plots=False, executor="processes")
+        summary = run_sweep(sweep, str(tmp_path / "out"), workers=2, plots=False)
     finally:
         multiprocessing.get_context = get_context
         stop.set()
