@@ -386,7 +386,8 @@ def projected(big_doc, durations, rows, k: int, alone: float, executor=None, nam
         f"{m * here // k} variants ({m // k} each, as at {k}): {part_wall:.2f} s against {part_ideal:.2f} s "
         f"(efficiency {part_ideal / part_wall:.3f}, the sweep's fixed cost {part_wall - part_ideal:.2f} s); "
         f"with {k - here} forks more ({1e3 * fork:.1f} ms each), on {k} cores {on_cores:.2f} s: "
-        f"{alone / on_cores:.1f}x one worker projected (target >= 13x); the sweep's process busy "
+        f"{alone / on_cores:.1f}x one worker projected (target >= 13x), the sweep's machinery "
+        f"{1e3 * (on_cores - ideal) * k / m:.1f} ms of a worker's time per variant; the sweep's process busy "
         f"{busy_k:.2f} s while {k} workers solve, {busy_here:.2f} s while {here} do: with the difference "
         f"all on the critical path {alone / bound:.1f}x",
         flush=True,
@@ -429,7 +430,8 @@ def main(argv=None) -> int:
     )
     print(
         f"  sweep cost per variant over the solve itself (1 worker against one after another): "
-        f"{100.0 * (times[1] - wall) / wall:+.1f} % (target <= 20 %); on a local Dask cluster started "
+        f"{100.0 * (times[1] - wall) / wall:+.1f} %, {1e3 * (times[1] - wall) / n:+.1f} ms (target <= 20 %); "
+        f"on a local Dask cluster started "
         f"beforehand (--executor dask): {100.0 * (dask[1] - wall) / wall:+.1f} %, 2 workers {dask[2]:.2f} s, "
         f"{dask[1] / dask[2]:.2f}x one",
         flush=True,

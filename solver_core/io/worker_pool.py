@@ -127,7 +127,7 @@ class WorkerPool:
             stop_pool(pool)
             raise
         pool.shutdown(wait=True)
-        return taken, sorted(lost)
+        return taken, sorted(lost, key=lambda chunk: chunk[0][0])  # in variant order again
 
     def _solve_alone(self, variant, marks) -> None:
         for _ in range(DEATHS_ALONE):

@@ -8,16 +8,14 @@ other threads cannot fork safely: it spawns its workers as before."""
 import csv
 import json
 import os
-import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
 from helpers.cases import cable, case
-from helpers.processes import children
+from helpers.processes import sweep_killing_a_worker
 
 from solver_core.io import forked_cluster
 from solver_core.io.sweep import parse_sweep, run_sweep
@@ -135,28 +133,13 @@ def test_a_worker_killed_midway_leaves_its_variants_to_the_others(tmp_path, work
     # with one worker, the one started in its place (spawned: the sweep's process runs threads now)
     path = sweep_file(tmp_path, [{"path": "cables[0].length", "uniform": [0.25, 0.3]}], samples=2000)
     out = tmp_path / "out"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "solver_core", "sweep", path, "-o", str(out), "--executor", "dask",
-         "--workers", str(workers), "--no-plots"],
-        cwd=ROOT, env=ENV, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True,
-    )  # fmt: skip
-    try:
-        results = out / "results.csv"
-        deadline = time.monotonic() + 120
-        while not (results.exists() and results.read_text().count("\n") > 8 and len(children(process.pid)) == workers):
-            assert time.monotonic() < deadline and process.poll() is None, "no rows from the workers"
-            time.sleep(0.05)
-        os.kill(children(process.pid)[0], signal.SIGKILL)
-        at_kill = results.read_text().count("\n") - 1
-        stdout, stderr = process.communicate(timeout=300)
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-    assert process.returncode == 0, stderr
+    command = [sys.executable, "-m", "solver_core", "sweep", path, "-o", str(out), "--executor", "dask",
+               "--workers", str(workers), "--no-plots"]  # fmt: skip
+    at_kill, code, stdout, stderr = sweep_killing_a_worker(command, out / "results.csv", workers, cwd=ROOT, env=ENV)
+    assert code == 0, stderr
     assert at_kill < 1000  # killed midway
     assert "2000 of 2000 variants converged" in stdout and stderr == "", stderr
-    assert sorted(int(r["variant"]) for r in table(results)) == list(range(2000))
+    assert sorted(int(r["variant"]) for r in table(out / "results.csv")) == list(range(2000))
 
 
 def test_a_process_running_other_threads_spawns_its_workers(tmp_path):

@@ -13,12 +13,11 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
 from helpers.cases import cable, case
-from helpers.processes import children
+from helpers.processes import sweep_killing_a_worker
 
 from solver_core.io import forked_cluster, worker_pool
 from solver_core.io import sweep as sweep_module
@@ -113,28 +112,12 @@ def test_a_scheduler_means_dask(tmp_path):
 def test_a_worker_killed_midway_leaves_its_variants_to_a_new_pool(tmp_path):
     path = sweep_file(tmp_path, [{"path": "cables[0].length", "uniform": [0.25, 0.3]}], samples=2000)
     out = tmp_path / "out"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "solver_core", "sweep", path, "-o", str(out), *TWO_WORKERS],
-        cwd=ROOT, env=ENV, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True,
-    )  # fmt: skip
-    try:
-        results = out / "results.csv"
-        deadline = time.monotonic() + 120
-        while not (results.exists() and results.read_text().count("\n") > 8 and len(children(process.pid)) >= 2):
-            assert time.monotonic() < deadline and process.poll() is None, "no rows from the workers"
-            time.sleep(0.05)
-        workers = children(process.pid)
-        os.kill(workers[0], 9)
-        at_kill = results.read_text().count("\n") - 1
-        stdout, stderr = process.communicate(timeout=300)
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, 9)
-    assert process.returncode == 0, stderr
+    command = [sys.executable, "-m", "solver_core", "sweep", path, "-o", str(out), *TWO_WORKERS]
+    at_kill, code, stdout, stderr = sweep_killing_a_worker(command, out / "results.csv", 2, cwd=ROOT, env=ENV)
+    assert code == 0, stderr
     assert at_kill < 1000  # killed midway
     assert "2000 of 2000 variants converged" in stdout and stderr == "", stderr
-    assert sorted(int(r["variant"]) for r in table(results)) == list(range(2000))  # each once
+    assert sorted(int(r["variant"]) for r in table(out / "results.csv")) == list(range(2000))  # each once
 
 
 # variant 3 kills the process that solves it, every time
