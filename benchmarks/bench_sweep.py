@@ -363,13 +363,17 @@ def on_cluster(sweep, workers: int):
 
 def projected(big_doc, durations, rows, k: int, alone: float, executor=None, name="") -> None:
     """Print ``k`` workers emulated on this machine's cores, then projected with each worker on a core
-    of its own, against ``alone`` (one worker, the command line's default)."""
+    of its own, against ``alone`` (one worker as the command line runs it, every variant solved for
+    real, in another minute than the durations the stand-ins sleep) and against those durations
+    summed (the variants' solve time in one process, no sweep at all: the stricter reference)."""
     m, cores = len(parse_sweep(big_doc).variants()), _cores()
     sweep_wall, ideal, converged, forked, _, busy_k = emulated_default(big_doc, durations, rows, k, executor)
+    solo = ideal * k
     print(
         f"  {name}{'' if forked else ' (NOT forked)'}: {k} workers {sweep_wall:.2f} s against {ideal:.2f} s of "
         f"solving per worker (efficiency {ideal / sweep_wall:.3f}, {converged} rows): {alone / sweep_wall:.1f}x "
-        f"one worker, emulated, with the {k} workers' starts, messages and closes sharing {cores} cores",
+        f"one worker ({solo / sweep_wall:.1f}x the solve time alone), emulated, with the {k} workers' starts, "
+        f"messages and closes sharing {cores} cores",
         flush=True,
     )
     # each worker on a core of its own, as on k cores: as many workers as there are cores here, each
@@ -386,10 +390,10 @@ def projected(big_doc, durations, rows, k: int, alone: float, executor=None, nam
         f"{m * here // k} variants ({m // k} each, as at {k}): {part_wall:.2f} s against {part_ideal:.2f} s "
         f"(efficiency {part_ideal / part_wall:.3f}, the sweep's fixed cost {part_wall - part_ideal:.2f} s); "
         f"with {k - here} forks more ({1e3 * fork:.1f} ms each), on {k} cores {on_cores:.2f} s: "
-        f"{alone / on_cores:.1f}x one worker projected (target >= 13x), the sweep's machinery "
-        f"{1e3 * (on_cores - ideal) * k / m:.1f} ms of a worker's time per variant; the sweep's process busy "
-        f"{busy_k:.2f} s while {k} workers solve, {busy_here:.2f} s while {here} do: with the difference "
-        f"all on the critical path {alone / bound:.1f}x",
+        f"{alone / on_cores:.1f}x one worker, {solo / on_cores:.1f}x the solve time alone, projected (target "
+        f">= 13x), the sweep's machinery {1e3 * (on_cores - ideal) * k / m:.1f} ms of a worker's time per "
+        f"variant; the sweep's process busy {busy_k:.2f} s while {k} workers solve, {busy_here:.2f} s while "
+        f"{here} do: with the difference all on the critical path {alone / bound:.1f}x, {solo / bound:.1f}x",
         flush=True,
     )
 
