@@ -256,7 +256,7 @@ def emulate_default(path: str) -> None:
     import multiprocessing
 
     from solver_core.io import sweep as module
-    from solver_core.io.forked_cluster import can_fork
+    from solver_core.io.forking import can_fork
     from solver_core.io.worker_pool import WorkerPool
 
     spec = json.load(open(path, encoding="utf-8"))

@@ -18,39 +18,15 @@ and the sweep starts a spawned worker in its place (``replace_lost``), as a nann
 
 import asyncio
 import contextlib
-import gc
 import logging
 import multiprocessing
 import os
 import sys
-import threading
 import time
 
+from .forking import frozen_heap
+
 STARTUP_TIMEOUT = 60.0  # [s] a forked worker waits this long for the scheduler's address, then ends
-
-
-def can_fork() -> bool:
-    """Whether this process may fork the workers: the platform forks, no other thread runs, and the
-    process is not a daemonic worker itself (which multiprocessing forbids to have children)."""
-    return (
-        "fork" in multiprocessing.get_all_start_methods()
-        and threading.active_count() == 1
-        and not multiprocessing.current_process().daemon
-    )
-
-
-@contextlib.contextmanager
-def frozen_heap():
-    """What this process holds, frozen for the processes forked inside the block: a forked worker's
-    garbage collector then never traverses the heap it inherits (the modules, the kernels), nor
-    writes to its pages, which stay shared. This process gets its own back after the block: a
-    program that runs a sweep keeps collecting what it frees later. (A collection first would find
-    some 70 objects, for 30-55 ms before every fork.)"""
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
 
 
 def _serve(receive, inherited, parent: int, index: int, timeout: float) -> None:
@@ -141,7 +117,7 @@ class ForkedCluster:
         """Start a worker in place of each that died (what a nanny does), spawned: this process runs
         threads now, so the new worker is a new interpreter that loads its own kernels. A variant
         that kills every worker that takes it still fails the sweep: the scheduler gives up on it
-        after three (distributed's allowed-failures)."""
+        once it has killed more than distributed's allowed-failures (3) workers."""
         context = multiprocessing.get_context("spawn")
         for index, process in enumerate(self.processes):
             if process.is_alive():

@@ -48,9 +48,10 @@ import numpy as np
 from ..errors import CaseError, show
 from ..specs.case import as_float, as_int, read_json
 from ..specs.materials import MATERIAL_KEYS
-from .forked_cluster import ForkedCluster, can_fork
+from .forked_cluster import ForkedCluster
+from .forking import can_fork
 from .signals import as_interruption
-from .worker_pool import WorkerPool, WorkersLost
+from .worker_pool import WORKER_DIED, WorkerPool, WorkersLost
 
 SWEEP_FORMAT = "cable-harness-sweep/1"
 METRICS = ("converged", "length", "min_bend_radius", "max_tension", "peak_force", "min_clearance", "solve_ms")
@@ -735,6 +736,8 @@ def run_sweep(
         if not isinstance(old, dict) or old.get("digest") != stamp["digest"]:
             raise CaseError(f"-o {outdir}: holds the results of another sweep; use another folder")
         rows = read_rows(table, columns) or {}
+        # a variant whose worker kept dying (memory that ran out then, perhaps) is tried again
+        rows = {i: r for i, r in rows.items() if not str(r.get("message") or "").startswith(WORKER_DIED)}
     else:
         _write_atomic(stamp_path, json.dumps(stamp, indent=1))
     variants = sweep.variants()
@@ -998,8 +1001,8 @@ def _load_before_fork(sweep, todo, sink, n_workers: int) -> list:
 
 def _solve_locally(sweep, todo, sink, n_workers, chunk_size):
     """Without Dask: worker processes (worker_pool) forked after this one loaded the kernels
-    (_load_before_fork), or this process alone where the platform cannot fork or one worker is
-    asked for."""
+    (_load_before_fork; spawned, each loading its own, where this process runs other threads), or
+    this process alone where the platform cannot fork or one worker is asked for."""
     import multiprocessing
 
     keep = sink.shape_dir is not None

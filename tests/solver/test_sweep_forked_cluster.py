@@ -17,7 +17,7 @@ import pytest
 from helpers.cases import cable, case
 from helpers.processes import sweep_killing_a_worker
 
-from solver_core.io import forked_cluster
+from solver_core.io import forking
 from solver_core.io.sweep import parse_sweep, run_sweep
 
 pytest.importorskip("distributed")
@@ -148,7 +148,7 @@ def test_a_process_running_other_threads_spawns_its_workers(tmp_path):
     other = threading.Thread(target=stop.wait, daemon=True)
     other.start()
     try:
-        assert not forked_cluster.can_fork()
+        assert not forking.can_fork()
         sweep = parse_sweep({"format": "cable-harness-sweep/1", "case": SMALL,
                              "vary": [{"path": "cables[0].length", "values": LENGTHS[:2]}]})  # fmt: skip
         summary = run_sweep(sweep, str(tmp_path / "out"), workers=1, plots=False, executor="dask")

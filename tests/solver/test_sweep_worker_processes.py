@@ -19,7 +19,7 @@ import pytest
 from helpers.cases import cable, case
 from helpers.processes import sweep_killing_a_worker
 
-from solver_core.io import forked_cluster, worker_pool
+from solver_core.io import forking, worker_pool
 from solver_core.io import sweep as sweep_module
 from solver_core.io.sweep import parse_sweep, run_sweep
 
@@ -147,6 +147,11 @@ def test_a_variant_that_kills_its_worker_every_time_gets_a_row_saying_so(tmp_pat
     assert [int(r["variant"]) for r in rows] == list(range(40))  # each once
     assert [r["variant"] for r in rows if r["converged"] != "true"] == ["3"]
     assert rows[3]["message"].startswith("its worker process died while solving it, 3 times, 2 of them alone")
+    # run again into the same folder: that variant is tried again (memory may have run out then), no other
+    again = cli("-c", _KILLING_VARIANT, "sweep", path, "-o", str(out), *TWO_WORKERS)
+    assert again.returncode == 1 and again.stderr == "", again.stderr
+    assert "40 variants, 39 already in" in again.stdout and "1 to solve" in again.stdout, again.stdout
+    assert table(out / "results.csv") == rows
 
 
 # every worker dies as it starts: no variant is to blame
@@ -155,7 +160,7 @@ _DYING_WORKERS = (
     "from solver_core.io import worker_pool\n"
     "def start(*args):\n"
     "    os.kill(os.getpid(), signal.SIGKILL)\n"
-    "worker_pool._start = start\n"
+    "worker_pool._start_worker = start\n"
     "from solver_core.io.cli import main\n"
     "sys.exit(main(sys.argv[1:]))\n"
 )
@@ -166,7 +171,7 @@ def test_workers_that_keep_dying_end_the_sweep_in_one_line(tmp_path):
     out = tmp_path / "out"
     done = cli("-c", _DYING_WORKERS, "sweep", path, "-o", str(out), *TWO_WORKERS)
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
-    assert f"died {worker_pool.LOST_POOLS_IN_A_ROW} times in a row" in done.stderr
+    assert f"died {worker_pool.LOST_POOLS_IN_A_ROW} times in a row before any returned its rows" in done.stderr
     assert "not solved: variants 0, 1, 2, 3, 4, ...; the rows solved so far are kept" in done.stderr
     assert "run the sweep again to resume" in done.stderr
 
@@ -185,7 +190,7 @@ def test_a_process_running_other_threads_spawns_its_workers(tmp_path):
 
     multiprocessing.get_context = recorded
     try:
-        assert not forked_cluster.can_fork()
+        assert not forking.can_fork()
         sweep = parse_sweep(sweep_doc([{"path": "cables[0].length", "values": LENGTHS}]))
         summary = run_sweep(sweep, str(tmp_path / "out"), workers=2, plots=False)
     finally:
