@@ -24,7 +24,7 @@ import os
 import sys
 import time
 
-from .forking import frozen_heap
+from .forking import frozen_heap, signals_held
 
 STARTUP_TIMEOUT = 60.0  # [s] a forked worker waits this long for the scheduler's address, then ends
 
@@ -82,7 +82,7 @@ class ForkedCluster:
         context = multiprocessing.get_context("fork")
         self.processes, self._pipes = [], []
         try:
-            with frozen_heap():
+            with frozen_heap(), signals_held():
                 self._fork(n_workers, context, timeout)
             self.cluster = LocalCluster(n_workers=0, processes=True, dashboard_address=":0", silence_logs=logging.ERROR)
         except BaseException:

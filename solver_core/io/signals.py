@@ -90,6 +90,8 @@ def for_worker(parent: int) -> None:
     (Linux: PR_SET_PDEATHSIG), so that no worker outlives even a SIGKILLed sweep."""
     for s in HANDLED:
         signal.signal(s, signal.SIG_IGN if s == signal.SIGINT else signal.SIG_DFL)
+    if hasattr(signal, "pthread_sigmask"):  # held while the parent forked this worker (forking.signals_held)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, HANDLED)
     if not os.path.exists("/proc/self"):  # not Linux: no parent-death signal to ask for
         return
     try:

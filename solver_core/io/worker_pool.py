@@ -22,7 +22,7 @@ import signal
 import time
 from concurrent.futures.process import BrokenProcessPool
 
-from .forking import can_fork, frozen_heap
+from .forking import can_fork, frozen_heap, signals_held
 
 LOST_POOLS_IN_A_ROW = 3
 DEATHS_ALONE = 2  # a variant's lone worker may die this often while solving it (3 deaths with the first)
@@ -125,7 +125,7 @@ class WorkerPool:
         )
         done, futures = _Round(), {}
         try:
-            with frozen_heap():  # the first submit forks the workers
+            with frozen_heap(), signals_held():  # the first submit forks the workers
                 for k, chunk in enumerate(chunks):
                     try:
                         futures[pool.submit(_solve_marked, self.solve_chunk, self.case_doc, chunk, *self.args)] = chunk

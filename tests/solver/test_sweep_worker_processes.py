@@ -176,6 +176,31 @@ def test_workers_that_keep_dying_end_the_sweep_in_one_line(tmp_path):
     assert "run the sweep again to resume" in done.stderr
 
 
+# every worker gets a SIGTERM before it has its own signal handlers, as when a broken pool stops
+# workers that were just forked
+_TERMINATED_AS_THEY_START = (
+    "import os, signal, sys, time\n"
+    "from solver_core.io import signals\n"
+    "original = signals.for_worker\n"
+    "def for_worker(parent):\n"
+    "    os.kill(os.getpid(), signal.SIGTERM)\n"
+    "    time.sleep(0.2)\n"
+    "    original(parent)\n"
+    "signals.for_worker = for_worker\n"
+    "from solver_core.io.cli import main\n"
+    "sys.exit(main(sys.argv[1:]))\n"
+)
+
+
+def test_a_worker_stopped_as_it_starts_ends_quietly(tmp_path):
+    # with the parent's handlers it would raise the sweep's interruption wherever it was and print
+    # a traceback; held until its own handlers are in place, the SIGTERM just ends it
+    path = sweep_file(tmp_path, [{"path": "cables[0].length", "values": LENGTHS}])
+    done = cli("-c", _TERMINATED_AS_THEY_START, "sweep", path, "-o", str(tmp_path / "out"), *TWO_WORKERS)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "died 3 times in a row before any returned its rows" in done.stderr
+
+
 def test_a_process_running_other_threads_spawns_its_workers(tmp_path):
     # a lock another thread holds at a fork stays held in the child: the pool is spawned then
     stop = threading.Event()
